@@ -1,0 +1,308 @@
+"""Chain handlers (after Elixir LangChain's ``ChainCallbacks``) and tool review.
+
+The first argument of every event is the chain: an immutable ``LLMChain`` snapshot of
+the run's state when the event fired. ``chain.invocation`` is the run's
+``Invocation``, also in threads that did not copy the context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
+
+import attrs
+
+from ._handler import HandlerBase
+from ._messages import (
+    LangHooksError,
+    Message,
+    MessageDelta,
+    TokenUsage,
+    Tool,
+    ToolCall,
+    ToolResult,
+    _frozen_mapping,
+)
+
+if TYPE_CHECKING:
+    from .chain import LLMChain, RunResult
+
+__all__ = [
+    "Allow",
+    "AsyncChainCallbackHandler",
+    "ChainCallbackHandler",
+    "Deny",
+    "Interrupt",
+    "ReviewContext",
+    "ReviewDecision",
+    "UpdateArguments",
+]
+
+
+@attrs.frozen
+class Allow:
+    """Review decision: run the call as it is (returning None means the same)."""
+
+
+@attrs.frozen
+class UpdateArguments:
+    """Review decision: run the call with these arguments instead."""
+
+    arguments: Mapping[str, Any] = attrs.field(converter=dict)
+
+
+@attrs.frozen
+class Deny:
+    """Review decision: do not run the call; the model is told ``reason``.
+
+    A denial is not a failure: its result has ``is_error=False``.
+    """
+
+    reason: str = attrs.field(validator=attrs.validators.instance_of(str))
+
+
+@attrs.frozen
+class Interrupt:
+    """Review decision: stop before running the call and ask a human.
+
+    The run returns status "interrupted" with ``data`` (never sent to the model);
+    resume with ``LLMChain.execute_tool_calls_with_decisions``.
+    """
+
+    message: str = attrs.field(validator=attrs.validators.instance_of(str))
+    data: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+
+
+ReviewDecision: TypeAlias = Allow | UpdateArguments | Deny | Interrupt
+
+
+@attrs.frozen(kw_only=True)
+class ReviewContext:
+    """What a reviewer knows beside the call.
+
+    Attributes:
+        human_decision: "approve" or "edit" when a human already decided on this
+            call (the run is resuming), else None.
+        custom_context: the run's ``custom_context``.
+    """
+
+    human_decision: Literal["approve", "edit"] | None = attrs.field(
+        default=None,
+        validator=attrs.validators.optional(attrs.validators.in_(("approve", "edit"))),
+    )
+    custom_context: Mapping[str, Any] = attrs.field(
+        factory=dict, converter=_frozen_mapping
+    )
+
+
+class ChainCallbackHandler(HandlerBase, _langhooks_interface=True):
+    """Receives a chain run's events. Override the methods you need.
+
+    Every method is a no-op. The runtime calls these methods with no current
+    invocation (through ``HandlerWithoutInvocation``), except
+    ``on_tool_pre_execution``, which runs in the tool's own thread or task.
+    """
+
+    _langhooks_async: ClassVar[bool] = False
+
+    def on_run_start(self, chain: LLMChain) -> None:
+        """A run began. The first event of every run."""
+
+    def on_llm_new_delta(self, chain: LLMChain, deltas: Sequence[MessageDelta]) -> None:
+        """A batch of streamed increments arrived, live, in stream order."""
+
+    def on_llm_new_message(self, chain: LLMChain, message: Message) -> None:
+        """A model answered with a complete, non-streamed message."""
+
+    def on_llm_ratelimit_info(
+        self, chain: LLMChain, info: Mapping[str, object]
+    ) -> None:
+        """The provider reported rate-limit headers, parsed."""
+
+    def on_llm_token_usage(self, chain: LLMChain, usage: TokenUsage) -> None:
+        """Token usage, after the message that reported it is processed."""
+
+    def on_llm_response_headers(
+        self, chain: LLMChain, headers: Mapping[str, str]
+    ) -> None:
+        """The provider's raw response headers."""
+
+    def on_message_processed(self, chain: LLMChain, message: Message) -> None:
+        """An assistant or tool message is complete and added to the chain."""
+
+    def on_message_processing_error(self, chain: LLMChain, message: Message) -> None:
+        """A message processor rejected ``message``."""
+
+    def on_error_message_created(self, chain: LLMChain, message: Message) -> None:
+        """The automated reply to a rejected message was added."""
+
+    def on_tool_call_identified(
+        self, chain: LLMChain, call: ToolCall, tool: Tool
+    ) -> None:
+        """A streamed call's name resolved to ``tool``; once per call, live.
+
+        ``call.arguments`` may still be empty: the arguments are streaming.
+        """
+
+    def on_tool_call_review(
+        self, chain: LLMChain, call: ToolCall, tool: Tool, review: ReviewContext
+    ) -> ReviewDecision | None:
+        """Decide on a call before it is announced or run.
+
+        Returns:
+            None or ``Allow()`` to run it, ``UpdateArguments`` to run it with other
+            arguments, ``Deny`` to refuse it, ``Interrupt`` to ask a human. Any
+            other value is an error; an exception aborts the whole batch before
+            any call runs.
+        """
+        return None
+
+    def on_tool_execution_started(
+        self, chain: LLMChain, call: ToolCall, tool: Tool
+    ) -> None:
+        """A call will run; fires for every call of the batch before any runs."""
+
+    def on_tool_pre_execution(
+        self, chain: LLMChain, call: ToolCall, tool: Tool
+    ) -> None:
+        """Inside the thread or task that runs the tool, just before it runs.
+
+        The tool's invocation is current: re-apply per-thread state here.
+        """
+
+    def on_tool_execution_completed(
+        self, chain: LLMChain, call: ToolCall, result: ToolResult
+    ) -> None:
+        """A call succeeded."""
+
+    def on_tool_execution_failed(
+        self, chain: LLMChain, call: ToolCall, result: ToolResult
+    ) -> None:
+        """A call did not succeed: it raised, returned an error, named an unknown
+        tool, was rejected by a human or denied by review. ``result`` says which.
+        """
+
+    def on_tool_execution_exception(
+        self, chain: LLMChain, call: ToolCall, exception: BaseException
+    ) -> None:
+        """The tool raised; fires after ``on_tool_execution_failed``.
+
+        The traceback is on ``exception.__traceback__``.
+        """
+
+    def on_tool_interrupted(
+        self, chain: LLMChain, results: Sequence[ToolResult]
+    ) -> None:
+        """Once per batch, with every interrupted call's stand-in result."""
+
+    def on_tool_response_created(self, chain: LLMChain, message: Message) -> None:
+        """The tool message for a batch was added to the chain."""
+
+    def on_llm_error(self, chain: LLMChain, error: LangHooksError) -> None:
+        """A model call failed, transiently or not (it may be retried)."""
+
+    def on_retries_exceeded(self, chain: LLMChain) -> None:
+        """The failure counter reached ``max_retry_count``."""
+
+    def on_error(self, chain: LLMChain, error: LangHooksError) -> None:
+        """The run gave up. Exactly once per failed run; the last event."""
+
+    def on_run_complete(self, chain: LLMChain, result: RunResult) -> None:
+        """The run finished with status "ok" or "interrupted". The last event."""
+
+
+class AsyncChainCallbackHandler(HandlerBase, _langhooks_interface=True):
+    """The ``async def`` twin of ``ChainCallbackHandler``: same events, awaited."""
+
+    _langhooks_async: ClassVar[bool] = True
+
+    async def on_run_start(self, chain: LLMChain) -> None:
+        """A run began. The first event of every run."""
+
+    async def on_llm_new_delta(
+        self, chain: LLMChain, deltas: Sequence[MessageDelta]
+    ) -> None:
+        """A batch of streamed increments arrived, live, in stream order."""
+
+    async def on_llm_new_message(self, chain: LLMChain, message: Message) -> None:
+        """A model answered with a complete, non-streamed message."""
+
+    async def on_llm_ratelimit_info(
+        self, chain: LLMChain, info: Mapping[str, object]
+    ) -> None:
+        """The provider reported rate-limit headers, parsed."""
+
+    async def on_llm_token_usage(self, chain: LLMChain, usage: TokenUsage) -> None:
+        """Token usage, after the message that reported it is processed."""
+
+    async def on_llm_response_headers(
+        self, chain: LLMChain, headers: Mapping[str, str]
+    ) -> None:
+        """The provider's raw response headers."""
+
+    async def on_message_processed(self, chain: LLMChain, message: Message) -> None:
+        """An assistant or tool message is complete and added to the chain."""
+
+    async def on_message_processing_error(
+        self, chain: LLMChain, message: Message
+    ) -> None:
+        """A message processor rejected ``message``."""
+
+    async def on_error_message_created(self, chain: LLMChain, message: Message) -> None:
+        """The automated reply to a rejected message was added."""
+
+    async def on_tool_call_identified(
+        self, chain: LLMChain, call: ToolCall, tool: Tool
+    ) -> None:
+        """A streamed call's name resolved to ``tool``; once per call, live."""
+
+    async def on_tool_call_review(
+        self, chain: LLMChain, call: ToolCall, tool: Tool, review: ReviewContext
+    ) -> ReviewDecision | None:
+        """Decide on a call before it is announced or run (see the sync twin)."""
+        return None
+
+    async def on_tool_execution_started(
+        self, chain: LLMChain, call: ToolCall, tool: Tool
+    ) -> None:
+        """A call will run; fires for every call of the batch before any runs."""
+
+    async def on_tool_pre_execution(
+        self, chain: LLMChain, call: ToolCall, tool: Tool
+    ) -> None:
+        """Inside the task that runs the tool, just before it runs."""
+
+    async def on_tool_execution_completed(
+        self, chain: LLMChain, call: ToolCall, result: ToolResult
+    ) -> None:
+        """A call succeeded."""
+
+    async def on_tool_execution_failed(
+        self, chain: LLMChain, call: ToolCall, result: ToolResult
+    ) -> None:
+        """A call did not succeed; ``result`` says why."""
+
+    async def on_tool_execution_exception(
+        self, chain: LLMChain, call: ToolCall, exception: BaseException
+    ) -> None:
+        """The tool raised; fires after ``on_tool_execution_failed``."""
+
+    async def on_tool_interrupted(
+        self, chain: LLMChain, results: Sequence[ToolResult]
+    ) -> None:
+        """Once per batch, with every interrupted call's stand-in result."""
+
+    async def on_tool_response_created(self, chain: LLMChain, message: Message) -> None:
+        """The tool message for a batch was added to the chain."""
+
+    async def on_llm_error(self, chain: LLMChain, error: LangHooksError) -> None:
+        """A model call failed, transiently or not (it may be retried)."""
+
+    async def on_retries_exceeded(self, chain: LLMChain) -> None:
+        """The failure counter reached ``max_retry_count``."""
+
+    async def on_error(self, chain: LLMChain, error: LangHooksError) -> None:
+        """The run gave up. Exactly once per failed run; the last event."""
+
+    async def on_run_complete(self, chain: LLMChain, result: RunResult) -> None:
+        """The run finished with status "ok" or "interrupted". The last event."""

@@ -1,0 +1,52 @@
+"""The ``langhooks`` command line.
+
+Each command lives in its own module, which provides ``add_arguments(parser)`` and
+``run(args) -> int``; this module only builds the parser and dispatches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from collections.abc import Sequence
+from typing import Final
+
+from ._version import __version__
+
+__all__ = ["main"]
+
+# command -> (module, one-line help)
+_COMMANDS: Final = {
+    "demo": (
+        "langhooks.chain._demo",
+        "run a scripted agent and show each handler event as it fires",
+    ),
+    "replay": (
+        "langhooks.models._replay_cli",
+        "show the handler events a recorded provider stream produces",
+    ),
+}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="langhooks", description="Observe and steer LLM streams and chains."
+    )
+    parser.add_argument("--version", action="version", version=__version__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, (module, summary) in _COMMANDS.items():
+        command = commands.add_parser(name, help=summary, description=summary)
+        importlib.import_module(module).add_arguments(command)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit status.
+    """
+    args = _parser().parse_args(argv)
+    module, _ = _COMMANDS[args.command]
+    status: int = importlib.import_module(module).run(args)
+    return status

@@ -1,0 +1,263 @@
+"""Composites: one handler that calls every registered handler.
+
+Per event, a composite holds one precomputed callable over the bound methods of the
+handlers that override that event, in registration order (see
+``_handler.sync_fanout``). ``add`` and ``remove`` rebuild those callables under a
+lock and swap them in with one attribute assignment each, so a dispatch running in
+another thread sees either the old or the new set, never a torn one.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Literal, TypeVar, final
+
+import attrs
+from typing_extensions import override
+
+from ._chain_callbacks import (
+    Allow,
+    AsyncChainCallbackHandler,
+    ChainCallbackHandler,
+    Deny,
+    Interrupt,
+    ReviewContext,
+    ReviewDecision,
+    UpdateArguments,
+)
+from ._handler import (
+    HandlerBase,
+    async_fanout,
+    bound_event,
+    event_is_async,
+    overridden_events,
+    sync_fanout,
+)
+from ._messages import Tool, ToolCall
+from ._streaming import AsyncStreamingChatResponseHandler, StreamingChatResponseHandler
+from ._wrappers import isolate
+
+if TYPE_CHECKING:
+    from .chain import LLMChain
+
+__all__ = [
+    "AsyncCompositeChainHandler",
+    "AsyncCompositeStreamingHandler",
+    "CompositeChainHandler",
+    "CompositeStreamingHandler",
+]
+
+_REVIEW: Final = "on_tool_call_review"
+ErrorPolicy = Literal["raise", "log"]
+_H = TypeVar("_H", bound=HandlerBase)
+
+
+class _Composite(HandlerBase, Generic[_H]):
+    """What the four composites share: registration and fan-out building."""
+
+    # The interfaces a composite accepts, and whether it awaits.
+    _accepts: ClassVar[tuple[type[HandlerBase], ...]]
+    _is_async: ClassVar[bool]
+    # Lets wrappers and parent composites bind late (see _handler.bound_event).
+    _langhooks_dynamic: ClassVar[bool] = True
+
+    def __init__(self, handlers: Iterable[_H] = (), *, errors: ErrorPolicy = "raise"):
+        """Create a composite.
+
+        Args:
+            handlers: the handlers to call, in order.
+            errors: "raise" (default) lets a handler's exception propagate to the
+                caller; "log" wraps each handler with ``isolate``.
+
+        Raises:
+            TypeError: a handler has the wrong interface.
+            ValueError: ``errors`` is unknown, or a handler is given twice.
+        """
+        if errors not in ("raise", "log"):
+            raise ValueError(f"errors must be 'raise' or 'log', got {errors!r}")
+        self._errors: Final = errors
+        self._lock: Final = threading.Lock()
+        self._registered: tuple[tuple[_H, HandlerBase], ...] = ()
+        self._reviewers: tuple[tuple[HandlerBase, Callable[..., Any], bool], ...] = ()
+        for handler in handlers:
+            self._registered = self._with(handler)
+        self._rebuild()
+
+    @property
+    def handlers(self) -> tuple[_H, ...]:
+        """The registered handlers, in calling order."""
+        return tuple(original for original, _ in self._registered)
+
+    def add(self, handler: _H) -> None:
+        """Register ``handler`` after the others.
+
+        Raises:
+            TypeError: the handler has the wrong interface.
+            ValueError: the handler is already registered.
+        """
+        with self._lock:
+            self._registered = self._with(handler)
+            self._rebuild()
+
+    def remove(self, handler: _H) -> None:
+        """Unregister ``handler``.
+
+        Raises:
+            ValueError: the handler is not registered.
+        """
+        with self._lock:
+            kept = tuple(pair for pair in self._registered if pair[0] is not handler)
+            if len(kept) == len(self._registered):
+                raise ValueError(f"{handler!r} is not registered in {self!r}")
+            self._registered = kept
+            self._rebuild()
+
+    def _with(self, handler: _H) -> tuple[tuple[_H, HandlerBase], ...]:
+        if not isinstance(handler, self._accepts):
+            accepted = " or ".join(a.__name__ for a in self._accepts)
+            hint = ""
+            if isinstance(
+                handler, AsyncStreamingChatResponseHandler | AsyncChainCallbackHandler
+            ):
+                hint = f" (an async handler needs Async{type(self).__name__})"
+            raise TypeError(
+                f"{type(self).__name__} takes {accepted} instances, got "
+                f"{handler!r}{hint}"
+            )
+        if handler is self:
+            raise ValueError(f"{self!r} cannot contain itself")
+        if any(original is handler for original, _ in self._registered):
+            raise ValueError(f"{handler!r} is already registered in {self!r}")
+        effective = isolate(handler) if self._errors == "log" else handler
+        return (*self._registered, (handler, effective))
+
+    def _rebuild(self) -> None:
+        effective = [handler for _, handler in self._registered]
+        overrides = [overridden_events(handler) for handler in effective]
+        for name, specs in type(self)._langhooks_events.items():
+            chosen = [h for h, o in zip(effective, overrides, strict=True) if name in o]
+            if name == _REVIEW:
+                self._reviewers = tuple(
+                    (h, bound_event(h, name), event_is_async(h, name)) for h in chosen
+                )
+                continue
+            methods = tuple(bound_event(h, name) for h in chosen)
+            if self._is_async:
+                fanout: Callable[..., Any] = async_fanout(
+                    specs[0].params,
+                    methods,
+                    tuple(event_is_async(h, name) for h in chosen),
+                )
+            else:
+                fanout = sync_fanout(specs[0].params, methods)
+            setattr(self, name, fanout)
+
+    @override
+    def _langhooks_overridden_events(self) -> frozenset[str]:
+        # Handlers may be added later, so a composite takes every event.
+        return frozenset(type(self)._langhooks_events)
+
+    @override
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({list(self.handlers)!r})"
+
+
+@final
+class CompositeStreamingHandler(
+    _Composite[StreamingChatResponseHandler], StreamingChatResponseHandler
+):
+    """A streaming handler that calls every registered streaming handler, in order.
+
+    A handler is only called for the events it overrides. Safe to ``add`` and
+    ``remove`` while another thread dispatches.
+    """
+
+    _accepts = (StreamingChatResponseHandler,)
+    _is_async = False
+
+
+@final
+class AsyncCompositeStreamingHandler(
+    _Composite[StreamingChatResponseHandler | AsyncStreamingChatResponseHandler],
+    AsyncStreamingChatResponseHandler,
+):
+    """The async composite: awaits async handlers in order, calls sync ones inline."""
+
+    _accepts = (AsyncStreamingChatResponseHandler, StreamingChatResponseHandler)
+    _is_async = True
+
+
+def _settle(
+    owner: HandlerBase, decision: object, call: ToolCall
+) -> tuple[ToolCall, Deny | Interrupt | None, bool]:
+    """Apply one reviewer's decision: (call to pass on, settled decision, rewrote)."""
+    if decision is None or isinstance(decision, Allow):
+        return call, None, False
+    if isinstance(decision, UpdateArguments):
+        return attrs.evolve(call, arguments=decision.arguments), None, True
+    if isinstance(decision, Deny | Interrupt):
+        return call, decision, False
+    raise TypeError(
+        f"{owner!r}.on_tool_call_review returned {decision!r}: return None, Allow(), "
+        f"UpdateArguments(...), Deny(...) or Interrupt(...)"
+    )
+
+
+def _result(call: ToolCall, rewrote: bool) -> ReviewDecision:
+    return UpdateArguments(call.arguments) if rewrote else Allow()
+
+
+@final
+class CompositeChainHandler(_Composite[ChainCallbackHandler], ChainCallbackHandler):
+    """A chain handler that calls every registered chain handler, in order.
+
+    Review is a fold: each reviewer sees the arguments as rewritten by those before
+    it; the first ``Deny`` or ``Interrupt`` settles the call (later reviewers are
+    not asked); otherwise the result is ``UpdateArguments`` with the final
+    arguments if any reviewer rewrote them, else ``Allow()``. An exception from a
+    reviewer propagates.
+    """
+
+    _accepts = (ChainCallbackHandler,)
+    _is_async = False
+
+    @override
+    def on_tool_call_review(
+        self, chain: LLMChain, call: ToolCall, tool: Tool, review: ReviewContext
+    ) -> ReviewDecision:
+        rewrote = False
+        for owner, method, _ in self._reviewers:
+            call, settled, changed = _settle(
+                owner, method(chain, call, tool, review), call
+            )
+            if settled is not None:
+                return settled
+            rewrote = rewrote or changed
+        return _result(call, rewrote)
+
+
+@final
+class AsyncCompositeChainHandler(
+    _Composite[ChainCallbackHandler | AsyncChainCallbackHandler],
+    AsyncChainCallbackHandler,
+):
+    """The async composite chain handler; review folds as in the sync one."""
+
+    _accepts = (AsyncChainCallbackHandler, ChainCallbackHandler)
+    _is_async = True
+
+    @override
+    async def on_tool_call_review(
+        self, chain: LLMChain, call: ToolCall, tool: Tool, review: ReviewContext
+    ) -> ReviewDecision:
+        rewrote = False
+        for owner, method, is_async in self._reviewers:
+            decision = method(chain, call, tool, review)
+            if is_async:
+                decision = await decision
+            call, settled, changed = _settle(owner, decision, call)
+            if settled is not None:
+                return settled
+            rewrote = rewrote or changed
+        return _result(call, rewrote)

@@ -1,0 +1,246 @@
+"""The machinery every handler interface shares.
+
+An *interface* is one of the four handler base classes. It declares its events as
+documented no-op ``on_*`` methods. ``_HandlerBase.__init_subclass__`` then, for every
+subclass:
+
+- rejects an ``on_*`` attribute that no interface of the class declares, naming the
+  closest real event (a misspelled override must fail loudly, not silently never
+  fire);
+- rejects a coroutine function on a synchronous interface and a plain function on an
+  asynchronous one;
+- records which events the class overrides, so composites and wrappers never call a
+  handler for an event it does not handle.
+
+It also holds the fan-out builders the composites and wrappers use: per event, a
+precomputed callable that calls a fixed tuple of bound methods with no loop and no
+per-call lookups.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, ClassVar, Final
+
+import attrs
+from typing_extensions import override
+
+__all__: list[str] = []
+
+
+@attrs.frozen
+class EventSpec:
+    """One event of one interface."""
+
+    name: str
+    interface: type[HandlerBase]
+    is_async: bool
+    params: tuple[str, ...]
+    default: Callable[..., Any]
+
+
+class HandlerBase:
+    """Root of the four handler interfaces. Not public: subclass an interface."""
+
+    # Set on each interface: its own events. Set on every class: all events of all
+    # its interfaces, and the ones the class overrides.
+    _langhooks_own_events: ClassVar[Mapping[str, EventSpec]] = {}
+    _langhooks_events: ClassVar[Mapping[str, tuple[EventSpec, ...]]] = {}
+    _langhooks_overrides: ClassVar[frozenset[str]] = frozenset()
+
+    @override
+    def __init_subclass__(cls, *, _langhooks_interface: bool = False, **kwargs: Any):
+        super().__init_subclass__(**kwargs)
+        if _langhooks_interface:
+            is_async = bool(getattr(cls, "_langhooks_async", False))
+            cls._langhooks_own_events = {
+                name: EventSpec(
+                    name=name,
+                    interface=cls,
+                    is_async=is_async,
+                    params=tuple(inspect.signature(value).parameters)[1:],
+                    default=value,
+                )
+                for name, value in vars(cls).items()
+                if name.startswith("on_") and callable(value)
+            }
+        events: dict[str, tuple[EventSpec, ...]] = {}
+        for base in reversed(cls.__mro__):
+            for name, spec in vars(base).get("_langhooks_own_events", {}).items():
+                if spec not in events.get(name, ()):
+                    events[name] = (*events.get(name, ()), spec)
+        cls._langhooks_events = events
+        if not _langhooks_interface:
+            for name, value in vars(cls).items():
+                if name.startswith("on_"):
+                    _check_event(cls, name, value, events)
+        cls._langhooks_overrides = frozenset(
+            name
+            for name, specs in events.items()
+            if all(getattr(cls, name) is not spec.default for spec in specs)
+        )
+
+    def _langhooks_overridden_events(self) -> frozenset[str]:
+        """The events this handler handles; composites call it for no other."""
+        return type(self)._langhooks_overrides
+
+
+def _check_event(
+    cls: type, name: str, value: object, events: Mapping[str, tuple[EventSpec, ...]]
+) -> None:
+    specs = events.get(name)
+    interfaces = ", ".join(
+        sorted({s.interface.__name__ for group in events.values() for s in group})
+    )
+    if specs is None:
+        raise TypeError(
+            f"{cls.__qualname__}.{name} is not an event of {interfaces}: "
+            f"{closest_event(name, events)} "
+            f"(rename it, or drop the 'on_' prefix if it is a helper)"
+        )
+    function = (
+        value.__func__ if isinstance(value, staticmethod | classmethod) else value
+    )
+    if not callable(function):
+        raise TypeError(f"{cls.__qualname__}.{name} must be a method, got {value!r}")
+    is_async = inspect.iscoroutinefunction(function)
+    if any(spec.is_async == is_async for spec in specs):
+        return
+    spec = specs[0]
+    if is_async:
+        raise TypeError(
+            f"{cls.__qualname__}.{name} is 'async def' but {spec.interface.__name__} "
+            f"is synchronous: subclass Async{spec.interface.__name__}, or make it a "
+            f"plain 'def'"
+        )
+    raise TypeError(
+        f"{cls.__qualname__}.{name} is a plain 'def' but {spec.interface.__name__} "
+        f"is asynchronous: make it 'async def', or subclass "
+        f"{spec.interface.__name__.removeprefix('Async')}"
+    )
+
+
+def interfaces_of(handler: object) -> tuple[type[HandlerBase], ...]:
+    """The interface classes ``handler`` is an instance of, in MRO order."""
+    return tuple(
+        base for base in type(handler).__mro__ if "_langhooks_own_events" in vars(base)
+    )
+
+
+def overridden_events(handler: object) -> frozenset[str]:
+    """The events ``handler`` handles (an empty set for a non-handler)."""
+    if isinstance(handler, HandlerBase):
+        return handler._langhooks_overridden_events()
+    return frozenset()
+
+
+def closest_event(name: str, events: Iterable[str]) -> str:
+    """A 'did you mean ...?' hint for an unknown event name."""
+    close = difflib.get_close_matches(name, list(events), n=1, cutoff=0.6)
+    return f"did you mean {close[0]}?" if close else "it is not an event"
+
+
+# --- fan-out builders -------------------------------------------------------------
+
+_SYNC_FACTORIES: Final[dict[tuple[tuple[str, ...], int], Callable[..., Any]]] = {}
+_ASYNC_FACTORIES: Final[
+    dict[tuple[tuple[str, ...], tuple[bool, ...]], Callable[..., Any]]
+] = {}
+
+
+def _noop(*_args: object) -> None:
+    return None
+
+
+async def _async_noop(*_args: object) -> None:
+    return None
+
+
+def sync_fanout(
+    params: tuple[str, ...], methods: tuple[Callable[..., object], ...]
+) -> Callable[..., None]:
+    """A function calling each of ``methods`` with the event's arguments, in order.
+
+    One method is returned as is: composing a single handler costs nothing.
+    """
+    if not methods:
+        return _noop
+    if len(methods) == 1:
+        return methods[0]  # type: ignore[return-value]  # a handler method returns None
+    key = (params, len(methods))
+    factory = _SYNC_FACTORIES.get(key)
+    if factory is None:
+        args = ", ".join(params)
+        names = [f"m{i}" for i in range(len(methods))]
+        body = "".join(f"        {n}({args})\n" for n in names)
+        source = (
+            f"def factory({', '.join(names)}):\n"
+            f"    def fanout({args}):\n{body}"
+            f"    return fanout\n"
+        )
+        factory = _compile_factory(source)
+        _SYNC_FACTORIES[key] = factory
+    return factory(*methods)  # type: ignore[no-any-return]
+
+
+def async_fanout(
+    params: tuple[str, ...],
+    methods: tuple[Callable[..., object], ...],
+    awaited: tuple[bool, ...],
+) -> Callable[..., Awaitable[None]]:
+    """Like ``sync_fanout``, awaiting the methods flagged in ``awaited`` in turn.
+
+    A synchronous method (a sync handler in an async composite) is called inline.
+    """
+    if not methods:
+        return _async_noop
+    if len(methods) == 1 and awaited[0]:
+        return methods[0]  # type: ignore[return-value]  # an async handler method
+    key = (params, awaited)
+    factory = _ASYNC_FACTORIES.get(key)
+    if factory is None:
+        args = ", ".join(params)
+        names = [f"m{i}" for i in range(len(methods))]
+        body = "".join(
+            f"        {'await ' if is_async else ''}{n}({args})\n"
+            for n, is_async in zip(names, awaited, strict=True)
+        )
+        source = (
+            f"def factory({', '.join(names)}):\n"
+            f"    async def fanout({args}):\n{body}"
+            f"    return fanout\n"
+        )
+        factory = _compile_factory(source)
+        _ASYNC_FACTORIES[key] = factory
+    return factory(*methods)  # type: ignore[no-any-return]
+
+
+def _compile_factory(source: str) -> Callable[..., Any]:
+    # Generated once per (parameters, arity): a closure over the bound methods runs
+    # as fast as a hand-written sequence of calls, with no loop per event.
+    namespace: dict[str, Any] = {}
+    exec(compile(source, "<langhooks fan-out>", "exec"), namespace)
+    return namespace["factory"]  # type: ignore[no-any-return]
+
+
+def event_is_async(handler: HandlerBase, name: str) -> bool:
+    """Whether ``handler``'s method for event ``name`` must be awaited."""
+    return type(handler)._langhooks_events[name][0].is_async
+
+
+def bound_event(handler: HandlerBase, name: str) -> Callable[..., Any]:
+    """The callable that delivers event ``name`` to ``handler``.
+
+    Composites swap their per-event callables when handlers are added or removed,
+    so for them this returns a late-binding function; for any other handler it is
+    the bound method itself (no added cost).
+    """
+    if not getattr(handler, "_langhooks_dynamic", False):
+        return getattr(handler, name)  # type: ignore[no-any-return]
+
+    def late(*args: Any) -> Any:
+        return getattr(handler, name)(*args)
+
+    return late

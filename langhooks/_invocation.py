@@ -1,0 +1,89 @@
+"""The invocation context: what a chain run or a tool execution is doing.
+
+The current ``Invocation`` lives in a module-private ``ContextVar`` that only
+``invocation()`` and the wrappers change, always through a token and ``finally``.
+Threads started with ``contextvars.copy_context().run`` and asyncio tasks (which copy
+the context when created) see the invocation that was current when they started.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import datetime
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, Final
+
+import attrs
+
+from ._messages import _frozen_mapping
+
+__all__ = ["Invocation", "current_invocation", "invocation"]
+
+
+@attrs.frozen(kw_only=True)
+class Invocation:
+    """One unit of work: a chain run or a tool execution.
+
+    Attributes:
+        id: unique id (a UUID4 in hex).
+        name: what the work is ("run", a tool's name, ...).
+        parent_id: the id of the invocation that was current when this one began.
+        custom_context: caller data attached to the work.
+        started_at: when it began (UTC).
+    """
+
+    id: str = attrs.field(factory=lambda: uuid.uuid4().hex)
+    name: str = attrs.field(validator=attrs.validators.instance_of(str))
+    parent_id: str | None = None
+    custom_context: Mapping[str, Any] = attrs.field(
+        factory=dict, converter=_frozen_mapping
+    )
+    started_at: datetime.datetime = attrs.field(
+        factory=lambda: datetime.datetime.now(datetime.UTC)
+    )
+
+
+_CURRENT: Final[contextvars.ContextVar[Invocation | None]] = contextvars.ContextVar(
+    "langhooks_current_invocation", default=None
+)
+
+
+def current_invocation() -> Invocation | None:
+    """The invocation current in this thread or task, or None."""
+    return _CURRENT.get()
+
+
+@contextmanager
+def invocation(
+    name: str, *, custom_context: Mapping[str, Any] | None = None
+) -> Iterator[Invocation]:
+    """Make a new invocation current for the body of a ``with`` block.
+
+    The new invocation's ``parent_id`` is the id of the invocation current on entry;
+    on exit (also by an exception) the previous one is current again.
+
+    Args:
+        name: what the work is.
+        custom_context: caller data to attach.
+
+    Returns:
+        A context manager that yields the new ``Invocation``.
+
+    Raises:
+        TypeError: ``name`` is not a str.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, got {name!r}")
+    parent = _CURRENT.get()
+    current = Invocation(
+        name=name,
+        parent_id=None if parent is None else parent.id,
+        custom_context=custom_context,
+    )
+    token = _CURRENT.set(current)
+    try:
+        yield current
+    finally:
+        _CURRENT.reset(token)

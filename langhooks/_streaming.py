@@ -1,0 +1,194 @@
+"""Streaming handlers (after langchain4j's ``StreamingChatResponseHandler``).
+
+The contract every stream keeps, for every provider:
+
+- partials arrive in stream order; a tool call's fragments share an ``index``, and
+  ``on_complete_tool_call`` for that index follows its last fragment;
+- exactly one terminal call, ``on_complete_response`` or ``on_error``, and nothing
+  after it;
+- after ``StreamingHandle.cancel()``, no callback at all (no terminal call either);
+  the driving call returns the partial response with status "cancelled";
+- a provider event no typed method covers goes to ``on_unmapped_raw_event``, and an
+  event that was mapped never does;
+- the call that drives a stream also returns the response or raises the error, so an
+  error is never lost when no handler overrides ``on_error``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import ClassVar, Final, final
+
+import attrs
+
+from ._handler import HandlerBase
+from ._messages import (
+    ChatResponse,
+    CompleteToolCall,
+    PartialResponse,
+    PartialThinking,
+    PartialToolCall,
+)
+
+__all__ = [
+    "AsyncStreamingChatResponseHandler",
+    "PartialResponseContext",
+    "PartialThinkingContext",
+    "PartialToolCallContext",
+    "StreamingChatResponseHandler",
+    "StreamingHandle",
+]
+
+
+@final
+class StreamingHandle:
+    """Cancels one stream, from a callback or from any thread.
+
+    Create one and pass it to a model's ``stream`` to hold it before the first token
+    arrives; otherwise every partial's context carries the stream's handle.
+    """
+
+    __slots__ = ("_callbacks", "_cancelled", "_lock")
+
+    def __init__(self) -> None:
+        self._lock: Final = threading.Lock()
+        self._cancelled = False
+        self._callbacks: list[Callable[[], object]] = []
+
+    @property
+    def is_cancelled(self) -> bool:
+        """Whether ``cancel()`` has been called."""
+        return self._cancelled
+
+    def cancel(self) -> None:
+        """Stop the stream: no further callback, the connection is closed.
+
+        Idempotent and thread-safe; the callbacks registered with
+        ``add_cancel_callback`` run once, on the first call, in this thread.
+        """
+        with self._lock:
+            if self._cancelled:
+                return
+            self._cancelled = True
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def add_cancel_callback(self, callback: Callable[[], object]) -> None:
+        """Run ``callback`` when the handle is cancelled (now, if it already is).
+
+        Stream implementations use it to close a connection that is blocked reading.
+        """
+        with self._lock:
+            if not self._cancelled:
+                self._callbacks.append(callback)
+                return
+        callback()
+
+
+@attrs.frozen(kw_only=True)
+class PartialResponseContext:
+    """Passed with each ``PartialResponse``: the stream's cancel handle."""
+
+    handle: StreamingHandle = attrs.field(
+        validator=attrs.validators.instance_of(StreamingHandle)
+    )
+
+
+@attrs.frozen(kw_only=True)
+class PartialThinkingContext:
+    """Passed with each ``PartialThinking``: the stream's cancel handle."""
+
+    handle: StreamingHandle = attrs.field(
+        validator=attrs.validators.instance_of(StreamingHandle)
+    )
+
+
+@attrs.frozen(kw_only=True)
+class PartialToolCallContext:
+    """Passed with each ``PartialToolCall``: the stream's cancel handle."""
+
+    handle: StreamingHandle = attrs.field(
+        validator=attrs.validators.instance_of(StreamingHandle)
+    )
+
+
+class StreamingChatResponseHandler(HandlerBase, _langhooks_interface=True):
+    """Receives one model stream's events. Override the methods you need.
+
+    Every method is a no-op; a handler is never called for a method it does not
+    override when it sits in a composite or wrapper. Defining an ``on_*`` method this
+    interface lacks is a ``TypeError`` at class creation.
+    """
+
+    _langhooks_async: ClassVar[bool] = False
+
+    def on_partial_response(
+        self, partial: PartialResponse, context: PartialResponseContext
+    ) -> None:
+        """A piece of response text arrived (never empty), in stream order."""
+
+    def on_partial_thinking(
+        self, partial: PartialThinking, context: PartialThinkingContext
+    ) -> None:
+        """A piece of thinking text arrived (never empty), in stream order."""
+
+    def on_partial_tool_call(
+        self, partial: PartialToolCall, context: PartialToolCallContext
+    ) -> None:
+        """A fragment of a tool call's arguments arrived; fragments share ``index``."""
+
+    def on_complete_tool_call(self, complete: CompleteToolCall) -> None:
+        """A tool call is complete and parsed; follows its last fragment.
+
+        A call cut off by a length limit never completes.
+        """
+
+    def on_unmapped_raw_event(self, raw_event: object) -> None:
+        """A provider event that no other method covers (a ping, a new event type)."""
+
+    def on_complete_response(self, response: ChatResponse) -> None:
+        """The stream ended normally. Terminal: nothing follows it."""
+
+    def on_error(self, error: BaseException) -> None:
+        """The stream failed (usually a ``LangHooksError``). Terminal.
+
+        The error is also raised to the caller that drives the stream.
+        """
+
+
+class AsyncStreamingChatResponseHandler(HandlerBase, _langhooks_interface=True):
+    """The ``async def`` twin of ``StreamingChatResponseHandler``.
+
+    Same events, same contract; each method is awaited before the stream goes on.
+    """
+
+    _langhooks_async: ClassVar[bool] = True
+
+    async def on_partial_response(
+        self, partial: PartialResponse, context: PartialResponseContext
+    ) -> None:
+        """A piece of response text arrived (never empty), in stream order."""
+
+    async def on_partial_thinking(
+        self, partial: PartialThinking, context: PartialThinkingContext
+    ) -> None:
+        """A piece of thinking text arrived (never empty), in stream order."""
+
+    async def on_partial_tool_call(
+        self, partial: PartialToolCall, context: PartialToolCallContext
+    ) -> None:
+        """A fragment of a tool call's arguments arrived; fragments share ``index``."""
+
+    async def on_complete_tool_call(self, complete: CompleteToolCall) -> None:
+        """A tool call is complete and parsed; follows its last fragment."""
+
+    async def on_unmapped_raw_event(self, raw_event: object) -> None:
+        """A provider event that no other method covers."""
+
+    async def on_complete_response(self, response: ChatResponse) -> None:
+        """The stream ended normally. Terminal: nothing follows it."""
+
+    async def on_error(self, error: BaseException) -> None:
+        """The stream failed. Terminal; the error is also raised to the caller."""

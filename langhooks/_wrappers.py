@@ -1,0 +1,614 @@
+"""Wrappers: handlers that change how another handler is called.
+
+Each wrapper is an instance of every interface the wrapped handler implements (so
+``isinstance`` and composites keep working) and handles exactly the events the
+wrapped handler handles: an event it does not override stays free.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable, Generator, Iterable
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Final,
+    Literal,
+    TypeVar,
+    final,
+    overload,
+)
+
+from typing_extensions import override
+
+from ._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler, Deny
+from ._handler import (
+    HandlerBase,
+    bound_event,
+    closest_event,
+    event_is_async,
+    interfaces_of,
+    overridden_events,
+)
+from ._invocation import _CURRENT
+from ._messages import PartialResponse, PartialThinking
+from ._streaming import (
+    AsyncStreamingChatResponseHandler,
+    PartialResponseContext,
+    PartialThinkingContext,
+    StreamingChatResponseHandler,
+)
+
+__all__ = [
+    "CoalescingDeltas",
+    "HandlerWithoutInvocation",
+    "Synchronized",
+    "filtered",
+    "isolate",
+]
+
+H = TypeVar("H", bound=HandlerBase)
+
+logger: Final = logging.getLogger("langhooks")
+
+_SPECIALIZED: Final[dict[tuple[type, tuple[type, ...]], type]] = {}
+_SPECIALIZED_LOCK: Final = threading.Lock()
+
+
+def _check_handler(handler: object, what: str) -> HandlerBase:
+    if not isinstance(handler, HandlerBase):
+        raise TypeError(
+            f"{what} wraps a handler (an instance of StreamingChatResponseHandler, "
+            f"ChainCallbackHandler or their Async twins), got {handler!r}"
+        )
+    return handler
+
+
+class _Wrapper(HandlerBase):
+    """A handler that forwards to ``_langhooks_inner`` in some way."""
+
+    _langhooks_inner: HandlerBase
+    _langhooks_wrapped: frozenset[str]
+
+    @classmethod
+    def _specialize(cls, handler: HandlerBase) -> Any:
+        """A new, uninitialised instance of ``cls`` that also implements every
+        interface ``handler`` does."""
+        interfaces = interfaces_of(handler)
+        key = (cls, interfaces)
+        specialized = _SPECIALIZED.get(key)
+        if specialized is None:
+            with _SPECIALIZED_LOCK:
+                specialized = _SPECIALIZED.get(key)
+                if specialized is None:
+                    specialized = type(cls.__name__, (cls, *interfaces), {})
+                    specialized.__qualname__ = cls.__qualname__
+                    specialized.__module__ = cls.__module__
+                    _SPECIALIZED[key] = specialized
+        return object.__new__(specialized)
+
+    def _langhooks_install(
+        self,
+        handler: HandlerBase,
+        events: Iterable[str],
+        make: Callable[[str, Callable[..., Any], bool], Callable[..., Any]],
+    ) -> None:
+        self._langhooks_inner = handler
+        self._langhooks_wrapped = frozenset(events)
+        for name in self._langhooks_wrapped:
+            setattr(
+                self,
+                name,
+                make(name, bound_event(handler, name), event_is_async(handler, name)),
+            )
+
+    @override
+    def _langhooks_overridden_events(self) -> frozenset[str]:
+        return self._langhooks_wrapped
+
+    @property
+    def wrapped(self) -> HandlerBase:
+        """The handler this wrapper forwards to."""
+        return self._langhooks_inner
+
+    @override
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._langhooks_inner!r})"
+
+
+# --- HandlerWithoutInvocation -----------------------------------------------------
+
+
+def _run_without_invocation(method: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    _CURRENT.set(None)
+    return method(*args)
+
+
+@final
+class _ContextBound:
+    """Awaits a coroutine with each of its steps run inside ``context``."""
+
+    __slots__ = ("_args", "_context", "_method")
+
+    def __init__(
+        self,
+        context: contextvars.Context,
+        method: Callable[..., Awaitable[Any]],
+        args: tuple[Any, ...],
+    ) -> None:
+        self._context = context
+        self._method = method
+        self._args = args
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        run = self._context.run
+        awaitable = run(_run_without_invocation, self._method, self._args)
+        iterator = awaitable.__await__()
+        send: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                if error is None:
+                    yielded = run(iterator.send, send)
+                else:
+                    yielded = run(iterator.throw, error)
+            except StopIteration as stop:
+                return stop.value
+            try:
+                send = yield yielded
+                error = None
+            except BaseException as thrown:
+                error = thrown
+
+
+def _without_invocation(
+    _name: str, method: Callable[..., Any], is_async: bool
+) -> Callable[..., Any]:
+    copy = contextvars.copy_context
+    if is_async:
+
+        def call_async(*args: Any) -> _ContextBound:
+            return _ContextBound(copy(), method, args)
+
+        return call_async
+
+    def call(*args: Any) -> Any:
+        return copy().run(_run_without_invocation, method, args)
+
+    return call
+
+
+class HandlerWithoutInvocation(_Wrapper):
+    """Runs every method of a handler with no current invocation.
+
+    Inside the handler ``current_invocation()`` is None, so code it calls (another
+    chain run, say) starts a fresh root invocation instead of joining the caller's.
+    Each call runs in a copy of the caller's context: the handler sees the caller's
+    other context variables, and nothing it sets leaks back, also when it raises.
+
+    Works for all four handler interfaces; the result is an instance of the wrapped
+    handler's interfaces. Wrapping twice is a no-op. Use ``wrap`` to keep the
+    handler's own static type.
+    """
+
+    @overload
+    def __new__(
+        cls, handler: StreamingChatResponseHandler
+    ) -> _StreamingWithoutInvocation: ...
+    @overload
+    def __new__(
+        cls, handler: AsyncStreamingChatResponseHandler
+    ) -> _AsyncStreamingWithoutInvocation: ...
+    @overload
+    def __new__(cls, handler: ChainCallbackHandler) -> _ChainWithoutInvocation: ...
+    @overload
+    def __new__(
+        cls, handler: AsyncChainCallbackHandler
+    ) -> _AsyncChainWithoutInvocation: ...
+    def __new__(cls, handler: HandlerBase) -> HandlerWithoutInvocation:
+        _check_handler(handler, "HandlerWithoutInvocation")
+        if isinstance(handler, HandlerWithoutInvocation):
+            return handler
+        self: HandlerWithoutInvocation = cls._specialize(handler)
+        self._langhooks_install(
+            handler, overridden_events(handler), _without_invocation
+        )
+        return self
+
+    @classmethod
+    def wrap(cls, handler: H) -> H:
+        """``HandlerWithoutInvocation(handler)``, typed as ``handler``'s own type."""
+        return cls(handler)  # type: ignore[call-overload, no-any-return]  # see __new__
+
+
+if TYPE_CHECKING:
+    # What the checker sees: each overload of __new__ returns one of these.
+    class _StreamingWithoutInvocation(
+        HandlerWithoutInvocation, StreamingChatResponseHandler
+    ): ...
+
+    class _AsyncStreamingWithoutInvocation(
+        HandlerWithoutInvocation, AsyncStreamingChatResponseHandler
+    ): ...
+
+    class _ChainWithoutInvocation(HandlerWithoutInvocation, ChainCallbackHandler): ...
+
+    class _AsyncChainWithoutInvocation(
+        HandlerWithoutInvocation, AsyncChainCallbackHandler
+    ): ...
+
+
+# --- isolate ----------------------------------------------------------------------
+
+_REVIEW: Final = "on_tool_call_review"
+
+
+def _isolated(
+    name: str, method: Callable[..., Any], is_async: bool
+) -> Callable[..., Any]:
+    # A review handler that fails has made no safe decision: fail closed.
+    fallback = (
+        Deny("the tool call was not run: a review handler failed")
+        if name == _REVIEW
+        else None
+    )
+    owner = getattr(method, "__self__", method)
+
+    def report() -> None:
+        logger.exception(
+            "langhooks: %r.%s raised; the exception is isolated and the run goes on%s",
+            owner,
+            name,
+            " (the call is denied)" if fallback is not None else "",
+        )
+
+    if is_async:
+
+        async def call_async(*args: Any) -> Any:
+            try:
+                return await method(*args)
+            except Exception:
+                report()
+                return fallback
+
+        return call_async
+
+    def call(*args: Any) -> Any:
+        try:
+            return method(*args)
+        except Exception:
+            report()
+            return fallback
+
+    return call
+
+
+def isolate(handler: H) -> H:
+    """Log a handler's exceptions instead of raising them.
+
+    Each exception is logged with its traceback on the ``langhooks`` logger and the
+    caller carries on. A raising ``on_tool_call_review`` counts as a ``Deny``: a
+    failed policy must not let a call through.
+
+    Args:
+        handler: any handler.
+
+    Returns:
+        A handler of the same interfaces.
+    """
+    checked = _check_handler(handler, "isolate")
+    wrapper = _Isolated._specialize(checked)
+    wrapper._langhooks_install(checked, overridden_events(checked), _isolated)
+    return wrapper  # type: ignore[no-any-return]
+
+
+class _Isolated(_Wrapper):
+    """The wrapper ``isolate`` returns."""
+
+
+# --- Synchronized -----------------------------------------------------------------
+
+
+class Synchronized(_Wrapper):
+    """Calls a handler's methods one at a time.
+
+    For a handler shared across threads (or, for async methods, across tasks of one
+    event loop) whose state is not thread-safe. The lock is re-entrant for sync
+    methods, so a handler may trigger its own events.
+    """
+
+    @overload
+    def __new__(
+        cls, handler: StreamingChatResponseHandler
+    ) -> _StreamingSynchronized: ...
+    @overload
+    def __new__(
+        cls, handler: AsyncStreamingChatResponseHandler
+    ) -> _AsyncStreamingSynchronized: ...
+    @overload
+    def __new__(cls, handler: ChainCallbackHandler) -> _ChainSynchronized: ...
+    @overload
+    def __new__(cls, handler: AsyncChainCallbackHandler) -> _AsyncChainSynchronized: ...
+    def __new__(cls, handler: HandlerBase) -> Synchronized:
+        import asyncio
+
+        _check_handler(handler, "Synchronized")
+        self: Synchronized = cls._specialize(handler)
+        lock = threading.RLock()
+        async_lock = asyncio.Lock()
+
+        def make(_name: str, method: Callable[..., Any], is_async: bool) -> Any:
+            if is_async:
+
+                async def call_async(*args: Any) -> Any:
+                    async with async_lock:
+                        return await method(*args)
+
+                return call_async
+
+            def call(*args: Any) -> Any:
+                with lock:
+                    return method(*args)
+
+            return call
+
+        self._langhooks_install(handler, overridden_events(handler), make)
+        return self
+
+
+if TYPE_CHECKING:
+
+    class _StreamingSynchronized(Synchronized, StreamingChatResponseHandler): ...
+
+    class _AsyncStreamingSynchronized(
+        Synchronized, AsyncStreamingChatResponseHandler
+    ): ...
+
+    class _ChainSynchronized(Synchronized, ChainCallbackHandler): ...
+
+    class _AsyncChainSynchronized(Synchronized, AsyncChainCallbackHandler): ...
+
+
+# --- filtered ---------------------------------------------------------------------
+
+
+def filtered(handler: H, *, events: Iterable[str]) -> H:
+    """Deliver only the named events to ``handler``.
+
+    The result calls the handler's own bound methods: filtering adds no cost.
+
+    Args:
+        handler: any handler.
+        events: event method names (``"on_partial_response"``, ...).
+
+    Raises:
+        TypeError: a name is not an event of the handler's interfaces.
+    """
+    checked = _check_handler(handler, "filtered")
+    if isinstance(events, str):
+        raise TypeError(f"events must be a collection of names, got the str {events!r}")
+    wanted = frozenset(events)
+    known = type(checked)._langhooks_events
+    for name in sorted(wanted):
+        if name not in known:
+            raise TypeError(
+                f"filtered: {name!r} is not an event of {type(checked).__name__}: "
+                f"{closest_event(name, known)}"
+            )
+    wrapper = _Filtered._specialize(checked)
+    wrapper._langhooks_install(
+        checked,
+        overridden_events(checked) & wanted,
+        lambda _name, method, _is_async: method,
+    )
+    return wrapper  # type: ignore[no-any-return]
+
+
+class _Filtered(_Wrapper):
+    """The wrapper ``filtered`` returns."""
+
+
+# --- CoalescingDeltas -------------------------------------------------------------
+
+_PARTIALS: Final = frozenset({"on_partial_response", "on_partial_thinking"})
+
+
+class CoalescingDeltas(_Wrapper):
+    """Joins consecutive text (or thinking) partials into fewer, longer calls.
+
+    Text is buffered until ``max_chars`` characters are waiting, or a partial
+    arrives ``max_interval`` seconds or more after the first one waiting, and is
+    flushed before any other event is delivered, so order is kept and nothing is
+    lost: a text partial is flushed before thinking, a tool call, the terminal call.
+    Call ``flush()`` to deliver what waits at any other time. After a stream is
+    cancelled no callback may follow, so text still waiting then is not delivered
+    (it is in the response the stream returns).
+
+    Args:
+        handler: a streaming handler (sync or async).
+        max_chars: flush once this many characters wait (at least 1).
+        max_interval: flush when a partial arrives this many seconds after the
+            first waiting one; None for size only.
+    """
+
+    _kind: Literal["text", "thinking"] | None
+    _chunks: list[str]
+    _context: PartialResponseContext | PartialThinkingContext | None
+    _first_at: float
+    _max_chars: int
+    _max_interval: float | None
+    _size: int
+    _lock: threading.RLock
+
+    _DEFAULT_CHARS: ClassVar[int] = 64
+
+    @overload
+    def __new__(
+        cls,
+        handler: StreamingChatResponseHandler,
+        *,
+        max_chars: int = ...,
+        max_interval: float | None = ...,
+    ) -> _StreamingCoalescing: ...
+    @overload
+    def __new__(
+        cls,
+        handler: AsyncStreamingChatResponseHandler,
+        *,
+        max_chars: int = ...,
+        max_interval: float | None = ...,
+    ) -> _AsyncStreamingCoalescing: ...
+    def __new__(
+        cls,
+        handler: StreamingChatResponseHandler | AsyncStreamingChatResponseHandler,
+        *,
+        max_chars: int = _DEFAULT_CHARS,
+        max_interval: float | None = 0.05,
+    ) -> CoalescingDeltas:
+        if not isinstance(
+            handler, StreamingChatResponseHandler | AsyncStreamingChatResponseHandler
+        ):
+            raise TypeError(
+                f"CoalescingDeltas wraps a streaming handler, got {handler!r}"
+            )
+        if type(max_chars) is not int or max_chars < 1:
+            raise ValueError(f"max_chars must be an int >= 1, got {max_chars!r}")
+        if max_interval is not None and not max_interval >= 0:
+            raise ValueError(f"max_interval must be >= 0 or None, got {max_interval!r}")
+        self: CoalescingDeltas = cls._specialize(handler)
+        self._kind = None
+        self._chunks = []
+        self._context = None
+        self._first_at = 0.0
+        self._size = 0
+        self._max_chars = max_chars
+        self._max_interval = max_interval
+        self._lock = threading.RLock()
+        handled = overridden_events(handler)
+        if handled & _PARTIALS:
+            # Every other event must flush first, so the wrapper takes them all.
+            handled = frozenset(type(handler)._langhooks_events)
+        is_async = isinstance(handler, AsyncStreamingChatResponseHandler)
+        self._langhooks_install(
+            handler, handled, self._make_async if is_async else self._make_sync
+        )
+        return self
+
+    def _take(
+        self,
+    ) -> tuple[Literal["text", "thinking"] | None, str, Any]:
+        kind, text, context = self._kind, "".join(self._chunks), self._context
+        self._kind, self._chunks, self._context, self._size = None, [], None, 0
+        return kind, text, context
+
+    def _add(
+        self,
+        kind: Literal["text", "thinking"],
+        text: str,
+        context: PartialResponseContext | PartialThinkingContext,
+    ) -> bool:
+        """Buffer one partial; True when the buffer is due to be flushed."""
+        if not self._chunks:
+            self._first_at = time.monotonic()
+        self._kind = kind
+        self._chunks.append(text)
+        self._context = context
+        self._size += len(text)
+        return self._size >= self._max_chars or (
+            self._max_interval is not None
+            and time.monotonic() - self._first_at >= self._max_interval
+        )
+
+    def _due_before(self, kind: Literal["text", "thinking"], context: object) -> bool:
+        """Whether what waits must go out before a partial of ``kind``."""
+        return bool(self._chunks) and (
+            self._kind != kind
+            or self._context is None
+            or self._context.handle is not getattr(context, "handle", None)
+        )
+
+    def _deliver_sync(self, kind: str | None, text: str, context: Any) -> None:
+        inner: Any = self._langhooks_inner
+        if kind == "text":
+            inner.on_partial_response(PartialResponse(text=text), context)
+        elif kind == "thinking":
+            inner.on_partial_thinking(PartialThinking(text=text), context)
+
+    async def _deliver_async(self, kind: str | None, text: str, context: Any) -> None:
+        inner: Any = self._langhooks_inner
+        if kind == "text":
+            await inner.on_partial_response(PartialResponse(text=text), context)
+        elif kind == "thinking":
+            await inner.on_partial_thinking(PartialThinking(text=text), context)
+
+    def flush(self) -> None:
+        """Deliver the text waiting now, if any (sync handlers)."""
+        with self._lock:
+            if self._chunks:
+                self._deliver_sync(*self._take())
+
+    async def aflush(self) -> None:
+        """Deliver the text waiting now, if any (async handlers)."""
+        if self._chunks:
+            await self._deliver_async(*self._take())
+
+    def _make_sync(
+        self, name: str, method: Callable[..., Any], _is_async: bool
+    ) -> Callable[..., Any]:
+        if name in _PARTIALS:
+            kind: Literal["text", "thinking"] = (
+                "text" if name == "on_partial_response" else "thinking"
+            )
+
+            def partial(part: Any, context: Any) -> None:
+                with self._lock:
+                    if self._due_before(kind, context):
+                        self._deliver_sync(*self._take())
+                    if self._add(kind, part.text, context):
+                        self._deliver_sync(*self._take())
+
+            return partial
+
+        def other(*args: Any) -> Any:
+            with self._lock:
+                if self._chunks:
+                    self._deliver_sync(*self._take())
+                return method(*args)
+
+        return other
+
+    def _make_async(
+        self, name: str, method: Callable[..., Any], _is_async: bool
+    ) -> Callable[..., Any]:
+        if name in _PARTIALS:
+            kind: Literal["text", "thinking"] = (
+                "text" if name == "on_partial_response" else "thinking"
+            )
+
+            async def partial(part: Any, context: Any) -> None:
+                if self._due_before(kind, context):
+                    await self._deliver_async(*self._take())
+                if self._add(kind, part.text, context):
+                    await self._deliver_async(*self._take())
+
+            return partial
+
+        async def other(*args: Any) -> Any:
+            if self._chunks:
+                await self._deliver_async(*self._take())
+            return await method(*args)
+
+        return other
+
+
+if TYPE_CHECKING:
+
+    class _StreamingCoalescing(CoalescingDeltas, StreamingChatResponseHandler): ...
+
+    class _AsyncStreamingCoalescing(
+        CoalescingDeltas, AsyncStreamingChatResponseHandler
+    ): ...
