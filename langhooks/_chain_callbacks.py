@@ -21,6 +21,8 @@ from ._messages import (
     Tool,
     ToolCall,
     ToolResult,
+    _arguments,
+    _custom_context,
     _frozen_mapping,
 )
 
@@ -48,7 +50,7 @@ class Allow:
 class UpdateArguments:
     """Review decision: run the call with these arguments instead."""
 
-    arguments: Mapping[str, Any] = attrs.field(converter=dict)
+    arguments: Mapping[str, Any] = attrs.field(converter=_arguments)
 
 
 @attrs.frozen
@@ -61,6 +63,10 @@ class Deny:
     reason: str = attrs.field(validator=attrs.validators.instance_of(str))
 
 
+def _data(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return _frozen_mapping(value, "data")
+
+
 @attrs.frozen
 class Interrupt:
     """Review decision: stop before running the call and ask a human.
@@ -70,7 +76,7 @@ class Interrupt:
     """
 
     message: str = attrs.field(validator=attrs.validators.instance_of(str))
-    data: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+    data: Mapping[str, Any] = attrs.field(factory=dict, converter=_data)
 
 
 ReviewDecision: TypeAlias = Allow | UpdateArguments | Deny | Interrupt
@@ -91,7 +97,7 @@ class ReviewContext:
         validator=attrs.validators.optional(attrs.validators.in_(("approve", "edit"))),
     )
     custom_context: Mapping[str, Any] = attrs.field(
-        factory=dict, converter=_frozen_mapping
+        factory=dict, converter=_custom_context
     )
 
 

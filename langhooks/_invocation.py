@@ -17,7 +17,7 @@ from typing import Any, Final
 
 import attrs
 
-from ._messages import _frozen_mapping
+from ._messages import _custom_context
 
 __all__ = ["Invocation", "current_invocation", "invocation"]
 
@@ -38,7 +38,7 @@ class Invocation:
     name: str = attrs.field(validator=attrs.validators.instance_of(str))
     parent_id: str | None = None
     custom_context: Mapping[str, Any] = attrs.field(
-        factory=dict, converter=_frozen_mapping
+        factory=dict, converter=_custom_context
     )
     started_at: datetime.datetime = attrs.field(
         factory=lambda: datetime.datetime.now(datetime.UTC)

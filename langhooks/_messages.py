@@ -106,12 +106,27 @@ def _count(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         raise ValueError(f"{attribute.name} must be a non-negative int, got {value!r}")
 
 
-def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+def _frozen_mapping(
+    value: Mapping[str, Any] | None, field: str = "value"
+) -> Mapping[str, Any]:
     if value is None:
         return _EMPTY
     if not isinstance(value, Mapping):
-        raise TypeError(f"expected a mapping, got {type(value).__name__}")
+        raise TypeError(f"{field} must be a mapping, got {type(value).__name__}")
     return types.MappingProxyType(dict(value))
+
+
+# Named converters, so that a bad value's error names the field it was given for.
+def _metadata(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return _frozen_mapping(value, "metadata")
+
+
+def _raw(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return _frozen_mapping(value, "raw")
+
+
+def _custom_context(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return _frozen_mapping(value, "custom_context")
 
 
 @attrs.frozen(kw_only=True)
@@ -250,7 +265,7 @@ class Message:
     status: MessageStatus = attrs.field(
         default="complete", validator=_one_of(_STATUSES)
     )
-    metadata: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)
+    metadata: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_metadata)
 
     def __attrs_post_init__(self) -> None:
         if self.tool_calls and self.role != "assistant":
@@ -351,7 +366,7 @@ class TokenUsage:
 
     input_tokens: int = attrs.field(default=0, validator=_count)
     output_tokens: int = attrs.field(default=0, validator=_count)
-    raw: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)
+    raw: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_raw)
     cumulative: bool = False
 
     @property
@@ -463,7 +478,7 @@ class ChatResponse:
         default=None,
         validator=attrs.validators.optional(attrs.validators.instance_of(FinishReason)),
     )
-    metadata: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)
+    metadata: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_metadata)
 
 
 class LangHooksError(Exception):
@@ -514,7 +529,7 @@ class LangHooksError(Exception):
         self.original = original
         self.retryable = type in _RETRYABLE_TYPES if retryable is None else retryable
         self.retry_after = retry_after
-        self.metadata = _frozen_mapping(metadata)
+        self.metadata = _frozen_mapping(metadata, "metadata")
 
     @override
     def __str__(self) -> str:
@@ -570,7 +585,7 @@ class ToolContext:
 
     call: ToolCall
     custom_context: Mapping[str, Any] = attrs.field(
-        default=_EMPTY, converter=_frozen_mapping
+        default=_EMPTY, converter=_custom_context
     )
     invocation: Invocation | None = None
     chain: Any = None
@@ -595,7 +610,7 @@ def _callable(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> No
 
 
 def _schema(value: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    return None if value is None else _frozen_mapping(value)
+    return None if value is None else _frozen_mapping(value, "parameters_schema")
 
 
 @attrs.frozen
