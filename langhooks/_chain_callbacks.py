@@ -107,43 +107,49 @@ class ChainCallbackHandler(HandlerBase, _langhooks_interface=True):
     Every method is a no-op. The runtime calls these methods with no current
     invocation (through ``HandlerWithoutInvocation``), except
     ``on_tool_pre_execution``, which runs in the tool's own thread or task.
+
+    Events are delivered with positional arguments, and the parameters are
+    positional-only: an override may name them as it likes, and a call the type
+    checker accepts also works through every composite and wrapper.
     """
 
     _langhooks_async: ClassVar[bool] = False
 
-    def on_run_start(self, chain: LLMChain) -> None:
+    def on_run_start(self, chain: LLMChain, /) -> None:
         """A run began. The first event of every run."""
 
-    def on_llm_new_delta(self, chain: LLMChain, deltas: Sequence[MessageDelta]) -> None:
+    def on_llm_new_delta(
+        self, chain: LLMChain, deltas: Sequence[MessageDelta], /
+    ) -> None:
         """A batch of streamed increments arrived, live, in stream order."""
 
-    def on_llm_new_message(self, chain: LLMChain, message: Message) -> None:
+    def on_llm_new_message(self, chain: LLMChain, message: Message, /) -> None:
         """A model answered with a complete, non-streamed message."""
 
     def on_llm_ratelimit_info(
-        self, chain: LLMChain, info: Mapping[str, object]
+        self, chain: LLMChain, info: Mapping[str, object], /
     ) -> None:
         """The provider reported rate-limit headers, parsed."""
 
-    def on_llm_token_usage(self, chain: LLMChain, usage: TokenUsage) -> None:
+    def on_llm_token_usage(self, chain: LLMChain, usage: TokenUsage, /) -> None:
         """Token usage, after the message that reported it is processed."""
 
     def on_llm_response_headers(
-        self, chain: LLMChain, headers: Mapping[str, str]
+        self, chain: LLMChain, headers: Mapping[str, str], /
     ) -> None:
         """The provider's raw response headers."""
 
-    def on_message_processed(self, chain: LLMChain, message: Message) -> None:
+    def on_message_processed(self, chain: LLMChain, message: Message, /) -> None:
         """An assistant or tool message is complete and added to the chain."""
 
-    def on_message_processing_error(self, chain: LLMChain, message: Message) -> None:
+    def on_message_processing_error(self, chain: LLMChain, message: Message, /) -> None:
         """A message processor rejected ``message``."""
 
-    def on_error_message_created(self, chain: LLMChain, message: Message) -> None:
+    def on_error_message_created(self, chain: LLMChain, message: Message, /) -> None:
         """The automated reply to a rejected message was added."""
 
     def on_tool_call_identified(
-        self, chain: LLMChain, call: ToolCall, tool: Tool
+        self, chain: LLMChain, call: ToolCall, tool: Tool, /
     ) -> None:
         """A streamed call's name resolved to ``tool``; once per call, live.
 
@@ -151,7 +157,7 @@ class ChainCallbackHandler(HandlerBase, _langhooks_interface=True):
         """
 
     def on_tool_call_review(
-        self, chain: LLMChain, call: ToolCall, tool: Tool, review: ReviewContext
+        self, chain: LLMChain, call: ToolCall, tool: Tool, review: ReviewContext, /
     ) -> ReviewDecision | None:
         """Decide on a call before it is announced or run.
 
@@ -164,12 +170,12 @@ class ChainCallbackHandler(HandlerBase, _langhooks_interface=True):
         return None
 
     def on_tool_execution_started(
-        self, chain: LLMChain, call: ToolCall, tool: Tool
+        self, chain: LLMChain, call: ToolCall, tool: Tool, /
     ) -> None:
         """A call will run; fires for every call of the batch before any runs."""
 
     def on_tool_pre_execution(
-        self, chain: LLMChain, call: ToolCall, tool: Tool
+        self, chain: LLMChain, call: ToolCall, tool: Tool, /
     ) -> None:
         """Inside the thread or task that runs the tool, just before it runs.
 
@@ -177,19 +183,19 @@ class ChainCallbackHandler(HandlerBase, _langhooks_interface=True):
         """
 
     def on_tool_execution_completed(
-        self, chain: LLMChain, call: ToolCall, result: ToolResult
+        self, chain: LLMChain, call: ToolCall, result: ToolResult, /
     ) -> None:
         """A call succeeded."""
 
     def on_tool_execution_failed(
-        self, chain: LLMChain, call: ToolCall, result: ToolResult
+        self, chain: LLMChain, call: ToolCall, result: ToolResult, /
     ) -> None:
         """A call did not succeed: it raised, returned an error, named an unknown
         tool, was rejected by a human or denied by review. ``result`` says which.
         """
 
     def on_tool_execution_exception(
-        self, chain: LLMChain, call: ToolCall, exception: BaseException
+        self, chain: LLMChain, call: ToolCall, exception: BaseException, /
     ) -> None:
         """The tool raised; fires after ``on_tool_execution_failed``.
 
@@ -197,23 +203,23 @@ class ChainCallbackHandler(HandlerBase, _langhooks_interface=True):
         """
 
     def on_tool_interrupted(
-        self, chain: LLMChain, results: Sequence[ToolResult]
+        self, chain: LLMChain, results: Sequence[ToolResult], /
     ) -> None:
         """Once per batch, with every interrupted call's stand-in result."""
 
-    def on_tool_response_created(self, chain: LLMChain, message: Message) -> None:
+    def on_tool_response_created(self, chain: LLMChain, message: Message, /) -> None:
         """The tool message for a batch was added to the chain."""
 
-    def on_llm_error(self, chain: LLMChain, error: LangHooksError) -> None:
+    def on_llm_error(self, chain: LLMChain, error: LangHooksError, /) -> None:
         """A model call failed, transiently or not (it may be retried)."""
 
-    def on_retries_exceeded(self, chain: LLMChain) -> None:
+    def on_retries_exceeded(self, chain: LLMChain, /) -> None:
         """The failure counter reached ``max_retry_count``."""
 
-    def on_error(self, chain: LLMChain, error: LangHooksError) -> None:
+    def on_error(self, chain: LLMChain, error: LangHooksError, /) -> None:
         """The run gave up. Exactly once per failed run; the last event."""
 
-    def on_run_complete(self, chain: LLMChain, result: RunResult) -> None:
+    def on_run_complete(self, chain: LLMChain, result: RunResult, /) -> None:
         """The run finished with status "ok" or "interrupted". The last event."""
 
 
@@ -222,93 +228,97 @@ class AsyncChainCallbackHandler(HandlerBase, _langhooks_interface=True):
 
     _langhooks_async: ClassVar[bool] = True
 
-    async def on_run_start(self, chain: LLMChain) -> None:
+    async def on_run_start(self, chain: LLMChain, /) -> None:
         """A run began. The first event of every run."""
 
     async def on_llm_new_delta(
-        self, chain: LLMChain, deltas: Sequence[MessageDelta]
+        self, chain: LLMChain, deltas: Sequence[MessageDelta], /
     ) -> None:
         """A batch of streamed increments arrived, live, in stream order."""
 
-    async def on_llm_new_message(self, chain: LLMChain, message: Message) -> None:
+    async def on_llm_new_message(self, chain: LLMChain, message: Message, /) -> None:
         """A model answered with a complete, non-streamed message."""
 
     async def on_llm_ratelimit_info(
-        self, chain: LLMChain, info: Mapping[str, object]
+        self, chain: LLMChain, info: Mapping[str, object], /
     ) -> None:
         """The provider reported rate-limit headers, parsed."""
 
-    async def on_llm_token_usage(self, chain: LLMChain, usage: TokenUsage) -> None:
+    async def on_llm_token_usage(self, chain: LLMChain, usage: TokenUsage, /) -> None:
         """Token usage, after the message that reported it is processed."""
 
     async def on_llm_response_headers(
-        self, chain: LLMChain, headers: Mapping[str, str]
+        self, chain: LLMChain, headers: Mapping[str, str], /
     ) -> None:
         """The provider's raw response headers."""
 
-    async def on_message_processed(self, chain: LLMChain, message: Message) -> None:
+    async def on_message_processed(self, chain: LLMChain, message: Message, /) -> None:
         """An assistant or tool message is complete and added to the chain."""
 
     async def on_message_processing_error(
-        self, chain: LLMChain, message: Message
+        self, chain: LLMChain, message: Message, /
     ) -> None:
         """A message processor rejected ``message``."""
 
-    async def on_error_message_created(self, chain: LLMChain, message: Message) -> None:
+    async def on_error_message_created(
+        self, chain: LLMChain, message: Message, /
+    ) -> None:
         """The automated reply to a rejected message was added."""
 
     async def on_tool_call_identified(
-        self, chain: LLMChain, call: ToolCall, tool: Tool
+        self, chain: LLMChain, call: ToolCall, tool: Tool, /
     ) -> None:
         """A streamed call's name resolved to ``tool``; once per call, live."""
 
     async def on_tool_call_review(
-        self, chain: LLMChain, call: ToolCall, tool: Tool, review: ReviewContext
+        self, chain: LLMChain, call: ToolCall, tool: Tool, review: ReviewContext, /
     ) -> ReviewDecision | None:
         """Decide on a call before it is announced or run (see the sync twin)."""
         return None
 
     async def on_tool_execution_started(
-        self, chain: LLMChain, call: ToolCall, tool: Tool
+        self, chain: LLMChain, call: ToolCall, tool: Tool, /
     ) -> None:
         """A call will run; fires for every call of the batch before any runs."""
 
     async def on_tool_pre_execution(
-        self, chain: LLMChain, call: ToolCall, tool: Tool
+        self, chain: LLMChain, call: ToolCall, tool: Tool, /
     ) -> None:
         """Inside the task that runs the tool, just before it runs."""
 
     async def on_tool_execution_completed(
-        self, chain: LLMChain, call: ToolCall, result: ToolResult
+        self, chain: LLMChain, call: ToolCall, result: ToolResult, /
     ) -> None:
         """A call succeeded."""
 
     async def on_tool_execution_failed(
-        self, chain: LLMChain, call: ToolCall, result: ToolResult
+        self, chain: LLMChain, call: ToolCall, result: ToolResult, /
     ) -> None:
         """A call did not succeed; ``result`` says why."""
 
     async def on_tool_execution_exception(
-        self, chain: LLMChain, call: ToolCall, exception: BaseException
+        self, chain: LLMChain, call: ToolCall, exception: BaseException, /
     ) -> None:
         """The tool raised; fires after ``on_tool_execution_failed``."""
 
     async def on_tool_interrupted(
-        self, chain: LLMChain, results: Sequence[ToolResult]
+        self, chain: LLMChain, results: Sequence[ToolResult], /
     ) -> None:
         """Once per batch, with every interrupted call's stand-in result."""
 
-    async def on_tool_response_created(self, chain: LLMChain, message: Message) -> None:
+    async def on_tool_response_created(
+        self, chain: LLMChain, message: Message, /
+    ) -> None:
         """The tool message for a batch was added to the chain."""
 
-    async def on_llm_error(self, chain: LLMChain, error: LangHooksError) -> None:
+    async def on_llm_error(self, chain: LLMChain, error: LangHooksError, /) -> None:
         """A model call failed, transiently or not (it may be retried)."""
 
-    async def on_retries_exceeded(self, chain: LLMChain) -> None:
+    async def on_retries_exceeded(self, chain: LLMChain, /) -> None:
         """The failure counter reached ``max_retry_count``."""
 
-    async def on_error(self, chain: LLMChain, error: LangHooksError) -> None:
+    async def on_error(self, chain: LLMChain, error: LangHooksError, /) -> None:
         """The run gave up. Exactly once per failed run; the last event."""
 
-    async def on_run_complete(self, chain: LLMChain, result: RunResult) -> None:
+    async def on_run_complete(self, chain: LLMChain, result: RunResult, /) -> None:
         """The run finished with status "ok" or "interrupted". The last event."""

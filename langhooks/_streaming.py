@@ -16,6 +16,7 @@ The contract every stream keeps, for every provider:
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from typing import ClassVar, Final, final
@@ -39,6 +40,9 @@ __all__ = [
     "StreamingChatResponseHandler",
     "StreamingHandle",
 ]
+
+
+_logger: Final = logging.getLogger("langhooks")
 
 
 @final
@@ -65,7 +69,10 @@ class StreamingHandle:
         """Stop the stream: no further callback, the connection is closed.
 
         Idempotent and thread-safe; the callbacks registered with
-        ``add_cancel_callback`` run once, on the first call, in this thread.
+        ``add_cancel_callback`` run once, on the first call, in this thread. A
+        callback that raises is logged with its traceback on the ``langhooks``
+        logger and the others still run: one failing callback must not leave a
+        connection open.
         """
         with self._lock:
             if self._cancelled:
@@ -73,7 +80,7 @@ class StreamingHandle:
             self._cancelled = True
             callbacks, self._callbacks = self._callbacks, []
         for callback in callbacks:
-            callback()
+            _run_cancel_callback(callback)
 
     def add_cancel_callback(self, callback: Callable[[], object]) -> None:
         """Run ``callback`` when the handle is cancelled (now, if it already is).
@@ -84,7 +91,14 @@ class StreamingHandle:
             if not self._cancelled:
                 self._callbacks.append(callback)
                 return
+        _run_cancel_callback(callback)
+
+
+def _run_cancel_callback(callback: Callable[[], object]) -> None:
+    try:
         callback()
+    except Exception:
+        _logger.exception("langhooks: cancel callback %r raised", callback)
 
 
 @attrs.frozen(kw_only=True)
@@ -120,38 +134,42 @@ class StreamingChatResponseHandler(HandlerBase, _langhooks_interface=True):
     Every method is a no-op; a handler is never called for a method it does not
     override when it sits in a composite or wrapper. Defining an ``on_*`` method this
     interface lacks is a ``TypeError`` at class creation.
+
+    Events are delivered with positional arguments, and the parameters are
+    positional-only: an override may name them as it likes, and a call the type
+    checker accepts also works through every composite and wrapper.
     """
 
     _langhooks_async: ClassVar[bool] = False
 
     def on_partial_response(
-        self, partial: PartialResponse, context: PartialResponseContext
+        self, partial: PartialResponse, context: PartialResponseContext, /
     ) -> None:
         """A piece of response text arrived (never empty), in stream order."""
 
     def on_partial_thinking(
-        self, partial: PartialThinking, context: PartialThinkingContext
+        self, partial: PartialThinking, context: PartialThinkingContext, /
     ) -> None:
         """A piece of thinking text arrived (never empty), in stream order."""
 
     def on_partial_tool_call(
-        self, partial: PartialToolCall, context: PartialToolCallContext
+        self, partial: PartialToolCall, context: PartialToolCallContext, /
     ) -> None:
         """A fragment of a tool call's arguments arrived; fragments share ``index``."""
 
-    def on_complete_tool_call(self, complete: CompleteToolCall) -> None:
+    def on_complete_tool_call(self, complete: CompleteToolCall, /) -> None:
         """A tool call is complete and parsed; follows its last fragment.
 
         A call cut off by a length limit never completes.
         """
 
-    def on_unmapped_raw_event(self, raw_event: object) -> None:
+    def on_unmapped_raw_event(self, raw_event: object, /) -> None:
         """A provider event that no other method covers (a ping, a new event type)."""
 
-    def on_complete_response(self, response: ChatResponse) -> None:
+    def on_complete_response(self, response: ChatResponse, /) -> None:
         """The stream ended normally. Terminal: nothing follows it."""
 
-    def on_error(self, error: BaseException) -> None:
+    def on_error(self, error: BaseException, /) -> None:
         """The stream failed (usually a ``LangHooksError``). Terminal.
 
         The error is also raised to the caller that drives the stream.
@@ -167,28 +185,28 @@ class AsyncStreamingChatResponseHandler(HandlerBase, _langhooks_interface=True):
     _langhooks_async: ClassVar[bool] = True
 
     async def on_partial_response(
-        self, partial: PartialResponse, context: PartialResponseContext
+        self, partial: PartialResponse, context: PartialResponseContext, /
     ) -> None:
         """A piece of response text arrived (never empty), in stream order."""
 
     async def on_partial_thinking(
-        self, partial: PartialThinking, context: PartialThinkingContext
+        self, partial: PartialThinking, context: PartialThinkingContext, /
     ) -> None:
         """A piece of thinking text arrived (never empty), in stream order."""
 
     async def on_partial_tool_call(
-        self, partial: PartialToolCall, context: PartialToolCallContext
+        self, partial: PartialToolCall, context: PartialToolCallContext, /
     ) -> None:
         """A fragment of a tool call's arguments arrived; fragments share ``index``."""
 
-    async def on_complete_tool_call(self, complete: CompleteToolCall) -> None:
+    async def on_complete_tool_call(self, complete: CompleteToolCall, /) -> None:
         """A tool call is complete and parsed; follows its last fragment."""
 
-    async def on_unmapped_raw_event(self, raw_event: object) -> None:
+    async def on_unmapped_raw_event(self, raw_event: object, /) -> None:
         """A provider event that no other method covers."""
 
-    async def on_complete_response(self, response: ChatResponse) -> None:
+    async def on_complete_response(self, response: ChatResponse, /) -> None:
         """The stream ended normally. Terminal: nothing follows it."""
 
-    async def on_error(self, error: BaseException) -> None:
+    async def on_error(self, error: BaseException, /) -> None:
         """The stream failed. Terminal; the error is also raised to the caller."""
