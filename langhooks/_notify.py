@@ -1,0 +1,635 @@
+"""Nous-style notification: map callbacks plus ``(tag, payload)`` messages to a queue.
+
+This mirrors ``Nous.Agent.Callbacks`` (Elixir). Nous has eight agent events; for
+each one it calls the function registered under the event's name in a map with
+``(event, payload)``, then sends ``{tag, payload}`` to a process mailbox. Here the
+mailbox is a ``queue.Queue``, an ``asyncio.Queue`` or any callable, and
+``NotifyingHandler`` is also a chain and a streaming handler that turns langhooks'
+events into Nous's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import queue
+import threading
+import types
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, final, overload
+
+from typing_extensions import override
+
+from ._chain_callbacks import ChainCallbackHandler
+from ._handler import closest_event
+from ._messages import (
+    ChatResponse,
+    LangHooksError,
+    Message,
+    MessageDelta,
+    PartialResponse,
+    PartialThinking,
+    Tool,
+    ToolCall,
+    ToolResult,
+)
+from ._streaming import (
+    PartialResponseContext,
+    PartialThinkingContext,
+    StreamingChatResponseHandler,
+)
+
+if TYPE_CHECKING:
+    from .chain import LLMChain, RunResult
+
+__all__ = [
+    "Callback",
+    "Notify",
+    "NotifyingHandler",
+    "events",
+    "to_message",
+]
+
+logger: Final = logging.getLogger("langhooks")
+
+# Nous's events, in Nous's order, with the tag of the message each one sends.
+_TAGS: Final[Mapping[str, str]] = types.MappingProxyType(
+    {
+        "on_agent_start": "agent_start",
+        "on_llm_new_delta": "agent_delta",
+        "on_llm_new_thinking_delta": "agent_thinking",
+        "on_llm_new_message": "agent_message",
+        "on_tool_call": "tool_call",
+        "on_tool_response": "tool_result",
+        "on_agent_complete": "agent_complete",
+        "on_error": "agent_error",
+    }
+)
+
+# The Nous events each handler method of NotifyingHandler produces.
+_PRODUCES: Final[Mapping[str, tuple[str, ...]]] = types.MappingProxyType(
+    {
+        "on_run_start": ("on_agent_start",),
+        "on_llm_new_delta": ("on_llm_new_thinking_delta", "on_llm_new_delta"),
+        "on_partial_response": ("on_llm_new_delta",),
+        "on_partial_thinking": ("on_llm_new_thinking_delta",),
+        "on_message_processed": ("on_llm_new_message",),
+        "on_complete_response": ("on_llm_new_message",),
+        "on_tool_execution_started": ("on_tool_call",),
+        "on_tool_execution_completed": ("on_tool_response",),
+        "on_tool_execution_failed": ("on_tool_response",),
+        "on_run_complete": ("on_agent_complete",),
+        "on_error": ("on_error",),
+    }
+)
+
+Callback: TypeAlias = Callable[[str, Any], object]
+"""A map callback: called with ``(event, payload)``; its return value is ignored."""
+
+Notify: TypeAlias = (
+    queue.Queue[Any] | asyncio.Queue[Any] | Callable[[tuple[str, Any]], object]
+)
+"""Where ``(tag, payload)`` messages go: a queue, an asyncio queue or a callable."""
+
+
+def events() -> list[str]:
+    """Nous's eight event names, in Nous's order.
+
+    Returns:
+        ``["on_agent_start", "on_llm_new_delta", "on_llm_new_thinking_delta",
+        "on_llm_new_message", "on_tool_call", "on_tool_response",
+        "on_agent_complete", "on_error"]`` (a new list each call).
+    """
+    return list(_TAGS)
+
+
+def to_message(event: str, payload: Any) -> tuple[str, Any]:
+    """The ``(tag, payload)`` message an event sends, as in Nous.
+
+    ``on_agent_start`` -> ``agent_start``, ``on_llm_new_delta`` -> ``agent_delta``,
+    ``on_llm_new_thinking_delta`` -> ``agent_thinking``, ``on_llm_new_message`` ->
+    ``agent_message``, ``on_tool_call`` -> ``tool_call``, ``on_tool_response`` ->
+    ``tool_result``, ``on_agent_complete`` -> ``agent_complete``, ``on_error`` ->
+    ``agent_error``; any other event is sent as ``(event, payload)``.
+
+    Args:
+        event: the event name.
+        payload: the event's data, passed through unchanged.
+
+    Returns:
+        The message tuple.
+    """
+    return (_TAGS.get(event, event), payload)
+
+
+def _check_event(what: str, event: object) -> str:
+    if not isinstance(event, str):
+        raise TypeError(f"{what}: the event must be a str, got {event!r}")
+    if event not in _TAGS:
+        raise ValueError(
+            f"{what}: {event!r} is not a Nous event ({closest_event(event, _TAGS)}); "
+            f"the events are {', '.join(_TAGS)}"
+        )
+    return event
+
+
+def _check_callback(event: str, callback: object) -> Callback:
+    if not callable(callback):
+        raise TypeError(
+            f"the callback for {event} must be a function of (event, payload), "
+            f"got {callback!r}"
+        )
+    try:
+        signature = inspect.signature(callback)
+    except (TypeError, ValueError):  # some builtins have no signature: trust them
+        return callback
+    try:
+        signature.bind(event, None)
+    except TypeError as error:
+        raise TypeError(
+            f"the callback for {event} is called with (event, payload), but "
+            f"{callback!r} cannot take them: {error}"
+        ) from None
+    return callback
+
+
+# --- where messages go --------------------------------------------------------------
+
+
+class _Sink:
+    """Delivers messages to one ``notify`` target; shared by a handler's copies."""
+
+    def __init__(self, target: object) -> None:
+        self.target: Final = target
+        self.dropped = 0
+        self._lock: Final = threading.Lock()
+
+    def deliver(self, message: tuple[str, Any]) -> None:
+        raise NotImplementedError
+
+    def _count_drop(self, maxsize: int) -> None:
+        with self._lock:
+            self.dropped += 1
+            first = self.dropped == 1
+        if first:
+            logger.warning(
+                "langhooks: the notify queue is full (maxsize=%d): dropping the "
+                "oldest message to make room. NotifyingHandler.dropped counts the "
+                "drops; give the queue no maxsize to keep every message.",
+                maxsize,
+            )
+
+
+@final
+class _CallableSink(_Sink):
+    def __init__(self, target: Callable[[tuple[str, Any]], object]) -> None:
+        super().__init__(target)
+        self._call: Final = target
+
+    @override
+    def deliver(self, message: tuple[str, Any]) -> None:
+        self._call(message)
+
+
+@final
+class _QueueSink(_Sink):
+    def __init__(self, target: queue.Queue[Any]) -> None:
+        super().__init__(target)
+        self._queue: Final = target
+        self._drop_lock: Final = threading.Lock()
+
+    @override
+    def deliver(self, message: tuple[str, Any]) -> None:
+        q = self._queue
+        try:
+            q.put_nowait(message)
+        except queue.Full:
+            pass
+        else:
+            return
+        # Full: drop the oldest message until this one fits. The lock keeps other
+        # producers on this handler from racing us for the freed slot; a consumer
+        # may empty the queue meanwhile, which only means nothing needs dropping.
+        with self._drop_lock:
+            while True:
+                try:
+                    q.put_nowait(message)
+                except queue.Full:
+                    with contextlib.suppress(queue.Empty):
+                        q.get_nowait()
+                        q.task_done()
+                        self._count_drop(q.maxsize)
+                else:
+                    return
+
+
+@final
+class _AsyncQueueSink(_Sink):
+    """Puts messages on an ``asyncio.Queue`` in its loop's thread.
+
+    An ``asyncio.Queue`` is not thread-safe and, since Python 3.10, is bound to a
+    loop only when a coroutine first waits on it, so the loop is found in this
+    order: the ``loop`` given to ``NotifyingHandler``; the loop running when the
+    handler was created; the loop the queue is bound to (a consumer awaited
+    ``get()``); the loop running in the thread of the first delivery.
+    """
+
+    def __init__(
+        self, target: asyncio.Queue[Any], loop: asyncio.AbstractEventLoop | None
+    ) -> None:
+        super().__init__(target)
+        self._queue: Final = target
+        self._loop = loop if loop is not None else asyncio._get_running_loop()
+
+    def _resolve_loop(self) -> asyncio.AbstractEventLoop:
+        # asyncio.Queue keeps the loop it bound to in ``_loop`` (None until bound).
+        bound = getattr(self._queue, "_loop", None)
+        loop = bound if bound is not None else asyncio._get_running_loop()
+        if loop is None:
+            raise RuntimeError(
+                "NotifyingHandler cannot tell which event loop reads the "
+                "asyncio.Queue: create the handler inside that loop (in async code), "
+                "or pass loop=<the loop>"
+            )
+        self._loop = loop
+        return loop
+
+    @override
+    def deliver(self, message: tuple[str, Any]) -> None:
+        loop = self._loop if self._loop is not None else self._resolve_loop()
+        if asyncio._get_running_loop() is loop:
+            self._put(message)
+            return
+        try:
+            loop.call_soon_threadsafe(self._put, message)
+        except RuntimeError as error:
+            raise RuntimeError(
+                f"cannot deliver {message[0]!r}: the event loop that reads the "
+                f"asyncio.Queue is closed ({error})"
+            ) from error
+
+    def _put(self, message: tuple[str, Any]) -> None:
+        # Runs in the loop's thread, so nothing else touches the queue meanwhile.
+        q = self._queue
+        if q.full():
+            q.get_nowait()
+            q.task_done()
+            self._count_drop(q.maxsize)
+        q.put_nowait(message)
+
+
+def _sink(notify: object, loop: asyncio.AbstractEventLoop | None) -> _Sink | None:
+    if loop is not None and not isinstance(notify, asyncio.Queue):
+        raise TypeError(
+            f"loop= only applies when notify is an asyncio.Queue, got {notify!r}"
+        )
+    if notify is None:
+        return None
+    if isinstance(notify, asyncio.Queue):
+        return _AsyncQueueSink(notify, loop)
+    if isinstance(notify, queue.Queue):
+        return _QueueSink(notify)
+    if callable(notify):
+        return _CallableSink(notify)
+    raise TypeError(
+        f"notify must be a queue.Queue, an asyncio.Queue, a callable taking the "
+        f"(tag, payload) message, or None; got {notify!r}"
+    )
+
+
+# --- the handler --------------------------------------------------------------------
+
+_NO_CALLBACKS: Final[Mapping[str, Callback]] = types.MappingProxyType({})
+
+
+def _error_argument(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The error of an ``on_error`` call in either interface's shape."""
+    if not kwargs and len(args) in (1, 2):
+        return args[-1]
+    if set(kwargs) == {"error"} and len(args) <= 1:
+        return kwargs["error"]
+    if set(kwargs) == {"chain", "error"} and not args:
+        return kwargs["error"]
+    raise TypeError(
+        "NotifyingHandler.on_error takes (error) as a streaming handler or "
+        f"(chain, error) as a chain handler, got args={args!r} kwargs={kwargs!r}"
+    )
+
+
+@final
+class NotifyingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
+    """Nous's callbacks: map callbacks, then ``(tag, payload)`` messages to a queue.
+
+    Each event is delivered as ``Nous.Agent.Callbacks.execute`` does: first the
+    callback registered under the event's name is called with ``(event,
+    payload)`` (an exception it raises is logged with its traceback on the
+    ``langhooks`` logger, and delivery goes on), then the message
+    ``to_message(event, payload)`` goes to ``notify``.
+
+    ``notify`` may be:
+
+    - a ``queue.Queue``: the message is put without blocking, from any thread;
+    - an ``asyncio.Queue``: from the loop's own thread the message is put at once;
+      from any other thread it is handed to the loop with
+      ``loop.call_soon_threadsafe``, so it arrives after every message handed
+      over before it (messages from one thread keep their order). The loop is the
+      ``loop`` argument, else the loop running when the handler is created, else
+      the one the queue is bound to, else the one running where the first message
+      is sent; when none is known the delivery raises ``RuntimeError``, and so
+      does delivery to a closed loop;
+    - any callable: it is called with the message (an exception it raises
+      propagates; ``notify=q.put`` blocks, ``notify=q.put_nowait`` raises
+      ``queue.Full``, if that is the policy you want);
+    - None: callbacks only.
+
+    A bounded queue that is full drops its *oldest* message to make room, counts
+    it in ``dropped``, and logs a warning the first time. Why: the caller is the
+    model's stream or the chain run, and it must never wait on a slow reader (a
+    blocking put would stall the stream and the connection, and deadlocks outright
+    when the reader is the same event loop); failing the run because a UI lags is
+    worse than losing a stale message, the newest messages are the ones a live
+    view needs, and the same policy works in every thread (a put handed to an
+    event loop could not raise to the caller anyway). Nothing is lost silently:
+    check ``dropped``, or use an unbounded queue (the default ``maxsize=0``).
+
+    As a chain handler and a streaming handler it turns langhooks events into Nous
+    events (register it in one role per run, or events arrive twice):
+
+    ========================================  ======================================
+    langhooks event                           Nous event, payload
+    ========================================  ======================================
+    ``on_run_start(chain)``                   ``on_agent_start``, ``{"chain": chain}``
+    ``on_llm_new_delta(chain, deltas)``       per delta, ``on_llm_new_thinking_delta``
+                                              with its thinking, then
+                                              ``on_llm_new_delta`` with its text
+    ``on_partial_response(partial, ctx)``     ``on_llm_new_delta``, the text
+    ``on_partial_thinking(partial, ctx)``     ``on_llm_new_thinking_delta``, the text
+    ``on_message_processed`` (assistant)      ``on_llm_new_message``, the message
+    ``on_complete_response(response)``        ``on_llm_new_message``, its message
+    ``on_tool_execution_started``             ``on_tool_call``,
+                                              ``{"id", "name", "arguments"}``
+    ``on_tool_execution_completed/failed``    ``on_tool_response``,
+                                              ``{"id", "name", "result"}`` (the
+                                              ``ToolResult``)
+    ``on_run_complete(chain, result)``        ``on_agent_complete``, the ``RunResult``
+    ``on_error`` (either interface)           ``on_error``, the error
+    ========================================  ======================================
+
+    It handles only the events that can reach a callback or ``notify``: with no
+    ``notify``, composites do not call it for events whose Nous event has no
+    callback.
+
+    Args:
+        callbacks: Nous event name -> function of ``(event, payload)``.
+        notify: where messages go (see above), or None.
+        loop: the event loop that reads ``notify`` when it is an
+            ``asyncio.Queue`` created outside that loop.
+
+    Raises:
+        ValueError: a callback's key is not a Nous event (the message names the
+            closest one).
+        TypeError: a callback is not a function of two arguments, ``notify`` is of
+            an unsupported kind, or ``loop`` is given without an ``asyncio.Queue``.
+    """
+
+    _callbacks: Mapping[str, Callback]
+    _sink: _Sink | None
+    _handled: frozenset[str]
+
+    def __init__(
+        self,
+        callbacks: Mapping[str, Callback] | None = None,
+        notify: Notify | None = None,
+        *,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        if callbacks is None:
+            callbacks = _NO_CALLBACKS
+        if not isinstance(callbacks, Mapping):
+            raise TypeError(
+                f"callbacks must be a mapping of event name to function, got "
+                f"{callbacks!r}"
+            )
+        checked = {
+            _check_event("NotifyingHandler", event): _check_callback(event, callback)
+            for event, callback in callbacks.items()
+        }
+        self._setup(checked, _sink(notify, loop))
+
+    def _setup(self, callbacks: dict[str, Callback], sink: _Sink | None) -> None:
+        self._callbacks = types.MappingProxyType(callbacks)
+        self._sink = sink
+        self._handled = frozenset(
+            method
+            for method, produced in _PRODUCES.items()
+            if sink is not None or any(event in callbacks for event in produced)
+        )
+
+    def _with_callbacks(self, callbacks: dict[str, Callback]) -> NotifyingHandler:
+        copy = object.__new__(NotifyingHandler)
+        copy._setup(callbacks, self._sink)
+        return copy
+
+    @override
+    def _langhooks_overridden_events(self) -> frozenset[str]:
+        return self._handled
+
+    @override
+    def __repr__(self) -> str:
+        notify = None if self._sink is None else self._sink.target
+        return (
+            f"NotifyingHandler(callbacks={dict(self._callbacks)!r}, notify={notify!r})"
+        )
+
+    # --- Nous.Agent.Callbacks ---------------------------------------------------
+
+    @property
+    def callbacks(self) -> Mapping[str, Callback]:
+        """The map callbacks, by Nous event name (read-only)."""
+        return self._callbacks
+
+    @property
+    def notify(self) -> object:
+        """The ``notify`` target, or None."""
+        return None if self._sink is None else self._sink.target
+
+    @property
+    def dropped(self) -> int:
+        """How many messages a full bounded queue has dropped (oldest first).
+
+        Shared with the handlers ``put_callback`` and ``remove_callback`` return,
+        as they send to the same queue.
+        """
+        return 0 if self._sink is None else self._sink.dropped
+
+    def execute(self, event: str, payload: Any) -> None:
+        """Deliver one event: its callback first, then its message.
+
+        A callback that raises is logged with its traceback on the ``langhooks``
+        logger and the message is still sent. Any event name may be executed (as
+        in Nous); one that is not a Nous event has no callback and is sent as
+        ``(event, payload)``.
+
+        Args:
+            event: the event name.
+            payload: the event's data.
+
+        Raises:
+            TypeError: ``event`` is not a str.
+            RuntimeError: ``notify`` is an ``asyncio.Queue`` whose loop is unknown
+                or closed.
+        """
+        if not isinstance(event, str):
+            raise TypeError(f"execute: the event must be a str, got {event!r}")
+        callback = self._callbacks.get(event)
+        if callback is not None:
+            try:
+                callback(event, payload)
+            except Exception:
+                logger.exception(
+                    "langhooks: the %s callback raised; the message is still sent "
+                    "and the run goes on",
+                    event,
+                )
+        if self._sink is not None:
+            self._sink.deliver((_TAGS.get(event, event), payload))
+
+    def execute_many(self, events: Iterable[tuple[str, Any]]) -> None:
+        """``execute`` each ``(event, payload)`` pair, in order.
+
+        Args:
+            events: the pairs.
+        """
+        for event, payload in events:
+            self.execute(event, payload)
+
+    def has_callback(self, event: str) -> bool:
+        """Whether a callback is registered for ``event``."""
+        return callable(self._callbacks.get(event))
+
+    def has_notification(self) -> bool:
+        """Whether messages are sent to a ``notify`` target."""
+        return self._sink is not None
+
+    def put_callback(self, event: str, callback: Callback) -> NotifyingHandler:
+        """A new handler with ``callback`` registered for ``event`` (replacing any).
+
+        The original is unchanged; the new one sends to the same ``notify``.
+
+        Raises:
+            ValueError: ``event`` is not a Nous event.
+            TypeError: ``callback`` is not a function of ``(event, payload)``.
+        """
+        name = _check_event("put_callback", event)
+        checked = _check_callback(name, callback)
+        return self._with_callbacks({**self._callbacks, name: checked})
+
+    def remove_callback(self, event: str) -> NotifyingHandler:
+        """A new handler without a callback for ``event`` (the same if it had none).
+
+        The original is unchanged; the new one sends to the same ``notify``.
+
+        Raises:
+            ValueError: ``event`` is not a Nous event.
+        """
+        name = _check_event("remove_callback", event)
+        return self._with_callbacks(
+            {key: value for key, value in self._callbacks.items() if key != name}
+        )
+
+    # --- chain events -------------------------------------------------------------
+
+    @override
+    def on_run_start(self, chain: LLMChain) -> None:
+        """Nous ``on_agent_start`` with ``{"chain": chain}``."""
+        self.execute("on_agent_start", {"chain": chain})
+
+    @override
+    def on_llm_new_delta(self, chain: LLMChain, deltas: Sequence[MessageDelta]) -> None:
+        """Per delta: ``on_llm_new_thinking_delta`` with its thinking, then
+        ``on_llm_new_delta`` with its text (each only when not empty)."""
+        for delta in deltas:
+            if delta.thinking:
+                self.execute("on_llm_new_thinking_delta", delta.thinking)
+            if delta.text:
+                self.execute("on_llm_new_delta", delta.text)
+
+    @override
+    def on_message_processed(self, chain: LLMChain, message: Message) -> None:
+        """Nous ``on_llm_new_message`` for an assistant message (not a tool one)."""
+        if message.role == "assistant":
+            self.execute("on_llm_new_message", message)
+
+    @override
+    def on_tool_execution_started(
+        self, chain: LLMChain, call: ToolCall, tool: Tool
+    ) -> None:
+        """Nous ``on_tool_call`` with ``{"id", "name", "arguments"}``."""
+        self.execute(
+            "on_tool_call",
+            {"id": call.call_id, "name": call.name, "arguments": dict(call.arguments)},
+        )
+
+    @override
+    def on_tool_execution_completed(
+        self, chain: LLMChain, call: ToolCall, result: ToolResult
+    ) -> None:
+        """Nous ``on_tool_response`` with ``{"id", "name", "result"}``."""
+        self.execute(
+            "on_tool_response",
+            {"id": call.call_id, "name": call.name, "result": result},
+        )
+
+    @override
+    def on_tool_execution_failed(
+        self, chain: LLMChain, call: ToolCall, result: ToolResult
+    ) -> None:
+        """Nous ``on_tool_response``; ``result.is_error`` (or a denial's text) says
+        why it failed."""
+        self.execute(
+            "on_tool_response",
+            {"id": call.call_id, "name": call.name, "result": result},
+        )
+
+    @override
+    def on_run_complete(self, chain: LLMChain, result: RunResult) -> None:
+        """Nous ``on_agent_complete`` with the ``RunResult``."""
+        self.execute("on_agent_complete", result)
+
+    # --- streaming events ---------------------------------------------------------
+
+    @override
+    def on_partial_response(
+        self, partial: PartialResponse, context: PartialResponseContext
+    ) -> None:
+        """Nous ``on_llm_new_delta`` with the text."""
+        self.execute("on_llm_new_delta", partial.text)
+
+    @override
+    def on_partial_thinking(
+        self, partial: PartialThinking, context: PartialThinkingContext
+    ) -> None:
+        """Nous ``on_llm_new_thinking_delta`` with the text."""
+        self.execute("on_llm_new_thinking_delta", partial.text)
+
+    @override
+    def on_complete_response(self, response: ChatResponse) -> None:
+        """Nous ``on_llm_new_message`` with the response's message."""
+        self.execute("on_llm_new_message", response.message)
+
+    # --- on_error, shared by both interfaces --------------------------------------
+    # The two interfaces declare on_error with different arguments: (error) for a
+    # stream, (chain, error) for a chain. One method takes both shapes; the
+    # overloads give each caller its own signature.
+
+    @overload
+    def on_error(self, error: BaseException) -> None: ...
+    @overload
+    def on_error(self, chain: LLMChain, error: LangHooksError) -> None: ...
+    @override
+    def on_error(self, *args: Any, **kwargs: Any) -> None:
+        """Nous ``on_error`` with the error: a stream's ``on_error(error)`` or a
+        run's ``on_error(chain, error)``."""
+        self.execute("on_error", _error_argument(args, kwargs))
