@@ -73,9 +73,15 @@ class HandlerBase:
                     events[name] = (*events.get(name, ()), spec)
         cls._langhooks_events = events
         if not _langhooks_interface:
-            for name, value in vars(cls).items():
-                if name.startswith("on_"):
-                    _check_event(cls, name, value, events)
+            # The class itself, and plain mixins, whose methods it inherits unchecked
+            # (a HandlerBase subclass in the MRO was checked when it was created).
+            for owner in cls.__mro__:
+                if owner is cls or not (
+                    owner is object or issubclass(owner, HandlerBase)
+                ):
+                    for name, value in vars(owner).items():
+                        if name.startswith("on_"):
+                            _check_event(owner, name, value, events)
         cls._langhooks_overrides = frozenset(
             name
             for name, specs in events.items()
