@@ -16,6 +16,12 @@ from ._compose import (
     CompositeChainHandler,
     CompositeStreamingHandler,
 )
+from ._functions import (
+    async_chain_callbacks,
+    async_streaming_callbacks,
+    chain_callbacks,
+    streaming_callbacks,
+)
 from ._invocation import Invocation, current_invocation, invocation
 from ._messages import (
     ChatResponse,
@@ -90,8 +96,12 @@ __all__ = [
     "ToolResult",
     "UpdateArguments",
     "__version__",
+    "async_chain_callbacks",
+    "async_streaming_callbacks",
+    "chain_callbacks",
     "current_invocation",
     "filtered",
     "invocation",
     "isolate",
+    "streaming_callbacks",
 ]
