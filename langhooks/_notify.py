@@ -304,20 +304,6 @@ def _sink(notify: object, loop: asyncio.AbstractEventLoop | None) -> _Sink | Non
 _NO_CALLBACKS: Final[Mapping[str, Callback]] = types.MappingProxyType({})
 
 
-def _error_argument(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """The error of an ``on_error`` call in either interface's shape."""
-    if not kwargs and len(args) in (1, 2):
-        return args[-1]
-    if set(kwargs) == {"error"} and len(args) <= 1:
-        return kwargs["error"]
-    if set(kwargs) == {"chain", "error"} and not args:
-        return kwargs["error"]
-    raise TypeError(
-        "NotifyingHandler.on_error takes (error) as a streaming handler or "
-        f"(chain, error) as a chain handler, got args={args!r} kwargs={kwargs!r}"
-    )
-
-
 @final
 class NotifyingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
     """Nous's callbacks: map callbacks, then ``(tag, payload)`` messages to a queue.
@@ -620,16 +606,26 @@ class NotifyingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
         self.execute("on_llm_new_message", response.message)
 
     # --- on_error, shared by both interfaces --------------------------------------
-    # The two interfaces declare on_error with different arguments: (error) for a
-    # stream, (chain, error) for a chain. One method takes both shapes; the
-    # overloads give each caller its own signature.
+    # The two interfaces declare on_error with different (positional-only)
+    # arguments: (error) for a stream, (chain, error) for a chain. One method takes
+    # both shapes; the overloads give each caller its own signature, and the error
+    # is always the last argument.
 
     @overload
-    def on_error(self, error: BaseException) -> None: ...
+    def on_error(self, error: BaseException, /) -> None: ...
     @overload
-    def on_error(self, chain: LLMChain, error: LangHooksError) -> None: ...
+    def on_error(self, chain: LLMChain, error: LangHooksError, /) -> None: ...
     @override
-    def on_error(self, *args: Any, **kwargs: Any) -> None:
+    def on_error(self, *args: Any) -> None:
         """Nous ``on_error`` with the error: a stream's ``on_error(error)`` or a
-        run's ``on_error(chain, error)``."""
-        self.execute("on_error", _error_argument(args, kwargs))
+        run's ``on_error(chain, error)``.
+
+        Raises:
+            TypeError: not called with one or two arguments.
+        """
+        if not 1 <= len(args) <= 2:
+            raise TypeError(
+                "NotifyingHandler.on_error takes (error) as a streaming handler or "
+                f"(chain, error) as a chain handler, got {len(args)} arguments"
+            )
+        self.execute("on_error", args[-1])
