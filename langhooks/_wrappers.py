@@ -165,8 +165,50 @@ class _ContextBound:
                 error = thrown
 
 
+_WITHOUT_INVOCATION_FACTORIES: Final[dict[tuple[str, ...], Callable[..., Any]]] = {}
+
+
+def _event_params(handler: HandlerBase, name: str) -> tuple[str, ...] | None:
+    """Event ``name``'s parameter names, unless ``handler``'s interfaces disagree."""
+    params = {spec.params for spec in type(handler)._langhooks_events[name]}
+    return params.pop() if len(params) == 1 else None
+
+
+def _without_invocation_sync(
+    params: tuple[str, ...], method: Callable[..., Any]
+) -> Callable[..., Any]:
+    # Generated once per parameter list, so a call neither packs nor unpacks
+    # *args. The context copy is what keeps the handler's own context-variable
+    # writes from leaking back; it stays per call. Clearing the invocation is
+    # skipped when none is current: the copy then already has none.
+    factory = _WITHOUT_INVOCATION_FACTORIES.get(params)
+    if factory is None:
+        args = ", ".join(params)
+        source = (
+            "def factory(_lh_method, _lh_copy, _lh_current, _lh_set_current):\n"
+            f"    def cleared({args}):\n"
+            "        _lh_set_current(None)\n"
+            f"        return _lh_method({args})\n"
+            f"    def without_invocation({args}):\n"
+            "        if _lh_current() is None:\n"
+            f"            return _lh_copy().run(_lh_method, {args})\n"
+            f"        return _lh_copy().run(cleared, {args})\n"
+            "    return without_invocation\n"
+        )
+        namespace: dict[str, Any] = {}
+        exec(compile(source, "<langhooks without-invocation>", "exec"), namespace)
+        factory = namespace["factory"]
+        _WITHOUT_INVOCATION_FACTORIES[params] = factory
+    return factory(  # type: ignore[no-any-return]  # generated above
+        method, contextvars.copy_context, _CURRENT.get, _CURRENT.set
+    )
+
+
 def _without_invocation(
-    _name: str, method: Callable[..., Any], is_async: bool
+    _name: str,
+    method: Callable[..., Any],
+    is_async: bool,
+    params: tuple[str, ...] | None = None,
 ) -> Callable[..., Any]:
     copy = contextvars.copy_context
     if is_async:
@@ -175,6 +217,9 @@ def _without_invocation(
             return _ContextBound(copy(), method, args)
 
         return call_async
+
+    if params is not None:
+        return _without_invocation_sync(params, method)
 
     def call(*args: Any) -> Any:
         return copy().run(_run_without_invocation, method, args)
@@ -215,7 +260,11 @@ class HandlerWithoutInvocation(_Wrapper):
             return handler
         self: HandlerWithoutInvocation = cls._specialize(handler)
         self._langhooks_install(
-            handler, overridden_events(handler), _without_invocation
+            handler,
+            overridden_events(handler),
+            lambda name, method, is_async: _without_invocation(
+                name, method, is_async, _event_params(handler, name)
+            ),
         )
         return self
 
