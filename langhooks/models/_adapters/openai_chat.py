@@ -1,0 +1,238 @@
+"""OpenAI Chat Completions chunks (and OpenAI-compatible servers) -> actions.
+
+Quirks handled (see ``docs/guide/streams.md``):
+
+- thinking text in ``delta.reasoning_content`` (DeepSeek, vLLM before 0.11) or
+  ``delta.reasoning`` (vLLM 0.11+, Ollama's ``/v1``); the first non-null wins;
+- tool calls accumulated by ``index``, never by ``id`` or list position; sent one
+  after another (OpenAI), interleaved, whole in one chunk, or with the ``id``
+  repeated on every fragment; a fragment with the same ``index`` but a new ``id``
+  starts a new call (servers that number every call 0);
+- a call completes as soon as a later call starts and its arguments already form
+  a JSON object, or at the ``finish_reason`` chunk; with ``"length"`` the open
+  calls were cut off and never complete;
+- ``delta.refusal`` is response text, recorded in ``message.metadata["refusal"]``
+  and reported as ``CONTENT_FILTER``;
+- usage on its own ``choices: []`` chunk or on the finish chunk;
+- ``{"error": {...}}`` mid-stream (after a 200) is classified and raised;
+- the stream ends with ``data: [DONE]``; choices other than index 0 (``n > 1``)
+  and delta fields nobody maps go to ``on_unmapped_raw_event``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar, Final
+
+from typing_extensions import override
+
+from ..._messages import FinishReason, TokenUsage
+from .._errors import classify_error
+from ._base import (
+    TEXT,
+    THINKING,
+    TOOL_PARTIAL,
+    UNMAPPED,
+    Action,
+    StreamAdapter,
+    ToolSlot,
+    WireEvent,
+    arguments_parse,
+    malformed,
+    optional_int,
+    optional_str,
+    require_mapping,
+)
+
+__all__ = ["OpenAIChatAdapter"]
+
+_FINISH: Final[Mapping[str, FinishReason]] = {
+    "stop": FinishReason.STOP,
+    "length": FinishReason.LENGTH,
+    "tool_calls": FinishReason.TOOL_EXECUTION,
+    "function_call": FinishReason.TOOL_EXECUTION,
+    "content_filter": FinishReason.CONTENT_FILTER,
+}
+_KNOWN_DELTA_KEYS: Final = frozenset(
+    {"role", "content", "refusal", "tool_calls", "reasoning_content", "reasoning"}
+)
+
+
+class OpenAIChatAdapter(StreamAdapter):
+    """Chat Completions ``chat.completion.chunk`` events -> actions."""
+
+    terminal: ClassVar[str] = "data: [DONE]"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._by_wire_index: dict[int, ToolSlot] = {}
+        self._slots: list[ToolSlot] = []
+        self._refusal: list[str] = []
+        self._finish_raw: str | None = None
+        self._finished_choice = False
+
+    @override
+    def feed(self, event: WireEvent) -> list[Action]:
+        if type(event) is str:
+            if event.strip() != "[DONE]":
+                raise malformed(f"unexpected data {event[:80]!r} (not a JSON object)")
+            return self._done()
+        event = require_mapping(event, "a Chat Completions chunk")
+        error = event.get("error")
+        if error:
+            raise self._error(error)
+        out: list[Action] = []
+        if self.id is None:
+            self.id = optional_str(event, "id")
+            self.model_name = optional_str(event, "model")
+            for key in ("system_fingerprint", "service_tier"):
+                value = event.get(key)
+                if value is not None:
+                    self.response_metadata[key] = value
+        choices = event.get("choices")
+        if choices:
+            if type(choices) is not list:
+                raise malformed("'choices' must be a list")
+            for choice in choices:
+                if type(choice) is not dict:
+                    choice = require_mapping(choice, "a choice")
+                if choice.get("index", 0) != 0:
+                    out.append((UNMAPPED, event))
+                    break
+                delta = choice.get("delta")
+                if delta:
+                    self._delta(require_mapping(delta, "'delta'"), event, out)
+                reason = choice.get("finish_reason")
+                if reason is not None:
+                    self._finish(reason, out)
+        usage = event.get("usage")
+        if usage:
+            self._usage(require_mapping(usage, "'usage'"))
+        return out
+
+    def _delta(
+        self, delta: Mapping[str, Any], event: Mapping[str, Any], out: list[Action]
+    ) -> None:
+        reasoning = delta.get("reasoning_content")
+        if reasoning is None:
+            reasoning = delta.get("reasoning")
+        if reasoning:
+            if type(reasoning) is not str:
+                raise malformed("'delta.reasoning_content' must be a string")
+            out.append((THINKING, reasoning))
+        content = delta.get("content")
+        if content:
+            if type(content) is not str:
+                raise malformed("'delta.content' must be a string")
+            out.append((TEXT, content))
+        refusal = delta.get("refusal")
+        if refusal:
+            if type(refusal) is not str:
+                raise malformed("'delta.refusal' must be a string")
+            self._refusal.append(refusal)
+            out.append((TEXT, refusal))
+        tool_calls = delta.get("tool_calls")
+        if tool_calls:
+            if type(tool_calls) is not list:
+                raise malformed("'delta.tool_calls' must be a list")
+            for fragment in tool_calls:
+                self._fragment(require_mapping(fragment, "a tool call fragment"), out)
+        if not delta.keys() <= _KNOWN_DELTA_KEYS and any(
+            delta[key] is not None for key in delta.keys() - _KNOWN_DELTA_KEYS
+        ):
+            out.append((UNMAPPED, event))
+
+    def _fragment(self, fragment: Mapping[str, Any], out: list[Action]) -> None:
+        if self._finished_choice:
+            raise malformed("a tool call fragment arrived after the finish_reason")
+        wire_index = optional_int(fragment, "index")
+        function = fragment.get("function") or {}
+        function = require_mapping(function, "'function'")
+        call_id = optional_str(fragment, "id") or None
+        name = optional_str(function, "name") or None
+        arguments = optional_str(function, "arguments") or ""
+        if wire_index is None:
+            # Some servers omit the index: a fragment naming a tool starts a new
+            # call, any other continues the last one.
+            slot = self._slots[-1] if name is None and self._slots else None
+        else:
+            slot = self._by_wire_index.get(wire_index)
+        starts = slot is None or (
+            call_id is not None and slot.call_id is not None and call_id != slot.call_id
+        )
+        if slot is not None and not starts:
+            if call_id is not None and slot.call_id is None:
+                slot.call_id = call_id
+            if arguments:
+                if slot.complete:
+                    if not arguments.strip():
+                        return
+                    raise malformed(
+                        f"tool call {slot.index} received arguments after it was "
+                        "complete"
+                    )
+                slot.pieces.append(arguments)
+                out.append(
+                    (TOOL_PARTIAL, slot.index, slot.call_id, slot.name, arguments)
+                )
+            return
+        if name is None:
+            raise malformed("a tool call's first fragment must carry function.name")
+        # A new call: earlier ones whose arguments already parse are done.
+        for earlier in self._slots:
+            if not earlier.complete and arguments_parse("".join(earlier.pieces)):
+                out.append(earlier.finish())
+        slot = ToolSlot(len(self._slots), call_id, name)
+        self._slots.append(slot)
+        if wire_index is not None:
+            self._by_wire_index[wire_index] = slot
+        slot.pieces.append(arguments)
+        out.append((TOOL_PARTIAL, slot.index, call_id, name, arguments))
+
+    def _finish(self, reason: object, out: list[Action]) -> None:
+        if type(reason) is not str:
+            raise malformed("'finish_reason' must be a string")
+        self._finish_raw = reason
+        self._finished_choice = True
+        if reason != "length":
+            self._complete_open(out)
+
+    def _complete_open(self, out: list[Action]) -> None:
+        for slot in self._slots:
+            if not slot.complete:
+                out.append(slot.finish())
+
+    def _done(self) -> list[Action]:
+        out: list[Action] = []
+        if not self._finished_choice:
+            self._complete_open(out)
+        self.done = True
+        raw = self._finish_raw
+        if raw is not None:
+            self.response_metadata["stop_reason"] = raw
+        reason = _FINISH.get(raw, FinishReason.OTHER) if raw else FinishReason.OTHER
+        if self._refusal:
+            self.message_metadata["refusal"] = "".join(self._refusal)
+            if reason is FinishReason.STOP:
+                reason = FinishReason.CONTENT_FILTER
+        self.finish_reason = reason
+        return out
+
+    def _usage(self, usage: Mapping[str, Any]) -> None:
+        self.usage = TokenUsage(
+            input_tokens=optional_int(usage, "prompt_tokens") or 0,
+            output_tokens=optional_int(usage, "completion_tokens") or 0,
+            raw=usage,
+        )
+
+    def _error(self, error: object) -> Exception:
+        if isinstance(error, Mapping):
+            code = error.get("code") or error.get("type")
+            message = error.get("message")
+            return classify_error(
+                status=None,
+                code=code if isinstance(code, str) else None,
+                message=message if isinstance(message, str) else str(error),
+                original=dict(error),
+            )
+        return classify_error(status=None, code=None, message=str(error))

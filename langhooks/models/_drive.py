@@ -1,0 +1,530 @@
+"""Stream drivers: deliver one stream's wire events to a handler, keeping the contract.
+
+A driver owns one stream. The caller reads the wire (an HTTP response, an SDK
+iterator, a recorded file), decodes each event and passes it to ``feed``; at the
+end of input it calls ``finish``, and on a transport failure ``fail``. The
+driver turns events into handler calls through the format's pure adapter
+(``langhooks.models._adapters``) and guarantees, whatever the input:
+
+- partials in stream order; ``on_complete_tool_call`` after the call's last
+  fragment;
+- exactly one terminal call (``on_complete_response`` or ``on_error``) and nothing
+  after it;
+- after ``handle.cancel()``, no callback at all, and ``finish`` returns the
+  partial response with message status ``"cancelled"``;
+- nothing but ``LangHooksError`` escapes ``feed``/``finish``/``fail``, except an
+  exception raised by the handler itself, which propagates unchanged (the driver
+  then calls nothing more);
+- the response assembled holds exactly what the handler was given.
+
+A handler is only called for the events it overrides (a composite or wrapper for
+all of them), so an event nobody listens to costs no object construction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Literal, NoReturn, TypeAlias, final, get_args
+
+from .._handler import HandlerBase, bound_event, event_is_async, overridden_events
+from .._messages import (
+    ChatResponse,
+    CompleteToolCall,
+    ContentPart,
+    FinishReason,
+    LangHooksError,
+    Message,
+    MessageStatus,
+    PartialResponse,
+    PartialThinking,
+    PartialToolCall,
+    ToolCall,
+)
+from .._streaming import (
+    AsyncStreamingChatResponseHandler,
+    PartialResponseContext,
+    PartialThinkingContext,
+    PartialToolCallContext,
+    StreamingChatResponseHandler,
+    StreamingHandle,
+)
+from ._adapters import ADAPTERS, StreamAdapter
+from ._adapters._base import (
+    TEXT,
+    THINKING,
+    TOOL_COMPLETE,
+    TOOL_PARTIAL,
+    Action,
+    finish_status,
+    malformed,
+)
+
+__all__ = ["STREAM_FORMATS", "AsyncStreamDriver", "StreamDriver", "StreamFormat"]
+
+StreamFormat: TypeAlias = Literal[
+    "openai-chat", "openai-responses", "anthropic", "ollama"
+]
+#: The wire formats a driver (and ``replay_stream``) understands.
+STREAM_FORMATS: Final[tuple[str, ...]] = get_args(StreamFormat)
+
+# Driver states.
+_OPEN: Final = 0  # reading
+_ENDED: Final = 1  # the format's terminal event arrived; finish() completes
+_COMPLETED: Final = 2  # on_complete_response was called
+_FAILED: Final = 3  # on_error was called (or is being raised)
+_CANCELLED: Final = 4  # the handle was cancelled: nothing more is called
+_BROKEN: Final = 5  # the handler raised: nothing more is called
+
+_EVENTS: Final = (
+    "on_partial_response",
+    "on_partial_thinking",
+    "on_partial_tool_call",
+    "on_complete_tool_call",
+    "on_unmapped_raw_event",
+    "on_complete_response",
+    "on_error",
+)
+
+_Call: TypeAlias = "tuple[Callable[..., Any], tuple[Any, ...], bool]"
+
+
+def _wire_event(event: object) -> object:
+    """A JSON object (or the ``"[DONE]"`` string) from ``event``.
+
+    Official-SDK events are pydantic models: dumped the way they came off the wire
+    (fields the server did not send are left out).
+    """
+    if isinstance(event, Mapping | str):
+        return event
+    dump = getattr(event, "model_dump", None)
+    if callable(dump):
+        try:
+            return dump(mode="json", by_alias=True, exclude_unset=True, warnings=False)
+        except Exception as exc:  # a broken SDK object is malformed input
+            raise malformed(f"cannot convert {type(event).__name__}: {exc}") from exc
+    raise malformed(
+        f"expected a decoded wire event (a JSON object or an SDK event), got "
+        f"{type(event).__name__}"
+    )
+
+
+class _Driver:
+    """What the sync and async drivers share: state, assembly, checks."""
+
+    def __init__(
+        self,
+        format: StreamFormat,
+        handler: HandlerBase,
+        handle: StreamingHandle | None,
+        metadata: Mapping[str, Any] | None,
+        *,
+        allow_async: bool,
+    ) -> None:
+        factory = ADAPTERS.get(format)
+        if factory is None:
+            raise ValueError(
+                f"unknown stream format {format!r}; use one of {list(STREAM_FORMATS)}"
+            )
+        accepted: tuple[type, ...] = (
+            (StreamingChatResponseHandler, AsyncStreamingChatResponseHandler)
+            if allow_async
+            else (StreamingChatResponseHandler,)
+        )
+        if not isinstance(handler, accepted):
+            hint = "" if allow_async else " (use AsyncStreamDriver for async handlers)"
+            raise TypeError(
+                f"handler must be a {' or '.join(c.__name__ for c in accepted)}, got "
+                f"{type(handler).__name__}{hint}"
+            )
+        if handle is None:
+            handle = StreamingHandle()
+        elif not isinstance(handle, StreamingHandle):
+            raise TypeError(f"handle must be a StreamingHandle, got {handle!r}")
+        self.format: Final[StreamFormat] = format
+        #: The stream's cancel handle; every partial's context carries it.
+        self.handle: Final[StreamingHandle] = handle
+        self._metadata: Final = dict(metadata or {})
+        self._adapter: StreamAdapter = factory()
+        self._state: int = _OPEN
+        self._error: LangHooksError | None = None
+        self._final: ChatResponse | None = None
+        # Content as delivered: runs of (type, pieces), consecutive same-type
+        # pieces joined into one part at the end.
+        self._segments: list[tuple[Literal["text", "thinking"], list[str]]] = []
+        self._last_kind: str | None = None
+        self._last_pieces: list[str] = []
+        self._tool_calls: list[ToolCall] = []
+        self._text_context: Final = PartialResponseContext(handle=handle)
+        self._thinking_context: Final = PartialThinkingContext(handle=handle)
+        self._tool_context: Final = PartialToolCallContext(handle=handle)
+        events = overridden_events(handler)
+        dynamic = bool(getattr(handler, "_langhooks_dynamic", False))
+        methods: dict[str, tuple[Callable[..., Any], bool] | None] = {}
+        for name in _EVENTS:
+            if dynamic or name in events:
+                methods[name] = (
+                    bound_event(handler, name),
+                    event_is_async(handler, name),
+                )
+            else:
+                methods[name] = None
+        self._methods: Final = methods
+
+    @property
+    def response(self) -> ChatResponse:
+        """The response as assembled so far (exactly what the handler was given)."""
+        if self._final is not None:
+            return self._final
+        return self._build()
+
+    def _build(self) -> ChatResponse:
+        adapter = self._adapter
+        reason = adapter.finish_reason
+        if (
+            reason is not None
+            and self._tool_calls
+            and reason is not FinishReason.LENGTH
+        ):
+            reason = FinishReason.TOOL_EXECUTION
+        status: MessageStatus
+        if self._state == _CANCELLED or (
+            self._state in (_OPEN, _ENDED) and self.handle.is_cancelled
+        ):
+            status = "cancelled"
+        elif self._state == _FAILED or self._state == _BROKEN:
+            status = "stream_error"
+        else:
+            status = finish_status(reason)  # type: ignore[assignment]  # one of three statuses
+        message = Message(
+            role="assistant",
+            content=[
+                ContentPart(type=kind, content="".join(pieces))
+                for kind, pieces in self._segments
+            ],
+            tool_calls=self._tool_calls,
+            status=status,
+            metadata=adapter.message_metadata,
+        )
+        return ChatResponse(
+            message=message,
+            id=adapter.id,
+            model_name=adapter.model_name,
+            token_usage=adapter.usage,
+            finish_reason=reason,
+            metadata={**self._metadata, **adapter.response_metadata},
+        )
+
+    def _cancelled(self) -> bool:
+        # A call, not an attribute test: another thread may cancel at any moment.
+        return self.handle.is_cancelled
+
+    def _actions(self, event: object) -> list[Action] | LangHooksError:
+        """The adapter's actions for ``event``, or the error it stands for."""
+        if isinstance(event, LangHooksError):
+            return event  # a decoder's verdict on malformed wire data
+        try:
+            return self._adapter.feed(_wire_event(event))  # type: ignore[arg-type]  # _wire_event checks
+        except LangHooksError as error:
+            return error
+        except Exception as exc:
+            # The adapters call no user code: anything they raise is a symptom of
+            # input that breaks the format (a wrong type deep in an event, ...).
+            return malformed(
+                f"malformed {self.format} event: {type(exc).__name__}: {exc}",
+                original=exc,
+            )
+
+    def _accept(self, action: Action) -> _Call | None:
+        """Record ``action`` in the response; the handler call it needs, if any."""
+        kind = action[0]
+        methods = self._methods
+        if kind is TEXT or kind is THINKING:
+            text: str = action[1]
+            name: Literal["text", "thinking"] = "text" if kind is TEXT else "thinking"
+            if name is self._last_kind:
+                self._last_pieces.append(text)
+            else:
+                self._last_kind = name
+                self._last_pieces = [text]
+                self._segments.append((name, self._last_pieces))
+            if kind is TEXT:
+                method = methods["on_partial_response"]
+                if method is None:
+                    return None
+                return (
+                    method[0],
+                    (PartialResponse(text=text), self._text_context),
+                    method[1],
+                )
+            method = methods["on_partial_thinking"]
+            if method is None:
+                return None
+            return (
+                method[0],
+                (PartialThinking(text=text), self._thinking_context),
+                method[1],
+            )
+        if kind is TOOL_PARTIAL:
+            method = methods["on_partial_tool_call"]
+            if method is None:
+                return None
+            partial = PartialToolCall(
+                index=action[1],
+                id=action[2],
+                name=action[3],
+                partial_arguments=action[4],
+            )
+            return (method[0], (partial, self._tool_context), method[1])
+        if kind is TOOL_COMPLETE:
+            call: ToolCall = action[1]
+            self._tool_calls.append(call)
+            method = methods["on_complete_tool_call"]
+            if method is None:
+                return None
+            complete = CompleteToolCall(index=call.index, tool_call=call)
+            return (method[0], (complete,), method[1])
+        method = methods["on_unmapped_raw_event"]
+        if method is None:
+            return None
+        return (method[0], (action[1],), method[1])
+
+    def _truncated(self) -> LangHooksError:
+        return LangHooksError(
+            "stream_error",
+            f"the {self.format} stream ended before its terminal event "
+            f"({self._adapter.terminal})",
+            retryable=True,
+        )
+
+    def _abandoned(self) -> LangHooksError:
+        return LangHooksError(
+            "handler_error",
+            "the stream was abandoned because the handler raised an exception",
+        )
+
+
+@final
+class StreamDriver(_Driver):
+    """Delivers one stream's events to a sync ``StreamingChatResponseHandler``.
+
+    Args:
+        format: the wire format (see ``STREAM_FORMATS``).
+        handler: the handler to drive.
+        handle: the stream's cancel handle; created when not given. Pass one to
+            hold it before the first token.
+        metadata: response details the caller knows (``response_headers``,
+            ``ratelimit``); they go into ``ChatResponse.metadata``.
+
+    Raises:
+        ValueError: ``format`` is unknown.
+        TypeError: ``handler`` is not a sync streaming handler.
+    """
+
+    def __init__(
+        self,
+        format: StreamFormat,
+        handler: StreamingChatResponseHandler,
+        *,
+        handle: StreamingHandle | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(format, handler, handle, metadata, allow_async=False)
+
+    def feed(self, event: object) -> bool:
+        """Deliver one decoded wire event.
+
+        Args:
+            event: a JSON object, an official-SDK event object, (Chat
+                Completions) the string ``"[DONE]"``, or the ``LangHooksError`` a
+                wire decoder produced for malformed data (reported like an error
+                event).
+
+        Returns:
+            False once the stream is over (its terminal event arrived, or it was
+            cancelled): stop reading and call ``finish``.
+
+        Raises:
+            LangHooksError: an error event in the stream, or malformed data;
+                ``on_error`` was called once first.
+        """
+        if self._state != _OPEN:
+            return False
+        cancelled = self._cancelled
+        if cancelled():
+            self._state = _CANCELLED
+            return False
+        actions = self._actions(event)
+        if isinstance(actions, LangHooksError):
+            if cancelled():
+                self._state = _CANCELLED
+                return False
+            self._fail(actions)
+        try:
+            for action in actions:
+                if cancelled():
+                    self._state = _CANCELLED
+                    return False
+                call = self._accept(action)
+                if call is not None:
+                    call[0](*call[1])
+        except BaseException:
+            self._state = _BROKEN
+            raise
+        if cancelled():
+            self._state = _CANCELLED
+            return False
+        if self._adapter.done:
+            self._state = _ENDED
+            return False
+        return True
+
+    def finish(self) -> ChatResponse:
+        """End of input: complete the stream.
+
+        Returns:
+            The response (after ``on_complete_response``), or, when cancelled, the
+            partial response with message status ``"cancelled"`` (no callback).
+
+        Raises:
+            LangHooksError: the input ended before the format's terminal event
+                (``stream_error``; ``on_error`` called once), or the stream had
+                already failed.
+        """
+        state = self._state
+        if state == _COMPLETED:
+            assert self._final is not None
+            return self._final
+        if state == _FAILED:
+            assert self._error is not None
+            raise self._error
+        if state == _BROKEN:
+            raise self._abandoned()
+        if state == _CANCELLED or self.handle.is_cancelled:
+            self._state = _CANCELLED
+            return self._build()
+        if state == _OPEN:
+            self._fail(self._truncated())
+        response = self._final = self._build()
+        self._state = _COMPLETED
+        method = self._methods["on_complete_response"]
+        if method is not None:
+            method[0](response)
+        return response
+
+    def fail(self, error: LangHooksError) -> NoReturn:
+        """Report a transport failure the caller saw, and raise it.
+
+        ``on_error`` is called once, unless a terminal call was already made or the
+        stream was cancelled (callers check ``handle.is_cancelled`` first and call
+        ``finish`` instead).
+
+        Raises:
+            LangHooksError: ``error``, always.
+        """
+        if self._state in (_OPEN, _ENDED) and not self.handle.is_cancelled:
+            self._fail(error)
+        raise error
+
+    def _fail(self, error: LangHooksError) -> NoReturn:
+        self._state = _FAILED
+        self._error = error
+        method = self._methods["on_error"]
+        if method is not None:
+            method[0](error)
+        raise error
+
+
+@final
+class AsyncStreamDriver(_Driver):
+    """The async twin of ``StreamDriver``.
+
+    The handler may be an ``AsyncStreamingChatResponseHandler`` (each method
+    awaited before the stream goes on) or a sync one (called inline). Same
+    arguments, same contract; ``feed``, ``finish`` and ``fail`` are coroutines.
+    """
+
+    def __init__(
+        self,
+        format: StreamFormat,
+        handler: AsyncStreamingChatResponseHandler | StreamingChatResponseHandler,
+        *,
+        handle: StreamingHandle | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(format, handler, handle, metadata, allow_async=True)
+
+    async def feed(self, event: object) -> bool:
+        """Deliver one decoded wire event; see ``StreamDriver.feed``."""
+        if self._state != _OPEN:
+            return False
+        cancelled = self._cancelled
+        if cancelled():
+            self._state = _CANCELLED
+            return False
+        actions = self._actions(event)
+        if isinstance(actions, LangHooksError):
+            if cancelled():
+                self._state = _CANCELLED
+                return False
+            await self._fail(actions)
+        try:
+            for action in actions:
+                if cancelled():
+                    self._state = _CANCELLED
+                    return False
+                call = self._accept(action)
+                if call is not None:
+                    result = call[0](*call[1])
+                    if call[2]:
+                        await result
+        except BaseException:
+            self._state = _BROKEN
+            raise
+        if cancelled():
+            self._state = _CANCELLED
+            return False
+        if self._adapter.done:
+            self._state = _ENDED
+            return False
+        return True
+
+    async def finish(self) -> ChatResponse:
+        """End of input; see ``StreamDriver.finish``."""
+        state = self._state
+        if state == _COMPLETED:
+            assert self._final is not None
+            return self._final
+        if state == _FAILED:
+            assert self._error is not None
+            raise self._error
+        if state == _BROKEN:
+            raise self._abandoned()
+        if state == _CANCELLED or self.handle.is_cancelled:
+            self._state = _CANCELLED
+            return self._build()
+        if state == _OPEN:
+            await self._fail(self._truncated())
+        response = self._final = self._build()
+        self._state = _COMPLETED
+        method = self._methods["on_complete_response"]
+        if method is not None:
+            result = method[0](response)
+            if method[1]:
+                await result
+        return response
+
+    async def fail(self, error: LangHooksError) -> NoReturn:
+        """Report a transport failure and raise it; see ``StreamDriver.fail``."""
+        if self._state in (_OPEN, _ENDED) and not self.handle.is_cancelled:
+            await self._fail(error)
+        raise error
+
+    async def _fail(self, error: LangHooksError) -> NoReturn:
+        self._state = _FAILED
+        self._error = error
+        method = self._methods["on_error"]
+        if method is not None:
+            result = method[0](error)
+            if method[1]:
+                await result
+        raise error

@@ -1,0 +1,91 @@
+"""``replay_stream``: drive a handler with a recorded or captured provider stream."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Final
+
+from .._messages import ChatResponse, LangHooksError
+from .._streaming import StreamingChatResponseHandler, StreamingHandle
+from ._drive import STREAM_FORMATS, StreamDriver, StreamFormat
+from ._sse import WireDecoder, stream_events
+
+__all__ = ["replay_stream"]
+
+# Read a recorded file in socket-sized pieces: memory stays flat for any size.
+_READ_SIZE: Final = 64 * 1024
+
+
+def replay_stream(
+    source: str | os.PathLike[str] | Iterable[str | bytes],
+    *,
+    format: StreamFormat,
+    handler: StreamingChatResponseHandler,
+    handle: StreamingHandle | None = None,
+) -> ChatResponse:
+    """Replay a provider stream into ``handler``, exactly as a live one would.
+
+    Args:
+        source: a path to a recorded body (``.sse`` or ``.ndjson``), or an
+            iterable of str or bytes chunks of the body, split anywhere (as read
+            from a socket).
+        format: "openai-chat", "openai-responses", "anthropic" or "ollama".
+        handler: the handler to drive.
+        handle: a cancel handle to hold before the stream starts; one is created
+            otherwise (each partial's context carries it).
+
+    Returns:
+        The assembled response; its message has status "cancelled" when the
+        handle was cancelled (and then no further callback was made).
+
+    Raises:
+        LangHooksError: an error event in the stream, malformed data, or a stream
+            that ends before its terminal event; ``handler.on_error`` was called
+            once first.
+        ValueError: ``format`` is unknown.
+        TypeError: ``source`` or ``handler`` has the wrong type.
+        OSError: the file cannot be read.
+    """
+    if format not in STREAM_FORMATS:
+        raise ValueError(
+            f"unknown stream format {format!r}; use one of {list(STREAM_FORMATS)}"
+        )
+    driver = StreamDriver(format, handler, handle=handle)
+    decoder = stream_events(format)
+    if isinstance(source, str | os.PathLike):
+        with open(source, "rb") as file:
+            return _pump(driver, decoder, iter(lambda: file.read(_READ_SIZE), b""))
+    given: object = source
+    if isinstance(given, bytes | bytearray):
+        raise TypeError("source must be a path or an iterable of chunks, got bytes")
+    return _pump(driver, decoder, source)
+
+
+def _pump(
+    driver: StreamDriver, decoder: WireDecoder, source: Iterable[str | bytes]
+) -> ChatResponse:
+    feed = driver.feed
+    chunks = iter(source)
+    while True:
+        try:
+            chunk = next(chunks, None)
+        except Exception as exc:  # the source failed, as a connection can
+            if driver.handle.is_cancelled:
+                return driver.finish()
+            driver.fail(
+                LangHooksError(
+                    "stream_error",
+                    f"reading the stream failed: {type(exc).__name__}: {exc}",
+                    original=exc,
+                )
+            )
+        if chunk is None:
+            break
+        for event in decoder.feed(chunk):
+            if not feed(event):
+                return driver.finish()
+    for event in decoder.end():
+        if not feed(event):
+            break
+    return driver.finish()
