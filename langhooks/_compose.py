@@ -36,7 +36,7 @@ from ._handler import (
 )
 from ._messages import Tool, ToolCall
 from ._streaming import AsyncStreamingChatResponseHandler, StreamingChatResponseHandler
-from ._wrappers import isolate
+from ._wrappers import _Wrapper, isolate
 
 if TYPE_CHECKING:
     from .chain import LLMChain
@@ -125,8 +125,11 @@ class _Composite(HandlerBase, Generic[_H]):
                 f"{type(self).__name__} takes {accepted} instances, got "
                 f"{handler!r}{hint}"
             )
-        if handler is self:
-            raise ValueError(f"{self!r} cannot contain itself")
+        if _reaches(handler, self):
+            raise ValueError(
+                f"{type(self).__name__} cannot contain itself, directly or through "
+                f"a composite or wrapper it would call: {handler!r}"
+            )
         if any(original is handler for original, _ in self._registered):
             raise ValueError(f"{handler!r} is already registered in {self!r}")
         effective = isolate(handler) if self._errors == "log" else handler
@@ -161,6 +164,17 @@ class _Composite(HandlerBase, Generic[_H]):
     @override
     def __repr__(self) -> str:
         return f"{type(self).__name__}({list(self.handlers)!r})"
+
+
+def _reaches(handler: HandlerBase, target: HandlerBase) -> bool:
+    """Whether calling ``handler`` may call ``target`` (a cycle if it is a parent)."""
+    if handler is target:
+        return True
+    if isinstance(handler, _Wrapper):
+        return _reaches(handler.wrapped, target)
+    if isinstance(handler, _Composite):
+        return any(_reaches(inner, target) for inner, _ in handler._registered)
+    return False
 
 
 @final
