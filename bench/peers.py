@@ -1,0 +1,499 @@
+"""langhooks against the physical limit and the libraries users would otherwise use.
+
+Usage (from a checkout)::
+
+    pip install -e ".[bench]"
+    python bench/peers.py            # about a minute
+    python bench/peers.py --quick    # a smoke run, a few seconds
+
+The workload is the same everywhere: a stream of ``--events`` token partials
+delivered to H handlers (H = 1, 3, 10), each handler counting the partials it gets.
+It goes through a plain loop over bound methods (the limit), langhooks composites
+(sync and async), LangChain-core's callback managers (``on_llm_new_token``; sync,
+async with default settings, async with ``run_inline=True``), pluggy hooks and
+blinker signals. Also measured: the four hot-path targets, ``CoalescingDeltas``,
+peak memory over a million partials and, when the runtime is there, a scripted
+100-turn chain run. Results are printed as tables and saved as JSON
+(``bench/results/peers.json`` by default). See ``docs/guide/performance.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+import tracemalloc
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import _harness
+import blinker
+import pluggy
+from langchain_core.callbacks import (
+    AsyncCallbackHandler,
+    AsyncCallbackManager,
+    BaseCallbackHandler,
+    CallbackManager,
+)
+from typing_extensions import override
+
+import langhooks
+from langhooks import PartialResponse, PartialResponseContext
+
+HANDLER_COUNTS: tuple[int, ...] = (1, 3, 10)
+DEFAULT_JSON = Path(__file__).resolve().parent / "results" / "peers.json"
+
+# --- the peers, each doing the same work per token ------------------------------
+
+
+class LangChainCounter(BaseCallbackHandler):
+    """A LangChain handler counting tokens."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.n = 0
+
+    @override
+    def on_llm_new_token(self, token: Any, **kwargs: Any) -> None:
+        self.n += 1
+
+
+class LangChainAsyncCounter(AsyncCallbackHandler):
+    """A LangChain async handler counting tokens (default: not run inline)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.n = 0
+
+    @override
+    async def on_llm_new_token(self, token: Any, **kwargs: Any) -> None:
+        self.n += 1
+
+
+class LangChainAsyncInlineCounter(LangChainAsyncCounter):
+    """The same, with LangChain's ``run_inline`` (awaited in order, no gather)."""
+
+    run_inline = True
+
+
+_SPEC = pluggy.HookspecMarker("langhooks_bench")
+_IMPL = pluggy.HookimplMarker("langhooks_bench")
+
+
+class PluggySpec:
+    """The hook specification: one hook per token."""
+
+    @_SPEC
+    def on_partial_response(
+        self, partial: PartialResponse, context: PartialResponseContext
+    ) -> None:
+        """A token arrived."""
+
+
+class PluggyCounter:
+    """A pluggy plugin counting tokens."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    @_IMPL
+    def on_partial_response(
+        self, partial: PartialResponse, context: PartialResponseContext
+    ) -> None:
+        self.n += 1
+
+
+class BlinkerCounter:
+    """A blinker receiver counting tokens."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def on_partial_response(self, sender: object, **kwargs: Any) -> None:
+        self.n += 1
+
+
+# --- one case per implementation and handler count -------------------------------
+
+
+def _langchain_sync(workload: _harness.Workload, count: int) -> Callable[[], None]:
+    manager = CallbackManager(handlers=[LangChainCounter() for _ in range(count)])
+    run_manager = manager.on_llm_start({}, ["bench"])[0]
+    partials = workload.partials
+
+    def run() -> None:
+        for partial in partials:
+            run_manager.on_llm_new_token(partial.text)
+
+    return run
+
+
+def _langchain_async(
+    workload: _harness.Workload, count: int, *, inline: bool
+) -> Callable[[], Awaitable[None]]:
+    kind = LangChainAsyncInlineCounter if inline else LangChainAsyncCounter
+    manager = AsyncCallbackManager(handlers=[kind() for _ in range(count)])
+    run_manager = asyncio.run(manager.on_llm_start({}, ["bench"]))[0]
+    partials = workload.partials
+
+    async def run() -> None:
+        for partial in partials:
+            await run_manager.on_llm_new_token(partial.text)
+
+    return run
+
+
+def _pluggy(workload: _harness.Workload, count: int) -> Callable[[], None]:
+    plugins = pluggy.PluginManager("langhooks_bench")
+    plugins.add_hookspecs(PluggySpec)
+    for _ in range(count):
+        plugins.register(PluggyCounter())
+    hook = plugins.hook.on_partial_response
+    partials, context = workload.partials, workload.context
+
+    def run() -> None:
+        for partial in partials:
+            hook(partial=partial, context=context)
+
+    return run
+
+
+def _blinker(workload: _harness.Workload, count: int) -> Callable[[], None]:
+    signal = blinker.Signal()
+    receivers = [BlinkerCounter() for _ in range(count)]
+    for receiver in receivers:
+        signal.connect(receiver.on_partial_response)  # weak, the default
+    partials, context = workload.partials, workload.context
+    sender = object()
+
+    def run() -> None:
+        # Keeps the receivers alive: blinker holds them weakly.
+        _ = receivers
+        for partial in partials:
+            signal.send(sender, partial=partial, context=context)
+
+    return run
+
+
+# Rows of the peers table: (key, label, is async).
+IMPLEMENTATIONS: tuple[tuple[str, str, bool], ...] = (
+    ("limit", "plain loop over bound methods (the limit)", False),
+    ("langhooks", "langhooks CompositeStreamingHandler", False),
+    ("langchain", "LangChain CallbackManager", False),
+    ("pluggy", "pluggy hook", False),
+    ("blinker", "blinker signal", False),
+    ("async_limit", "plain await loop (the async limit)", True),
+    ("langhooks_async", "langhooks AsyncCompositeStreamingHandler", True),
+    ("langchain_async", "LangChain AsyncCallbackManager (default)", True),
+    ("langchain_async_inline", "LangChain AsyncCallbackManager, run_inline", True),
+)
+
+
+def _implementation(
+    key: str, workload: _harness.Workload, count: int
+) -> Callable[[], object]:
+    """Implementation ``key`` delivering the workload to ``count`` handlers."""
+    counting = [_harness.CountingHandler() for _ in range(count)]
+    async_counting = [_harness.AsyncCountingHandler() for _ in range(count)]
+    match key:
+        case "limit":
+            return workload.limit([h.on_partial_response for h in counting])
+        case "langhooks":
+            return workload.through(langhooks.CompositeStreamingHandler(counting))
+        case "langchain":
+            return _langchain_sync(workload, count)
+        case "pluggy":
+            return _pluggy(workload, count)
+        case "blinker":
+            return _blinker(workload, count)
+        case "async_limit":
+            return workload.async_limit([h.on_partial_response for h in async_counting])
+        case "langhooks_async":
+            return workload.async_through(
+                langhooks.AsyncCompositeStreamingHandler(async_counting)
+            )
+        case "langchain_async":
+            return _langchain_async(workload, count, inline=False)
+        case "langchain_async_inline":
+            return _langchain_async(workload, count, inline=True)
+    raise ValueError(f"unknown implementation {key!r}")
+
+
+def peer_cases(workload: _harness.Workload) -> list[_harness.Case]:
+    """Every implementation at every handler count, over ``workload``."""
+    return [
+        _harness.Case(
+            f"{key}_h{count}",
+            _implementation(key, workload, count),
+            workload.events,
+            is_async,
+        )
+        for count in HANDLER_COUNTS
+        for key, _label, is_async in IMPLEMENTATIONS
+    ]
+
+
+def extra_cases(workload: _harness.Workload) -> list[_harness.Case]:
+    """The four targets' cases plus ``CoalescingDeltas`` over one handler."""
+    coalescing = langhooks.CoalescingDeltas(_harness.CountingHandler())
+    return [
+        *_harness.target_cases(workload),
+        _harness.Case("coalescing", workload.through(coalescing), workload.events),
+    ]
+
+
+# --- memory and the runtime -------------------------------------------------------
+
+
+def peak_memory(workload: _harness.Workload, total: int) -> dict[str, dict[str, int]]:
+    """Peak and retained traced memory while ``total`` partials go through each
+    dispatcher.
+
+    The partials come from the workload, cycled, so what is traced is what
+    dispatch itself allocates (and keeps).
+    """
+    counting = [_harness.CountingHandler() for _ in range(3)]
+    async_counting = [_harness.AsyncCountingHandler() for _ in range(3)]
+    repeats = max(1, total // workload.events)
+    subjects: dict[str, Callable[[], object]] = {
+        "limit_3": workload.limit([h.on_partial_response for h in counting]),
+        "composite_3": workload.through(langhooks.CompositeStreamingHandler(counting)),
+        "without_invocation": workload.through(
+            langhooks.HandlerWithoutInvocation(_harness.CountingHandler())
+        ),
+    }
+    async_subject = workload.async_through(
+        langhooks.AsyncCompositeStreamingHandler(async_counting)
+    )
+
+    async def async_repeats() -> None:
+        for _ in range(repeats):
+            await async_subject()
+
+    report: dict[str, dict[str, int]] = {}
+    for name, run in [*subjects.items(), ("async_composite_3", None)]:
+        tracemalloc.start()
+        try:
+            before, _ = tracemalloc.get_traced_memory()
+            tracemalloc.reset_peak()
+            if run is None:
+                asyncio.run(async_repeats())
+            else:
+                for _ in range(repeats):
+                    run()
+            after, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        report[name] = {
+            "partials": repeats * workload.events,
+            "peak_bytes": peak - before,
+            "retained_bytes": after - before,
+        }
+    return report
+
+
+def chain_run(turns: int) -> dict[str, Any] | None:
+    """A scripted ``turns``-turn chain run with two tools a turn, or None when
+    the runtime is not available yet.
+
+    Returns:
+        Events delivered, seconds, and events per second of runtime overhead (the
+        model is scripted with no delay and the tools return at once).
+    """
+    try:
+        from langhooks.chain import LLMChain
+        from langhooks.models import ScriptedChatModel, ScriptedTurn
+    except ImportError:
+        return None
+    if not hasattr(LLMChain, "run"):
+        return None
+
+    counter = _EventCounter()
+    script: list[ScriptedTurn] = []
+    for turn in range(turns):
+        calls = [
+            langhooks.ToolCall(
+                call_id=f"call-{turn}-{tool}",
+                name=tool,
+                arguments={"turn": turn},
+                index=position,
+            )
+            for position, tool in enumerate(("lookup", "compute"))
+        ]
+        script.append(ScriptedTurn(text="Let me check.", tool_calls=calls))
+    script.append(ScriptedTurn(text="All done."))
+    tools = [
+        langhooks.Tool(name, lambda arguments, context: "ok")
+        for name in ("lookup", "compute")
+    ]
+    # Any: written against DESIGN.md's runtime API, which may land after this.
+    chain: Any = LLMChain(ScriptedChatModel(script), tools=tools)
+    chain = chain.add_callback(counter).add_message(langhooks.Message.user("go"))
+    start = time.perf_counter()
+    result = chain.run()
+    seconds = time.perf_counter() - start
+    return {
+        "turns": turns,
+        "tool_calls": 2 * turns,
+        "status": result.status,
+        "events": counter.events,
+        "seconds": round(seconds, 4),
+        "events_per_second": round(counter.events / seconds),
+    }
+
+
+class _EventCounter(langhooks.ChainCallbackHandler):
+    """Counts every chain event it receives (it overrides the cheap ones)."""
+
+    def __init__(self) -> None:
+        self.events = 0
+
+    @override
+    def on_llm_new_delta(self, chain: Any, deltas: Any) -> None:
+        self.events += 1
+
+    @override
+    def on_message_processed(self, chain: Any, message: Any) -> None:
+        self.events += 1
+
+    @override
+    def on_tool_call_identified(self, chain: Any, call: Any, tool: Any) -> None:
+        self.events += 1
+
+    @override
+    def on_tool_execution_started(self, chain: Any, call: Any, tool: Any) -> None:
+        self.events += 1
+
+    @override
+    def on_tool_execution_completed(self, chain: Any, call: Any, result: Any) -> None:
+        self.events += 1
+
+
+# --- the report -----------------------------------------------------------------
+
+
+def peers_table(results: dict[str, _harness.Result]) -> str:
+    """Rows: implementations; columns: ns/event and ratio to the limit per H."""
+    headers = ["implementation"]
+    for count in HANDLER_COUNTS:
+        headers += [f"H={count} ns/event", f"H={count} x limit"]
+    rows: list[list[object]] = []
+    for key, label, _is_async in IMPLEMENTATIONS:
+        row: list[object] = [label]
+        for count in HANDLER_COUNTS:
+            result = results[f"{key}_h{count}"]
+            limit = results[f"limit_h{count}"]
+            row += [f"{result.median:,.0f}", f"{result.ratio(limit):.2f}"]
+        rows.append(row)
+    return _harness.format_table(headers, rows)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run every comparison, print the tables and save the JSON.
+
+    Args:
+        argv: command-line arguments (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit status (0).
+    """
+    settings = _harness.parse_settings(
+        "Compare langhooks' dispatch with the limit and with its peers.",
+        DEFAULT_JSON,
+        argv,
+    )
+    started = time.perf_counter()
+    workload = _harness.Workload(settings.events)
+
+    def note(text: str) -> None:
+        print(f"[{time.perf_counter() - started:5.1f}s] {text}", file=sys.stderr)
+
+    note(f"peers: {settings.rounds} rounds, {workload.events} partials per stream")
+    peers = _harness.measure(peer_cases(workload), settings, progress=note)
+    note("targets and wrappers")
+    extras = _harness.measure(extra_cases(workload), settings, progress=note)
+    memory_partials = 100_000 if settings.quick else 1_000_000
+    note(f"peak memory over {memory_partials:,} partials")
+    memory = peak_memory(workload, memory_partials)
+    note("chain run")
+    chain = chain_run(10 if settings.quick else 100)
+
+    print(f"\nE = {workload.events} token partials, H handlers each counting them;")
+    print("ns per partial (all H handlers), median of rounds; async rows' ratio is")
+    print("to the sync limit too (see the async limit row for the await loop).\n")
+    print(peers_table(peers))
+    print()
+    print(
+        _harness.format_table(
+            _harness.TARGET_HEADERS,
+            [target.row(extras) for target in _harness.TARGETS],
+        )
+    )
+    coalescing, direct = extras["coalescing"], extras["direct_call"]
+    print(
+        f"\nCoalescingDeltas (max_chars=64) over one counting handler: "
+        f"{coalescing.median:.0f} ns/partial vs {direct.median:.0f} unwrapped "
+        f"({coalescing.ratio(direct):.2f}x)"
+    )
+    print()
+    print(
+        _harness.format_table(
+            ("dispatcher", "partials", "peak KiB", "retained bytes"),
+            [
+                [
+                    name,
+                    f"{entry['partials']:,}",
+                    f"{entry['peak_bytes'] / 1024:.1f}",
+                    entry["retained_bytes"],
+                ]
+                for name, entry in memory.items()
+            ],
+        )
+    )
+    if chain is None:
+        print("\nchain run: the runtime (LLMChain.run) is not available yet")
+    else:
+        print(
+            f"\nchain run: {chain['turns']} turns, {chain['tool_calls']} tool calls, "
+            f"{chain['events']} handler events in {chain['seconds']} s = "
+            f"{chain['events_per_second']:,} events/s ({chain['status']})"
+        )
+    if settings.json_path is not None:
+        _harness.save_json(
+            settings.json_path,
+            {
+                "machine": _harness.machine_info(),
+                "settings": {
+                    "rounds": settings.rounds,
+                    "events": settings.events,
+                    "quick": settings.quick,
+                },
+                "peers": {
+                    f"h{count}": {
+                        key: {
+                            **peers[f"{key}_h{count}"].as_json(),
+                            "ratio_to_limit": round(
+                                peers[f"{key}_h{count}"].ratio(
+                                    peers[f"limit_h{count}"]
+                                ),
+                                3,
+                            ),
+                        }
+                        for key, _label, _is_async in IMPLEMENTATIONS
+                    }
+                    for count in HANDLER_COUNTS
+                },
+                "targets": [target.as_json(extras) for target in _harness.TARGETS],
+                "cases": {name: r.as_json() for name, r in extras.items()},
+                "memory": memory,
+                "chain_run": chain,
+            },
+        )
+        note(f"saved {settings.json_path}")
+    note("done")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
