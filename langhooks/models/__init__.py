@@ -1,7 +1,17 @@
 """Chat models: the ``ChatModel`` protocol, the scripted model and provider models."""
 
 from ._base import ChatModel, ChatRequest
+from ._drive import STREAM_FORMATS, AsyncStreamDriver, StreamDriver, StreamFormat
+from ._replay import replay_stream
 from ._scripted import ScriptedChatModel, ScriptedTurn
 
 __all__ = ["ChatModel", "ChatRequest"]
 __all__ += ["ScriptedChatModel", "ScriptedTurn"]
+
+__all__ += [
+    "STREAM_FORMATS",
+    "AsyncStreamDriver",
+    "StreamDriver",
+    "StreamFormat",
+    "replay_stream",
+]
