@@ -1,57 +1,126 @@
 """The reference chain runtime: ``LLMChain`` and ``RunResult``.
 
-The run loop is built by the runtime issue; this module pins the snapshot type that
-chain handlers receive.
+An ``LLMChain`` is an immutable snapshot: every ``add_*`` returns a new chain, and a
+run returns the final chain in its ``RunResult``. Chain handlers receive these
+snapshots; ``chain.invocation`` is the run's ``Invocation``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 import attrs
 
 from .._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
-from .._invocation import Invocation
+from .._invocation import Invocation, invocation
 from .._messages import (
     LangHooksError,
     Message,
     Tool,
+    ToolCall,
+    ToolResult,
     _frozen_mapping,
     message_tuple,
     tool_tuple,
 )
+from ..models._base import ChatModel
+from ._decision import Decision, RetryPolicy
+from ._runtime import (
+    Mode,
+    Run,
+    drive_async,
+    drive_sync,
+    pending_results,
+    sync_callbacks,
+)
 
 if TYPE_CHECKING:
-    from ..models import ChatModel
+    from collections.abc import Generator
 
-__all__ = ["LLMChain", "RunResult"]
+__all__ = ["LLMChain", "RunResult", "RunStatus"]
 
 RunStatus = Literal["ok", "interrupted", "error"]
+_MODES = frozenset(get_args(Mode))
 _T = TypeVar("_T")
+
+Handler = ChainCallbackHandler | AsyncChainCallbackHandler
 
 
 def _tuple(values: Iterable[_T]) -> tuple[_T, ...]:
     return tuple(values)
 
 
+def _handlers(values: Iterable[Handler]) -> tuple[Handler, ...]:
+    handlers = tuple(values)
+    for handler in handlers:
+        if not isinstance(handler, ChainCallbackHandler | AsyncChainCallbackHandler):
+            raise TypeError(
+                f"callbacks must be ChainCallbackHandler or AsyncChainCallbackHandler "
+                f"instances, got {handler!r}"
+            )
+    return handlers
+
+
+def _model(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, ChatModel):
+        raise TypeError(
+            f"{attribute.name} must be a ChatModel (with stream() and astream()), "
+            f"got {value!r}"
+        )
+
+
+def _models(values: Iterable[ChatModel]) -> tuple[ChatModel, ...]:
+    models = tuple(values)
+    for model in models:
+        if not isinstance(model, ChatModel):
+            raise TypeError(f"fallbacks must be ChatModels, got {model!r}")
+    return models
+
+
+def _positive(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{attribute.name} must be an int >= 1, got {value!r}")
+
+
+def _count(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{attribute.name} must be an int >= 0, got {value!r}")
+
+
 @attrs.frozen(kw_only=True)
 class LLMChain:
-    """An immutable snapshot of a conversation with a model and its tools."""
+    """An immutable conversation with a model, its tools and its handlers.
 
-    model: ChatModel = attrs.field(kw_only=False)
+    Args:
+        model: the ``ChatModel`` to call.
+        tools: the tools the model may call (names unique).
+        messages: the conversation so far.
+        callbacks: chain handlers, called in order for every event.
+        custom_context: caller data passed to tools, reviews and invocations.
+        max_retry_count: failures a run may have (failed model calls, and in
+            "until_success" failed tool batches) before it gives up with
+            ``on_retries_exceeded`` and an "exceeded_failure_count" error.
+        current_failure_count: failures counted so far in the current run.
+        fallbacks: models tried in order when the model keeps failing.
+        retry: the ``RetryPolicy`` for failed model calls (None: the default).
+        invocation: the run's ``Invocation`` in the snapshots handlers receive.
+    """
+
+    model: ChatModel = attrs.field(kw_only=False, validator=_model)
     tools: tuple[Tool, ...] = attrs.field(default=(), converter=tool_tuple)
     messages: tuple[Message, ...] = attrs.field(default=(), converter=message_tuple)
-    callbacks: tuple[ChainCallbackHandler | AsyncChainCallbackHandler, ...] = (
-        attrs.field(default=(), converter=_tuple)
-    )
+    callbacks: tuple[Handler, ...] = attrs.field(default=(), converter=_handlers)
     custom_context: Mapping[str, Any] = attrs.field(
         default=None, converter=_frozen_mapping
     )
-    max_retry_count: int = 3
-    current_failure_count: int = 0
-    fallbacks: tuple[ChatModel, ...] = attrs.field(default=(), converter=_tuple)
-    retry: Any = None
+    max_retry_count: int = attrs.field(default=3, validator=_positive)
+    current_failure_count: int = attrs.field(default=0, validator=_count)
+    fallbacks: tuple[ChatModel, ...] = attrs.field(default=(), converter=_models)
+    retry: RetryPolicy | None = attrs.field(
+        default=None,
+        validator=attrs.validators.optional(attrs.validators.instance_of(RetryPolicy)),
+    )
     invocation: Invocation | None = None
 
     def add_message(self, message: Message) -> LLMChain:
@@ -62,10 +131,237 @@ class LLMChain:
         """A copy with ``messages`` appended."""
         return attrs.evolve(self, messages=(*self.messages, *messages))
 
+    def add_tools(self, tools: Sequence[Tool]) -> LLMChain:
+        """A copy with ``tools`` added.
+
+        Raises:
+            ValueError: a tool name is already taken.
+        """
+        return attrs.evolve(self, tools=(*self.tools, *tools))
+
+    def add_callback(self, handler: Handler) -> LLMChain:
+        """A copy with ``handler`` called after the chain's other handlers."""
+        return attrs.evolve(self, callbacks=(*self.callbacks, handler))
+
+    @property
+    def pending_tool_calls(self) -> tuple[ToolCall, ...]:
+        """The calls an interrupted run left waiting for a human decision."""
+        waiting = {result.tool_call_id for result in pending_results(self)}
+        return tuple(
+            call
+            for message in self.messages
+            if message.role == "assistant"
+            for call in message.tool_calls
+            if call.call_id in waiting
+        )
+
+    def replace_tool_result(self, tool_call_id: str, result: ToolResult) -> LLMChain:
+        """A copy with the result for ``tool_call_id`` swapped for ``result``.
+
+        Use it to settle an interrupted call yourself (no tool runs and no event
+        fires): the stand-in result of the last tool message is replaced.
+
+        Raises:
+            ValueError: no tool message carries a result for ``tool_call_id``.
+            TypeError: ``result`` is not a ``ToolResult``.
+        """
+        if not isinstance(result, ToolResult):
+            raise TypeError(f"result must be a ToolResult, got {result!r}")
+        for position in range(len(self.messages) - 1, -1, -1):
+            message = self.messages[position]
+            ids = [r.tool_call_id for r in message.tool_results]
+            if tool_call_id in ids:
+                fixed = attrs.evolve(result, tool_call_id=tool_call_id)
+                results = tuple(
+                    fixed if r.tool_call_id == tool_call_id else r
+                    for r in message.tool_results
+                )
+                swapped = attrs.evolve(message, tool_results=results)
+                messages = list(self.messages)
+                messages[position] = swapped
+                return attrs.evolve(self, messages=messages)
+        raise ValueError(
+            f"no tool message carries a result for tool_call_id {tool_call_id!r}"
+        )
+
+    # --- running ------------------------------------------------------------------
+
+    def _prepare(
+        self, mode: str, tool_name: str | None, max_runs: int
+    ) -> tuple[Mode, str | None, int]:
+        if mode not in _MODES:
+            raise ValueError(f"mode must be one of {sorted(_MODES)}, got {mode!r}")
+        if (mode == "until_tool_used") != (tool_name is not None):
+            raise ValueError(
+                "tool_name goes with mode='until_tool_used' and only with it"
+            )
+        if tool_name is not None and tool_name not in {t.name for t in self.tools}:
+            raise ValueError(f"tool_name {tool_name!r} is not one of the chain's tools")
+        if type(max_runs) is not int or max_runs < 1:
+            raise ValueError(f"max_runs must be an int >= 1, got {max_runs!r}")
+        if pending_results(self):
+            raise ValueError(
+                "the chain's last tool calls wait for a human decision: resume with "
+                "execute_tool_calls_with_decisions(chain.pending_tool_calls, "
+                "decisions) or settle them with replace_tool_result()"
+            )
+        return mode, tool_name, max_runs  # type: ignore[return-value]  # checked above
+
+    def _started(self, current: Invocation) -> LLMChain:
+        return attrs.evolve(self, invocation=current, current_failure_count=0)
+
+    def run(
+        self,
+        mode: Mode = "while_needs_response",
+        *,
+        tool_name: str | None = None,
+        max_runs: int = 25,
+    ) -> RunResult:
+        """Run the chain until ``mode`` is satisfied.
+
+        Modes: "single" (one model call and the tools it asks for),
+        "while_needs_response" (call the model and run tools until it answers
+        without tool calls), "until_success" (like it, but stop after a tool
+        batch that fully succeeds; a failed batch counts as a failure), and
+        "until_tool_used" (until a call of ``tool_name`` has run).
+
+        Args:
+            mode: how long to run.
+            tool_name: the tool "until_tool_used" waits for.
+            max_runs: the most model calls this run may make.
+
+        Returns:
+            ``RunResult`` with status "ok", "interrupted" (a call waits for a
+            human) or "error" (``error`` says why; ``on_error`` has fired).
+
+        Raises:
+            ValueError: a bad mode, tool_name or max_runs, or calls still wait for
+                a human decision.
+            TypeError: a handler is async (use ``arun``).
+        """
+        mode, tool_name, max_runs = self._prepare(mode, tool_name, max_runs)
+        sync_callbacks(self)
+        with invocation("run", custom_context=self.custom_context) as current:
+            run = Run(
+                self._started(current),
+                mode=mode,
+                tool_name=tool_name,
+                max_runs=max_runs,
+            )
+            return drive_sync(run.chain, run, run.main(run.loop()))
+
+    async def arun(
+        self,
+        mode: Mode = "while_needs_response",
+        *,
+        tool_name: str | None = None,
+        max_runs: int = 25,
+    ) -> RunResult:
+        """The async twin of ``run``: async handlers are awaited, concurrent tools
+        run as tasks (sync ones in threads).
+
+        Returns:
+            ``RunResult`` as ``run``.
+
+        Raises:
+            ValueError: as ``run``.
+        """
+        mode, tool_name, max_runs = self._prepare(mode, tool_name, max_runs)
+        with invocation("run", custom_context=self.custom_context) as current:
+            run = Run(
+                self._started(current),
+                mode=mode,
+                tool_name=tool_name,
+                max_runs=max_runs,
+            )
+            return await drive_async(run.chain, run, run.main(run.loop()))
+
+    def _check_decisions(
+        self, calls: Sequence[ToolCall], decisions: Sequence[Decision]
+    ) -> None:
+        if len(calls) != len(decisions):
+            raise ValueError(
+                f"give one decision per call: {len(calls)} call(s), "
+                f"{len(decisions)} decision(s)"
+            )
+        waiting = {result.tool_call_id for result in pending_results(self)}
+        for call, decision in zip(calls, decisions, strict=True):
+            if not isinstance(call, ToolCall):
+                raise TypeError(f"calls must be ToolCalls, got {call!r}")
+            if not isinstance(decision, Decision):
+                raise TypeError(
+                    f"decisions must be Decision.approve(), Decision.edit(...) or "
+                    f"Decision.reject(), got {decision!r}"
+                )
+            if call.call_id not in waiting:
+                raise ValueError(
+                    f"tool call {call.call_id!r} is not waiting for a decision; "
+                    f"waiting: {sorted(waiting) or 'none'}"
+                )
+
+    def _resume(
+        self, run: Run, calls: Sequence[ToolCall], decisions: Sequence[Decision]
+    ) -> Generator[Any, Any, RunResult]:
+        return run.main(run.resume(calls, decisions))
+
+    def execute_tool_calls_with_decisions(
+        self, calls: Sequence[ToolCall], decisions: Sequence[Decision]
+    ) -> RunResult:
+        """Resume an interrupted run: settle its waiting calls with human decisions.
+
+        Approved and edited calls are reviewed again (``review.human_decision``
+        says what the human decided) and run; rejected calls are answered with
+        the rejection's reason (not a failure). Their stand-in results in the last
+        tool message are replaced. No model call is made: continue with
+        ``result.chain.run()``.
+
+        Args:
+            calls: the waiting calls (``chain.pending_tool_calls``), or some of
+                them.
+            decisions: one ``Decision`` per call.
+
+        Returns:
+            ``RunResult``: "ok", "interrupted" (calls still wait) or "error".
+
+        Raises:
+            ValueError: a call is not waiting, or the counts differ.
+            TypeError: a bad call or decision, or an async handler (use
+                ``aexecute_tool_calls_with_decisions``).
+        """
+        self._check_decisions(calls, decisions)
+        sync_callbacks(self)
+        with invocation("resume", custom_context=self.custom_context) as current:
+            run = Run(self._started(current))
+            return drive_sync(run.chain, run, self._resume(run, calls, decisions))
+
+    async def aexecute_tool_calls_with_decisions(
+        self, calls: Sequence[ToolCall], decisions: Sequence[Decision]
+    ) -> RunResult:
+        """The async twin of ``execute_tool_calls_with_decisions``.
+
+        Raises:
+            ValueError: as the sync twin.
+            TypeError: as the sync twin.
+        """
+        self._check_decisions(calls, decisions)
+        with invocation("resume", custom_context=self.custom_context) as current:
+            run = Run(self._started(current))
+            return await drive_async(
+                run.chain, run, self._resume(run, calls, decisions)
+            )
+
 
 @attrs.frozen(kw_only=True)
 class RunResult:
-    """How a run ended."""
+    """How a run ended.
+
+    Attributes:
+        status: "ok", "interrupted" (calls wait for a human) or "error".
+        chain: the chain as the run left it.
+        interrupt_data: for "interrupted": one call's interrupt data plus its
+            ``tool_call_id``; several calls: ``{"interrupts": (data, ...)}``.
+        error: for "error": why the run gave up.
+    """
 
     status: RunStatus
     chain: LLMChain

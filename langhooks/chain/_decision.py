@@ -1,0 +1,150 @@
+"""Human decisions on interrupted tool calls, and the retry policy for model calls."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Literal
+
+import attrs
+
+from .._messages import LangHooksError
+
+__all__ = ["Decision", "RetryPolicy"]
+
+DecisionKind = Literal["approve", "edit", "reject"]
+
+
+def _optional_arguments(value: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise TypeError(
+            f"arguments must be a mapping (a JSON object), got {type(value).__name__}"
+        )
+    return dict(value)
+
+
+@attrs.frozen(kw_only=True)
+class Decision:
+    """A human's decision on one interrupted tool call.
+
+    Build one with ``Decision.approve()``, ``Decision.edit(arguments)`` or
+    ``Decision.reject()`` and pass it to
+    ``LLMChain.execute_tool_calls_with_decisions``.
+
+    Attributes:
+        kind: "approve", "edit" or "reject".
+        arguments: the arguments to run the call with (``edit`` only).
+        reason: what the model is told about a rejection.
+    """
+
+    kind: DecisionKind = attrs.field(
+        validator=attrs.validators.in_(("approve", "edit", "reject"))
+    )
+    arguments: Mapping[str, Any] | None = attrs.field(
+        default=None, converter=_optional_arguments
+    )
+    reason: str = attrs.field(
+        default="The user rejected this tool call.",
+        validator=attrs.validators.instance_of(str),
+    )
+
+    def __attrs_post_init__(self) -> None:
+        if (self.kind == "edit") != (self.arguments is not None):
+            raise ValueError(
+                "arguments go with kind 'edit' and only with it: use "
+                "Decision.edit(arguments)"
+            )
+
+    @classmethod
+    def approve(cls) -> Decision:
+        """Run the call as asked (review sees ``human_decision="approve"``)."""
+        return cls(kind="approve")
+
+    @classmethod
+    def edit(cls, arguments: Mapping[str, Any]) -> Decision:
+        """Run the call with ``arguments`` instead (review sees ``"edit"``)."""
+        return cls(kind="edit", arguments=arguments)
+
+    @classmethod
+    def reject(cls, reason: str = "The user rejected this tool call.") -> Decision:
+        """Do not run the call; the model is told ``reason`` (not a failure)."""
+        return cls(kind="reject", reason=reason)
+
+
+def _positive_int(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{attribute.name} must be an int >= 1, got {value!r}")
+
+
+def _non_negative(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise ValueError(f"{attribute.name} must be a number >= 0, got {value!r}")
+
+
+def _fraction(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{attribute.name} must be a number in [0, 1], got {value!r}")
+    if not 0 <= value <= 1:
+        raise ValueError(f"{attribute.name} must be in [0, 1], got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class RetryPolicy:
+    """How a run retries a failed model call before failing over.
+
+    A failed call is retried on the same model while ``should_retry(error)`` and
+    fewer than ``max_attempts`` calls were made to that model in this step; the
+    wait before attempt ``n + 1`` is the provider's ``retry_after`` when it gave one,
+    else ``initial_delay * multiplier ** (n - 1)`` capped at ``max_delay``, spread by
+    ``jitter`` (a fraction: 0.2 means +/-20%). Then the next fallback model is
+    tried. Inject ``sleep`` / ``async_sleep`` / ``random`` in tests so nothing
+    really waits.
+
+    Attributes:
+        max_attempts: calls per model per step (1 means no retry).
+        initial_delay: seconds before the first retry.
+        multiplier: growth factor of the delay per attempt.
+        max_delay: the longest computed wait in seconds.
+        jitter: the random spread of each wait, as a fraction of it.
+        retry_types: error types retried even when not flagged ``retryable``: by
+            default "stream_error", a stream that died mid-way.
+        sleep: waits in ``run``.
+        async_sleep: waits in ``arun``.
+        random: a source of floats in [0, 1) for the jitter.
+    """
+
+    max_attempts: int = attrs.field(default=2, validator=_positive_int)
+    initial_delay: float = attrs.field(default=0.5, validator=_non_negative)
+    multiplier: float = attrs.field(default=2.0, validator=_non_negative)
+    max_delay: float = attrs.field(default=30.0, validator=_non_negative)
+    jitter: float = attrs.field(default=0.2, validator=_fraction)
+    retry_types: frozenset[str] = attrs.field(
+        default=frozenset({"stream_error"}), converter=frozenset
+    )
+    sleep: Callable[[float], object] = attrs.field(default=time.sleep, eq=False)
+    async_sleep: Callable[[float], Awaitable[object]] = attrs.field(
+        default=asyncio.sleep, eq=False
+    )
+    random: Callable[[], float] = attrs.field(default=random.random, eq=False)
+
+    def should_retry(self, error: LangHooksError) -> bool:
+        """Whether ``error`` is worth another attempt (or a fallback)."""
+        return error.retryable or error.type in self.retry_types
+
+    def delay(self, attempt: int, error: LangHooksError) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (from 1).
+
+        Returns:
+            ``error.retry_after`` when the provider set it, else the jittered
+            exponential backoff.
+        """
+        if error.retry_after is not None:
+            return error.retry_after
+        growth = self.multiplier ** (attempt - 1)
+        base = min(self.max_delay, self.initial_delay * growth)
+        spread = 1 + self.jitter * (2 * self.random() - 1)
+        return min(self.max_delay, base * spread)
