@@ -580,28 +580,48 @@ class CoalescingDeltas(_Wrapper):
             or self._context.handle is not getattr(context, "handle", None)
         )
 
+    # Called only with text waiting, so ``context`` is the last partial's context.
+    # Text from a stream that was cancelled meanwhile is dropped: no callback may
+    # follow a cancel (the text is in the response the stream returned).
+
     def _deliver_sync(self, kind: str | None, text: str, context: Any) -> None:
+        if context.handle.is_cancelled:
+            return
         inner: Any = self._langhooks_inner
         if kind == "text":
             inner.on_partial_response(PartialResponse(text=text), context)
-        elif kind == "thinking":
+        else:
             inner.on_partial_thinking(PartialThinking(text=text), context)
 
     async def _deliver_async(self, kind: str | None, text: str, context: Any) -> None:
+        if context.handle.is_cancelled:
+            return
         inner: Any = self._langhooks_inner
         if kind == "text":
             await inner.on_partial_response(PartialResponse(text=text), context)
-        elif kind == "thinking":
+        else:
             await inner.on_partial_thinking(PartialThinking(text=text), context)
 
     def flush(self) -> None:
-        """Deliver the text waiting now, if any (sync handlers)."""
+        """Deliver the text waiting now, if any (sync handlers).
+
+        Raises:
+            TypeError: the wrapped handler is async (use ``aflush``).
+        """
+        if isinstance(self._langhooks_inner, AsyncStreamingChatResponseHandler):
+            raise TypeError("flush() is for sync handlers: await aflush() instead")
         with self._lock:
             if self._chunks:
                 self._deliver_sync(*self._take())
 
     async def aflush(self) -> None:
-        """Deliver the text waiting now, if any (async handlers)."""
+        """Deliver the text waiting now, if any (async handlers).
+
+        Raises:
+            TypeError: the wrapped handler is sync (use ``flush``).
+        """
+        if not isinstance(self._langhooks_inner, AsyncStreamingChatResponseHandler):
+            raise TypeError("aflush() is for async handlers: call flush() instead")
         if self._chunks:
             await self._deliver_async(*self._take())
 
