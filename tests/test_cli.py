@@ -1,0 +1,31 @@
+"""The ``langhooks`` command line: the version option."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import langhooks
+from langhooks._cli import main
+
+
+class TestVersion:
+    def test_version_option(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """langhooks --version prints the version and exits 0."""
+        with pytest.raises(SystemExit) as exited:
+            main(["--version"])
+        assert exited.value.code == 0
+        assert capsys.readouterr().out.strip() == langhooks.__version__
+
+    def test_python_dash_m(self) -> None:
+        """python -m langhooks --version works the same way."""
+        completed = subprocess.run(
+            [sys.executable, "-m", "langhooks", "--version"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert completed.returncode == 0
+        assert completed.stdout.strip() == langhooks.__version__
