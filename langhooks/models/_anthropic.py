@@ -1,0 +1,267 @@
+"""The Anthropic Messages model on the official ``anthropic`` SDK.
+
+The SDK's own retries are off: the runtime retries, and every failure reaches the
+handler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from typing import Any, Final, cast
+
+from .._messages import ChatResponse, LangHooksError, Message, Tool
+from .._streaming import (
+    AsyncStreamingChatResponseHandler,
+    StreamingChatResponseHandler,
+    StreamingHandle,
+)
+from ._base import ChatRequest
+from ._openai import tool_schema
+from ._transport import AsyncBody, Body, arun_stream, require, run_stream
+
+__all__ = ["AnthropicChatModel", "anthropic_messages", "anthropic_tools"]
+
+DEFAULT_MAX_TOKENS: Final = 4096
+
+
+def _user_blocks(message: Message) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for part in message.content:
+        if part.type == "text":
+            blocks.append({"type": "text", "text": part.content})
+        elif part.type == "image_url":
+            blocks.append(
+                {"type": "image", "source": {"type": "url", "url": part.content}}
+            )
+        elif part.type != "thinking":
+            raise LangHooksError(
+                "invalid_request",
+                f"Anthropic requests cannot carry a {part.type!r} content part; "
+                "send text or image_url parts",
+            )
+    return blocks
+
+
+def _thinking_blocks(message: Message) -> list[dict[str, Any]]:
+    """The assistant's thinking blocks, echoed back as the stream delivered them.
+
+    Anthropic requires the signed thinking (and redacted thinking) of a turn that
+    called tools to be sent back unchanged: the stream adapter keeps them in
+    ``metadata["thinking_blocks"]``. Thinking without a signature cannot be
+    verified by the API, so it is left out.
+    """
+    blocks = message.metadata.get("thinking_blocks")
+    if isinstance(blocks, (list, tuple)):
+        return [dict(block) for block in blocks if isinstance(block, Mapping)]
+    signature = message.metadata.get("thinking_signature")
+    if isinstance(signature, str) and signature and message.thinking:
+        return [
+            {"type": "thinking", "thinking": message.thinking, "signature": signature}
+        ]
+    return []
+
+
+def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
+    blocks = _thinking_blocks(message)
+    if message.text:
+        blocks.append({"type": "text", "text": message.text})
+    blocks.extend(
+        {
+            "type": "tool_use",
+            "id": call.call_id,
+            "name": call.name,
+            "input": dict(call.arguments),
+        }
+        for call in message.tool_calls
+    )
+    return blocks
+
+
+def anthropic_messages(
+    messages: tuple[Message, ...],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``messages`` as the Messages API's ``system`` blocks and ``messages``.
+
+    System messages go to ``system``; tool results become ``tool_result`` blocks in
+    a user turn; consecutive turns of one role are merged into one.
+
+    Raises:
+        LangHooksError: a message holds content the API cannot take.
+    """
+    system: list[dict[str, Any]] = []
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "system":
+            system.extend(_user_blocks(message))
+            continue
+        if message.role == "tool":
+            role = "user"
+            blocks: list[dict[str, Any]] = [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": result.tool_call_id,
+                    "content": result.text,
+                    "is_error": result.is_error,
+                }
+                for result in message.tool_results
+            ]
+        elif message.role == "assistant":
+            role, blocks = "assistant", _assistant_blocks(message)
+        else:
+            role, blocks = "user", _user_blocks(message)
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    return system, turns
+
+
+def anthropic_tools(tools: tuple[Tool, ...]) -> list[dict[str, Any]]:
+    """``tools`` as Messages API tool definitions."""
+    return [
+        {
+            "name": tool.name,
+            "description": tool.description,
+            "input_schema": tool_schema(tool),
+        }
+        for tool in tools
+    ]
+
+
+class AnthropicChatModel:
+    """A Messages API model on the official ``anthropic`` SDK.
+
+    Args:
+        model: the model name, for example ``"claude-sonnet-4-5"``.
+        base_url: another endpoint for the API (a proxy, a test server).
+        api_key: the key; ``ANTHROPIC_API_KEY`` by default.
+        max_tokens: the output limit the API requires (4096 by default).
+        temperature: the sampling temperature, if any.
+        timeout: seconds before connecting or reading times out.
+        extra_params: more request fields, sent as given (``thinking``,
+            ``tool_choice``, ``metadata``, ...).
+
+    Raises:
+        ImportError: the ``anthropic`` extra is not installed.
+        LangHooksError: the client cannot be created (no API key).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        temperature: float | None = None,
+        timeout: float | None = None,
+        extra_params: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(model, str) or not model:
+            raise ValueError(f"model must be a non-empty str, got {model!r}")
+        anthropic = require("anthropic", "anthropic")
+        self.model: Final = model
+        self.max_tokens: Final = max_tokens
+        self.temperature: Final = temperature
+        self.extra_params: Final[Mapping[str, Any]] = dict(extra_params or {})
+        options: dict[str, Any] = {
+            "base_url": base_url,
+            "api_key": api_key,
+            "max_retries": 0,  # the runtime retries; every failure must be seen
+        }
+        if timeout is not None:
+            options["timeout"] = timeout
+        try:
+            self._client: Any = anthropic.Anthropic(**options)
+            self._async_client: Any = anthropic.AsyncAnthropic(**options)
+        except anthropic.AnthropicError as exc:  # pragma: no cover - see below
+            # Current SDKs defer the missing-key error to the first request (it
+            # arrives as an authentication error there); older ones raise here.
+            raise LangHooksError(
+                "authentication",
+                f"cannot create the Anthropic client: {exc} (pass api_key=)",
+                original=exc,
+            ) from exc
+
+    @property
+    def base_url(self) -> str:
+        """The server the model talks to."""
+        return str(self._client.base_url)
+
+    def _params(self, request: ChatRequest) -> dict[str, Any]:
+        system, messages = anthropic_messages(request.messages)
+        params: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "messages": messages,
+            "stream": True,
+        }
+        if system:
+            params["system"] = system
+        if request.tools:
+            params["tools"] = anthropic_tools(request.tools)
+        extra = dict(self.extra_params)
+        if self.temperature is not None:
+            extra.setdefault("temperature", self.temperature)
+        if extra:
+            # In the JSON body as given: a field this SDK version does not know
+            # (or a compatible server's own option) still goes through.
+            params["extra_body"] = extra
+        return params
+
+    def stream(
+        self,
+        request: ChatRequest,
+        handler: StreamingChatResponseHandler,
+        *,
+        handle: StreamingHandle | None = None,
+    ) -> ChatResponse:
+        """Stream one response into ``handler`` and return it.
+
+        Args:
+            request: the conversation and the tools.
+            handler: receives the stream's events.
+            handle: a cancel handle the caller holds before the first token.
+
+        Returns:
+            The response (status "cancelled" if the handle was cancelled).
+
+        Raises:
+            LangHooksError: the request or the stream failed; ``handler.on_error``
+                was called first.
+        """
+
+        def open_body() -> AbstractContextManager[Body]:
+            return cast(
+                "AbstractContextManager[Body]",
+                self._client.messages.with_streaming_response.create(
+                    **self._params(request)
+                ),
+            )
+
+        return run_stream("anthropic", handler, handle, open_body)
+
+    async def astream(
+        self,
+        request: ChatRequest,
+        handler: AsyncStreamingChatResponseHandler | StreamingChatResponseHandler,
+        *,
+        handle: StreamingHandle | None = None,
+    ) -> ChatResponse:
+        """The async twin of ``stream``; a sync handler is called inline.
+
+        Raises:
+            LangHooksError: the request or the stream failed; ``handler.on_error``
+                was called first.
+        """
+
+        def open_body() -> AbstractAsyncContextManager[AsyncBody]:
+            return cast(
+                "AbstractAsyncContextManager[AsyncBody]",
+                self._async_client.messages.with_streaming_response.create(
+                    **self._params(request)
+                ),
+            )
+
+        return await arun_stream("anthropic", handler, handle, open_body)

@@ -1,0 +1,396 @@
+"""OpenAI models on the official ``openai`` SDK: Chat Completions and Responses.
+
+Both work with any OpenAI-compatible server through ``base_url`` (vLLM, Ollama's
+``/v1``, DeepSeek, gateways). The SDK's own retries are off: the runtime retries,
+and every failure reaches the handler.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from typing import Any, Final, cast
+
+from typing_extensions import override
+
+from .._messages import ChatResponse, ContentPart, LangHooksError, Message, Tool
+from .._streaming import (
+    AsyncStreamingChatResponseHandler,
+    StreamingChatResponseHandler,
+    StreamingHandle,
+)
+from ._base import ChatRequest
+from ._drive import StreamFormat
+from ._transport import AsyncBody, Body, arun_stream, require, run_stream
+
+__all__ = [
+    "OpenAIChatModel",
+    "OpenAIResponsesModel",
+    "chat_completions_messages",
+    "chat_completions_tools",
+    "responses_input",
+    "responses_tools",
+]
+
+_EMPTY_SCHEMA: Final[Mapping[str, Any]] = {"type": "object", "properties": {}}
+
+
+def tool_schema(tool: Tool) -> dict[str, Any]:
+    """A tool's JSON Schema for its arguments (an empty object schema if none)."""
+    return dict(tool.parameters_schema or _EMPTY_SCHEMA)
+
+
+def _unsupported(part: ContentPart, provider: str) -> LangHooksError:
+    return LangHooksError(
+        "invalid_request",
+        f"{provider} requests cannot carry a {part.type!r} content part; "
+        "send text or image_url parts",
+    )
+
+
+def _chat_content(message: Message) -> str | list[dict[str, Any]]:
+    parts = [p for p in message.content if p.type != "thinking"]
+    if all(p.type == "text" for p in parts):
+        return "".join(p.content for p in parts)
+    content: list[dict[str, Any]] = []
+    for part in parts:
+        if part.type == "text":
+            content.append({"type": "text", "text": part.content})
+        elif part.type == "image_url":
+            content.append({"type": "image_url", "image_url": {"url": part.content}})
+        else:
+            raise _unsupported(part, "OpenAI")
+    return content
+
+
+def chat_completions_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    """``messages`` as Chat Completions request messages.
+
+    A tool message becomes one ``role: "tool"`` message per result; thinking is not
+    sent back (OpenAI-compatible reasoning servers reject or ignore it).
+
+    Raises:
+        LangHooksError: a message holds content the API cannot take.
+    """
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "tool":
+            wire.extend(
+                {
+                    "role": "tool",
+                    "tool_call_id": result.tool_call_id,
+                    "content": result.text,
+                }
+                for result in message.tool_results
+            )
+        elif message.role == "assistant":
+            entry: dict[str, Any] = {"role": "assistant", "content": message.text}
+            if message.tool_calls:
+                entry["content"] = message.text or None
+                entry["tool_calls"] = [
+                    {
+                        "id": call.call_id,
+                        "type": "function",
+                        "function": {
+                            "name": call.name,
+                            "arguments": json.dumps(dict(call.arguments)),
+                        },
+                    }
+                    for call in message.tool_calls
+                ]
+            wire.append(entry)
+        else:
+            wire.append({"role": message.role, "content": _chat_content(message)})
+    return wire
+
+
+def chat_completions_tools(tools: tuple[Tool, ...]) -> list[dict[str, Any]]:
+    """``tools`` as Chat Completions function tools."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": tool_schema(tool),
+            },
+        }
+        for tool in tools
+    ]
+
+
+def _responses_content(message: Message) -> str | list[dict[str, Any]]:
+    parts = [p for p in message.content if p.type != "thinking"]
+    if all(p.type == "text" for p in parts):
+        return "".join(p.content for p in parts)
+    content: list[dict[str, Any]] = []
+    for part in parts:
+        if part.type == "text":
+            content.append({"type": "input_text", "text": part.content})
+        elif part.type == "image_url":
+            content.append({"type": "input_image", "image_url": part.content})
+        else:
+            raise _unsupported(part, "OpenAI Responses")
+    return content
+
+
+def responses_input(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    """``messages`` as Responses API input items.
+
+    Assistant tool calls become ``function_call`` items and tool results
+    ``function_call_output`` items, both keyed by the call's ``call_id``; the
+    reasoning items a streamed answer kept in ``metadata["reasoning_items"]`` go
+    back before it, as the API expects.
+
+    Raises:
+        LangHooksError: a message holds content the API cannot take.
+    """
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "tool":
+            items.extend(
+                {
+                    "type": "function_call_output",
+                    "call_id": result.tool_call_id,
+                    "output": result.text,
+                }
+                for result in message.tool_results
+            )
+        elif message.role == "assistant":
+            reasoning = message.metadata.get("reasoning_items", ())
+            if isinstance(reasoning, (list, tuple)):
+                items.extend(dict(item) for item in reasoning if isinstance(item, Mapping))
+            if message.text:
+                items.append(
+                    {"type": "message", "role": "assistant", "content": message.text}
+                )
+            items.extend(
+                {
+                    "type": "function_call",
+                    "call_id": call.call_id,
+                    "name": call.name,
+                    "arguments": json.dumps(dict(call.arguments)),
+                }
+                for call in message.tool_calls
+            )
+        else:
+            items.append(
+                {
+                    "type": "message",
+                    "role": message.role,
+                    "content": _responses_content(message),
+                }
+            )
+    return items
+
+
+def responses_tools(tools: tuple[Tool, ...]) -> list[dict[str, Any]]:
+    """``tools`` as Responses API function tools."""
+    return [
+        {
+            "type": "function",
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool_schema(tool),
+            "strict": False,
+        }
+        for tool in tools
+    ]
+
+
+class _OpenAIModel:
+    """What both OpenAI models share: the clients and the streaming plumbing."""
+
+    _format: StreamFormat
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        timeout: float | None = None,
+        extra_params: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(model, str) or not model:
+            raise ValueError(f"model must be a non-empty str, got {model!r}")
+        openai = require("openai", "openai")
+        self.model: Final = model
+        self.max_tokens: Final = max_tokens
+        self.temperature: Final = temperature
+        self.extra_params: Final[Mapping[str, Any]] = dict(extra_params or {})
+        options: dict[str, Any] = {
+            "base_url": base_url,
+            "api_key": api_key,
+            "max_retries": 0,  # the runtime retries; every failure must be seen
+        }
+        if timeout is not None:
+            options["timeout"] = timeout
+        try:
+            self._client: Any = openai.OpenAI(**options)
+            self._async_client: Any = openai.AsyncOpenAI(**options)
+        except openai.OpenAIError as exc:
+            raise LangHooksError(
+                "authentication",
+                f"cannot create the OpenAI client: {exc} (pass api_key=, any string "
+                "for a local server that needs none)",
+                original=exc,
+            ) from exc
+
+    @property
+    def base_url(self) -> str:
+        """The server the model talks to."""
+        return str(self._client.base_url)
+
+    def _params(self, request: ChatRequest) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _resource(self, client: Any) -> Any:
+        raise NotImplementedError
+
+    def stream(
+        self,
+        request: ChatRequest,
+        handler: StreamingChatResponseHandler,
+        *,
+        handle: StreamingHandle | None = None,
+    ) -> ChatResponse:
+        """Stream one response into ``handler`` and return it.
+
+        Args:
+            request: the conversation and the tools.
+            handler: receives the stream's events.
+            handle: a cancel handle the caller holds before the first token.
+
+        Returns:
+            The response (status "cancelled" if the handle was cancelled).
+
+        Raises:
+            LangHooksError: the request or the stream failed; ``handler.on_error``
+                was called first.
+        """
+
+        def open_body() -> AbstractContextManager[Body]:
+            resource = self._resource(self._client).with_streaming_response
+            return cast(
+                "AbstractContextManager[Body]",
+                resource.create(**self._params(request)),
+            )
+
+        return run_stream(self._format, handler, handle, open_body)
+
+    async def astream(
+        self,
+        request: ChatRequest,
+        handler: AsyncStreamingChatResponseHandler | StreamingChatResponseHandler,
+        *,
+        handle: StreamingHandle | None = None,
+    ) -> ChatResponse:
+        """The async twin of ``stream``; a sync handler is called inline.
+
+        Raises:
+            LangHooksError: the request or the stream failed; ``handler.on_error``
+                was called first.
+        """
+
+        def open_body() -> AbstractAsyncContextManager[AsyncBody]:
+            resource = self._resource(self._async_client).with_streaming_response
+            return cast(
+                "AbstractAsyncContextManager[AsyncBody]",
+                resource.create(**self._params(request)),
+            )
+
+        return await arun_stream(self._format, handler, handle, open_body)
+
+
+class OpenAIChatModel(_OpenAIModel):
+    """A Chat Completions model on the official ``openai`` SDK.
+
+    Args:
+        model: the model name, for example ``"gpt-4o"``.
+        base_url: an OpenAI-compatible server (``http://localhost:8000/v1`` for
+            vLLM, ``http://localhost:11434/v1`` for Ollama); OpenAI by default.
+        api_key: the key; ``OPENAI_API_KEY`` by default.
+        max_tokens: the output limit (``max_tokens``), if any.
+        temperature: the sampling temperature, if any.
+        timeout: seconds before connecting or reading times out.
+        extra_params: more request fields, sent as given (``reasoning_effort``,
+            ``tool_choice``, a compatible server's own options, ...).
+
+    Raises:
+        ImportError: the ``openai`` extra is not installed.
+        LangHooksError: the client cannot be created (no API key).
+    """
+
+    _format = "openai-chat"
+
+    @override
+    def _resource(self, client: Any) -> Any:
+        return client.chat.completions
+
+    @override
+    def _params(self, request: ChatRequest) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": self.model,
+            "messages": chat_completions_messages(request.messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if request.tools:
+            params["tools"] = chat_completions_tools(request.tools)
+        if self.max_tokens is not None:
+            params["max_tokens"] = self.max_tokens
+        if self.temperature is not None:
+            params["temperature"] = self.temperature
+        if self.extra_params:
+            # In the JSON body as given: a field this SDK version does not know
+            # (or a compatible server's own option) still goes through.
+            params["extra_body"] = dict(self.extra_params)
+        return params
+
+
+class OpenAIResponsesModel(_OpenAIModel):
+    """A Responses API model on the official ``openai`` SDK.
+
+    Args:
+        model: the model name, for example ``"gpt-5"``.
+        base_url: an OpenAI-compatible server with a Responses API.
+        api_key: the key; ``OPENAI_API_KEY`` by default.
+        max_tokens: the output limit (``max_output_tokens``), if any.
+        temperature: the sampling temperature, if any.
+        timeout: seconds before connecting or reading times out.
+        extra_params: more request fields, sent as given (``reasoning``,
+            ``include``, ``store``, ...).
+
+    Raises:
+        ImportError: the ``openai`` extra is not installed.
+        LangHooksError: the client cannot be created (no API key).
+    """
+
+    _format = "openai-responses"
+
+    @override
+    def _resource(self, client: Any) -> Any:
+        return client.responses
+
+    @override
+    def _params(self, request: ChatRequest) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": self.model,
+            "input": responses_input(request.messages),
+            "stream": True,
+        }
+        if request.tools:
+            params["tools"] = responses_tools(request.tools)
+        if self.max_tokens is not None:
+            params["max_output_tokens"] = self.max_tokens
+        if self.temperature is not None:
+            params["temperature"] = self.temperature
+        if self.extra_params:
+            # In the JSON body as given: a field this SDK version does not know
+            # (or a compatible server's own option) still goes through.
+            params["extra_body"] = dict(self.extra_params)
+        return params

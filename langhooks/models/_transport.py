@@ -1,0 +1,344 @@
+"""Running one provider HTTP stream through a stream driver.
+
+The provider models open a streamed HTTP response (through the official SDK or
+httpx) and hand it to ``run_stream`` / ``arun_stream``. These read the raw bytes,
+decode them with the wire-format decoders, feed each event to the driver, and turn
+every transport failure into a ``LangHooksError`` reported once through the driver.
+Cancelling the stream's handle shuts the socket down, so a read blocked in another
+thread wakes up and the server sees the disconnect.
+"""
+
+from __future__ import annotations
+
+import importlib
+import socket
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+)
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from typing import Any, Final, Protocol
+
+from .._messages import ChatResponse, LangHooksError
+from .._streaming import (
+    AsyncStreamingChatResponseHandler,
+    StreamingChatResponseHandler,
+    StreamingHandle,
+)
+from ._drive import AsyncStreamDriver, StreamDriver, StreamFormat
+from ._errors import classify_error, parse_ratelimit
+from ._sse import stream_events
+
+__all__ = [
+    "AsyncBody",
+    "Body",
+    "arun_stream",
+    "error_from_exception",
+    "lower_headers",
+    "require",
+    "response_metadata",
+    "run_stream",
+]
+
+
+class Body(Protocol):
+    """A streamed HTTP response: its headers, its bytes, its connection."""
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """The response headers."""
+        ...
+
+    def iter_bytes(self) -> Iterator[bytes]:
+        """The body bytes as they arrive."""
+        ...
+
+
+class AsyncBody(Protocol):
+    """The async twin of ``Body``."""
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """The response headers."""
+        ...
+
+    def iter_bytes(self) -> AsyncIterator[bytes]:
+        """The body bytes as they arrive."""
+        ...
+
+
+def require(module: str, extra: str) -> Any:
+    """Import an optional dependency, or say which extra installs it.
+
+    Raises:
+        ImportError: the module is not installed.
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(
+            f"this model needs the {module!r} package: "
+            f'pip install "langhooks[{extra}]"'
+        ) from exc
+
+
+def _http_library_errors() -> tuple[
+    tuple[type[BaseException], ...], tuple[type[BaseException], ...]
+]:
+    timeouts: list[type[BaseException]] = [TimeoutError]
+    transport: list[type[BaseException]] = [OSError]
+    # The SDKs read through httpx (older releases) or httpx2 (newer ones); a
+    # failure mid-stream surfaces as that library's own exception.
+    for name in ("httpx", "httpx2"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:  # pragma: no cover - both are installed where tests run
+            continue
+        timeouts.append(module.TimeoutException)
+        transport.append(module.TransportError)
+    return tuple(timeouts), tuple(transport)
+
+
+_TIMEOUTS, _TRANSPORT = _http_library_errors()
+
+
+def _is_a(exc: BaseException, name: str) -> bool:
+    """Whether ``exc`` is an instance of a class called ``name`` (an SDK class)."""
+    return any(cls.__name__ == name for cls in type(exc).__mro__)
+
+
+def lower_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """All headers, names lower-cased (repeated headers joined with ", ")."""
+    result: dict[str, str] = {}
+    items: Iterable[tuple[str, str]]
+    multi = getattr(headers, "multi_items", None)
+    items = multi() if callable(multi) else headers.items()
+    for name, value in items:
+        key = name.lower()
+        result[key] = f"{result[key]}, {value}" if key in result else value
+    return result
+
+
+def response_metadata(headers: Mapping[str, str]) -> dict[str, Any]:
+    """``response_headers`` (lower-cased) and parsed ``ratelimit`` for a response."""
+    lowered = lower_headers(headers)
+    return {"response_headers": lowered, "ratelimit": parse_ratelimit(lowered)}
+
+
+def _body_message(body: object) -> str | None:
+    if isinstance(body, Mapping):
+        error = body.get("error")
+        if isinstance(error, Mapping):
+            return _body_message(error)
+        if isinstance(error, str):
+            return error
+        message = body.get("message")
+        if isinstance(message, str):
+            return message
+    return None
+
+
+def error_from_exception(exc: BaseException) -> LangHooksError:
+    """The ``LangHooksError`` for a failure raised by an SDK or an HTTP client.
+
+    An HTTP status error (an SDK ``APIStatusError``) is classified by its status,
+    its provider error code and its headers; a timeout is "timeout"; a transport
+    failure (refused, reset, dropped mid-stream) is "connection"; anything else
+    (a request the SDK refused to build, say) is a non-retryable "stream_error".
+    """
+    if isinstance(exc, LangHooksError):
+        return exc
+    status = getattr(exc, "status_code", None)
+    response = getattr(exc, "response", None)
+    if isinstance(status, int) and response is not None:
+        code = getattr(exc, "code", None) or getattr(exc, "type", None)
+        body = getattr(exc, "body", None)
+        return classify_error(
+            status=status,
+            code=code if isinstance(code, str) else None,
+            message=_body_message(body) or str(exc),
+            headers=lower_headers(response.headers),
+            original=exc,
+        )
+    if isinstance(exc, _TIMEOUTS) or _is_a(exc, "APITimeoutError"):
+        return LangHooksError("timeout", f"the request timed out ({exc})", original=exc)
+    if isinstance(exc, _TRANSPORT) or _is_a(exc, "APIConnectionError"):
+        return LangHooksError(
+            "connection",
+            f"the connection failed: {type(exc).__name__}: {exc}",
+            original=exc,
+        )
+    return LangHooksError(
+        "stream_error",
+        f"the request failed: {type(exc).__name__}: {exc}",
+        original=exc,
+    )
+
+
+def _network_socket(response: object) -> Any:
+    """The socket under an httpx/httpx2 response, when the transport exposes it."""
+    raw = getattr(response, "http_response", response)
+    extensions = getattr(raw, "extensions", None)
+    stream = extensions.get("network_stream") if isinstance(extensions, dict) else None
+    if stream is None:  # pragma: no cover - custom transports (mocks, ASGI) have none
+        return None
+    return stream.get_extra_info("socket")
+
+
+class _Interrupter:
+    """Shuts a stream's socket down when its handle is cancelled.
+
+    ``shutdown`` is safe from any thread and wakes a read blocked in another one;
+    the reading side then closes the response itself.
+    """
+
+    __slots__ = ("_done", "_socket")
+
+    def __init__(self, response: object) -> None:
+        self._socket = _network_socket(response)
+        self._done = False
+
+    def __call__(self) -> None:
+        if self._done or self._socket is None:
+            return
+        try:
+            self._socket.shutdown(socket.SHUT_RDWR)
+        except OSError:  # already closed by the reading side: nothing to wake
+            pass
+
+    def done(self) -> None:
+        self._done = True
+
+
+def run_stream(
+    format: StreamFormat,
+    handler: StreamingChatResponseHandler,
+    handle: StreamingHandle | None,
+    open_body: Callable[[], AbstractContextManager[Body]],
+) -> ChatResponse:
+    """Open a streamed response and drive ``handler`` with its events.
+
+    Args:
+        format: the wire format of the body.
+        handler: the handler to drive.
+        handle: the caller's cancel handle, if it made one.
+        open_body: opens the HTTP response (raising on an HTTP error status).
+
+    Returns:
+        The response; its message has status "cancelled" if the handle was.
+
+    Raises:
+        LangHooksError: the request or the stream failed (after ``on_error``).
+    """
+    handle = handle if handle is not None else StreamingHandle()
+    if handle.is_cancelled:
+        return StreamDriver(format, handler, handle=handle).finish()
+    try:
+        opened = open_body()
+        body = opened.__enter__()
+    except Exception as exc:
+        driver = StreamDriver(format, handler, handle=handle)
+        if handle.is_cancelled:
+            return driver.finish()
+        driver.fail(error_from_exception(exc))
+    try:
+        driver = StreamDriver(
+            format, handler, handle=handle, metadata=response_metadata(body.headers)
+        )
+        interrupter = _Interrupter(body)
+        handle.add_cancel_callback(interrupter)
+        try:
+            return _pump(driver, body, handle, stream_events(format))
+        finally:
+            interrupter.done()
+    finally:
+        opened.__exit__(None, None, None)
+
+
+def _pump(
+    driver: StreamDriver,
+    body: Body,
+    handle: StreamingHandle,
+    decoder: Any,
+) -> ChatResponse:
+    chunks = iter(body.iter_bytes())
+    while not handle.is_cancelled:
+        try:
+            chunk = next(chunks, None)
+        except Exception as exc:
+            if handle.is_cancelled:
+                break
+            driver.fail(error_from_exception(exc))
+        if chunk is None:
+            for event in decoder.end():
+                if not driver.feed(event):
+                    break
+            break
+        for event in decoder.feed(chunk):
+            if not driver.feed(event):
+                return driver.finish()
+    return driver.finish()
+
+
+async def arun_stream(
+    format: StreamFormat,
+    handler: AsyncStreamingChatResponseHandler | StreamingChatResponseHandler,
+    handle: StreamingHandle | None,
+    open_body: Callable[[], AbstractAsyncContextManager[AsyncBody]],
+) -> ChatResponse:
+    """The async twin of ``run_stream``.
+
+    Raises:
+        LangHooksError: the request or the stream failed (after ``on_error``).
+    """
+    handle = handle if handle is not None else StreamingHandle()
+    if handle.is_cancelled:
+        return await AsyncStreamDriver(format, handler, handle=handle).finish()
+    try:
+        opened = open_body()
+        body = await opened.__aenter__()
+    except Exception as exc:
+        driver = AsyncStreamDriver(format, handler, handle=handle)
+        if handle.is_cancelled:
+            return await driver.finish()
+        await driver.fail(error_from_exception(exc))
+    try:
+        driver = AsyncStreamDriver(
+            format, handler, handle=handle, metadata=response_metadata(body.headers)
+        )
+        interrupter = _Interrupter(body)
+        handle.add_cancel_callback(interrupter)
+        try:
+            return await _apump(driver, body, handle, stream_events(format))
+        finally:
+            interrupter.done()
+    finally:
+        await opened.__aexit__(None, None, None)
+
+
+async def _apump(
+    driver: AsyncStreamDriver,
+    body: AsyncBody,
+    handle: StreamingHandle,
+    decoder: Any,
+) -> ChatResponse:
+    chunks = body.iter_bytes()
+    while not handle.is_cancelled:
+        try:
+            chunk = await anext(chunks, None)
+        except Exception as exc:
+            if handle.is_cancelled:
+                break
+            await driver.fail(error_from_exception(exc))
+        if chunk is None:
+            for event in decoder.end():
+                if not await driver.feed(event):
+                    break
+            break
+        for event in decoder.feed(chunk):
+            if not await driver.feed(event):
+                return await driver.finish()
+    return await driver.finish()
