@@ -440,3 +440,52 @@ class TestAsyncVariants:
         with caplog.at_level(logging.ERROR, logger="langhooks"):
             await isolate(handler).on_run_start(_chain())
         assert "RuntimeError: boom" in caplog.text
+
+
+def _delete(arguments: Any, context: Any) -> str:
+    raise AssertionError("a denied call never runs")
+
+
+class TestWithTheRuntime:
+    def test_a_function_review_denies_a_call_in_a_run(self) -> None:
+        """A run asks the function reviewer and honours its Deny."""
+        failed: list[str] = []
+        reviewer = chain_callbacks(
+            on_tool_call_review=lambda chain, call, tool, review: Deny("read only"),
+            on_tool_execution_failed=lambda chain, call, result: failed.append(
+                result.text
+            ),
+        )
+        call = ToolCall(call_id="c1", name="delete", arguments={})
+        model = ScriptedChatModel(
+            [ScriptedTurn(tool_calls=[call]), ScriptedTurn(text="Not allowed.")]
+        )
+        chain = LLMChain(
+            model, tools=[Tool("delete", _delete)], callbacks=[reviewer]
+        ).add_message(Message.user("delete everything"))
+        result = chain.run()
+        assert result.status == "ok"
+        assert len(failed) == 1
+        assert "read only" in failed[0]
+
+    async def test_async_functions_receive_an_async_run(self) -> None:
+        """An async run awaits async functions and calls plain ones."""
+        events: list[str] = []
+
+        async def on_run_start(chain: LLMChain) -> None:
+            events.append("start")
+
+        handler = async_chain_callbacks(
+            on_run_start=on_run_start,
+            on_llm_new_delta=lambda chain, deltas: events.extend(
+                d.text for d in deltas if d.text
+            ),
+            on_run_complete=lambda chain, result: events.append(result.status),
+        )
+        chain = LLMChain(
+            ScriptedChatModel([ScriptedTurn(text="Hi there")]), callbacks=[handler]
+        ).add_message(Message.user("hi"))
+        await chain.arun()
+        assert events[0] == "start"
+        assert "".join(events[1:-1]) == "Hi there"
+        assert events[-1] == "ok"

@@ -653,3 +653,69 @@ class TestAsStreamingHandler:
         with pytest.raises(LangHooksError):
             ScriptedChatModel([failure]).stream(_request(), _messages_of(seen))
         assert seen == [("agent_error", failure)]
+
+
+def _weather(arguments: Any, context: Any) -> str:
+    return f"sunny in {arguments['city']}"
+
+
+class TestWithTheRuntime:
+    async def test_a_run_in_a_worker_thread_feeds_a_consumer_task(self) -> None:
+        """A chain run with a tool call, run with to_thread, sends Nous's messages in
+        firing order to an asyncio.Queue read by a consumer task."""
+        mailbox: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        call = ToolCall(call_id="c1", name="weather", arguments={"city": "Oslo"})
+        model = ScriptedChatModel(
+            [
+                ScriptedTurn(thinking="Look", tool_calls=[call]),
+                ScriptedTurn(text="Sunny."),
+            ]
+        )
+        chain = LLMChain(
+            model,
+            tools=[Tool("weather", _weather)],
+            callbacks=[NotifyingHandler(notify=mailbox)],
+        ).add_message(Message.user("Weather in Oslo?"))
+        received: list[tuple[str, Any]] = []
+
+        async def consume() -> None:
+            while True:
+                message = await mailbox.get()
+                received.append(message)
+                if message[0] in ("agent_complete", "agent_error"):
+                    return
+
+        consumer = asyncio.create_task(consume())
+        result = await asyncio.to_thread(chain.run)
+        await consumer
+        assert result.status == "ok"
+        assert [tag for tag, _ in received] == [
+            "agent_start",
+            "agent_thinking",
+            "agent_message",
+            "tool_call",
+            "tool_result",
+            "agent_delta",
+            "agent_message",
+            "agent_complete",
+        ]
+        assert received[3][1] == {
+            "id": "c1",
+            "name": "weather",
+            "arguments": {"city": "Oslo"},
+        }
+        assert received[4][1]["result"].text == "sunny in Oslo"
+        assert received[-1] == ("agent_complete", result)
+
+    def test_a_failed_run_ends_with_agent_error(self) -> None:
+        """A run that gives up sends agent_error with its error, last."""
+        q: queue.Queue[Any] = queue.Queue()
+        failure = LangHooksError("authentication", "bad key")
+        chain = LLMChain(
+            ScriptedChatModel([failure]), callbacks=[NotifyingHandler(notify=q)]
+        ).add_message(Message.user("hi"))
+        result = chain.run()
+        messages = _drain(q)
+        assert result.status == "error"
+        assert messages[0][0] == "agent_start"
+        assert messages[-1] == ("agent_error", result.error)
