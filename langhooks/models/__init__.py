@@ -1,7 +1,10 @@
 """Chat models: the ``ChatModel`` protocol, the scripted model and provider models."""
 
+from ._anthropic import AnthropicChatModel
 from ._base import ChatModel, ChatRequest
 from ._drive import STREAM_FORMATS, AsyncStreamDriver, StreamDriver, StreamFormat
+from ._ollama import OllamaChatModel
+from ._openai import OpenAIChatModel, OpenAIResponsesModel
 from ._replay import replay_stream
 from ._scripted import ScriptedChatModel, ScriptedTurn
 
@@ -14,4 +17,11 @@ __all__ += [
     "StreamDriver",
     "StreamFormat",
     "replay_stream",
+]
+
+__all__ += [
+    "AnthropicChatModel",
+    "OllamaChatModel",
+    "OpenAIChatModel",
+    "OpenAIResponsesModel",
 ]
