@@ -68,9 +68,9 @@ class HandlerBase:
             }
         events: dict[str, tuple[EventSpec, ...]] = {}
         for base in reversed(cls.__mro__):
+            # Each interface is once in the MRO, so each spec is added once.
             for name, spec in vars(base).get("_langhooks_own_events", {}).items():
-                if spec not in events.get(name, ()):
-                    events[name] = (*events.get(name, ()), spec)
+                events[name] = (*events.get(name, ()), spec)
         cls._langhooks_events = events
         if not _langhooks_interface:
             # The class itself, and plain mixins, whose methods it inherits unchecked

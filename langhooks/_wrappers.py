@@ -84,7 +84,8 @@ class _Wrapper(HandlerBase):
         if specialized is None:
             with _SPECIALIZED_LOCK:
                 specialized = _SPECIALIZED.get(key)
-                if specialized is None:
+                # False only when another thread built it while this one waited.
+                if specialized is None:  # pragma: no branch
                     specialized = type(cls.__name__, (cls, *interfaces), {})
                     specialized.__qualname__ = cls.__qualname__
                     specialized.__module__ = cls.__module__

@@ -924,3 +924,23 @@ def test_wrappers_are_handlers() -> None:
     ):
         assert isinstance(wrapped, HandlerBase)
         assert isinstance(wrapped, StreamingChatResponseHandler)
+
+
+def test_handler_of_two_interfaces() -> None:
+    """A handler implementing a streaming and a chain interface is wrapped for both
+    shapes of an event they share."""
+    seen: list[tuple[int, Invocation | None]] = []
+
+    class Both(StreamingChatResponseHandler, ChainCallbackHandler):
+        @override
+        def on_error(self, *args: Any) -> None:
+            seen.append((len(args), current_invocation()))
+
+    wrapped: Any = HandlerWithoutInvocation(Both())
+    mro = type(wrapped).__mro__
+    assert StreamingChatResponseHandler in mro
+    assert ChainCallbackHandler in mro
+    with invocation("run"):
+        wrapped.on_error(ERROR)
+        wrapped.on_error(CHAIN, ERROR)
+    assert seen == [(1, None), (2, None)]
