@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Awaitable, Sequence
+from pathlib import Path
 from typing import Any, get_type_hints
 
 import pytest
@@ -489,3 +491,20 @@ class TestWithTheRuntime:
         assert events[0] == "start"
         assert "".join(events[1:-1]) == "Hi there"
         assert events[-1] == "ok"
+
+
+GUIDE = Path(__file__).resolve().parent.parent / "docs" / "guide" / "functions.md"
+
+
+class TestGuide:
+    @pytest.mark.parametrize(
+        "index", range(len(re.findall(r"```python\n", GUIDE.read_text())))
+    )
+    def test_each_python_example_of_the_guide_runs(
+        self, index: int, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Every python block of docs/guide/functions.md runs as written."""
+        block = re.findall(r"```python\n(.*?)```", GUIDE.read_text(), re.S)[index]
+        exec(
+            compile(block, f"{GUIDE.name} block {index}", "exec"), {"__name__": "guide"}
+        )
