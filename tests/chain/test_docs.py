@@ -15,9 +15,7 @@ BLOCK = re.compile(r"<!-- events: (\w+) -->\n```text\n(.*?)\n```", re.DOTALL)
 
 def documented() -> dict[str, list[str]]:
     """The event lists on the page, by scenario name."""
-    return {
-        name: body.splitlines() for name, body in BLOCK.findall(PAGE.read_text())
-    }
+    return {name: body.splitlines() for name, body in BLOCK.findall(PAGE.read_text())}
 
 
 class TestRuntimePage:
