@@ -18,7 +18,14 @@ from .._streaming import (
 )
 from ._base import ChatRequest
 from ._openai import tool_schema
-from ._transport import AsyncBody, Body, arun_stream, require, run_stream
+from ._transport import (
+    AsyncBody,
+    Body,
+    arun_stream,
+    model_name,
+    require,
+    run_stream,
+)
 
 __all__ = ["AnthropicChatModel", "anthropic_messages", "anthropic_tools"]
 
@@ -158,10 +165,8 @@ class AnthropicChatModel:
         timeout: float | None = None,
         extra_params: Mapping[str, Any] | None = None,
     ) -> None:
-        if not isinstance(model, str) or not model:
-            raise ValueError(f"model must be a non-empty str, got {model!r}")
         anthropic = require("anthropic", "anthropic")
-        self.model: Final = model
+        self.model: Final = model_name(model)
         self.max_tokens: Final = max_tokens
         self.temperature: Final = temperature
         self.extra_params: Final[Mapping[str, Any]] = dict(extra_params or {})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 from .._messages import ChatResponse, LangHooksError, Message, Tool
 from .._streaming import (
@@ -21,6 +21,7 @@ from ._transport import (
     Body,
     arun_stream,
     lower_headers,
+    model_name,
     require,
     run_stream,
 )
@@ -144,10 +145,8 @@ class OllamaChatModel:
         timeout: float | None = None,
         extra_params: Mapping[str, Any] | None = None,
     ) -> None:
-        if not isinstance(model, str) or not model:
-            raise ValueError(f"model must be a non-empty str, got {model!r}")
         httpx = require("httpx", "ollama")
-        self.model: Final = model
+        self.model: Final = model_name(model)
         self.base_url: Final = (base_url or DEFAULT_BASE_URL).rstrip("/")
         self.think: Final = think
         self.temperature: Final = temperature
@@ -252,7 +251,7 @@ class _AsyncBody:
 
     @property
     def headers(self) -> Mapping[str, str]:
-        return self.http_response.headers  # type: ignore[no-any-return]
+        return cast("Mapping[str, str]", self.http_response.headers)
 
     def iter_bytes(self) -> AsyncIterator[bytes]:
-        return self.http_response.aiter_bytes()  # type: ignore[no-any-return]
+        return cast("AsyncIterator[bytes]", self.http_response.aiter_bytes())

@@ -22,7 +22,14 @@ from .._streaming import (
 )
 from ._base import ChatRequest
 from ._drive import StreamFormat
-from ._transport import AsyncBody, Body, arun_stream, require, run_stream
+from ._transport import (
+    AsyncBody,
+    Body,
+    arun_stream,
+    model_name,
+    require,
+    run_stream,
+)
 
 __all__ = [
     "OpenAIChatModel",
@@ -160,7 +167,9 @@ def responses_input(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
         elif message.role == "assistant":
             reasoning = message.metadata.get("reasoning_items", ())
             if isinstance(reasoning, (list, tuple)):
-                items.extend(dict(item) for item in reasoning if isinstance(item, Mapping))
+                items.extend(
+                    dict(item) for item in reasoning if isinstance(item, Mapping)
+                )
             if message.text:
                 items.append(
                     {"type": "message", "role": "assistant", "content": message.text}
@@ -215,10 +224,8 @@ class _OpenAIModel:
         timeout: float | None = None,
         extra_params: Mapping[str, Any] | None = None,
     ) -> None:
-        if not isinstance(model, str) or not model:
-            raise ValueError(f"model must be a non-empty str, got {model!r}")
         openai = require("openai", "openai")
-        self.model: Final = model
+        self.model: Final = model_name(model)
         self.max_tokens: Final = max_tokens
         self.temperature: Final = temperature
         self.extra_params: Final[Mapping[str, Any]] = dict(extra_params or {})

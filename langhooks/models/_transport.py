@@ -10,6 +10,8 @@ thread wakes up and the server sees the disconnect.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import importlib
 import socket
 from collections.abc import (
@@ -20,7 +22,7 @@ from collections.abc import (
     Mapping,
 )
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
-from typing import Any, Final, Protocol
+from typing import Any, Protocol
 
 from .._messages import ChatResponse, LangHooksError
 from .._streaming import (
@@ -38,6 +40,7 @@ __all__ = [
     "arun_stream",
     "error_from_exception",
     "lower_headers",
+    "model_name",
     "require",
     "response_metadata",
     "run_stream",
@@ -70,6 +73,22 @@ class AsyncBody(Protocol):
         ...
 
 
+def model_name(value: object) -> str:
+    """``value`` checked as a model name.
+
+    Raises:
+        ValueError: ``value`` is not a non-empty str.
+    """
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"model must be a non-empty str, got {value!r}")
+    return value
+
+
+def _cancelled(handle: StreamingHandle) -> bool:
+    # A function, not the property inline: another thread may flip it at any time.
+    return handle.is_cancelled
+
+
 def require(module: str, extra: str) -> Any:
     """Import an optional dependency, or say which extra installs it.
 
@@ -80,11 +99,11 @@ def require(module: str, extra: str) -> Any:
         return importlib.import_module(module)
     except ImportError as exc:
         raise ImportError(
-            f"this model needs the {module!r} package: "
-            f'pip install "langhooks[{extra}]"'
+            f'this model needs the {module!r} package: pip install "langhooks[{extra}]"'
         ) from exc
 
 
+@functools.cache
 def _http_library_errors() -> tuple[
     tuple[type[BaseException], ...], tuple[type[BaseException], ...]
 ]:
@@ -100,9 +119,6 @@ def _http_library_errors() -> tuple[
         timeouts.append(module.TimeoutException)
         transport.append(module.TransportError)
     return tuple(timeouts), tuple(transport)
-
-
-_TIMEOUTS, _TRANSPORT = _http_library_errors()
 
 
 def _is_a(exc: BaseException, name: str) -> bool:
@@ -163,9 +179,10 @@ def error_from_exception(exc: BaseException) -> LangHooksError:
             headers=lower_headers(response.headers),
             original=exc,
         )
-    if isinstance(exc, _TIMEOUTS) or _is_a(exc, "APITimeoutError"):
+    timeouts, transport = _http_library_errors()
+    if isinstance(exc, timeouts) or _is_a(exc, "APITimeoutError"):
         return LangHooksError("timeout", f"the request timed out ({exc})", original=exc)
-    if isinstance(exc, _TRANSPORT) or _is_a(exc, "APIConnectionError"):
+    if isinstance(exc, transport) or _is_a(exc, "APIConnectionError"):
         return LangHooksError(
             "connection",
             f"the connection failed: {type(exc).__name__}: {exc}",
@@ -204,10 +221,9 @@ class _Interrupter:
     def __call__(self) -> None:
         if self._done or self._socket is None:
             return
-        try:
+        # OSError: already closed by the reading side, so nothing to wake.
+        with contextlib.suppress(OSError):
             self._socket.shutdown(socket.SHUT_RDWR)
-        except OSError:  # already closed by the reading side: nothing to wake
-            pass
 
     def done(self) -> None:
         self._done = True
@@ -241,7 +257,7 @@ def run_stream(
         body = opened.__enter__()
     except Exception as exc:
         driver = StreamDriver(format, handler, handle=handle)
-        if handle.is_cancelled:
+        if _cancelled(handle):
             return driver.finish()
         driver.fail(error_from_exception(exc))
     try:
@@ -269,7 +285,7 @@ def _pump(
         try:
             chunk = next(chunks, None)
         except Exception as exc:
-            if handle.is_cancelled:
+            if _cancelled(handle):
                 break
             driver.fail(error_from_exception(exc))
         if chunk is None:
@@ -302,7 +318,7 @@ async def arun_stream(
         body = await opened.__aenter__()
     except Exception as exc:
         driver = AsyncStreamDriver(format, handler, handle=handle)
-        if handle.is_cancelled:
+        if _cancelled(handle):
             return await driver.finish()
         await driver.fail(error_from_exception(exc))
     try:
@@ -330,7 +346,7 @@ async def _apump(
         try:
             chunk = await anext(chunks, None)
         except Exception as exc:
-            if handle.is_cancelled:
+            if _cancelled(handle):
                 break
             await driver.fail(error_from_exception(exc))
         if chunk is None:

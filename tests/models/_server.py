@@ -202,6 +202,7 @@ class FixtureServer:
             def do_POST(self) -> None:
                 self._serve()
 
+            @override
             def log_message(self, format: str, *args: Any) -> None:
                 """Keep test output quiet."""
 

@@ -140,7 +140,10 @@ class TestRequest:
         assert (body["temperature"], body["top_k"]) == (0.1, 5)
         assert body["system"] == [{"type": "text", "text": "Be brief."}]
         assert body["messages"] == [
-            {"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"}]},
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "Weather in Paris?"}],
+            },
             {
                 "role": "assistant",
                 "content": [
@@ -223,7 +226,9 @@ class TestRequest:
         recorder = Recorder()
         part = ContentPart(type="file", content="f")
         with pytest.raises(LangHooksError) as raised:
-            model(server).stream(ChatRequest([Message(role="user", content=[part])]), recorder)
+            model(server).stream(
+                ChatRequest([Message(role="user", content=[part])]), recorder
+            )
         assert raised.value.type == "invalid_request"
         assert recorder.errors == [raised.value]
         assert server.requests == []
@@ -404,7 +409,9 @@ class TestCancellation:
         assert all(h is handle for h in recorder.handles)
         assert server.disconnected.wait(20)
 
-    async def test_async_cancel_from_another_thread(self, server: FixtureServer) -> None:
+    async def test_async_cancel_from_another_thread(
+        self, server: FixtureServer
+    ) -> None:
         """``astream`` stops on a cancel from another thread and closes the socket."""
         server.add(stalled_reply(5))
         recorder = Recorder()
