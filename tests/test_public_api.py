@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 import types
+from pathlib import Path
 
 import pytest
 
@@ -118,3 +120,15 @@ class TestSubpackages:
     def test_chain_tool_is_the_value_type(self) -> None:
         """langhooks.chain.Tool is the same class as langhooks.Tool."""
         assert langhooks.chain.Tool is langhooks.Tool
+
+
+CONCEPTS = Path(__file__).resolve().parent.parent / "docs" / "concepts.md"
+EXAMPLES = re.findall(r"```python\n(.*?)```", CONCEPTS.read_text(), re.S)
+
+
+class TestConceptsPage:
+    @pytest.mark.parametrize("index", range(len(EXAMPLES)))
+    def test_example_runs(self, index: int) -> None:
+        """Every python example of docs/concepts.md runs as written."""
+        code = compile(EXAMPLES[index], f"concepts.md example {index}", "exec")
+        exec(code, {"__name__": "concepts"})
