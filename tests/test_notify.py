@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from langhooks import (
     AsyncCompositeChainHandler,
@@ -298,6 +300,22 @@ class TestQueueDelivery:
         assert q.unfinished_tasks == 0
         assert len(caplog.records) == 1
         assert "notify queue is full (maxsize=2)" in caplog.text
+
+    @given(
+        texts=st.lists(st.text(min_size=1, max_size=3), max_size=30),
+        maxsize=st.integers(min_value=0, max_value=8),
+    )
+    def test_a_queue_keeps_the_newest_messages_in_order(
+        self, texts: list[str], maxsize: int
+    ) -> None:
+        """For any messages and bound, the queue holds the newest ones in order and
+        dropped counts the rest (maxsize 0 is unbounded)."""
+        q: queue.Queue[Any] = queue.Queue(maxsize=maxsize)
+        handler = NotifyingHandler(notify=q)
+        handler.execute_many(("on_llm_new_delta", text) for text in texts)
+        kept = texts if maxsize == 0 else texts[-maxsize:]
+        assert [payload for _, payload in _drain(q)] == kept
+        assert handler.dropped == len(texts) - len(kept)
 
     def test_dropped_is_shared_by_copies(self) -> None:
         """Copies send to the same queue and share its drop count."""
