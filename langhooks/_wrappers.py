@@ -11,6 +11,7 @@ import contextvars
 import logging
 import threading
 import time
+import types
 from collections.abc import Awaitable, Callable, Generator, Iterable
 from typing import (
     TYPE_CHECKING,
@@ -19,7 +20,6 @@ from typing import (
     Final,
     Literal,
     TypeVar,
-    final,
     overload,
 )
 
@@ -129,41 +129,46 @@ def _run_without_invocation(method: Callable[..., Any], args: tuple[Any, ...]) -
     return method(*args)
 
 
-@final
-class _ContextBound:
-    """Awaits a coroutine with each of its steps run inside ``context``."""
+# What the steps of an awaited handler yield last, instead of returning: a step
+# then never ends in StopIteration, whose raising and catching in Python code
+# would cost more than the handler call itself.
+_DONE: Final = object()
 
-    __slots__ = ("_args", "_context", "_method")
 
-    def __init__(
-        self,
-        context: contextvars.Context,
-        method: Callable[..., Awaitable[Any]],
-        args: tuple[Any, ...],
-    ) -> None:
-        self._context = context
-        self._method = method
-        self._args = args
+@types.coroutine
+def _last_step() -> Generator[object, None, None]:
+    yield _DONE
 
-    def __await__(self) -> Generator[Any, Any, Any]:
-        run = self._context.run
-        awaitable = run(_run_without_invocation, self._method, self._args)
-        iterator = awaitable.__await__()
-        send: Any = None
-        error: BaseException | None = None
-        while True:
-            try:
-                if error is None:
-                    yielded = run(iterator.send, send)
-                else:
-                    yielded = run(iterator.throw, error)
-            except StopIteration as stop:
-                return stop.value
-            try:
-                send = yield yielded
-                error = None
-            except BaseException as thrown:
-                error = thrown
+
+async def _steps(
+    method: Callable[..., Awaitable[Any]], args: tuple[Any, ...], outcome: list[Any]
+) -> None:
+    outcome.append(await method(*args))
+    await _last_step()
+
+
+@types.coroutine
+def _await_without_invocation(
+    context: contextvars.Context,
+    method: Callable[..., Awaitable[Any]],
+    args: tuple[Any, ...],
+) -> Generator[Any, Any, Any]:
+    """Await ``method(*args)`` with each of its steps run inside ``context``."""
+    run = context.run
+    if context.get(_CURRENT) is not None:
+        run(_CURRENT.set, None)
+    outcome: list[Any] = []
+    steps = _steps(method, args, outcome).__await__()
+    yielded = run(next, steps)
+    while yielded is not _DONE:
+        try:
+            sent = yield yielded
+        except BaseException as thrown:
+            yielded = run(steps.throw, thrown)
+        else:
+            yielded = run(steps.send, sent)
+    run(next, steps, None)  # let the finished steps return
+    return outcome[0]
 
 
 _WITHOUT_INVOCATION_FACTORIES: Final[dict[tuple[str, ...], Callable[..., Any]]] = {}
@@ -214,8 +219,8 @@ def _without_invocation(
     copy = contextvars.copy_context
     if is_async:
 
-        def call_async(*args: Any) -> _ContextBound:
-            return _ContextBound(copy(), method, args)
+        def call_async(*args: Any) -> Awaitable[Any]:
+            return _await_without_invocation(copy(), method, args)
 
         return call_async
 
