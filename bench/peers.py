@@ -239,11 +239,25 @@ def peer_cases(workload: _harness.Workload) -> list[_harness.Case]:
 
 
 def extra_cases(workload: _harness.Workload) -> list[_harness.Case]:
-    """The four targets' cases plus ``CoalescingDeltas`` over one handler."""
+    """The targets' cases, ``CoalescingDeltas`` over one handler and async
+    ``HandlerWithoutInvocation`` against an async call."""
     coalescing = langhooks.CoalescingDeltas(_harness.CountingHandler())
+    async_without = langhooks.HandlerWithoutInvocation(_harness.AsyncCountingHandler())
     return [
         *_harness.target_cases(workload),
         _harness.Case("coalescing", workload.through(coalescing), workload.events),
+        _harness.Case(
+            "async_direct_call",
+            workload.async_through(_harness.AsyncCountingHandler()),
+            workload.events,
+            is_async=True,
+        ),
+        _harness.Case(
+            "async_without_invocation",
+            workload.async_through(async_without),
+            workload.events,
+            is_async=True,
+        ),
     ]
 
 
@@ -413,11 +427,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             [target.row(extras) for target in _harness.TARGETS],
         )
     )
-    coalescing, direct = extras["coalescing"], extras["direct_call"]
+    informational = [
+        ("CoalescingDeltas (defaults) vs unwrapped", "coalescing", "direct_call"),
+        (
+            "async HandlerWithoutInvocation vs a plain await",
+            "async_without_invocation",
+            "async_direct_call",
+        ),
+    ]
+    print()
     print(
-        f"\nCoalescingDeltas (max_chars=64) over one counting handler: "
-        f"{coalescing.median:.0f} ns/partial vs {direct.median:.0f} unwrapped "
-        f"({coalescing.ratio(direct):.2f}x)"
+        _harness.format_table(
+            ("wrapper", "ns/event", "baseline ns/event", "ratio"),
+            [
+                [
+                    label,
+                    f"{extras[subject].median:.0f}",
+                    f"{extras[baseline].median:.0f}",
+                    f"{extras[subject].ratio(extras[baseline]):.2f}x",
+                ]
+                for label, subject, baseline in informational
+            ],
+        )
     )
     print()
     print(
