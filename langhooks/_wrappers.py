@@ -7,11 +7,13 @@ wrapped handler handles: an event it does not override stays free.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import logging
 import threading
 import time
 import types
+import weakref
 from collections.abc import Awaitable, Callable, Generator, Iterable
 from typing import (
     TYPE_CHECKING,
@@ -371,9 +373,10 @@ class _Isolated(_Wrapper):
 class Synchronized(_Wrapper):
     """Calls a handler's methods one at a time.
 
-    For a handler shared across threads (or, for async methods, across tasks of one
-    event loop) whose state is not thread-safe. The lock is re-entrant for sync
-    methods, so a handler may trigger its own events.
+    For a handler shared across threads whose state is not thread-safe. Sync
+    methods take a re-entrant lock, so a handler may trigger its own events. Async
+    methods take an ``asyncio.Lock`` per event loop: they run one at a time among
+    the tasks of a loop, and the handler may be used from any number of loops.
     """
 
     @overload
@@ -389,18 +392,30 @@ class Synchronized(_Wrapper):
     @overload
     def __new__(cls, handler: AsyncChainCallbackHandler) -> _AsyncChainSynchronized: ...
     def __new__(cls, handler: HandlerBase) -> Synchronized:
-        import asyncio
-
         _check_handler(handler, "Synchronized")
         self: Synchronized = cls._specialize(handler)
         lock = threading.RLock()
-        async_lock = asyncio.Lock()
+        # An asyncio.Lock belongs to the first event loop that waits on it, so a
+        # handler used from several loops (one asyncio.run after another, or a
+        # loop per thread) gets one lock per loop.
+        async_locks: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, asyncio.Lock
+        ] = weakref.WeakKeyDictionary()
+        guard = threading.Lock()
+
+        def loop_lock() -> asyncio.Lock:
+            loop = asyncio.get_running_loop()
+            with guard:
+                async_lock = async_locks.get(loop)
+                if async_lock is None:
+                    async_lock = async_locks[loop] = asyncio.Lock()
+                return async_lock
 
         def make(_name: str, method: Callable[..., Any], is_async: bool) -> Any:
             if is_async:
 
                 async def call_async(*args: Any) -> Any:
-                    async with async_lock:
+                    async with loop_lock():
                         return await method(*args)
 
                 return call_async

@@ -533,6 +533,28 @@ class TestSynchronized:
         await asyncio.gather(*(handler.on_unmapped_raw_event(i) for i in range(20)))
         assert overlaps == 0
 
+    def test_async_usable_from_several_loops(self) -> None:
+        """An async handler can be shared by one event loop after another."""
+        entered: list[int] = []
+
+        class Slow(AsyncStreamingChatResponseHandler):
+            @override
+            async def on_unmapped_raw_event(self, raw_event: object) -> None:
+                await asyncio.sleep(0)
+                entered.append(1)
+
+        handler = Synchronized(Slow())
+
+        async def contend() -> None:
+            await asyncio.gather(*(handler.on_unmapped_raw_event(i) for i in range(3)))
+
+        asyncio.run(contend())
+        asyncio.run(contend())
+        worker = threading.Thread(target=asyncio.run, args=(contend(),))
+        worker.start()
+        worker.join()
+        assert len(entered) == 9
+
     def test_keeps_interface_and_events(self) -> None:
         """Synchronized keeps the interface and the overridden events."""
         wrapped = Synchronized(SyncChain())
