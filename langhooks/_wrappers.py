@@ -305,7 +305,7 @@ _REVIEW: Final = "on_tool_call_review"
 
 
 def _isolated(
-    name: str, method: Callable[..., Any], is_async: bool
+    name: str, method: Callable[..., Any], is_async: bool, owner: HandlerBase
 ) -> Callable[..., Any]:
     # A review handler that fails has made no safe decision: fail closed.
     fallback = (
@@ -313,7 +313,6 @@ def _isolated(
         if name == _REVIEW
         else None
     )
-    owner = getattr(method, "__self__", method)
 
     def report() -> None:
         logger.exception(
@@ -359,7 +358,11 @@ def isolate(handler: H) -> H:
     """
     checked = _check_handler(handler, "isolate")
     wrapper = _Isolated._specialize(checked)
-    wrapper._langhooks_install(checked, overridden_events(checked), _isolated)
+    wrapper._langhooks_install(
+        checked,
+        overridden_events(checked),
+        lambda name, method, is_async: _isolated(name, method, is_async, checked),
+    )
     return wrapper  # type: ignore[no-any-return]
 
 

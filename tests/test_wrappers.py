@@ -372,6 +372,15 @@ class TestIsolate:
             await isolate(AsyncChain()).on_error(CHAIN, Boom("no disk"))  # type: ignore[arg-type]
         assert "no disk" in caplog.text
 
+    def test_log_names_the_wrapped_handler(
+        self, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """The log message names the isolated handler, also for a composite."""
+        composite = CompositeStreamingHandler([SyncStream()])
+        with caplog.at_level(logging.ERROR, logger="langhooks"):
+            isolate(composite).on_error(Boom("no disk"))
+        assert "CompositeStreamingHandler([" in caplog.records[0].getMessage()
+
     def test_no_error_no_log(self, caplog: pytest.LogCaptureFixture) -> None:
         """A handler that does not raise is called normally and nothing is logged."""
         inner = SyncChain()
