@@ -8,7 +8,7 @@ snapshots; ``chain.invocation`` is the run's ``Invocation``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import attrs
 
@@ -42,13 +42,8 @@ __all__ = ["LLMChain", "RunResult", "RunStatus"]
 
 RunStatus = Literal["ok", "interrupted", "error"]
 _MODES = frozenset(get_args(Mode))
-_T = TypeVar("_T")
 
 Handler = ChainCallbackHandler | AsyncChainCallbackHandler
-
-
-def _tuple(values: Iterable[_T]) -> tuple[_T, ...]:
-    return tuple(values)
 
 
 def _handlers(values: Iterable[Handler]) -> tuple[Handler, ...]:

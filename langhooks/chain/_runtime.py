@@ -712,13 +712,12 @@ class _AsyncBridge(AsyncStreamingChatResponseHandler):
 
 
 def _model_failure(model: object, exc: Exception) -> LangHooksError:
-    """A model raised something other than a LangHooksError (a bug in the model)."""
+    """A model broke the protocol: it raised something other than LangHooksError."""
     return LangHooksError(
-        "stream_error",
+        "protocol_error",
         f"{model!r} raised {_short(exc)}; a ChatModel reports failures as "
         f"LangHooksError",
         original=exc,
-        retryable=False,
     )
 
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from typing_extensions import override
 
 from langhooks import (
     AsyncChainCallbackHandler,
@@ -17,6 +18,7 @@ from langhooks import (
     Message,
     StreamingChatResponseHandler,
     StreamingHandle,
+    ToolCall,
     ToolContext,
     ToolResult,
     UpdateArguments,
@@ -24,7 +26,7 @@ from langhooks import (
 )
 from langhooks.chain import Decision, LLMChain, RetryPolicy, Tool
 from langhooks.chain._runtime import INTERRUPT_STAND_IN, check_arguments
-from langhooks.models import ChatRequest, ScriptedChatModel
+from langhooks.models import ChatRequest, ScriptedChatModel, ScriptedTurn
 from langhooks.testing import RecordingChainHandler
 from tests.chain.scenarios import (
     BROKEN,
@@ -76,6 +78,7 @@ class BrokenModel(SilentModel):
     def __init__(self) -> None:
         super().__init__(None)
 
+    @override
     def stream(
         self,
         request: ChatRequest,
@@ -507,7 +510,9 @@ class TestReview:
         assert chain.run().chain.pending_tool_calls == ()
 
 
-def interrupted_chain(*calls: Any, tools: Any = (WEATHER,)) -> tuple[Any, Any]:
+def interrupted_chain(
+    *calls: ToolCall, tools: tuple[Tool, ...] = (WEATHER,)
+) -> tuple[LLMChain, RecordingChainHandler]:
     """A chain interrupted on ``calls``, and its recorder."""
     chain, recorder = make_chain(
         [asks(*calls), says()],
@@ -775,3 +780,71 @@ class TestModelFailures:
         ).arun()
         assert garbage.error is not None
         assert garbage.error.type == "protocol_error"
+
+
+class CompleteOnlyModel(SilentModel):
+    """A model that reports tool calls only as complete calls (no fragments)."""
+
+    @override
+    def stream(
+        self,
+        request: ChatRequest,
+        handler: StreamingChatResponseHandler,
+        *,
+        handle: StreamingHandle | None = None,
+    ) -> ChatResponse:
+        """Send each complete call, then the response (no usage)."""
+        from langhooks import CompleteToolCall
+
+        response = self.response
+        assert isinstance(response, ChatResponse)
+        for index, tool_call in enumerate(response.message.tool_calls):
+            handler.on_complete_tool_call(
+                CompleteToolCall(index=index, tool_call=tool_call)
+            )
+        handler.on_complete_response(response)
+        return response
+
+
+class TestIdentification:
+    """Tool calls are identified once, as soon as their name is known."""
+
+    def test_identified_from_complete_calls(self) -> None:
+        """A model without fragments identifies each known call on completion."""
+        calls = [call("get_weather", "a", city="Paris"), call("get_moon", "b")]
+        message = Message.assistant("", tool_calls=calls)
+        recorder = RecordingChainHandler()
+        chain = LLMChain(
+            CompleteOnlyModel(ChatResponse(message=message)),
+            tools=[WEATHER],
+            callbacks=[recorder],
+        )
+        chain.run("single")
+        identified = recorder.of("on_tool_call_identified")
+        assert [args[1] for args in identified] == [calls[0]]
+        assert recorder.names[1:4] == [
+            "on_tool_call_identified",
+            "on_llm_new_message",
+            "on_message_processed",
+        ]
+        assert "on_llm_token_usage" not in recorder.names
+
+    async def test_async_stream_events(self) -> None:
+        """Under arun thinking deltas stream and raising async tools fail."""
+
+        async def explode(arguments: Mapping[str, Any], context: ToolContext) -> str:
+            raise ValueError("async boom")
+
+        chain, recorder = make_chain(
+            [
+                ScriptedTurn(thinking="Hm.", tool_calls=[call("t")], usage=USAGE),
+                says(),
+            ],
+            tools=(Tool("t", explode),),
+        )
+        result = await chain.arun()
+        assert result.status == "ok"
+        first_delta = recorder.of("on_llm_new_delta")[0][1][0]
+        assert first_delta.thinking == "Hm."
+        exception = recorder.of("on_tool_execution_exception")[0][2]
+        assert str(exception) == "async boom"

@@ -1,0 +1,170 @@
+"""``langhooks demo`` runs the scripted agent and prints each event."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+import types
+
+import pytest
+from typing_extensions import override
+
+from langhooks._cli import main
+from langhooks.chain import _demo
+
+
+class TestDemo:
+    """The demo tells the whole story of a reviewed tool call."""
+
+    def test_scripted_run(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """The demo exits 0 and prints the key events in order."""
+        assert main(["demo", "--no-color"]) == 0
+        out = capsys.readouterr().out
+        assert "\033[" not in out
+        keys = [
+            "on_run_start",
+            "thinking: The user asks about rain in Paris.",
+            "text: Let me check the weather in Paris.",
+            "on_tool_call_identified      get_weather",
+            "on_tool_call_review          get_weather(city='Paris')",
+            "on_tool_interrupted          get_weather waits for a human",
+            "run interrupted: {'tool': 'get_weather'",
+            "human (scripted): approve get_weather(city='Paris')",
+            "(human: approve)",
+            "on_tool_pre_execution        get_weather in invocation get_weather",
+            "on_tool_execution_completed  get_weather -> Paris: 14°C",
+            "text: It is 14°C in Paris",
+            "on_llm_token_usage           in 97, out 21, total 118",
+            "answer: It is 14°C in Paris with light rain until 16:00",
+        ]
+        positions = [out.index(key) for key in keys]
+        assert positions == sorted(positions)
+        assert out.count("on_run_complete              status ok") == 2
+
+    def test_colour_on_a_terminal(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """On a TTY the output is coloured (unless NO_COLOR or --no-color)."""
+
+        class Terminal(io.StringIO):
+            @override
+            def isatty(self) -> bool:
+                return True
+
+        monkeypatch.delenv("NO_COLOR", raising=False)
+        out = Terminal()
+        args = argparse.Namespace(
+            no_color=False, delay=0.0, base_url=None, model=None, api_key=None
+        )
+        assert _demo.run(args, out) == 0
+        assert "\033[35mon_run_start" in out.getvalue()
+
+    def test_options_go_together(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """--base-url without --model is refused with status 2."""
+        assert main(["demo", "--base-url", "http://127.0.0.1:9"]) == 2
+        assert "go together" in capsys.readouterr().err
+
+    def test_server_model_unavailable(
+        self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Without OpenAIChatModel the server mode explains and exits 2."""
+        monkeypatch.setattr(_demo, "_server_model", lambda args: None)
+        code = main(["demo", "--base-url", "http://127.0.0.1:9", "--model", "m"])
+        assert code == 2
+        assert "OpenAIChatModel is not available" in capsys.readouterr().err
+
+    def test_server_model(
+        self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """The server mode builds OpenAIChatModel with the URL, model and key."""
+        built: list[tuple[str, str, str]] = []
+
+        def fake(model: str, *, base_url: str, api_key: str) -> object:
+            built.append((model, base_url, api_key))
+            return _demo.scripted_model(0.0)
+
+        fake_models = types.ModuleType("langhooks.models")
+        fake_models.OpenAIChatModel = fake  # type: ignore[attr-defined]
+        monkeypatch.setitem(sys.modules, "langhooks.models", fake_models)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        code = main(["demo", "--no-color", "--base-url", "http://h/v1", "--model", "m"])
+        assert code == 0
+        assert built == [("m", "http://h/v1", "sk-test")]
+        assert "an agent on m at http://h/v1" in capsys.readouterr().out
+
+    def test_failure_exits_1(
+        self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A run that fails prints the error and exits 1."""
+        from langhooks import LangHooksError
+        from langhooks.models import ScriptedChatModel
+
+        monkeypatch.setattr(
+            _demo,
+            "scripted_model",
+            lambda delay: ScriptedChatModel([LangHooksError("authentication", "key")]),
+        )
+        assert main(["demo", "--no-color"]) == 1
+        out = capsys.readouterr().out
+        assert "on_error" in out
+        assert "the agent failed: authentication: key" in out
+
+
+class TestEventPrinter:
+    """The printer gives every event a readable line."""
+
+    def test_other_events(self) -> None:
+        """Events the happy path does not show still print one line each."""
+        from langhooks import LangHooksError, MessageDelta, ToolCall, ToolResult
+        from langhooks.chain import LLMChain
+
+        out = io.StringIO()
+        printer = _demo.EventPrinter(out, _demo._Style(False))
+        chain = LLMChain(_demo.scripted_model(0.0))
+        call = ToolCall(call_id="c", name="get_weather", arguments={"city": "Rome"})
+        failed = ToolResult(tool_call_id="c", name="get_weather", content="no")
+        error = LangHooksError("timeout", "slow")
+        printer.on_llm_new_delta(chain, [MessageDelta(status="complete")])
+        printer.on_llm_response_headers(chain, {"x-request-id": "r"})
+        printer.on_llm_ratelimit_info(chain, {"remaining": 3})
+        printer.on_tool_execution_failed(chain, call, failed)
+        printer.on_tool_execution_exception(chain, call, ValueError("v"))
+        printer.on_llm_error(chain, error)
+        printer.on_retries_exceeded(chain)
+        printer.on_error(chain, error)
+        assert out.getvalue().splitlines() == [
+            "  on_llm_new_delta             stream complete",
+            "  on_llm_response_headers      1 header(s)",
+            "  on_llm_ratelimit_info        remaining=3",
+            "  on_tool_execution_failed     get_weather: no",
+            "  on_tool_execution_exception  ValueError('v')",
+            "  on_llm_error                 timeout: slow",
+            "  on_retries_exceeded          0 failures",
+            "  on_error                     timeout: slow",
+        ]
+
+    def test_failed_resume_exits_1(
+        self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A resume that fails ends the demo with status 1."""
+
+        def review(*args: object) -> None:
+            raise RuntimeError("reviewer down")
+
+        original = _demo.ApprovalGate.on_tool_call_review
+
+        def gate(self: _demo.ApprovalGate, *args: object) -> object:
+            if args[-1].human_decision:  # type: ignore[attr-defined]
+                review()
+            return original(self, *args)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(_demo.ApprovalGate, "on_tool_call_review", gate)
+        assert main(["demo", "--no-color"]) == 1
+        assert "handler_error" in capsys.readouterr().out
+
+    def test_import_error(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A langhooks.models without OpenAIChatModel means no server model."""
+        monkeypatch.setitem(
+            sys.modules, "langhooks.models", types.ModuleType("langhooks.models")
+        )
+        args = argparse.Namespace(base_url="http://h", model="m", api_key="k")
+        assert _demo._server_model(args) is None
