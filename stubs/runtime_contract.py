@@ -1,0 +1,112 @@
+"""Typing contract: the runtime as a user integrates it (checked by mypy, never run)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from typing_extensions import override
+
+from langhooks import (
+    AsyncStreamingChatResponseHandler,
+    ChainCallbackHandler,
+    ChatResponse,
+    Interrupt,
+    LangHooksError,
+    Message,
+    ReviewContext,
+    ReviewDecision,
+    StreamingChatResponseHandler,
+    StreamingHandle,
+    ToolCall,
+    ToolContext,
+    ToolResult,
+)
+from langhooks.chain import Decision, LLMChain, RetryPolicy, RunResult, Tool
+from langhooks.models import ChatModel, ChatRequest, ScriptedChatModel, ScriptedTurn
+from langhooks.testing import RecordingChainHandler
+
+
+class EchoModel:
+    """A custom model: answers with the last user message, not streamed."""
+
+    def stream(
+        self,
+        request: ChatRequest,
+        handler: StreamingChatResponseHandler,
+        *,
+        handle: StreamingHandle | None = None,
+    ) -> ChatResponse:
+        response = ChatResponse(message=Message.assistant(request.messages[-1].text))
+        handler.on_complete_response(response)
+        return response
+
+    async def astream(
+        self,
+        request: ChatRequest,
+        handler: AsyncStreamingChatResponseHandler | StreamingChatResponseHandler,
+        *,
+        handle: StreamingHandle | None = None,
+    ) -> ChatResponse:
+        return ChatResponse(message=Message.assistant(request.messages[-1].text))
+
+
+def lookup(arguments: Mapping[str, Any], context: ToolContext) -> str:
+    return f"found {arguments['query']} for {context.custom_context.get('user')}"
+
+
+async def remember(arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
+    return ToolResult(tool_call_id=context.call.call_id, name="remember", content="ok")
+
+
+class Gate(ChainCallbackHandler):
+    """Interrupts lookups until a human decided."""
+
+    @override
+    def on_tool_call_review(
+        self, chain: LLMChain, call: ToolCall, tool: Tool, review: ReviewContext
+    ) -> ReviewDecision | None:
+        if review.human_decision is None and tool.name == "lookup":
+            return Interrupt("approve?", {"query": call.arguments.get("query")})
+        return None
+
+    @override
+    def on_run_complete(self, chain: LLMChain, result: RunResult) -> None:
+        status: str = result.status
+        print(status, chain.invocation)
+
+    @override
+    def on_error(self, chain: LLMChain, error: LangHooksError) -> None:
+        print(error.type, error.original)
+
+
+model: ChatModel = EchoModel()
+scripted: ChatModel = ScriptedChatModel(
+    [ScriptedTurn(text="hi"), LangHooksError("overloaded", "busy")], delay=0.0
+)
+tools = [
+    Tool("lookup", lookup, parameters_schema={"required": ["query"]}),
+    Tool("remember", remember, concurrent=True),
+]
+chain = LLMChain(
+    model,
+    tools=tools,
+    callbacks=[Gate(), RecordingChainHandler()],
+    custom_context={"user": "ada"},
+    fallbacks=[scripted],
+    retry=RetryPolicy(max_attempts=3, sleep=lambda seconds: None),
+).add_message(Message.user("hello"))
+result: RunResult = chain.run()
+if result.status == "interrupted":
+    resumed = result.chain.execute_tool_calls_with_decisions(
+        result.chain.pending_tool_calls, [Decision.approve()]
+    )
+    final = resumed.chain.run("until_tool_used", tool_name="lookup")
+    edited = Decision.edit({"query": "x"})
+
+
+async def main() -> RunResult:
+    return await chain.arun("single")
+
+
+chain.run(mode="forever")  # type: ignore[arg-type]
