@@ -6,7 +6,8 @@ workload (``events`` token partials) once. A case is timed timeit-style: it is r
 ``min_round_s``), with the garbage collector off during a round, for several rounds.
 Rounds of all the cases of one comparison are interleaved, so a slow patch of the
 shared machine slows every case alike instead of one. A result is the median time
-per event over the rounds, with the fastest and the slowest round as its spread.
+per event over the rounds, with the fastest and the slowest round as its spread; a
+ratio is the median of the per-round ratios.
 
 Not part of the package and never run by the test suite: timings on a shared
 machine are not assertions.
@@ -208,8 +209,16 @@ class Result:
         return min(self.samples), max(self.samples)
 
     def ratio(self, baseline: Result) -> float:
-        """This case's median over ``baseline``'s median."""
-        return self.median / baseline.median
+        """The median, over rounds, of this case's time over ``baseline``'s.
+
+        Both were timed in the same rounds (see ``measure``), so each round gives
+        a paired ratio: a burst of load from another process slows both sides
+        of a pair alike, and the median discards the rounds it hit unevenly.
+        """
+        return statistics.median(
+            mine / theirs
+            for mine, theirs in zip(self.samples, baseline.samples, strict=True)
+        )
 
     def as_json(self) -> dict[str, Any]:
         """A JSON-ready summary."""
@@ -254,7 +263,7 @@ def parse_settings(
     parser.add_argument(
         "--quick", action="store_true", help="a fast smoke run (few, short rounds)"
     )
-    parser.add_argument("--rounds", type=int, help="rounds per case (default 9)")
+    parser.add_argument("--rounds", type=int, help="rounds per case (default 15)")
     parser.add_argument(
         "--events", type=int, default=1000, help="token partials per stream"
     )
@@ -265,12 +274,12 @@ def parse_settings(
         help=f"where to save the results (default {default_json})",
     )
     args = parser.parse_args(argv)
-    rounds = args.rounds if args.rounds is not None else (3 if args.quick else 9)
+    rounds = args.rounds if args.rounds is not None else (3 if args.quick else 15)
     if rounds < 1 or args.events < 1:
         parser.error("--rounds and --events must be at least 1")
     return Settings(
         rounds=rounds,
-        min_round_s=0.005 if args.quick else 0.04,
+        min_round_s=0.005 if args.quick else 0.02,
         events=args.events,
         quick=args.quick,
         json_path=args.json,
