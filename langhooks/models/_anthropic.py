@@ -22,6 +22,7 @@ from ._transport import (
     AsyncBody,
     Body,
     arun_stream,
+    mapping_items,
     model_name,
     require,
     run_stream,
@@ -58,9 +59,9 @@ def _thinking_blocks(message: Message) -> list[dict[str, Any]]:
     ``metadata["thinking_blocks"]``. Thinking without a signature cannot be
     verified by the API, so it is left out.
     """
-    blocks = message.metadata.get("thinking_blocks")
-    if isinstance(blocks, (list, tuple)):
-        return [dict(block) for block in blocks if isinstance(block, Mapping)]
+    blocks = mapping_items(message.metadata.get("thinking_blocks"))
+    if blocks:
+        return blocks
     signature = message.metadata.get("thinking_signature")
     if isinstance(signature, str) and signature and message.thinking:
         return [

@@ -26,6 +26,7 @@ from ._transport import (
     AsyncBody,
     Body,
     arun_stream,
+    mapping_items,
     model_name,
     require,
     run_stream,
@@ -165,11 +166,7 @@ def responses_input(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
                 for result in message.tool_results
             )
         elif message.role == "assistant":
-            reasoning = message.metadata.get("reasoning_items", ())
-            if isinstance(reasoning, (list, tuple)):
-                items.extend(
-                    dict(item) for item in reasoning if isinstance(item, Mapping)
-                )
+            items.extend(mapping_items(message.metadata.get("reasoning_items")))
             if message.text:
                 items.append(
                     {"type": "message", "role": "assistant", "content": message.text}

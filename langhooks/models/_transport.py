@@ -40,6 +40,7 @@ __all__ = [
     "arun_stream",
     "error_from_exception",
     "lower_headers",
+    "mapping_items",
     "model_name",
     "require",
     "response_metadata",
@@ -145,16 +146,22 @@ def response_metadata(headers: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _body_message(body: object) -> str | None:
+    """The message in an error body: ``{"error": {"message": ...}}`` and kin."""
+    if isinstance(body, str):
+        return body or None
     if isinstance(body, Mapping):
-        error = body.get("error")
-        if isinstance(error, Mapping):
-            return _body_message(error)
-        if isinstance(error, str):
-            return error
-        message = body.get("message")
-        if isinstance(message, str):
-            return message
+        for key in ("error", "message"):
+            found = _body_message(body.get(key))
+            if found is not None:
+                return found
     return None
+
+
+def mapping_items(value: object) -> list[dict[str, Any]]:
+    """The JSON objects in a list or tuple kept in message metadata (else none)."""
+    if not isinstance(value, (list, tuple)):
+        return []
+    return [dict(item) for item in value if isinstance(item, Mapping)]
 
 
 def error_from_exception(exc: BaseException) -> LangHooksError:
@@ -281,22 +288,19 @@ def _pump(
     decoder: Any,
 ) -> ChatResponse:
     chunks = iter(body.iter_bytes())
-    while not handle.is_cancelled:
+    while True:
         try:
             chunk = next(chunks, None)
         except Exception as exc:
             if _cancelled(handle):
-                break
+                return driver.finish()
             driver.fail(error_from_exception(exc))
-        if chunk is None:
-            for event in decoder.end():
-                if not driver.feed(event):
-                    break
-            break
-        for event in decoder.feed(chunk):
+        # After a cancel the driver delivers nothing and returns False.
+        for event in decoder.end() if chunk is None else decoder.feed(chunk):
             if not driver.feed(event):
                 return driver.finish()
-    return driver.finish()
+        if chunk is None:
+            return driver.finish()
 
 
 async def arun_stream(
@@ -342,19 +346,24 @@ async def _apump(
     decoder: Any,
 ) -> ChatResponse:
     chunks = body.iter_bytes()
-    while not handle.is_cancelled:
-        try:
-            chunk = await anext(chunks, None)
-        except Exception as exc:
-            if _cancelled(handle):
-                break
-            await driver.fail(error_from_exception(exc))
-        if chunk is None:
-            for event in decoder.end():
+    try:
+        while True:
+            try:
+                chunk = await anext(chunks, None)
+            except Exception as exc:
+                if _cancelled(handle):
+                    return await driver.finish()
+                await driver.fail(error_from_exception(exc))
+            for event in decoder.end() if chunk is None else decoder.feed(chunk):
                 if not await driver.feed(event):
-                    break
-            break
-        for event in decoder.feed(chunk):
-            if not await driver.feed(event):
+                    return await driver.finish()
+            if chunk is None:
                 return await driver.finish()
-    return await driver.finish()
+    finally:
+        # Finish the body's async generator here, in this task, rather than
+        # leaving it to the event loop's garbage collection hook.
+        await getattr(chunks, "aclose", _nothing)()
+
+
+async def _nothing() -> None:
+    """Stands in for ``aclose`` on an async iterator that is not a generator."""

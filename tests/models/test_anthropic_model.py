@@ -214,9 +214,17 @@ class TestRequest:
             role="assistant",
             content=[ContentPart.thinking("Hm."), ContentPart.text("Hi.")],
         )
-        model(server).stream(ChatRequest([Message.user("hi"), message]), Recorder())
-        assert server.requests[0].json["messages"][1]["content"] == [
-            {"type": "text", "text": "Hi."}
+        user = Message(
+            role="user", content=[ContentPart.thinking("?"), ContentPart.text("Go")]
+        )
+        call = ToolCall(call_id="toolu_2", name="get_weather")
+        request = ChatRequest([user, message, Message.assistant("", [call])])
+        model(server, timeout=5.0).stream(request, Recorder())
+        messages = server.requests[0].json["messages"]
+        assert messages[0]["content"] == [{"type": "text", "text": "Go"}]
+        assert messages[1]["content"] == [
+            {"type": "text", "text": "Hi."},
+            {"type": "tool_use", "id": "toolu_2", "name": "get_weather", "input": {}},
         ]
 
     def test_unsupported_content_fails_before_sending(

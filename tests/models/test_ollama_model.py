@@ -264,6 +264,36 @@ class TestStreaming:
         assert response.finish_reason is FinishReason.TOOL_EXECUTION
         assert recorder.names.count("complete_tool_call") == 2
 
+    def test_last_line_without_newline(self, server: FixtureServer) -> None:
+        """A body whose final line lacks its newline still completes."""
+        data = (FIXTURES / CHAT).read_bytes().rstrip(b"\n")
+        server.add(Reply(headers=(("content-type", NDJSON),), body=data))
+        response = model(server).stream(REQUEST, Recorder())
+        assert response.message.text == ANSWER
+
+    def test_body_ending_before_done_is_an_error(self, server: FixtureServer) -> None:
+        """A stream that closes cleanly before its ``done`` line is one error."""
+        data = (FIXTURES / CHAT).read_bytes()
+        body = data[: first_bytes_until(data, b"\n", count=4)].rstrip(b"\n")
+        server.add(Reply(headers=(("content-type", NDJSON),), body=body))
+        recorder = Recorder()
+        with pytest.raises(LangHooksError) as raised:
+            model(server).stream(REQUEST, recorder)
+        assert raised.value.type == "stream_error"
+        assert recorder.names.count("partial_thinking") == 4
+        assert recorder.errors == [raised.value]
+
+    async def test_async_body_ending_before_done(self, server: FixtureServer) -> None:
+        """``astream`` reports a stream cut short of its ``done`` line once."""
+        data = (FIXTURES / CHAT).read_bytes()
+        body = data[: first_bytes_until(data, b"\n", count=4)]
+        server.add(Reply(headers=(("content-type", NDJSON),), body=body))
+        recorder = AsyncRecorder()
+        with pytest.raises(LangHooksError) as raised:
+            await model(server).astream(REQUEST, recorder)
+        assert raised.value.type == "stream_error"
+        assert recorder.names.count("error") == 1
+
     async def test_async_stream(self, server: FixtureServer) -> None:
         """``astream`` drives an async handler through the same events."""
         server.add(ndjson(TOOLS))

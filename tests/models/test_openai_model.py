@@ -399,6 +399,14 @@ class TestErrors:
         assert raised.value.message.startswith(f"{code} happened")
         assert recorder.errors == [raised.value]
 
+    def test_plain_string_error_body(self, server: FixtureServer) -> None:
+        """A compatible server's ``{"error": "..."}`` body gives the message."""
+        server.add(Reply(status=500, body=b'{"error": "engine crashed"}'))
+        with pytest.raises(LangHooksError) as raised:
+            model(server).stream(REQUEST, Recorder())
+        assert (raised.value.type, raised.value.retryable) == ("stream_error", True)
+        assert raised.value.message.startswith("engine crashed")
+
     def test_connection_dropped_mid_stream(self, server: FixtureServer) -> None:
         """A connection cut mid-body is one connection error after the partials."""
         data = (FIXTURES / TOOLS).read_bytes()
@@ -487,6 +495,8 @@ class TestCancellation:
         model(server).stream(REQUEST, recorder, handle=handle)
         assert recorder.handles
         assert all(h is handle for h in recorder.handles)
+        handle.cancel()  # after the end: nothing left to close, nothing called
+        assert recorder.names[-1] == "complete_response"
 
     def test_cancel_before_the_first_token(self, server: FixtureServer) -> None:
         """A handle cancelled before the call sends nothing and calls nothing."""
@@ -522,7 +532,10 @@ class TestCancellation:
         assert response.message.status == "cancelled"
         assert server.requests == []
 
-    def test_cancel_while_waiting_for_headers(self, server: FixtureServer) -> None:
+    @pytest.mark.parametrize("use_async", [False, True])
+    async def test_cancel_while_waiting_for_headers(
+        self, server: FixtureServer, use_async: bool
+    ) -> None:
         """A cancel before the response starts ends the call as cancelled, silently."""
         release = threading.Event()
         server.add(Reply(status=500, body=b"{}", release=release))
@@ -537,7 +550,10 @@ class TestCancellation:
 
         thread = threading.Thread(target=cancel_then_answer)
         thread.start()
-        response = model(server).stream(REQUEST, recorder, handle=handle)
+        if use_async:
+            response = await model(server).astream(REQUEST, recorder, handle=handle)
+        else:
+            response = model(server).stream(REQUEST, recorder, handle=handle)
         thread.join()
         assert response.message.status == "cancelled"
         assert recorder.events == []

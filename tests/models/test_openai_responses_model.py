@@ -166,8 +166,12 @@ class TestRequest:
     def test_minimal_request(self, server: FixtureServer) -> None:
         """Without tools or options only the input, model and stream are sent."""
         server.add(stream_reply(STREAM))
-        model(server).stream(ChatRequest([Message.user("hi")]), Recorder())
-        assert set(server.requests[0].json) == {"model", "input", "stream"}
+        call = ToolCall(call_id="call_1", name="get_weather")
+        request = ChatRequest([Message.user("hi"), Message.assistant("", [call])])
+        model(server).stream(request, Recorder())
+        body = server.requests[0].json
+        assert set(body) == {"model", "input", "stream"}
+        assert [item["type"] for item in body["input"]] == ["message", "function_call"]
 
     def test_unsupported_content_fails_before_sending(
         self, server: FixtureServer
