@@ -42,6 +42,9 @@ SYSTEM: Final = (
     "once, then answer in one sentence."
 )
 
+# A real model could keep asking for the tool; the demo approves this many rounds.
+MAX_APPROVALS: Final = 3
+
 _COLORS: Final = {
     "dim": "2",
     "bold": "1",
@@ -387,7 +390,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     printer.note(f"langhooks demo: an agent on {source}; each line is a chain event")
     printer.note(f"user: {QUESTION}", "bold")
     result = chain.run()
-    while result.status == "interrupted":
+    rounds = 0
+    while result.status == "interrupted" and rounds < MAX_APPROVALS:
+        rounds += 1
         waiting = result.chain.pending_tool_calls
         printer.note(f"run interrupted: {dict(result.interrupt_data or {})}", "yellow")
         for call in waiting:
@@ -399,6 +404,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             result = resumed
             break
         result = resumed.chain.run()
+    if result.status == "interrupted":
+        printer.note(f"the agent still wants approval after {rounds} rounds", "red")
+        return 1
     if result.status != "ok":
         printer.note(f"the agent failed: {result.error}", "red")
         return 1

@@ -63,6 +63,7 @@ if TYPE_CHECKING:
 __all__ = [
     "INTERRUPT_STAND_IN",
     "Mode",
+    "Run",
     "check_arguments",
     "drive_async",
     "drive_sync",

@@ -168,3 +168,26 @@ class TestEventPrinter:
         )
         args = argparse.Namespace(base_url="http://h", model="m", api_key="k")
         assert _demo._server_model(args) is None
+
+
+class TestApprovalRounds:
+    """The demo stops approving after a few rounds."""
+
+    def test_a_model_that_keeps_asking(
+        self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A model asking for the tool every time ends the demo with status 1."""
+        from langhooks import ToolCall
+        from langhooks.models import ScriptedChatModel, ScriptedTurn
+
+        ask = ScriptedTurn(
+            tool_calls=[
+                ToolCall(call_id="c", name="get_weather", arguments={"city": "X"})
+            ]
+        )
+        monkeypatch.setattr(
+            _demo, "scripted_model", lambda delay: ScriptedChatModel([ask] * 9)
+        )
+        assert main(["demo", "--no-color"]) == 1
+        out = capsys.readouterr().out
+        assert f"after {_demo.MAX_APPROVALS} rounds" in out
