@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextvars
 import gc
 import json
 import os
@@ -39,9 +40,11 @@ from langhooks import (
     PartialResponseContext,
     StreamingChatResponseHandler,
     StreamingHandle,
+    _invocation,
 )
 
 __all__ = [
+    "FLOORS",
     "TARGETS",
     "TARGET_HEADERS",
     "AsyncCountingHandler",
@@ -52,6 +55,7 @@ __all__ = [
     "Settings",
     "Target",
     "Workload",
+    "floor_rows",
     "format_table",
     "machine_info",
     "measure",
@@ -508,6 +512,56 @@ def _inside_invocation(run: Callable[[], None]) -> Callable[[], None]:
     return inside
 
 
+def _copied_context_calls(
+    workload: Workload, handler: CountingHandler, *, clear: bool
+) -> Callable[[], None]:
+    """The least ``HandlerWithoutInvocation``'s guarantee costs, written inline:
+    each call in a fresh copy of the context (with the invocation cleared in it
+    when ``clear``), and no wrapper function around it."""
+    partials, context = workload.partials, workload.context
+    method, copy = handler.on_partial_response, contextvars.copy_context
+    set_invocation = _invocation._CURRENT.set
+
+    def copied() -> None:
+        for partial in partials:
+            copy().run(method, partial, context)
+
+    def copied_and_cleared() -> None:
+        for partial in partials:
+            fresh = copy()
+            fresh.run(set_invocation, None)
+            fresh.run(method, partial, context)
+
+    return copied_and_cleared if clear else copied
+
+
+FLOORS: tuple[tuple[str, str, str], ...] = (
+    (
+        "a context copy per call, inline (no invocation current)",
+        "copy_floor",
+        "direct_call",
+    ),
+    (
+        "a context copy and clearing the invocation, inline (inside one)",
+        "copy_clear_floor_in_run",
+        "direct_call_in_run",
+    ),
+)
+
+
+def floor_rows(results: Mapping[str, Result]) -> list[list[object]]:
+    """Table rows for ``FLOORS``: label, both medians and the ratio."""
+    return [
+        [
+            label,
+            f"{results[subject].median:.0f}",
+            f"{results[baseline].median:.0f}",
+            f"{results[subject].ratio(results[baseline]):.2f}x",
+        ]
+        for label, subject, baseline in FLOORS
+    ]
+
+
 def target_cases(workload: Workload) -> list[Case]:
     """The cases ``TARGETS`` refer to, over ``workload``."""
     counting = [CountingHandler() for _ in range(3)]
@@ -546,6 +600,18 @@ def target_cases(workload: Workload) -> list[Case]:
             "without_invocation_in_run",
             _inside_invocation(
                 workload.through(langhooks.HandlerWithoutInvocation(CountingHandler()))
+            ),
+            events,
+        ),
+        Case(
+            "copy_floor",
+            _copied_context_calls(workload, CountingHandler(), clear=False),
+            events,
+        ),
+        Case(
+            "copy_clear_floor_in_run",
+            _inside_invocation(
+                _copied_context_calls(workload, CountingHandler(), clear=True)
             ),
             events,
         ),

@@ -48,6 +48,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             [target.row(results) for target in _harness.TARGETS],
         )
     )
+    print("\nWhat HandlerWithoutInvocation's guarantee costs at the least:")
+    print(
+        _harness.format_table(
+            ("floor", "ns/event", "baseline ns/event", "ratio"),
+            _harness.floor_rows(results),
+        )
+    )
     print()
     print(
         _harness.format_table(
