@@ -341,14 +341,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _server_model(args: argparse.Namespace) -> ChatModel | None:
+    """``OpenAIChatModel`` for the options, or None when it cannot be built here."""
+    api_key = args.api_key or os.environ.get("OPENAI_API_KEY") or "none"
     try:
-        from ..models import OpenAIChatModel  # type: ignore[attr-defined,unused-ignore]  # built in parallel by the provider issue
+        from ..models import OpenAIChatModel  # needs the openai extra
+
+        model: ChatModel = OpenAIChatModel(
+            args.model, base_url=args.base_url, api_key=api_key
+        )
     except ImportError:
         return None
-    api_key = args.api_key or os.environ.get("OPENAI_API_KEY") or "none"
-    model: ChatModel = OpenAIChatModel(
-        args.model, base_url=args.base_url, api_key=api_key
-    )
     return model
 
 
