@@ -277,7 +277,9 @@ class TestStreaming:
         assert recorder.names[-1] == "complete_response"
         headers = response.metadata["response_headers"]
         assert headers["request-id"] == "req_011CX4fGq7Rz2pVtN9bKc3Lm"
-        assert response.metadata["ratelimit"]
+        ratelimit = response.metadata["ratelimit"]
+        assert ratelimit["input_tokens_remaining"] == 1999000
+        assert ratelimit["tokens_reset"] == "2026-01-01T10:00:01Z"
 
     def test_thinking_round_trips(self, server: FixtureServer) -> None:
         """The streamed message, sent back, carries its signed thinking block."""
@@ -322,7 +324,11 @@ class TestErrors:
         assert error.metadata["status_code"] == 429
         headers = error.metadata["response_headers"]
         assert headers["anthropic-ratelimit-input-tokens-remaining"] == "0"
-        assert error.metadata["ratelimit"]
+        ratelimit = error.metadata["ratelimit"]
+        assert (ratelimit["input_tokens_remaining"], ratelimit["retry_after"]) == (
+            0,
+            23.0,
+        )
         assert recorder.events == [("error", error)]
 
     def test_overloaded_fixture(self, server: FixtureServer) -> None:

@@ -277,7 +277,11 @@ class TestStreaming:
         headers = response.metadata["response_headers"]
         assert headers["x-request-id"] == "req_5b2f0c8e41d94a7c9e3b6d1f0a2c4e68"
         assert headers["x-ratelimit-remaining-tokens"] == "799862"
-        assert response.metadata["ratelimit"]
+        ratelimit = response.metadata["ratelimit"]
+        assert (ratelimit["tokens_remaining"], ratelimit["requests_reset"]) == (
+            799862,
+            0.012,
+        )
         assert server.disconnected.is_set() is False
 
     def test_reasoning_content_of_compatible_servers_is_thinking(
@@ -364,7 +368,13 @@ class TestErrors:
         assert (
             error.metadata["response_headers"]["x-ratelimit-reset-tokens"] == "50.529s"
         )
-        assert error.metadata["ratelimit"]
+        ratelimit = error.metadata["ratelimit"]
+        assert (ratelimit["tokens_remaining"], ratelimit["tokens_reset"]) == (
+            4735,
+            50.529,
+        )
+        # The fixture has no retry-after header; the reset time is in ratelimit.
+        assert error.retry_after is None
         assert recorder.events == [("error", error)]
 
     @pytest.mark.parametrize(
