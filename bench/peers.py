@@ -364,6 +364,7 @@ def chain_run(turns: int, rounds: int) -> dict[str, Any]:
         "rounds": rounds,
         "median_seconds": round(median, 4),
         "events_per_second": round(events / median),
+        "ms_per_turn": round(median * 1000 / (turns + 1), 3),
     }
 
 
@@ -481,8 +482,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"\nchain run: {chain['turns']} turns, {chain['tool_calls']} tool calls, "
         f"{chain['events']} handler events in {chain['median_seconds']} s "
-        f"(median of {chain['rounds']}) = {chain['events_per_second']:,} events/s "
-        f"(status {chain['status']})"
+        f"(median of {chain['rounds']}) = {chain['events_per_second']:,} events/s, "
+        f"{chain['ms_per_turn']} ms per model turn (status {chain['status']})"
     )
     if settings.json_path is not None:
         _harness.save_json(
