@@ -182,8 +182,9 @@ class AnthropicChatModel:
             self._client: Any = anthropic.Anthropic(**options)
             self._async_client: Any = anthropic.AsyncAnthropic(**options)
         except anthropic.AnthropicError as exc:  # pragma: no cover - see below
-            # Current SDKs defer the missing-key error to the first request (it
-            # arrives as an authentication error there); older ones raise here.
+            # Older SDKs refuse a missing key here; current ones defer it to the
+            # first request, where it becomes a non-retryable stream_error that
+            # names the problem.
             raise LangHooksError(
                 "authentication",
                 f"cannot create the Anthropic client: {exc} (pass api_key=)",

@@ -8,12 +8,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from typing_extensions import override
 
 from langhooks import (
     ContentPart,
     FinishReason,
     LangHooksError,
     Message,
+    PartialResponse,
+    PartialResponseContext,
     StreamingHandle,
     Tool,
     ToolCall,
@@ -469,6 +472,29 @@ class TestErrors:
             await model(server).astream(REQUEST, recorder)
         assert raised.value.type == "connection"
         assert recorder.names.count("error") == 1
+
+
+class Explodes(Recorder):
+    """A handler whose text callback raises: the user's own bug."""
+
+    @override
+    def on_partial_response(
+        self, partial: PartialResponse, context: PartialResponseContext
+    ) -> None:
+        raise KeyError("handler bug")
+
+
+class TestHandlerExceptions:
+    def test_a_handler_exception_propagates_unchanged(
+        self, server: FixtureServer
+    ) -> None:
+        """The handler's own exception is not wrapped, and the connection closes."""
+        server.add(stream_reply(TOOLS, trickle=b": keep-alive\n\n"))
+        recorder = Explodes()
+        with pytest.raises(KeyError, match="handler bug"):
+            model(server).stream(REQUEST, recorder)
+        assert "error" not in recorder.names
+        assert server.disconnected.wait(20)
 
 
 class TestCancellation:
