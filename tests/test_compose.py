@@ -623,6 +623,64 @@ class TestProperties:
         assert log == expected
 
 
+def _async_recording_class(
+    events: frozenset[str],
+) -> type[AsyncStreamingChatResponseHandler]:
+    """An async handler class overriding exactly ``events``, recording to self.log."""
+
+    def make(name: str) -> Any:
+        async def method(self: Any, *args: Any) -> None:
+            await asyncio.sleep(0)
+            self.log.append((self.name, name, args))
+
+        return method
+
+    return type(
+        "AsyncGenerated",
+        (AsyncStreamingChatResponseHandler,),
+        {name: make(name) for name in events},
+    )
+
+
+class TestAsyncProperties:
+    @settings(max_examples=60, deadline=None)
+    @given(
+        handler_events=st.lists(
+            st.tuples(
+                st.booleans(), st.frozensets(st.sampled_from(sorted(_EVENT_ARGS)))
+            ),
+            max_size=5,
+        ),
+        sequence=st.lists(st.sampled_from(sorted(_EVENT_ARGS)), max_size=20),
+    )
+    def test_each_handler_gets_exactly_its_events(
+        self, handler_events: list[tuple[bool, frozenset[str]]], sequence: list[str]
+    ) -> None:
+        """In an async composite mixing sync and async handlers, every handler
+        receives exactly its overridden events, in order, once."""
+        log: list[tuple[str, str, tuple[Any, ...]]] = []
+        handlers: list[Any] = []
+        for i, (is_async, events) in enumerate(handler_events):
+            make = _async_recording_class if is_async else _recording_class
+            handler: Any = make(events)()
+            handler.name = f"h{i}"
+            handler.log = log
+            handlers.append(handler)
+        composite = AsyncCompositeStreamingHandler(handlers)
+
+        async def drive() -> None:
+            for name in sequence:
+                await getattr(composite, name)(*_EVENT_ARGS[name])
+
+        asyncio.run(drive())
+        assert log == [
+            (f"h{i}", name, _EVENT_ARGS[name])
+            for name in sequence
+            for i, (_, events) in enumerate(handler_events)
+            if name in events
+        ]
+
+
 class TestThreads:
     def test_concurrent_dispatch_while_registering(self) -> None:
         """4 threads dispatch through a composite while another adds and removes
