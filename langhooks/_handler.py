@@ -1,12 +1,12 @@
 """The machinery every handler interface shares.
 
 An *interface* is one of the four handler base classes. It declares its events as
-documented no-op ``on_*`` methods. ``_HandlerBase.__init_subclass__`` then, for every
+documented no-op ``on_*`` methods. ``HandlerBase.__init_subclass__`` then, for every
 subclass:
 
-- rejects an ``on_*`` attribute that no interface of the class declares, naming the
-  closest real event (a misspelled override must fail loudly, not silently never
-  fire);
+- rejects an ``on_*`` attribute, defined by the class or by a plain mixin it
+  inherits, that no interface of the class declares, naming the closest real event
+  (a misspelled override must fail loudly, not silently never fire);
 - rejects a coroutine function on a synchronous interface and a plain function on an
   asynchronous one;
 - records which events the class overrides, so composites and wrappers never call a
