@@ -92,10 +92,8 @@ def _line(event: str, payload: str) -> None:
 
 
 def _short(value: object) -> str:
-    try:
-        text = json.dumps(value, ensure_ascii=False, default=repr)
-    except ValueError:  # a circular structure
-        text = repr(value)
+    # Raw events and arguments come from JSON: they always serialise.
+    text = json.dumps(value, ensure_ascii=False, default=repr)
     return text if len(text) <= _RAW_LIMIT else text[: _RAW_LIMIT - 3] + "..."
 
 

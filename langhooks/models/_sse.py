@@ -13,13 +13,14 @@ what a stream driver's ``feed`` takes.
 from __future__ import annotations
 
 import json
-from typing import Final, final
+from typing import Final, TypeAlias, final
 
 from .._messages import LangHooksError
 from ._adapters._base import malformed
 
 __all__ = [
     "MAX_LINE_BYTES",
+    "Chunk",
     "NDJSONDecoder",
     "SSEDecoder",
     "WireDecoder",
@@ -28,6 +29,9 @@ __all__ = [
 
 #: The longest line (and the largest SSE event) a decoder accepts: 8 MiB.
 MAX_LINE_BYTES: Final = 8 * 1024 * 1024
+
+#: What a decoder accepts: bytes as read from a socket, or text.
+Chunk: TypeAlias = bytes | bytearray | memoryview | str
 
 _BOM: Final = b"\xef\xbb\xbf"
 _loads: Final = json.loads
@@ -51,7 +55,7 @@ class _Lines:
         self._cr = False  # the last chunk ended in CR: drop a LF that follows
         self._started = False
 
-    def split(self, data: bytes | str) -> list[bytes]:
+    def split(self, data: Chunk) -> list[bytes]:
         """The lines ``data`` completes (without their terminators)."""
         chunk: object = data
         if type(chunk) is not bytes:
@@ -68,14 +72,14 @@ class _Lines:
             return []
         if not self._started:
             # A UTF-8 byte-order mark may open the stream; it is not data.
-            if len(chunk) < len(_BOM) and _BOM.startswith(chunk) and not self._parts:
-                self._parts.append(chunk)
-                self._size += len(chunk)
-                return []
             if self._parts:
                 chunk = b"".join(self._parts) + chunk
                 self._parts.clear()
                 self._size = 0
+            if len(chunk) < len(_BOM) and _BOM.startswith(chunk):
+                self._parts.append(chunk)
+                self._size = len(chunk)
+                return []
             self._started = True
             if chunk.startswith(_BOM):
                 chunk = chunk[len(_BOM) :]
@@ -133,7 +137,7 @@ class SSEDecoder:
         #: The last ``id:`` the stream sent (for reconnecting), or None.
         self.last_event_id: str | None = None
 
-    def feed(self, chunk: bytes | str) -> list[tuple[str | None, str]]:
+    def feed(self, chunk: Chunk) -> list[tuple[str | None, str]]:
         """The events ``chunk`` completes, as ``(event name or None, data)``.
 
         Raises:
@@ -197,7 +201,7 @@ class NDJSONDecoder:
     def __init__(self) -> None:
         self._lines = _Lines()
 
-    def feed(self, chunk: bytes | str) -> list[str]:
+    def feed(self, chunk: Chunk) -> list[str]:
         """The non-blank lines ``chunk`` completes.
 
         Raises:
@@ -236,7 +240,7 @@ class WireDecoder:
         self._sse = None if format == "ollama" else SSEDecoder()
         self._failed = False
 
-    def feed(self, chunk: bytes | str) -> list[object]:
+    def feed(self, chunk: Chunk) -> list[object]:
         """The decoded events ``chunk`` completes.
 
         Raises:

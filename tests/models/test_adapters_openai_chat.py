@@ -1,0 +1,451 @@
+"""The OpenAI Chat Completions adapter: fixtures, quirks and malformed chunks."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+import pytest
+
+import langhooks as lh
+from langhooks.models import StreamDriver, replay_stream
+
+from . import Recorder, local_fixture, shared_fixture
+
+FORMAT: Final = "openai-chat"
+
+
+def _chunk(delta: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
+    finish = fields.pop("finish_reason", None)
+    chunk: dict[str, Any] = {"id": "chatcmpl-1", "model": "m", **fields}
+    if delta is not None or finish is not None:
+        chunk["choices"] = [{"index": 0, "delta": delta or {}, "finish_reason": finish}]
+    return chunk
+
+
+def _drive(*events: object) -> tuple[Recorder, lh.ChatResponse]:
+    recorder = Recorder()
+    driver = StreamDriver(FORMAT, recorder)
+    for event in events:
+        if not driver.feed(event):
+            break
+    return recorder, driver.finish()
+
+
+class TestSharedFixtures:
+    """The shared OpenAI fixtures replay to the aggregates the README gives."""
+
+    def test_parallel_tool_calls(self) -> None:
+        """Text, then two tool calls split across chunks, then usage and [DONE]."""
+        recorder = Recorder()
+        response = replay_stream(
+            shared_fixture("openai_chat_tools.sse"), format=FORMAT, handler=recorder
+        )
+        text = "I'll check the weather in Edinburgh and the latest AAPL price for you."
+        assert response.message.text == text
+        assert recorder.text == text
+        assert len(recorder.payloads("partial_response")) == 14
+        assert response.message.thinking == ""
+        calls = response.message.tool_calls
+        assert [(c.index, c.call_id, c.name, dict(c.arguments)) for c in calls] == [
+            (
+                0,
+                "call_Qx3mVb7LhT2nK9pWcR4sYfZd",
+                "get_weather",
+                {"city": "Edinburgh", "units": "c"},
+            ),
+            (
+                1,
+                "call_8HdN2fLkPq5tWz1XmJv6RcBe",
+                "get_stock_price",
+                {"ticker": "AAPL", "exchange": "NASDAQ"},
+            ),
+        ]
+        assert response.finish_reason is lh.FinishReason.TOOL_EXECUTION
+        assert response.metadata["stop_reason"] == "tool_calls"
+        assert response.message.status == "complete"
+        assert response.id == "chatcmpl-CZ3kq7pW2TnX9vFhYb8rLmQe4sJdA"
+        assert response.model_name == "gpt-4o-2024-08-06"
+        usage = response.token_usage
+        assert usage is not None
+        assert (usage.input_tokens, usage.output_tokens, usage.total_tokens) == (
+            149,
+            71,
+            220,
+        )
+        assert usage.raw["prompt_tokens_details"]["cached_tokens"] == 0
+        assert usage.raw["completion_tokens_details"]["reasoning_tokens"] == 0
+        assert recorder.violations == []
+        assert recorder.terminal_calls == [("complete_response", response)]
+
+    def test_tool_call_events_in_order(self) -> None:
+        """Each call's fragments share its index; its completion follows them."""
+        recorder = Recorder()
+        replay_stream(
+            shared_fixture("openai_chat_tools.sse"), format=FORMAT, handler=recorder
+        )
+        tool_events = [
+            (name, payload.index)
+            for name, payload in recorder.events
+            if name in ("partial_tool_call", "complete_tool_call")
+        ]
+        first_complete = tool_events.index(("complete_tool_call", 0))
+        assert all(index == 0 for _, index in tool_events[:first_complete])
+        assert tool_events[first_complete + 1 :][-1] == ("complete_tool_call", 1)
+        assert {index for _, index in tool_events[first_complete + 1 :]} == {1}
+        partials = recorder.payloads("partial_tool_call")
+        assert "".join(p.partial_arguments for p in partials if p.index == 0) == (
+            '{"city": "Edinburgh", "units": "c"}'
+        )
+        assert partials[0].id == "call_Qx3mVb7LhT2nK9pWcR4sYfZd"
+        assert partials[1].id == "call_Qx3mVb7LhT2nK9pWcR4sYfZd"
+        assert recorder.names[-1] == "complete_response"
+        assert "unmapped_raw_event" not in recorder.names
+
+    def test_error_midstream(self) -> None:
+        """A mid-stream error object is on_error once, then raised; no [DONE]."""
+        recorder = Recorder()
+        with pytest.raises(lh.LangHooksError) as caught:
+            replay_stream(
+                shared_fixture("openai_chat_error_midstream.sse"),
+                format=FORMAT,
+                handler=recorder,
+            )
+        error = caught.value
+        assert error.type == "stream_error"
+        assert error.retryable is True
+        assert error.metadata["error_code"] == "server_error"
+        assert recorder.text == "Here is a short summary"
+        assert recorder.terminal_calls == [("error", error)]
+        assert recorder.violations == []
+
+    def test_reasoning_content(self) -> None:
+        """DeepSeek reasoning_content is thinking; usage rides on the finish chunk."""
+        recorder = Recorder()
+        response = replay_stream(
+            shared_fixture("openai_compat_reasoning_content.sse"),
+            format=FORMAT,
+            handler=recorder,
+        )
+        thinking = (
+            "We need to compare 9.11 and 9.8. 9.8 is 9.80, and 0.80 > 0.11, so 9.8 "
+            "is larger."
+        )
+        assert response.message.thinking == thinking
+        assert recorder.thinking == thinking
+        assert response.message.text == "9.8 is greater than 9.11."
+        assert response.message.content == (
+            lh.ContentPart.thinking(thinking),
+            lh.ContentPart.text("9.8 is greater than 9.11."),
+        )
+        assert response.finish_reason is lh.FinishReason.STOP
+        usage = response.token_usage
+        assert usage is not None
+        assert (usage.input_tokens, usage.output_tokens) == (17, 64)
+        assert usage.raw["completion_tokens_details"]["reasoning_tokens"] == 52
+        first_text = recorder.names.index("partial_response")
+        assert set(recorder.names[:first_text]) == {"partial_thinking"}
+        assert recorder.violations == []
+
+
+class TestQuirks:
+    """The quirks of OpenAI-compatible servers, from fixtures written for them."""
+
+    def test_interleaved_tool_calls(self) -> None:
+        """Fragments of two calls interleaved, id on every one, accumulate by index."""
+        recorder = Recorder()
+        response = replay_stream(
+            local_fixture("openai_chat_interleaved_tools.sse"),
+            format=FORMAT,
+            handler=recorder,
+        )
+        calls = response.message.tool_calls
+        assert [(c.call_id, c.name, dict(c.arguments)) for c in calls] == [
+            ("call_lh_interleave_a", "get_weather", {"city": "Oslo"}),
+            ("call_lh_interleave_b", "get_time", {"zone": "Europe/Oslo"}),
+        ]
+        # Neither call could complete before the finish chunk.
+        names = recorder.names
+        assert names[-3:] == [
+            "complete_tool_call",
+            "complete_tool_call",
+            "complete_response",
+        ]
+        assert response.finish_reason is lh.FinishReason.TOOL_EXECUTION
+        assert recorder.violations == []
+
+    def test_whole_tool_calls_in_one_chunk(self) -> None:
+        """Two whole calls in one delta (Ollama's /v1), thinking in delta.reasoning."""
+        recorder = Recorder()
+        response = replay_stream(
+            local_fixture("openai_chat_whole_tool_call.sse"),
+            format=FORMAT,
+            handler=recorder,
+        )
+        assert response.message.thinking == "Two cities, two calls."
+        assert [dict(c.arguments) for c in response.message.tool_calls] == [
+            {"city": "Rome"},
+            {"city": "Lima"},
+        ]
+        assert recorder.names == [
+            "partial_thinking",
+            "partial_thinking",
+            "partial_tool_call",
+            "complete_tool_call",
+            "partial_tool_call",
+            "complete_tool_call",
+            "complete_response",
+        ]
+        assert response.finish_reason is lh.FinishReason.TOOL_EXECUTION
+
+    def test_keepalive_comments_and_crlf(self) -> None:
+        """Keep-alive comments are ignored; CRLF line ends decode like LF."""
+        recorder = Recorder()
+        response = replay_stream(
+            local_fixture("openai_chat_keepalive_crlf.sse"),
+            format=FORMAT,
+            handler=recorder,
+        )
+        assert recorder.names == [
+            "partial_response",
+            "partial_response",
+            "complete_response",
+        ]
+        assert response.message.text == "Kept alive."
+        assert response.model_name == "openrouter/auto"
+
+    def test_tool_call_cut_off_by_length(self) -> None:
+        """A call open at finish_reason "length" never completes; reason LENGTH."""
+        recorder = Recorder()
+        response = replay_stream(
+            local_fixture("openai_chat_length_tool.sse"),
+            format=FORMAT,
+            handler=recorder,
+        )
+        assert "complete_tool_call" not in recorder.names
+        assert len(recorder.payloads("partial_tool_call")) == 2
+        assert response.message.tool_calls == ()
+        assert response.finish_reason is lh.FinishReason.LENGTH
+        assert response.message.status == "length"
+
+    def test_refusal(self) -> None:
+        """Refusal text streams as response text and is reported as content filter."""
+        recorder = Recorder()
+        response = replay_stream(
+            local_fixture("openai_chat_refusal.sse"), format=FORMAT, handler=recorder
+        )
+        refusal = "I'm sorry, I can't help with that."
+        assert recorder.text == refusal
+        assert response.message.metadata["refusal"] == refusal
+        assert response.finish_reason is lh.FinishReason.CONTENT_FILTER
+        assert response.message.status == "content_filtered"
+
+    def test_refusal_cut_off_by_length(self) -> None:
+        """A refusal cut off by the length limit keeps the reason LENGTH."""
+        _, response = _drive(
+            _chunk({"refusal": "No"}), _chunk(finish_reason="length"), "[DONE]"
+        )
+        assert response.message.metadata["refusal"] == "No"
+        assert response.finish_reason is lh.FinishReason.LENGTH
+
+    def test_truncated_stream(self) -> None:
+        """A stream that ends without [DONE] is a retryable stream_error."""
+        recorder = Recorder()
+        with pytest.raises(lh.LangHooksError) as caught:
+            replay_stream(
+                local_fixture("openai_chat_truncated.sse"),
+                format=FORMAT,
+                handler=recorder,
+            )
+        assert caught.value.type == "stream_error"
+        assert caught.value.retryable is True
+        assert "[DONE]" in caught.value.message
+        assert recorder.text == "Cut off"
+        assert recorder.terminal_calls == [("error", caught.value)]
+
+
+class TestChunks:
+    """Single chunks: what each field becomes."""
+
+    def test_same_index_new_id_starts_a_new_call(self) -> None:
+        """Servers that number every call 0 still give two calls, by their ids."""
+        recorder, response = _drive(
+            _chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": 0,
+                            "id": "a",
+                            "function": {"name": "f", "arguments": "{}"},
+                        }
+                    ]
+                }
+            ),
+            _chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": 0,
+                            "id": "b",
+                            "function": {"name": "g", "arguments": ""},
+                        }
+                    ]
+                }
+            ),
+            _chunk(finish_reason="tool_calls"),
+            "[DONE]",
+        )
+        assert [(c.index, c.call_id, c.name) for c in response.message.tool_calls] == [
+            (0, "a", "f"),
+            (1, "b", "g"),
+        ]
+        assert recorder.names.count("complete_tool_call") == 2
+
+    def test_fragments_without_index(self) -> None:
+        """Without an index, a named fragment starts a call and others continue it."""
+        _, response = _drive(
+            _chunk({"tool_calls": [{"id": "a", "function": {"name": "f"}}]}),
+            _chunk({"tool_calls": [{"function": {"arguments": '{"x": 1}'}}]}),
+            _chunk({"tool_calls": [{"id": "b", "function": {"name": "g"}}]}),
+            _chunk(finish_reason="tool_calls"),
+            "[DONE]",
+        )
+        assert [(c.name, dict(c.arguments)) for c in response.message.tool_calls] == [
+            ("f", {"x": 1}),
+            ("g", {}),
+        ]
+
+    def test_missing_call_id_is_generated(self) -> None:
+        """A call whose id never arrives gets call_<index>; a late id is kept."""
+        _, response = _drive(
+            _chunk({"tool_calls": [{"index": 0, "function": {"name": "f"}}]}),
+            _chunk({"tool_calls": [{"index": 0, "id": "late", "function": {}}]}),
+            _chunk({"tool_calls": [{"index": 1, "function": {"name": "g"}}]}),
+            _chunk(finish_reason="tool_calls"),
+            "[DONE]",
+        )
+        assert [c.call_id for c in response.message.tool_calls] == ["late", "call_1"]
+
+    def test_done_without_finish_reason_completes_open_calls(self) -> None:
+        """[DONE] with no finish chunk completes the open calls; the reason is OTHER."""
+        _, response = _drive(
+            _chunk(
+                {"tool_calls": [{"index": 0, "id": "a", "function": {"name": "f"}}]}
+            ),
+            "[DONE]",
+        )
+        assert len(response.message.tool_calls) == 1
+        assert response.finish_reason is lh.FinishReason.TOOL_EXECUTION
+
+    def test_stop_without_anything(self) -> None:
+        """An empty stream with [DONE] completes with no content and reason OTHER."""
+        recorder, response = _drive("[DONE]")
+        assert response.message.content == ()
+        assert response.finish_reason is lh.FinishReason.OTHER
+        assert recorder.names == ["complete_response"]
+
+    def test_other_choices_are_unmapped(self) -> None:
+        """A chunk for choice 1 (n > 1) goes to on_unmapped_raw_event."""
+        other = {"id": "c", "choices": [{"index": 1, "delta": {"content": "B"}}]}
+        recorder, response = _drive(_chunk({"content": "A"}), other, "[DONE]")
+        assert recorder.payloads("unmapped_raw_event") == [other]
+        assert response.message.text == "A"
+
+    def test_unknown_delta_fields_are_unmapped(self) -> None:
+        """A delta field nobody maps (audio) sends its chunk to unmapped."""
+        chunk = _chunk({"audio": {"id": "x"}, "content": "hi"})
+        recorder, _ = _drive(chunk, _chunk({"annotations": None}), "[DONE]")
+        assert recorder.names == [
+            "partial_response",
+            "unmapped_raw_event",
+            "complete_response",
+        ]
+
+    def test_fragment_after_completion_is_malformed(self) -> None:
+        """Arguments for a call that already completed are a protocol_error."""
+        recorder = Recorder()
+        driver = StreamDriver(FORMAT, recorder)
+        call = {"index": 0, "id": "a", "function": {"name": "f", "arguments": "{}"}}
+        driver.feed(_chunk({"tool_calls": [call]}))
+        driver.feed(
+            _chunk({"tool_calls": [{"index": 1, "id": "b", "function": {"name": "g"}}]})
+        )
+        driver.feed(
+            _chunk({"tool_calls": [{"index": 0, "function": {"arguments": "  "}}]})
+        )
+        with pytest.raises(lh.LangHooksError) as caught:
+            driver.feed(
+                _chunk({"tool_calls": [{"index": 0, "function": {"arguments": "x"}}]})
+            )
+        assert caught.value.type == "protocol_error"
+        assert recorder.names[-1] == "error"
+
+    @pytest.mark.parametrize(
+        ("event", "message"),
+        [
+            ("nonsense", "not a JSON object"),
+            ({"choices": {"index": 0}}, "'choices' must be a list"),
+            ({"choices": [{"delta": {"content": 5}}]}, "'delta.content'"),
+            ({"choices": [{"delta": {"reasoning": 5}}]}, "reasoning_content"),
+            ({"choices": [{"delta": {"refusal": ["x"]}}]}, "'delta.refusal'"),
+            ({"choices": [{"delta": {"tool_calls": {"a": 1}}}]}, "'delta.tool_calls'"),
+            ({"choices": [{"finish_reason": 3}]}, "'finish_reason'"),
+            (
+                {"choices": [{"delta": {"tool_calls": [{"index": 0}]}}]},
+                "function.name",
+            ),
+            ({"choices": [{"delta": "x"}]}, "'delta' must be a JSON object"),
+            ({"usage": {"prompt_tokens": -1}}, "prompt_tokens"),
+            ({"choices": [3]}, "a choice"),
+        ],
+    )
+    def test_malformed_chunks(self, event: object, message: str) -> None:
+        """A chunk that breaks the schema is one protocol_error naming the field."""
+        recorder = Recorder()
+        driver = StreamDriver(FORMAT, recorder)
+        with pytest.raises(lh.LangHooksError) as caught:
+            driver.feed(event)
+        assert caught.value.type == "protocol_error"
+        assert message in caught.value.message
+        assert recorder.terminal_calls == [("error", caught.value)]
+
+    def test_tool_call_after_finish_is_malformed(self) -> None:
+        """A tool call fragment after the finish chunk is a protocol_error."""
+        with pytest.raises(lh.LangHooksError, match="after the finish_reason"):
+            _drive(
+                _chunk(finish_reason="stop"),
+                _chunk({"tool_calls": [{"index": 0, "function": {"name": "f"}}]}),
+            )
+
+    @pytest.mark.parametrize(
+        ("arguments", "error"),
+        [("[1, 2]", "must be a JSON object"), ("{nope", "not valid JSON")],
+    )
+    def test_bad_arguments_at_finish(self, arguments: str, error: str) -> None:
+        """Arguments that are not a JSON object fail as delta_conversion_failed."""
+        fragment = {"index": 0, "id": "a", "function": {"name": "f"}}
+        fragment["function"]["arguments"] = arguments  # type: ignore[index]
+        with pytest.raises(lh.LangHooksError, match=error) as caught:
+            _drive(
+                _chunk({"tool_calls": [fragment]}), _chunk(finish_reason="tool_calls")
+            )
+        assert caught.value.type == "delta_conversion_failed"
+
+    def test_error_object_that_is_a_string(self) -> None:
+        """An error that is a bare string is still classified and raised."""
+        with pytest.raises(lh.LangHooksError, match="boom") as caught:
+            _drive({"error": "boom"})
+        assert caught.value.type == "stream_error"
+
+    def test_error_with_rate_limit_code(self) -> None:
+        """A mid-stream error's code decides its type."""
+        error = {
+            "message": "slow down",
+            "type": "tokens",
+            "code": "rate_limit_exceeded",
+        }
+        with pytest.raises(lh.LangHooksError) as caught:
+            _drive(_chunk({"content": "x"}), {"error": error})
+        assert caught.value.type == "rate_limited"
+        assert caught.value.retryable is True
+        assert json.loads(json.dumps(caught.value.original)) == error
