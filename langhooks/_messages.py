@@ -481,6 +481,11 @@ class ChatResponse:
     metadata: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_metadata)
 
 
+def _is_seconds(value: object) -> bool:
+    """A non-negative int or float (NaN and bool are not durations)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+
+
 class LangHooksError(Exception):
     """An error from a model, a stream or the runtime, classified by ``type``.
 
@@ -521,8 +526,13 @@ class LangHooksError(Exception):
             )
         if not isinstance(message, str):
             raise TypeError(f"message must be a str, got {message!r}")
-        if retry_after is not None and retry_after < 0:
-            raise ValueError(f"retry_after must be >= 0, got {retry_after!r}")
+        if retry_after is not None and not _is_seconds(retry_after):
+            raise ValueError(
+                f"retry_after must be a number of seconds >= 0 or None, "
+                f"got {retry_after!r}"
+            )
+        if retryable is not None and not isinstance(retryable, bool):
+            raise TypeError(f"retryable must be a bool or None, got {retryable!r}")
         super().__init__(type, message)
         self.type = type
         self.message = message

@@ -441,10 +441,21 @@ class TestLangHooksError:
         with pytest.raises(TypeError, match="message must be a str"):
             LangHooksError("timeout", None)  # type: ignore[arg-type]
 
-    def test_negative_retry_after_rejected(self) -> None:
-        """retry_after cannot be negative."""
-        with pytest.raises(ValueError, match="retry_after must be >= 0"):
-            LangHooksError("rate_limited", "x", retry_after=-1)
+    @pytest.mark.parametrize("value", [-1, float("nan"), "5", True])
+    def test_bad_retry_after_rejected(self, value: Any) -> None:
+        """retry_after must be a non-negative number of seconds."""
+        with pytest.raises(ValueError, match="retry_after must be a number of seconds"):
+            LangHooksError("rate_limited", "x", retry_after=value)
+
+    def test_retry_after_zero_and_int(self) -> None:
+        """Zero and whole seconds are fine."""
+        assert LangHooksError("rate_limited", "x", retry_after=0).retry_after == 0
+        assert LangHooksError("rate_limited", "x", retry_after=3).retry_after == 3
+
+    def test_retryable_must_be_bool(self) -> None:
+        """retryable is a bool (or None for the default), never a truthy value."""
+        with pytest.raises(TypeError, match="retryable must be a bool or None"):
+            LangHooksError("timeout", "x", retryable="no")  # type: ignore[arg-type]
 
     def test_metadata_must_be_mapping(self) -> None:
         """A metadata that is not a mapping fails naming the field."""
