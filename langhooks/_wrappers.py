@@ -122,6 +122,17 @@ class _Wrapper(HandlerBase):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._langhooks_inner!r})"
 
+    if not TYPE_CHECKING:
+        # Reached only when ordinary lookup fails, so events pay nothing for it.
+        # ``HandlerWithoutInvocation.wrap``, ``isolate`` and ``filtered`` are typed
+        # as the wrapped handler's own class: reading its state or calling its
+        # helpers through the wrapper must then work. Hidden from the checker, which
+        # would otherwise accept any attribute of any wrapper.
+        def __getattr__(self, name: str) -> Any:
+            if name.startswith(("_langhooks", "__")):
+                raise AttributeError(name)
+            return getattr(self._langhooks_inner, name)
+
 
 # --- HandlerWithoutInvocation -----------------------------------------------------
 

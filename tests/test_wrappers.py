@@ -957,6 +957,53 @@ def test_wrappers_are_handlers() -> None:
         assert isinstance(wrapped, StreamingChatResponseHandler)
 
 
+class _Stateful(StreamingChatResponseHandler):
+    def __init__(self) -> None:
+        self.errors = 0
+
+    def summary(self) -> str:
+        return f"{self.errors} errors"
+
+    @override
+    def on_error(self, error: BaseException) -> None:
+        self.errors += 1
+
+
+class TestAttributeReads:
+    def test_state_and_helpers_read_through(self) -> None:
+        """A wrapper typed as the handler's class reads its state and helpers."""
+        inner = _Stateful()
+        for wrapped in (
+            HandlerWithoutInvocation.wrap(inner),
+            isolate(inner),
+            filtered(inner, events=["on_error"]),
+        ):
+            wrapped.on_error(ERROR)
+            assert wrapped.errors == inner.errors
+            assert wrapped.summary() == inner.summary()
+        assert inner.errors == 3
+
+    def test_missing_attribute_still_an_error(self) -> None:
+        """An attribute neither has is an AttributeError."""
+        wrapped: Any = isolate(_Stateful())
+        with pytest.raises(AttributeError, match="missing"):
+            wrapped.missing  # noqa: B018
+
+    def test_dunder_and_private_names_not_forwarded(self) -> None:
+        """Protocol probes (dunders) and langhooks internals are not forwarded."""
+        inner = _Stateful()
+        inner.__wrapped__ = "inner only"  # type: ignore[attr-defined]
+        wrapped = isolate(inner)
+        assert not hasattr(wrapped, "__wrapped__")
+        assert not hasattr(wrapped, "_langhooks_missing")
+
+    def test_events_not_forwarded(self) -> None:
+        """Events the handler does not override stay the wrapper's free no-op."""
+        wrapped = HandlerWithoutInvocation(_Stateful())
+        assert "on_complete_response" not in vars(wrapped)
+        wrapped.on_complete_response(RESPONSE)
+
+
 def test_handler_of_two_interfaces() -> None:
     """A handler implementing a streaming and a chain interface is wrapped for both
     shapes of an event they share."""
