@@ -237,7 +237,6 @@ class _Plan:
     call: ToolCall
     tool: Tool | None
     result: ToolResult | None = None  # set unless the call will run
-    exception: Exception | None = None
 
 
 @final
@@ -317,12 +316,10 @@ class Run:
                 failed = [r for r in results if r.is_error]
                 if not failed:
                     return "ok", None
-                cause = LangHooksError(
-                    "stream_error",
-                    f"{len(failed)} tool call(s) failed: "
-                    + ", ".join(r.name for r in failed),
+                names = ", ".join(r.name for r in failed)
+                yield from self.count_failure(
+                    f"{len(failed)} tool call(s) failed ({names})", tuple(failed)
                 )
-                yield from self.count_failure(cause)
 
     def resume(
         self, calls: Sequence[ToolCall], decisions: Sequence[Decision]
@@ -347,8 +344,13 @@ class Run:
             return "interrupted", interrupt_data(waiting)
         return "ok", None
 
-    def count_failure(self, cause: LangHooksError) -> _Steps[None]:
-        """Count one failure; give up once the count reaches ``max_retry_count``."""
+    def count_failure(self, reason: str, original: object) -> _Steps[None]:
+        """Count one failure; give up once the count reaches ``max_retry_count``.
+
+        Args:
+            reason: what failed, for the error message.
+            original: the model error, or the failed tool results.
+        """
         count = self.chain.current_failure_count + 1
         self.chain = attrs.evolve(self.chain, current_failure_count=count)
         if count >= self.chain.max_retry_count:
@@ -357,8 +359,8 @@ class Run:
                 LangHooksError(
                     "exceeded_failure_count",
                     f"the run failed {count} time(s), reaching max_retry_count="
-                    f"{self.chain.max_retry_count}; the last failure: {cause}",
-                    original=cause,
+                    f"{self.chain.max_retry_count}; the last failure: {reason}",
+                    original=original,
                 )
             )
 
@@ -384,7 +386,7 @@ class Run:
                             current_failure_count=self.chain.current_failure_count + 1,
                         )
                         raise _GiveUp(error) from None
-                    yield from self.count_failure(error)
+                    yield from self.count_failure(str(error), error)
                     last = error
                     if attempt < self.policy.max_attempts:
                         yield _Sleep(self.policy.delay(attempt, error))

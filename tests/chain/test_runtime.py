@@ -848,3 +848,21 @@ class TestIdentification:
         assert first_delta.thinking == "Hm."
         exception = recorder.of("on_tool_execution_exception")[0][2]
         assert str(exception) == "async boom"
+
+
+class TestUntilSuccessFailures:
+    """until_success gives up with the failed results as the cause."""
+
+    def test_exceeded_carries_the_failed_results(self) -> None:
+        """The exceeded_failure_count error names the tools and holds the results."""
+        from tests.chain.scenarios import until_success_exceeded
+
+        result, _ = until_success_exceeded()
+        assert result.error is not None
+        assert result.error.type == "exceeded_failure_count"
+        assert "1 tool call(s) failed (get_weather)" in result.error.message
+        original = result.error.original
+        assert isinstance(original, tuple)
+        (failed,) = original
+        assert isinstance(failed, ToolResult)
+        assert failed.is_error
