@@ -845,9 +845,21 @@ def _drive(steps: _Steps[RunResult], perform: Callable[[_Op], Any]) -> RunResult
 
 
 async def _execute_async(
-    run: Run, pre: AsyncChainCallbackHandler, planned: _Planned, *, thread: bool
+    run: Run,
+    pre: AsyncChainCallbackHandler,
+    pre_sync: ChainCallbackHandler | None,
+    planned: _Planned,
+    *,
+    thread: bool,
 ) -> _Outcome:
     call, tool = planned.call, planned.tool
+    if thread and not tool.is_async and pre_sync is not None:
+        # A concurrent sync tool runs in a worker thread; with only sync handlers,
+        # pre-execution runs there too (asyncio.to_thread copies the context).
+        outcome: _Outcome = await asyncio.to_thread(
+            _execute_sync, run, pre_sync, planned
+        )
+        return outcome
     with invocation(tool.name, custom_context=run.chain.custom_context) as inv:
         try:
             await pre.on_tool_pre_execution(run.chain, call, tool)
@@ -876,6 +888,8 @@ async def drive_async(chain: LLMChain, run: Run, steps: _Steps[RunResult]) -> Ru
         [HandlerWithoutInvocation.wrap(h) for h in chain.callbacks]
     )
     pre = AsyncCompositeChainHandler(chain.callbacks)
+    sync_only = all(isinstance(h, ChainCallbackHandler) for h in chain.callbacks)
+    pre_sync = CompositeChainHandler(sync_callbacks(chain)) if sync_only else None
 
     async def perform(op: _Op) -> Any:
         if isinstance(op, _Fire):
@@ -896,11 +910,12 @@ async def drive_async(chain: LLMChain, run: Run, steps: _Steps[RunResult]) -> Ru
             return None
         if not op.parallel:
             return [
-                await _execute_async(run, pre, planned, thread=False)
+                await _execute_async(run, pre, pre_sync, planned, thread=False)
                 for planned in op.planned
             ]
         tasks: list[Coroutine[Any, Any, _Outcome]] = [
-            _execute_async(run, pre, planned, thread=True) for planned in op.planned
+            _execute_async(run, pre, pre_sync, planned, thread=True)
+            for planned in op.planned
         ]
         return list(await asyncio.gather(*tasks))
 

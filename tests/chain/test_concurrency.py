@@ -242,7 +242,34 @@ class TestAsyncRuns:
         assert "on_tool_pre_execution meet x3" in collapse(recorder.summary())
 
     async def test_concurrent_sync_tools_use_threads_under_arun(self) -> None:
-        """Concurrent sync tools run in threads, overlapping, under arun."""
+        """Concurrent sync tools run in threads under arun, with pre-execution
+        (of sync handlers) in the same thread and the tool's invocation current."""
+        barrier = threading.Barrier(2, timeout=10)
+        main = threading.get_ident()
+        threads: dict[str, int] = {}
+
+        def meet(arguments: Mapping[str, Any], context: ToolContext) -> str:
+            barrier.wait()
+            threads[context.call.call_id] = threading.get_ident()
+            assert current_invocation() is context.invocation
+            return "ok"
+
+        where = WhereHandler()
+        chain, _ = make_chain(
+            [asks(call("meet", "a"), call("meet", "b")), says()],
+            tools=(Tool("meet", meet, concurrent=True),),
+        )
+        assert (await chain.add_callback(where).arun()).status == "ok"
+        assert main not in threads.values()
+        assert len(set(threads.values())) == 2
+        for call_id, thread, current, run_invocation in where.pre:
+            assert thread == threads[call_id]
+            assert current is not None
+            assert run_invocation is not None
+            assert current.parent_id == run_invocation.id
+
+    async def test_concurrent_sync_tools_with_an_async_handler(self) -> None:
+        """With an async handler, pre-execution runs in the tool's task instead."""
         barrier = threading.Barrier(2, timeout=10)
         main = threading.get_ident()
         threads: list[int] = []
@@ -253,13 +280,15 @@ class TestAsyncRuns:
             assert current_invocation() is context.invocation
             return "ok"
 
+        handler = AsyncRecorder()
         chain, _ = make_chain(
             [asks(call("meet", "a"), call("meet", "b")), says()],
-            tools=(Tool("meet", meet, concurrent=True), Tool("other", meet)),
+            tools=(Tool("meet", meet, concurrent=True),),
         )
-        assert (await chain.arun()).status == "ok"
+        assert (await chain.add_callback(handler).arun()).status == "ok"
         assert main not in threads
         assert len(set(threads)) == 2
+        assert handler.names.count("on_tool_pre_execution") == 2
 
     async def test_sequential_tools_under_arun(self) -> None:
         """Non-concurrent sync and async tools run inline, in call order."""
