@@ -295,6 +295,27 @@ class TestHandlerWithoutInvocation:
         decision = await wrapped.on_tool_call_review(CHAIN, CALL, TOOL, REVIEW)
         assert decision == UpdateArguments({"a": 1})
 
+    async def test_async_immediate_return_value(self) -> None:
+        """A decision returned without awaiting anything is not lost (a lost
+        Deny would let the call through)."""
+
+        class Reviewer(AsyncChainCallbackHandler):
+            @override
+            async def on_tool_call_review(
+                self, chain: Any, call: ToolCall, tool: Tool, review: ReviewContext
+            ) -> ReviewDecision | None:
+                return Deny("no")
+
+        wrapped = HandlerWithoutInvocation(Reviewer())
+        assert await wrapped.on_tool_call_review(CHAIN, CALL, TOOL, REVIEW) == Deny(
+            "no"
+        )
+        with invocation("run"):
+            twice = isolate(HandlerWithoutInvocation(isolate(Reviewer())))
+            assert await twice.on_tool_call_review(CHAIN, CALL, TOOL, REVIEW) == Deny(
+                "no"
+            )
+
     async def test_cancelled_task(self) -> None:
         """Cancelling a task awaiting a wrapped handler cancels the handler."""
         entered = asyncio.Event()
