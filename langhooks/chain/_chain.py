@@ -8,7 +8,7 @@ snapshots; ``chain.invocation`` is the run's ``Invocation``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 import attrs
 
@@ -200,7 +200,7 @@ class LLMChain:
                 "execute_tool_calls_with_decisions(chain.pending_tool_calls, "
                 "decisions) or settle them with replace_tool_result()"
             )
-        return mode, tool_name, max_runs  # type: ignore[return-value]  # checked above
+        return cast(Mode, mode), tool_name, max_runs
 
     def _started(self, current: Invocation) -> LLMChain:
         return attrs.evolve(self, invocation=current, current_failure_count=0)
