@@ -142,22 +142,18 @@ def _run_without_invocation(method: Callable[..., Any], args: tuple[Any, ...]) -
     return method(*args)
 
 
-# What the steps of an awaited handler yield last, instead of returning: a step
-# then never ends in StopIteration, whose raising and catching in Python code
-# would cost more than the handler call itself.
+# What ``next(steps, _DONE)`` returns once the handler has finished: the common
+# step (a handler that does not suspend) then ends without StopIteration, whose
+# raising and catching in Python would cost more than the handler call itself.
 _DONE: Final = object()
-
-
-@types.coroutine
-def _last_step() -> Generator[object, None, None]:
-    yield _DONE
 
 
 async def _steps(
     method: Callable[..., Awaitable[Any]], args: tuple[Any, ...], outcome: list[Any]
 ) -> None:
+    # Returns None, so ``next`` can end it quietly; the result goes in ``outcome``
+    # (``next`` with a default would drop a StopIteration's value).
     outcome.append(await method(*args))
-    await _last_step()
 
 
 @types.coroutine
@@ -172,15 +168,17 @@ def _await_without_invocation(
         run(_CURRENT.set, None)
     outcome: list[Any] = []
     steps = _steps(method, args, outcome).__await__()
-    yielded = run(next, steps)
-    while yielded is not _DONE:
-        try:
-            sent = yield yielded
-        except BaseException as thrown:
-            yielded = run(steps.throw, thrown)
-        else:
-            yielded = run(steps.send, sent)
-    run(next, steps, None)  # let the finished steps return
+    try:
+        yielded = run(next, steps, _DONE)
+        while yielded is not _DONE:
+            try:
+                sent = yield yielded
+            except BaseException as thrown:
+                yielded = run(steps.throw, thrown)
+            else:
+                yielded = run(steps.send, sent)
+    except StopIteration:  # a resumed handler finished
+        return outcome[0]
     return outcome[0]
 
 
