@@ -3,5 +3,15 @@
 from .._messages import Tool
 from ._chain import LLMChain, RunResult
 from ._decision import Decision, RetryPolicy
+from ._processors import MessageProcessor, Reject, json_processor
 
-__all__ = ["Decision", "LLMChain", "RetryPolicy", "RunResult", "Tool"]
+__all__ = [
+    "Decision",
+    "LLMChain",
+    "MessageProcessor",
+    "Reject",
+    "RetryPolicy",
+    "RunResult",
+    "Tool",
+    "json_processor",
+]

@@ -26,6 +26,7 @@ from .._messages import (
 )
 from ..models._base import ChatModel
 from ._decision import Decision, RetryPolicy
+from ._processors import MessageProcessor, processor_tuple
 from ._runtime import (
     Mode,
     Run,
@@ -92,6 +93,10 @@ class LLMChain:
         tools: the tools the model may call (names unique).
         messages: the conversation so far.
         callbacks: chain handlers, called in order for every event.
+        message_processors: functions ``(chain, message) -> Message | Reject``
+            run in order on each complete answer without tool calls before it is
+            added: each may change it, or reject it with a reply the model
+            gets (a failure; the default mode asks the model again).
         custom_context: caller data passed to tools, reviews and invocations.
         max_retry_count: failures a run may have (failed model calls, and in
             "until_success" failed tool batches) before it gives up with
@@ -106,6 +111,9 @@ class LLMChain:
     tools: tuple[Tool, ...] = attrs.field(default=(), converter=tool_tuple)
     messages: tuple[Message, ...] = attrs.field(default=(), converter=message_tuple)
     callbacks: tuple[Handler, ...] = attrs.field(default=(), converter=_handlers)
+    message_processors: tuple[MessageProcessor, ...] = attrs.field(
+        default=(), converter=processor_tuple
+    )
     custom_context: Mapping[str, Any] = attrs.field(
         default=None, converter=_frozen_mapping
     )
@@ -137,6 +145,18 @@ class LLMChain:
     def add_callback(self, handler: Handler) -> LLMChain:
         """A copy with ``handler`` called after the chain's other handlers."""
         return attrs.evolve(self, callbacks=(*self.callbacks, handler))
+
+    def add_message_processors(
+        self, processors: Sequence[MessageProcessor]
+    ) -> LLMChain:
+        """A copy with ``processors`` run after the chain's other processors.
+
+        Raises:
+            TypeError: a processor is not callable.
+        """
+        return attrs.evolve(
+            self, message_processors=(*self.message_processors, *processors)
+        )
 
     @property
     def pending_tool_calls(self) -> tuple[ToolCall, ...]:

@@ -56,6 +56,7 @@ from .._streaming import (
 from .._wrappers import HandlerWithoutInvocation
 from ..models._base import ChatModel, ChatRequest
 from ._decision import Decision, RetryPolicy
+from ._processors import Reject
 
 if TYPE_CHECKING:
     from ._chain import LLMChain, RunResult, RunStatus
@@ -79,6 +80,9 @@ _T = TypeVar("_T")
 
 #: What the model is told about a call that waits for a human (the stand-in).
 INTERRUPT_STAND_IN: Final = "This tool call is waiting for a human decision."
+# The answers message processors see: complete ones, and ones cut off by a length
+# limit (as Elixir LangChain); a cancelled answer is left alone.
+_PROCESSED_STATUSES: Final = frozenset({"complete", "length"})
 # Longest exception message quoted to the model; the rest stays on the result.
 _MAX_ERROR_TEXT: Final = 300
 
@@ -218,6 +222,18 @@ def _error(call: ToolCall, text: str, *, is_error: bool = True) -> ToolResult:
     )
 
 
+def _processor_fault(
+    processor: object, problem: str, original: Exception | None
+) -> LangHooksError:
+    name = getattr(processor, "__qualname__", None) or repr(processor)
+    return LangHooksError(
+        "handler_error",
+        f"message processor {name} {problem}; a processor returns the message "
+        f"(changed or not) or Reject(reply)",
+        original=original,
+    )
+
+
 def _metadata_events(chain: LLMChain, metadata: Mapping[str, Any]) -> _Steps[None]:
     headers = metadata.get("response_headers")
     if isinstance(headers, Mapping) and headers:
@@ -299,6 +315,10 @@ class Run:
                 )
             calls += 1
             message = yield from self.call_model()
+            if message is None:  # a message processor rejected the answer
+                if self.mode == "single":
+                    return "ok", None
+                continue
             if not message.tool_calls:
                 if self.mode == "until_tool_used":
                     continue
@@ -364,7 +384,7 @@ class Run:
                 )
             )
 
-    def call_model(self) -> _Steps[Message]:
+    def call_model(self) -> _Steps[Message | None]:
         """One model step: retries with backoff, then fallbacks."""
         models = (self.chain.model, *self.chain.fallbacks)
         last: LangHooksError | None = None
@@ -407,17 +427,66 @@ class Run:
 
     def process_response(
         self, response: ChatResponse, streamed: bool
-    ) -> _Steps[Message]:
-        """Add the assistant message and fire what follows a model call."""
+    ) -> _Steps[Message | None]:
+        """Add the assistant message and fire what follows a model call.
+
+        Returns:
+            The message as added, or None when a message processor rejected it
+            (the rejected message and the reply to it are added, a failure is
+            counted).
+        """
         message = response.message
         yield from _metadata_events(self.chain, response.metadata)
         if not streamed:
             yield _Fire("on_llm_new_message", (self.chain, message))
+        message, rejection = self.apply_processors(message)
         self.chain = self.chain.add_message(message)
-        yield _Fire("on_message_processed", (self.chain, message))
+        if rejection is None:
+            yield _Fire("on_message_processed", (self.chain, message))
+        else:
+            yield _Fire("on_message_processing_error", (self.chain, message))
+            reply = Message.user(rejection.reply)
+            self.chain = self.chain.add_message(reply)
+            yield _Fire("on_error_message_created", (self.chain, reply))
         if response.token_usage is not None:
             yield _Fire("on_llm_token_usage", (self.chain, response.token_usage))
-        return message
+        if rejection is None:
+            return message
+        yield from self.count_failure(
+            f"a message processor rejected the answer: {rejection.reply}", rejection
+        )
+        return None
+
+    def apply_processors(self, message: Message) -> tuple[Message, Reject | None]:
+        """Run the chain's message processors, in order, on a complete answer.
+
+        Answers with tool calls, and cancelled or failed ones, are not processed.
+
+        Returns:
+            The message as the processors left it, and the ``Reject`` that
+            stopped them (None when every processor accepted it).
+
+        Raises:
+            _GiveUp: a processor raised or returned something else than a
+                Message or a Reject ("handler_error": a bug in the processor).
+        """
+        if message.tool_calls or message.status not in _PROCESSED_STATUSES:
+            return message, None
+        for processor in self.chain.message_processors:
+            try:
+                verdict: object = processor(self.chain, message)
+            except Exception as exc:
+                fault = _processor_fault(processor, f"raised {_short(exc)}", exc)
+                raise _GiveUp(fault) from exc
+            if isinstance(verdict, Reject):
+                return message, verdict
+            if not isinstance(verdict, Message) or verdict.role != "assistant":
+                if inspect.iscoroutine(verdict):
+                    verdict.close()  # never awaited: close it without a warning
+                problem = f"returned {verdict!r}, not an assistant Message or a Reject"
+                raise _GiveUp(_processor_fault(processor, problem, None))
+            message = verdict
+        return message, None
 
     def batch(
         self, calls: Sequence[ToolCall], human: Mapping[str, Decision] | None
