@@ -122,7 +122,7 @@ class _Wrapper(HandlerBase):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._langhooks_inner!r})"
 
-    if not TYPE_CHECKING:
+    if not TYPE_CHECKING:  # pragma: no branch  # always true at runtime
         # Reached only when ordinary lookup fails, so events pay nothing for it.
         # ``HandlerWithoutInvocation.wrap``, ``isolate`` and ``filtered`` are typed
         # as the wrapped handler's own class: reading its state or calling its
