@@ -20,7 +20,14 @@ from langhooks import (
     ToolCall,
     ToolContext,
 )
-from langhooks.chain import Decision, LLMChain, RetryPolicy, RunResult, Tool
+from langhooks.chain import (
+    Decision,
+    LLMChain,
+    RetryPolicy,
+    RunResult,
+    Tool,
+    json_processor,
+)
 from langhooks.models import ScriptedChatModel, ScriptedTurn
 from langhooks.testing import RecordingChainHandler
 
@@ -264,6 +271,25 @@ def until_success_exceeded() -> tuple[RunResult, RecordingChainHandler]:
     return chain.run("until_success"), recorder
 
 
+def processor_rejected() -> tuple[RunResult, RecordingChainHandler]:
+    """A JSON processor rejects a prose answer; the model answers again in JSON."""
+    chain, recorder = make_chain(
+        [says("Sunny."), says('{"weather": "sunny"}')],
+        message_processors=[json_processor()],
+    )
+    return chain.run(), recorder
+
+
+def processor_retries_exceeded() -> tuple[RunResult, RecordingChainHandler]:
+    """The model keeps answering prose until the failure counter is spent."""
+    chain, recorder = make_chain(
+        [says("Sunny."), says("Still sunny.")],
+        message_processors=[json_processor()],
+        max_retry_count=2,
+    )
+    return chain.run(), recorder
+
+
 SCENARIOS: dict[str, Callable[[], tuple[Any, RecordingChainHandler]]] = {
     "plain_reply": plain_reply,
     "two_tools": two_tools,
@@ -281,6 +307,8 @@ SCENARIOS: dict[str, Callable[[], tuple[Any, RecordingChainHandler]]] = {
     "non_retryable": non_retryable,
     "headers_and_usage": headers_and_usage,
     "until_success_exceeded": until_success_exceeded,
+    "processor_rejected": processor_rejected,
+    "processor_retries_exceeded": processor_retries_exceeded,
 }
 
 

@@ -251,6 +251,30 @@ EXPECTED: dict[str, list[str]] = {
         "on_retries_exceeded",
         "on_error",
     ],
+    "processor_rejected": [
+        "on_run_start",
+        "on_llm_new_delta x2",
+        "on_message_processing_error",
+        "on_error_message_created",
+        "on_llm_token_usage",
+        "on_llm_new_delta x3",
+        "on_message_processed",
+        "on_llm_token_usage",
+        "on_run_complete",
+    ],
+    "processor_retries_exceeded": [
+        "on_run_start",
+        "on_llm_new_delta x2",
+        "on_message_processing_error",
+        "on_error_message_created",
+        "on_llm_token_usage",
+        "on_llm_new_delta x3",
+        "on_message_processing_error",
+        "on_error_message_created",
+        "on_llm_token_usage",
+        "on_retries_exceeded",
+        "on_error",
+    ],
 }
 
 
@@ -320,3 +344,14 @@ class TestFiringOrder:
     def test_until_success_exceeded(self) -> None:
         """In until_success, each failed tool batch counts until the budget is spent."""
         assert events("until_success_exceeded") == EXPECTED["until_success_exceeded"]
+
+    def test_processor_rejected(self) -> None:
+        """The rejected answer and its automated reply are added; the model retries."""
+        assert events("processor_rejected") == EXPECTED["processor_rejected"]
+
+    def test_processor_retries_exceeded(self) -> None:
+        """Each rejection counts as a failure until max_retry_count ends the run."""
+        assert (
+            events("processor_retries_exceeded")
+            == EXPECTED["processor_retries_exceeded"]
+        )
