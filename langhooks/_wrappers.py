@@ -508,7 +508,9 @@ class CoalescingDeltas(_Wrapper):
     lost: a text partial is flushed before thinking, a tool call, the terminal call.
     Call ``flush()`` to deliver what waits at any other time. After a stream is
     cancelled no callback may follow, so text still waiting then is not delivered
-    (it is in the response the stream returns).
+    (it is in the response the stream returns); and when the handler cancels the
+    stream on text flushed before another event, that event is not delivered
+    either, as the stream would not have delivered it.
 
     Args:
         handler: a streaming handler (sync or async).
@@ -670,6 +672,8 @@ class CoalescingDeltas(_Wrapper):
                 with self._lock:
                     if self._due_before(kind, context):
                         self._deliver_sync(*self._take())
+                    if context.handle.is_cancelled:
+                        return  # (the handler may have cancelled just now)
                     if self._add(kind, part.text, context):
                         self._deliver_sync(*self._take())
 
@@ -678,7 +682,15 @@ class CoalescingDeltas(_Wrapper):
         def other(*args: Any) -> Any:
             with self._lock:
                 if self._chunks:
-                    self._deliver_sync(*self._take())
+                    kind, text, context = self._take()
+                    handle = context.handle
+                    # Only a cancel by the flushed text's handler stops this event:
+                    # text of a stream cancelled earlier is just dropped, and the
+                    # event may well belong to the next stream.
+                    if not handle.is_cancelled:
+                        self._deliver_sync(kind, text, context)
+                        if handle.is_cancelled:
+                            return None  # the stream would not deliver it now
                 return method(*args)
 
         return other
@@ -694,6 +706,8 @@ class CoalescingDeltas(_Wrapper):
             async def partial(part: Any, context: Any) -> None:
                 if self._due_before(kind, context):
                     await self._deliver_async(*self._take())
+                if context.handle.is_cancelled:
+                    return  # (the handler may have cancelled just now)
                 if self._add(kind, part.text, context):
                     await self._deliver_async(*self._take())
 
@@ -701,7 +715,12 @@ class CoalescingDeltas(_Wrapper):
 
         async def other(*args: Any) -> Any:
             if self._chunks:
-                await self._deliver_async(*self._take())
+                kind, text, context = self._take()
+                handle = context.handle
+                if not handle.is_cancelled:  # (as in the sync version)
+                    await self._deliver_async(kind, text, context)
+                    if handle.is_cancelled:
+                        return None  # the stream would not deliver it now
             return await method(*args)
 
         return other

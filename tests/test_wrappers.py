@@ -704,6 +704,22 @@ class _Collector(StreamingChatResponseHandler):
         self.log.append(("error", ""))
 
 
+class _CancelsOn(_Collector):
+    """Cancels the stream when a text partial contains ``word``."""
+
+    def __init__(self, word: str) -> None:
+        super().__init__()
+        self.word = word
+
+    @override
+    def on_partial_response(
+        self, partial: PartialResponse, context: PartialResponseContext
+    ) -> None:
+        super().on_partial_response(partial, context)
+        if self.word in partial.text:
+            context.handle.cancel()
+
+
 class _AsyncCollector(AsyncStreamingChatResponseHandler):
     def __init__(self) -> None:
         self.log: list[Delivered] = []
@@ -863,6 +879,37 @@ class TestCoalescingDeltas:
         _feed(handler, [("text", "fresh"), ("complete", "")], StreamingHandle())
         assert inner.log == [("text", "fresh"), ("complete", "")]
 
+    def test_cancel_on_flushed_text_stops_the_next_event(self) -> None:
+        """When the handler cancels on text flushed before an event, that event
+        (like anything after a cancel) is not delivered."""
+        for following in ("tool", "complete", "thinking"):
+            inner = _CancelsOn("STOP")
+            handler = CoalescingDeltas(inner, max_chars=100, max_interval=None)
+            handle = StreamingHandle()
+            _feed(handler, [("text", "ST"), ("text", "OP"), (following, "x")], handle)
+            assert handle.is_cancelled
+            assert inner.log == [("text", "STOP")], following
+
+    def test_event_after_earlier_cancel_delivered(self) -> None:
+        """Text of a stream cancelled earlier is dropped, but the next event (of
+        the next stream) is delivered."""
+        inner = _Collector()
+        handler = CoalescingDeltas(inner, max_chars=100, max_interval=None)
+        cancelled = StreamingHandle()
+        _feed(handler, [("text", "stale")], cancelled)
+        cancelled.cancel()
+        _feed(handler, [("complete", "")], StreamingHandle())
+        assert inner.log == [("complete", "")]
+
+    def test_partial_of_cancelled_stream_not_buffered(self) -> None:
+        """A partial arriving for an already cancelled stream is dropped."""
+        inner = _Collector()
+        handler = CoalescingDeltas(inner, max_chars=1, max_interval=None)
+        handle = StreamingHandle()
+        handle.cancel()
+        _feed(handler, [("text", "late")], handle)
+        assert inner.log == []
+
     def test_no_partials_passes_events_through(self) -> None:
         """A handler without partial methods keeps exactly its own events."""
         inner = SyncStream()
@@ -948,7 +995,38 @@ class TestCoalescingDeltas:
         await _afeed(handler, [("text", "stale")], cancelled)
         cancelled.cancel()
         await _afeed(handler, [("raw", "x")], StreamingHandle())
-        assert inner.log == [("thinking", "t"), ("raw", "x")]
+        await _afeed(handler, [("text", "stale")], cancelled)
+        cancelled_again = StreamingHandle()
+        await _afeed(handler, [("text", "stale")], cancelled_again)
+        cancelled_again.cancel()
+        await _afeed(handler, [("text", "new"), ("complete", "")], StreamingHandle())
+        assert inner.log == [
+            ("thinking", "t"),
+            ("raw", "x"),
+            ("text", "new"),
+            ("complete", ""),
+        ]
+
+    async def test_async_cancel_on_flushed_text(self) -> None:
+        """The async wrapper also delivers nothing after a cancel on flushed text."""
+
+        class CancelsOnStop(_AsyncCollector):
+            @override
+            async def on_partial_response(
+                self, partial: PartialResponse, context: PartialResponseContext
+            ) -> None:
+                await super().on_partial_response(partial, context)
+                context.handle.cancel()
+
+        for following in ("raw", "thinking"):
+            inner = CancelsOnStop()
+            handler = CoalescingDeltas(inner, max_chars=100, max_interval=None)
+            await _afeed(
+                handler,
+                [("text", "a"), ("text", "b"), (following, "x")],
+                StreamingHandle(),
+            )
+            assert inner.log == [("text", "ab")]
 
     async def test_inside_async_composite(self) -> None:
         """A coalesced async handler composes into an async composite."""
