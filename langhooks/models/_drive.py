@@ -85,6 +85,13 @@ _EVENTS: Final = (
     "on_error",
 )
 
+_new_partial: Final = PartialResponse.__new__
+_set_field: Final = object.__setattr__
+
+# Join every this many pieces of a content run into one block: pieces are a few
+# bytes of text each against ~50 bytes of overhead per str object.
+_COMPACT_AT: Final = 1024
+
 _Call: TypeAlias = "tuple[Callable[..., Any], tuple[Any, ...], bool]"
 
 
@@ -153,6 +160,7 @@ class _Driver:
         self._segments: list[tuple[Literal["text", "thinking"], list[str]]] = []
         self._last_kind: str | None = None
         self._last_pieces: list[str] = []
+        self._loose = 0  # pieces of the last run not yet joined into a block
         self._tool_calls: list[ToolCall] = []
         self._text_context: Final = PartialResponseContext(handle=handle)
         self._thinking_context: Final = PartialThinkingContext(handle=handle)
@@ -214,16 +222,17 @@ class _Driver:
             metadata={**self._metadata, **adapter.response_metadata},
         )
 
-    def _cancelled(self) -> bool:
-        # A call, not an attribute test: another thread may cancel at any moment.
-        return self.handle.is_cancelled
-
     def _actions(self, event: object) -> list[Action] | LangHooksError:
         """The adapter's actions for ``event``, or the error it stands for."""
-        if isinstance(event, LangHooksError):
-            return event  # a decoder's verdict on malformed wire data
+        if type(event) is not dict:
+            if isinstance(event, LangHooksError):
+                return event  # a decoder's verdict on malformed wire data
+            try:
+                event = _wire_event(event)
+            except LangHooksError as error:
+                return error
         try:
-            return self._adapter.feed(_wire_event(event))  # type: ignore[arg-type]  # _wire_event checks
+            return self._adapter.feed(event)  # type: ignore[arg-type]  # a dict, a Mapping or a str
         except LangHooksError as error:
             return error
         except Exception as exc:
@@ -234,19 +243,32 @@ class _Driver:
                 original=exc,
             )
 
+    def _append(self, kind: Literal["text", "thinking"], text: str) -> None:
+        """Add delivered text to the response being assembled."""
+        if kind == self._last_kind:
+            pieces = self._last_pieces
+            pieces.append(text)
+            self._loose += 1
+            if self._loose >= _COMPACT_AT:
+                # Many small str objects cost ~50 bytes each: join the latest
+                # ones into one block, so memory grows with the text itself
+                # (blocks are never joined again: no quadratic copying).
+                start = len(pieces) - self._loose
+                pieces[start:] = ["".join(pieces[start:])]
+                self._loose = 0
+        else:
+            self._last_kind = kind
+            self._last_pieces = [text]
+            self._loose = 1
+            self._segments.append((kind, self._last_pieces))
+
     def _accept(self, action: Action) -> _Call | None:
         """Record ``action`` in the response; the handler call it needs, if any."""
         kind = action[0]
         methods = self._methods
         if kind is TEXT or kind is THINKING:
             text: str = action[1]
-            name: Literal["text", "thinking"] = "text" if kind is TEXT else "thinking"
-            if name is self._last_kind:
-                self._last_pieces.append(text)
-            else:
-                self._last_kind = name
-                self._last_pieces = [text]
-                self._segments.append((name, self._last_pieces))
+            self._append("text" if kind is TEXT else "thinking", text)
             if kind is TEXT:
                 method = methods["on_partial_response"]
                 if method is None:
@@ -329,6 +351,8 @@ class StreamDriver(_Driver):
         metadata: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(format, handler, handle, metadata, allow_async=False)
+        text = self._methods["on_partial_response"]
+        self._on_text: Final = None if text is None else text[0]
 
     def feed(self, event: object) -> bool:
         """Deliver one decoded wire event.
@@ -349,28 +373,45 @@ class StreamDriver(_Driver):
         """
         if self._state != _OPEN:
             return False
-        cancelled = self._cancelled
-        if cancelled():
-            self._state = _CANCELLED
-            return False
         actions = self._actions(event)
+        handle = self.handle
         if isinstance(actions, LangHooksError):
-            if cancelled():
+            if handle.is_cancelled:
                 self._state = _CANCELLED
                 return False
             self._fail(actions)
+        # The hot path (a text chunk) is inlined; everything else goes through
+        # _accept. The handle is checked before every call, since a callback or
+        # another thread may cancel at any moment.
+        on_text = self._on_text
         try:
             for action in actions:
-                if cancelled():
+                if handle.is_cancelled:
                     self._state = _CANCELLED
                     return False
+                if action[0] is TEXT:
+                    text = action[1]
+                    if self._last_kind == "text" and self._loose < _COMPACT_AT - 1:
+                        self._last_pieces.append(text)
+                        self._loose += 1
+                    else:
+                        self._append("text", text)
+                    if on_text is not None:
+                        # PartialResponse(text=text) without re-running its
+                        # validator (the adapter gave a non-empty str): this is
+                        # the one object built per chunk, and validation
+                        # doubles its cost.
+                        partial = _new_partial(PartialResponse)
+                        _set_field(partial, "text", text)
+                        on_text(partial, self._text_context)
+                    continue
                 call = self._accept(action)
                 if call is not None:
                     call[0](*call[1])
         except BaseException:
             self._state = _BROKEN
             raise
-        if cancelled():
+        if handle.is_cancelled:
             self._state = _CANCELLED
             return False
         if self._adapter.done:
@@ -457,19 +498,16 @@ class AsyncStreamDriver(_Driver):
         """Deliver one decoded wire event; see ``StreamDriver.feed``."""
         if self._state != _OPEN:
             return False
-        cancelled = self._cancelled
-        if cancelled():
-            self._state = _CANCELLED
-            return False
         actions = self._actions(event)
+        handle = self.handle
         if isinstance(actions, LangHooksError):
-            if cancelled():
+            if handle.is_cancelled:
                 self._state = _CANCELLED
                 return False
             await self._fail(actions)
         try:
             for action in actions:
-                if cancelled():
+                if handle.is_cancelled:
                     self._state = _CANCELLED
                     return False
                 call = self._accept(action)
@@ -480,7 +518,7 @@ class AsyncStreamDriver(_Driver):
         except BaseException:
             self._state = _BROKEN
             raise
-        if cancelled():
+        if handle.is_cancelled:
             self._state = _CANCELLED
             return False
         if self._adapter.done:

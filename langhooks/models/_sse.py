@@ -175,6 +175,12 @@ class SSEDecoder:
                     self._data_size = 0
                 self._event = None
                 continue
+            if line[:6] == b"data: ":  # the common case, first
+                self._data_size += len(line) - 5
+                if self._data_size > MAX_LINE_BYTES:
+                    raise _too_long(self._data_size)
+                data.append(line[6:])
+                continue
             if line[0] == 0x3A:  # ":" a comment or keep-alive
                 continue
             field, colon, value = line.partition(b":")
@@ -274,39 +280,46 @@ class WireDecoder:
             if data == "[DONE]":
                 out.append(data)
                 continue
-            value = self._parse(data, at_end=at_end)
-            if value is None:
+            try:
+                value = _loads(data)
+            except (ValueError, RecursionError) as exc:
+                error = self._bad_json(data, exc, at_end=at_end)
+                if error is not None:
+                    out.append(error)
                 break
-            if name is not None and type(value) is dict and "type" not in value:
+            if type(value) is not dict:
+                self._failed = True
+                out.append(malformed(f"expected a JSON object, got {data[:120]!r}"))
+                break
+            if name is not None and "type" not in value:
                 value["type"] = name
             out.append(value)
-            if self._failed:
-                break
         return out
 
     def _parse_lines(self, lines: list[str], *, at_end: bool) -> list[object]:
         out: list[object] = []
         for line in lines:
-            value = self._parse(line, at_end=at_end)
-            if value is None:
+            try:
+                value = _loads(line)
+            except (ValueError, RecursionError) as exc:
+                error = self._bad_json(line, exc, at_end=at_end)
+                if error is not None:
+                    out.append(error)
+                break
+            if type(value) is not dict:
+                self._failed = True
+                out.append(malformed(f"expected a JSON object, got {line[:120]!r}"))
                 break
             out.append(value)
-            if self._failed:
-                break
         return out
 
-    def _parse(self, data: str, *, at_end: bool) -> object:
-        try:
-            value = _loads(data)
-        except (ValueError, RecursionError) as exc:
-            if at_end:
-                return None  # the stream was cut inside its last payload
-            self._failed = True
-            return malformed(f"not valid JSON: {data[:120]!r} ({exc})", original=exc)
-        if type(value) is not dict:
-            self._failed = True
-            return malformed(f"expected a JSON object, got {data[:120]!r}")
-        return value
+    def _bad_json(
+        self, data: str, exc: Exception, *, at_end: bool
+    ) -> LangHooksError | None:
+        if at_end:
+            return None  # the stream was cut inside its last payload
+        self._failed = True
+        return malformed(f"not valid JSON: {data[:120]!r} ({exc})", original=exc)
 
 
 def stream_events(format: str) -> WireDecoder:

@@ -339,7 +339,7 @@ class TestChunks:
 
     def test_stop_without_anything(self) -> None:
         """An empty stream with [DONE] completes with no content and reason OTHER."""
-        recorder, response = _drive("[DONE]")
+        recorder, response = _drive(_chunk({"content": ""}), "[DONE]")
         assert response.message.content == ()
         assert response.finish_reason is lh.FinishReason.OTHER
         assert recorder.names == ["complete_response"]

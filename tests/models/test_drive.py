@@ -379,6 +379,38 @@ class TestSelectiveDelivery:
         assert first.names[-1] == "complete_response"
 
 
+class TestAssembly:
+    """The response holds exactly the delivered text, however many pieces."""
+
+    def test_long_runs_of_pieces(self) -> None:
+        """Thousands of text and thinking pieces, in runs, assemble exactly."""
+        recorder = Recorder()
+        driver = StreamDriver("ollama", recorder)
+        for i in range(2500):
+            driver.feed({"message": {"content": f"t{i} "}})
+        for i in range(1100):
+            driver.feed({"message": {"thinking": f"h{i} "}})
+        driver.feed({"message": {"content": "end"}, "done": True})
+        response = driver.finish()
+        assert response.message.text == recorder.text
+        assert response.message.thinking == recorder.thinking
+        assert [part.type for part in response.message.content] == [
+            "text",
+            "thinking",
+            "text",
+        ]
+
+    async def test_long_runs_async(self) -> None:
+        """The async driver assembles long runs exactly too."""
+        recorder = AsyncRecorder()
+        driver = AsyncStreamDriver("openai-chat", recorder)
+        for i in range(2100):
+            await driver.feed({"choices": [{"delta": {"content": f"{i},"}}]})
+        await driver.feed("[DONE]")
+        response = await driver.finish()
+        assert response.message.text == recorder.text
+
+
 class TestSDKEvents:
     """Official-SDK event objects can be fed as they are."""
 

@@ -167,6 +167,9 @@ class TestLimits:
         line = b"data: " + b"y" * (1024 * 1024) + b"\n"
         with pytest.raises(lh.LangHooksError, match="limit"):
             SSEDecoder().feed(line * 9)
+        unspaced = b"data:" + b"y" * (1024 * 1024) + b"\n"
+        with pytest.raises(lh.LangHooksError, match="limit"):
+            SSEDecoder().feed(unspaced * 9)
 
     def test_unfinished_line_after_a_newline(self) -> None:
         """An unfinished line over the limit after a complete one fails too."""

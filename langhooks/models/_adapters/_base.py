@@ -60,6 +60,8 @@ def malformed(message: str, *, original: object = None) -> LangHooksError:
 
 def require_mapping(value: object, what: str) -> Mapping[str, Any]:
     """``value`` as a JSON object, or a protocol error naming ``what``."""
+    if type(value) is dict:
+        return value
     if not isinstance(value, Mapping):
         raise malformed(f"{what} must be a JSON object, got {type(value).__name__}")
     return value

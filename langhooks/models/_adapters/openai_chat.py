@@ -77,7 +77,8 @@ class OpenAIChatAdapter(StreamAdapter):
             if event.strip() != "[DONE]":
                 raise malformed(f"unexpected data {event[:80]!r} (not a JSON object)")
             return self._done()
-        event = require_mapping(event, "a Chat Completions chunk")
+        if type(event) is not dict:
+            event = require_mapping(event, "a Chat Completions chunk")
         error = event.get("error")
         if error:
             raise self._error(error)
@@ -101,7 +102,15 @@ class OpenAIChatAdapter(StreamAdapter):
                     break
                 delta = choice.get("delta")
                 if delta:
-                    self._delta(require_mapping(delta, "'delta'"), event, out)
+                    if type(delta) is not dict:
+                        delta = require_mapping(delta, "'delta'")
+                    content = delta.get("content")
+                    if len(delta) == 1 and type(content) is str:
+                        # The hot path: a delta of nothing but text.
+                        if content:
+                            out.append((TEXT, content))
+                    else:
+                        self._delta(delta, event, out)
                 reason = choice.get("finish_reason")
                 if reason is not None:
                     self._finish(reason, out)
