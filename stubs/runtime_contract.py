@@ -22,7 +22,16 @@ from langhooks import (
     ToolContext,
     ToolResult,
 )
-from langhooks.chain import Decision, LLMChain, RetryPolicy, RunResult, Tool
+from langhooks.chain import (
+    Decision,
+    LLMChain,
+    MessageProcessor,
+    Reject,
+    RetryPolicy,
+    RunResult,
+    Tool,
+    json_processor,
+)
 from langhooks.models import ChatModel, ChatRequest, ScriptedChatModel, ScriptedTurn
 from langhooks.testing import RecordingChainHandler
 
@@ -80,6 +89,18 @@ class Gate(ChainCallbackHandler):
         print(error.type, error.original)
 
 
+def require_text(chain: LLMChain, message: Message) -> Message | Reject:
+    """A message processor: reject empty answers, tag the others."""
+    if not message.text:
+        return Reject("Answer with some text.")
+    return Message(
+        role="assistant",
+        content=message.content,
+        metadata={**message.metadata, "checked_by": len(chain.messages)},
+    )
+
+
+processors: list[MessageProcessor] = [json_processor(fenced=True), require_text]
 model: ChatModel = EchoModel()
 scripted: ChatModel = ScriptedChatModel(
     [ScriptedTurn(text="hi"), LangHooksError("overloaded", "busy")], delay=0.0
@@ -95,7 +116,10 @@ chain = LLMChain(
     custom_context={"user": "ada"},
     fallbacks=[scripted],
     retry=RetryPolicy(max_attempts=3, sleep=lambda seconds: None),
+    message_processors=processors,
 ).add_message(Message.user("hello"))
+chain = chain.add_message_processors([json_processor()])
+parsed: object = chain.messages[-1].metadata.get("processed_content")
 result: RunResult = chain.run()
 if result.status == "interrupted":
     resumed = result.chain.execute_tool_calls_with_decisions(
@@ -110,3 +134,16 @@ async def main() -> RunResult:
 
 
 chain.run(mode="forever")  # type: ignore[arg-type]
+
+
+def text_only(message: Message) -> Message:
+    return message
+
+
+async def later(chain: LLMChain, message: Message) -> Message:
+    return message
+
+
+LLMChain(model, message_processors=[text_only])  # type: ignore[list-item]
+chain.add_message_processors([later])  # type: ignore[list-item]
+Reject(reply=3)  # type: ignore[arg-type]
