@@ -72,7 +72,8 @@ class _Composite(HandlerBase, Generic[_H]):
 
         Raises:
             TypeError: a handler has the wrong interface.
-            ValueError: ``errors`` is unknown, or a handler is given twice.
+            ValueError: ``errors`` is unknown, a handler is given twice, or a
+                handler would call this composite (a cycle).
         """
         if errors not in ("raise", "log"):
             raise ValueError(f"errors must be 'raise' or 'log', got {errors!r}")
@@ -94,7 +95,8 @@ class _Composite(HandlerBase, Generic[_H]):
 
         Raises:
             TypeError: the handler has the wrong interface.
-            ValueError: the handler is already registered.
+            ValueError: the handler is already registered, or it would call this
+                composite (it is this composite, or contains or wraps it).
         """
         with self._lock:
             self._registered = self._with(handler)
