@@ -88,9 +88,9 @@ def json_processor(*, fenced: bool = False) -> MessageProcessor:
     parser's complaint, so the model can correct itself.
 
     Args:
-        fenced: parse the first fenced block (```` ```json ... ``` ```` or a bare
-            ```` ``` ```` fence) when the answer has one, so that commentary
-            around the block is allowed; without a fence the whole text is parsed.
+        fenced: parse the first fenced code block (three backticks, tagged
+            ``json`` or not) when the answer has one, so that the model may
+            comment around it; without a fence the whole text is parsed.
 
     Returns:
         The processor, for ``LLMChain(message_processors=[...])``.
