@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langhooks import LangHooksError, Message, ToolCall, ToolContext
-from langhooks.chain import LLMChain, RetryPolicy, Tool
+from langhooks.chain import LLMChain, Reject, RetryPolicy, Tool
 from langhooks.models import ScriptedChatModel, ScriptedTurn
 from langhooks.testing import RecordingChainHandler
 
@@ -36,6 +36,7 @@ calls = st.lists(st.sampled_from(NAMES), max_size=3)
 items = st.one_of(
     calls.map(lambda names: ("turn", names)),
     st.sampled_from(["overloaded", "invalid_request"]).map(lambda t: ("error", t)),
+    st.just(("rejected", None)),
 )
 TERMINAL = {"on_run_complete", "on_error"}
 
@@ -47,6 +48,9 @@ def script(plan: list[tuple[str, Any]]) -> list[ScriptedTurn | LangHooksError]:
         if kind == "error":
             turns.append(LangHooksError(value, "scripted failure"))
             continue
+        if kind == "rejected":
+            turns.append(ScriptedTurn(text=f"turn {number} rejected"))
+            continue
         turns.append(
             ScriptedTurn(
                 text=f"turn {number}",
@@ -57,6 +61,11 @@ def script(plan: list[tuple[str, Any]]) -> list[ScriptedTurn | LangHooksError]:
             )
         )
     return turns
+
+
+def refuse_marked(chain: LLMChain, message: Message) -> Message | Reject:
+    """A message processor rejecting answers that say "rejected"."""
+    return Reject("Try again.") if "rejected" in message.text else message
 
 
 class TestRunLaws:
@@ -71,7 +80,8 @@ class TestRunLaws:
         self, plan: list[tuple[str, Any]], mode: Any
     ) -> None:
         """A run starts with on_run_start, ends with exactly one terminal event,
-        and every started call gets exactly one outcome, in call order."""
+        every started call gets exactly one outcome, in call order, and every
+        rejected answer is followed by its automated reply."""
         recorder = RecordingChainHandler()
         chain = LLMChain(
             ScriptedChatModel(script(plan)),
@@ -79,6 +89,7 @@ class TestRunLaws:
             callbacks=[recorder],
             retry=RetryPolicy(sleep=lambda _: None),
             max_retry_count=10,
+            message_processors=[refuse_marked],
         ).add_message(Message.user("go"))
         result = chain.run(mode)
         names = recorder.names
@@ -100,3 +111,12 @@ class TestRunLaws:
                 asked = [m for m in result.chain.messages if m.role == "assistant"]
                 ids = [r.tool_call_id for r in message.tool_results]
                 assert any([c.call_id for c in m.tool_calls] == ids for m in asked)
+        for position, name in enumerate(names):
+            if name == "on_message_processing_error":
+                assert names[position + 1] == "on_error_message_created"
+        rejected = [a[1] for a in recorder.of("on_message_processing_error")]
+        messages = list(result.chain.messages)
+        for message in rejected:
+            after = messages[messages.index(message) + 1]
+            assert after.role == "user"
+            assert after.text == "Try again."
