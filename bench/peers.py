@@ -12,14 +12,16 @@ It goes through a plain loop over bound methods (the limit), langhooks composite
 (sync and async), LangChain-core's callback managers (``on_llm_new_token``; sync,
 async with default settings, async with ``run_inline=True``), pluggy hooks and
 blinker signals. Also measured: the four hot-path targets, ``CoalescingDeltas``,
-peak memory over a million partials and a scripted 100-turn chain run with two
-tools a turn. Results are printed as tables and saved as JSON
+peak memory over a million partials, a scripted 100-turn chain run with two
+tools a turn, and stream replay against ``json.loads`` (the stream from
+``bench/streams.py``). Results are printed as tables and saved as JSON
 (``bench/results/peers.json`` by default). See ``docs/guide/performance.md``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import statistics
 import sys
 import time
@@ -31,6 +33,7 @@ from typing import Any
 import _harness
 import blinker
 import pluggy
+import streams
 from langchain_core.callbacks import (
     AsyncCallbackHandler,
     AsyncCallbackManager,
@@ -42,7 +45,7 @@ from typing_extensions import override
 import langhooks
 from langhooks import PartialResponse, PartialResponseContext
 from langhooks.chain import LLMChain
-from langhooks.models import ScriptedChatModel, ScriptedTurn
+from langhooks.models import ScriptedChatModel, ScriptedTurn, replay_stream
 from langhooks.testing import RecordingChainHandler
 
 HANDLER_COUNTS: tuple[int, ...] = (1, 3, 10)
@@ -261,6 +264,30 @@ def extra_cases(workload: _harness.Workload) -> list[_harness.Case]:
     ]
 
 
+def stream_cases(chunks: int) -> list[_harness.Case]:
+    """Replaying an OpenAI chat stream against ``json.loads`` of its data lines.
+
+    The stream, its socket-sized pieces and the handler come from
+    ``bench/streams.py`` (its own script also traces memory while streaming).
+    """
+    body, payloads = streams.build_stream(chunks)
+    loads = json.loads
+    sink = streams.TextSink()
+
+    def parse_only() -> None:
+        for payload in payloads:
+            loads(payload)
+
+    def replay() -> None:
+        replay_stream(streams.pieces(body), format="openai-chat", handler=sink)
+
+    events = len(payloads)
+    return [
+        _harness.Case("stream_json_loads", parse_only, events),
+        _harness.Case("stream_replay", replay, events),
+    ]
+
+
 # --- memory and the runtime -------------------------------------------------------
 
 
@@ -417,6 +444,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     peers = _harness.measure(peer_cases(workload), settings, progress=note)
     note("targets and wrappers")
     extras = _harness.measure(extra_cases(workload), settings, progress=note)
+    note("stream replay")
+    stream = _harness.measure(
+        stream_cases(500 if settings.quick else 2_000), settings, progress=note
+    )
     memory_partials = 100_000 if settings.quick else 1_000_000
     note(f"peak memory over {memory_partials:,} partials")
     memory = peak_memory(workload, memory_partials)
@@ -463,6 +494,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for label, subject, baseline in informational
             ],
         )
+    )
+    replay, parse = stream["stream_replay"], stream["stream_json_loads"]
+    print(
+        f"\nstream replay (OpenAI chat, {parse.events:,} data lines in 4 KiB pieces, "
+        f"into a handler overriding on_partial_response): {replay.median:.0f} ns "
+        f"per data line vs {parse.median:.0f} for json.loads alone = "
+        f"{replay.ratio(parse):.2f}x"
     )
     print()
     print(
@@ -512,6 +550,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 },
                 "targets": [target.as_json(extras) for target in _harness.TARGETS],
                 "cases": {name: r.as_json() for name, r in extras.items()},
+                "stream_replay": {
+                    **{name: r.as_json() for name, r in stream.items()},
+                    "ratio": round(
+                        stream["stream_replay"].ratio(stream["stream_json_loads"]), 3
+                    ),
+                },
                 "memory": memory,
                 "chain_run": chain,
             },
