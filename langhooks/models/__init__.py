@@ -7,6 +7,7 @@ from ._ollama import OllamaChatModel
 from ._openai import OpenAIChatModel, OpenAIResponsesModel
 from ._replay import replay_stream
 from ._scripted import ScriptedChatModel, ScriptedTurn
+from ._sse import stream_events
 
 __all__ = ["ChatModel", "ChatRequest"]
 __all__ += ["ScriptedChatModel", "ScriptedTurn"]
@@ -17,6 +18,7 @@ __all__ += [
     "StreamDriver",
     "StreamFormat",
     "replay_stream",
+    "stream_events",
 ]
 
 __all__ += [

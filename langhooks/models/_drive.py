@@ -202,7 +202,7 @@ class _Driver:
         elif self._state == _FAILED or self._state == _BROKEN:
             status = "stream_error"
         else:
-            status = finish_status(reason)  # type: ignore[assignment]  # one of three statuses
+            status = finish_status(reason)
         message = Message(
             role="assistant",
             content=[

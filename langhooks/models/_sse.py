@@ -35,6 +35,7 @@ Chunk: TypeAlias = bytes | bytearray | memoryview | str
 
 _BOM: Final = b"\xef\xbb\xbf"
 _loads: Final = json.loads
+_FORMATS: Final = ["openai-chat", "openai-responses", "anthropic", "ollama"]
 
 
 def _too_long(size: int) -> LangHooksError:
@@ -323,5 +324,18 @@ class WireDecoder:
 
 
 def stream_events(format: str) -> WireDecoder:
-    """A decoder for a stream of ``format`` ("ollama" is NDJSON, the others SSE)."""
+    """A decoder for the body of a stream of ``format``.
+
+    Feed it the body's chunks as they arrive (``decoder.feed(chunk)``), and call
+    ``decoder.end()`` at the end of input; both return the decoded events, ready
+    for ``StreamDriver.feed``. "ollama" is NDJSON, the other formats SSE.
+
+    Args:
+        format: "openai-chat", "openai-responses", "anthropic" or "ollama".
+
+    Raises:
+        ValueError: ``format`` is unknown.
+    """
+    if format not in _FORMATS:
+        raise ValueError(f"unknown stream format {format!r}; use one of {_FORMATS}")
     return WireDecoder(format)

@@ -275,6 +275,11 @@ class TestWireDecoder:
         assert sse.feed(b'data: {"b": 2}') == []
         assert sse.end() == [{"b": 2}]
 
+    def test_unknown_format(self) -> None:
+        """stream_events rejects an unknown format by name."""
+        with pytest.raises(ValueError, match="grpc"):
+            stream_events("grpc")
+
     def test_non_object_at_end_is_an_error(self) -> None:
         """At the end, a last payload that parses to a non-object is an error."""
         decoder = WireDecoder("ollama")

@@ -25,7 +25,13 @@ import json
 from collections.abc import Mapping
 from typing import Any, ClassVar, Final, TypeAlias
 
-from ..._messages import FinishReason, LangHooksError, TokenUsage, ToolCall
+from ..._messages import (
+    FinishReason,
+    LangHooksError,
+    MessageStatus,
+    TokenUsage,
+    ToolCall,
+)
 
 __all__ = [
     "TEXT",
@@ -160,7 +166,7 @@ def arguments_parse(text: str) -> bool:
         return False
 
 
-def finish_status(reason: FinishReason | None) -> str:
+def finish_status(reason: FinishReason | None) -> MessageStatus:
     """The message status a finish reason implies."""
     if reason is FinishReason.LENGTH:
         return "length"
