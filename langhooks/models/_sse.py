@@ -17,6 +17,7 @@ from typing import Final, TypeAlias, final
 
 from .._messages import LangHooksError
 from ._adapters._base import malformed
+from ._drive import STREAM_FORMATS
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -35,7 +36,6 @@ Chunk: TypeAlias = bytes | bytearray | memoryview | str
 
 _BOM: Final = b"\xef\xbb\xbf"
 _loads: Final = json.loads
-_FORMATS: Final = ["openai-chat", "openai-responses", "anthropic", "ollama"]
 
 
 def _too_long(size: int) -> LangHooksError:
@@ -336,6 +336,8 @@ def stream_events(format: str) -> WireDecoder:
     Raises:
         ValueError: ``format`` is unknown.
     """
-    if format not in _FORMATS:
-        raise ValueError(f"unknown stream format {format!r}; use one of {_FORMATS}")
+    if format not in STREAM_FORMATS:
+        raise ValueError(
+            f"unknown stream format {format!r}; use one of {list(STREAM_FORMATS)}"
+        )
     return WireDecoder(format)
