@@ -8,7 +8,7 @@ Usage (from the repository root)::
 
 Each case delivers the same stream of token partials to handlers that count them.
 Ratios are medians over interleaved rounds; see ``_harness.py`` for the method and
-``docs/guide/performance.md`` for what each figure means. Exits 0 whatever the
+``docs/performance.md`` for what each figure means. Exits 0 whatever the
 figures: a shared machine's timings are reported, not asserted.
 """
 

@@ -15,7 +15,7 @@ blinker signals. Also measured: the four hot-path targets, ``CoalescingDeltas``,
 peak memory over a million partials, a scripted 100-turn chain run with two
 tools a turn, and stream replay against ``json.loads`` (the stream from
 ``bench/streams.py``). Results are printed as tables and saved as JSON
-(``bench/results/peers.json`` by default). See ``docs/guide/performance.md``.
+(``bench/results/peers.json`` by default). See ``docs/performance.md``.
 """
 
 from __future__ import annotations

@@ -1,0 +1,38 @@
+"""README.md: the example runs and the two setup commands are the ones CI runs."""
+
+from __future__ import annotations
+
+import re
+import runpy
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def _blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", README, flags=re.DOTALL)
+
+
+class TestReadme:
+    def test_example_runs(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """The Python example streams the scripted reply through the composite."""
+        (example,) = _blocks("python")
+        script = tmp_path / "example.py"
+        script.write_text(example, encoding="utf-8")
+        runpy.run_path(str(script), run_name="__main__")
+        out = capsys.readouterr().out
+        assert out.startswith("Hello from the scripted model.")
+        assert "FinishReason.STOP complete" in out
+
+    def test_commands_are_what_ci_runs(self) -> None:
+        """The README gives the demo and exactly the test command .ci/run runs."""
+        demo, suite = _blocks("bash")[:2]
+        assert demo.strip().endswith("langhooks demo")
+        test_command = suite.strip().split("&&")[-1].strip()
+        ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+        assert test_command in ci.splitlines()
