@@ -44,9 +44,10 @@ class EventSpec:
 class HandlerBase:
     """Root of the four handler interfaces. Not public: subclass an interface."""
 
-    # Set on each interface: its own events. Set on every class: all events of all
-    # its interfaces, and the ones the class overrides.
-    _langhooks_own_events: ClassVar[Mapping[str, EventSpec]] = {}
+    # Set on each interface only (so ``vars(cls)`` holding it marks an interface):
+    # its own events. Set on every class: all events of all its interfaces, and the
+    # ones the class overrides.
+    _langhooks_own_events: ClassVar[Mapping[str, EventSpec]]
     _langhooks_events: ClassVar[Mapping[str, tuple[EventSpec, ...]]] = {}
     _langhooks_overrides: ClassVar[frozenset[str]] = frozenset()
 

@@ -11,6 +11,7 @@ from langhooks import (
     AsyncChainCallbackHandler,
     AsyncStreamingChatResponseHandler,
     ChainCallbackHandler,
+    HandlerWithoutInvocation,
     PartialResponse,
     PartialResponseContext,
     StreamingChatResponseHandler,
@@ -281,6 +282,18 @@ class TestHelpers:
         """interfaces_of lists the interfaces a handler implements."""
         assert StreamingChatResponseHandler in interfaces_of(_Text())
         assert ChainCallbackHandler not in interfaces_of(_Text())
+
+    def test_interfaces_of_lists_only_real_interfaces(self) -> None:
+        """interfaces_of leaves out HandlerBase, the root that declares no events."""
+        assert interfaces_of(_Text()) == (StreamingChatResponseHandler,)
+
+    def test_wrapper_classes_add_only_the_interfaces(self) -> None:
+        """A wrapper's class has the wrapper and the handler's interfaces as bases."""
+        wrapped = HandlerWithoutInvocation(_Text())
+        assert type(wrapped).__bases__ == (
+            HandlerWithoutInvocation,
+            StreamingChatResponseHandler,
+        )
 
     def test_event_is_async(self) -> None:
         """event_is_async follows the interface, not the instance."""
