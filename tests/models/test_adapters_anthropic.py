@@ -253,6 +253,15 @@ class TestEvents:
         recorder, _ = _drive(_START, start, delta, _stop(0), _STOP)
         assert delta in recorder.payloads("unmapped_raw_event")
 
+    def test_server_tool_input_is_unmapped(self) -> None:
+        """A server tool block's input_json_delta is unmapped, not a protocol error."""
+        start = _block(0, type="server_tool_use", id="s1", name="web_search", input={})
+        delta = _delta(0, type="input_json_delta", partial_json='{"query": "x"}')
+        recorder, response = _drive(_START, start, delta, _stop(0), _STOP)
+        assert recorder.payloads("unmapped_raw_event") == [start, delta, _stop(0)]
+        assert recorder.terminal_calls == [("complete_response", response)]
+        assert response.message.tool_calls == ()
+
     def test_other_stop_reasons(self) -> None:
         """pause_turn is OTHER; no stop reason at all is OTHER too."""
         _, paused = _drive(

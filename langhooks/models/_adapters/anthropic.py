@@ -184,6 +184,10 @@ class AnthropicAdapter(StreamAdapter):
     def _delta(self, event: Mapping[str, Any]) -> list[Action]:
         _, block = self._block(event)
         delta = require_mapping(event.get("delta"), "'delta'")
+        if block.kind == "unmapped":
+            # A server tool's input streams as input_json_delta too: the whole
+            # block is unmapped, its deltas with it.
+            return [(UNMAPPED, event)]
         kind = delta.get("type")
         if kind == "text_delta" and block.kind == "text":
             text = optional_str(delta, "text")
