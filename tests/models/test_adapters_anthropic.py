@@ -82,7 +82,9 @@ class TestSharedFixture:
         assert usage.raw["input_tokens"] == 612
         assert usage.raw["cache_read_input_tokens"] == 2048
         assert usage.raw["cache_creation_input_tokens"] == 0
-        assert usage.cumulative is True
+        # The adapter already merged the running totals: the response's usage is
+        # one final figure, which adds up with other responses' usage.
+        assert usage.cumulative is False
         assert response.id == "msg_01Jc7XqRwq2TtHn8bV5kZs3M"
         assert response.model_name == "claude-sonnet-4-5-20250929"
 
@@ -168,6 +170,23 @@ class TestQuirks:
         assert usage is not None
         assert (usage.input_tokens, usage.output_tokens) == (410, 9)
         assert recorder.text == "I can't help with that."
+
+
+class TestUsage:
+    """The response's usage is the stream's final figure."""
+
+    def test_usage_of_two_responses_adds_up(self) -> None:
+        """Summing two Anthropic responses' usage adds them, as for any provider."""
+        path = shared_fixture("anthropic_thinking_tool.sse")
+        first = replay_stream(path, format=FORMAT, handler=Recorder())
+        second = replay_stream(path, format=FORMAT, handler=Recorder())
+        assert first.token_usage is not None
+        assert second.token_usage is not None
+        total = first.token_usage + second.token_usage
+        assert (total.input_tokens, total.output_tokens) == (
+            2 * (612 + 2048),
+            2 * 163,
+        )
 
 
 class TestEvents:

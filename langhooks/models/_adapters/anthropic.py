@@ -240,7 +240,9 @@ class AnthropicAdapter(StreamAdapter):
     def _add_usage(self, usage: Mapping[str, Any] | None) -> None:
         if usage is None:
             return
-        # Cumulative: a later report replaces the counts it carries.
+        # Cumulative: a later report replaces the counts it carries. The merged
+        # result is the response's own total (not marked cumulative), so summing
+        # the usage of several responses adds them up.
         self._usage.update({k: v for k, v in usage.items() if v is not None})
         raw = self._usage
         self.usage = TokenUsage(
@@ -249,7 +251,6 @@ class AnthropicAdapter(StreamAdapter):
             + (optional_int(raw, "cache_creation_input_tokens") or 0),
             output_tokens=optional_int(raw, "output_tokens") or 0,
             raw=raw,
-            cumulative=True,
         )
 
     def _end(self) -> None:
