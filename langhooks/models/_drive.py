@@ -11,7 +11,10 @@ driver turns events into handler calls through the format's pure adapter
 - exactly one terminal call (``on_complete_response`` or ``on_error``) and nothing
   after it;
 - after ``handle.cancel()``, no callback at all, and ``finish`` returns the
-  partial response with message status ``"cancelled"``;
+  partial response with message status ``"cancelled"`` (a cancel from another
+  thread is seen before the next callback; one that lands while ``finish`` is
+  already completing is too late, and the response stays complete, as the
+  handler was told);
 - nothing but ``LangHooksError`` escapes ``feed``/``finish``/``fail``, except an
   exception raised by the handler itself, which propagates unchanged (the driver
   then calls nothing more);
@@ -445,8 +448,10 @@ class StreamDriver(_Driver):
             return self._build()
         if state == _OPEN:
             self._fail(self._truncated())
-        response = self._final = self._build()
+        # Completed from here: a cancel landing now (from another thread) is too
+        # late, and the response must say "complete" as the handler is told.
         self._state = _COMPLETED
+        response = self._final = self._build()
         method = self._methods["on_complete_response"]
         if method is not None:
             method[0](response)
@@ -542,8 +547,10 @@ class AsyncStreamDriver(_Driver):
             return self._build()
         if state == _OPEN:
             await self._fail(self._truncated())
-        response = self._final = self._build()
+        # Completed from here: a cancel landing now (from another thread) is too
+        # late, and the response must say "complete" as the handler is told.
         self._state = _COMPLETED
+        response = self._final = self._build()
         method = self._methods["on_complete_response"]
         if method is not None:
             result = method[0](response)

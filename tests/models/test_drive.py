@@ -326,6 +326,31 @@ class TestCancel:
         assert driver.finish().message.status == "cancelled"
         assert recorder.names == ["partial_response"]
 
+    def test_cancel_racing_the_terminal_call(self) -> None:
+        """A cancel landing after finish decided to complete: the handler's response
+        and the returned one are the same complete response."""
+        recorder = Recorder()
+        driver = StreamDriver("openai-chat", recorder)
+        driver.feed(_TEXT)
+        driver.feed(_STOP)
+        driver.feed("[DONE]")
+        _cancel_while_building(driver)
+        response = driver.finish()
+        assert recorder.terminal_calls == [("complete_response", response)]
+        assert response.message.status == "complete"
+
+    async def test_async_cancel_racing_the_terminal_call(self) -> None:
+        """The async driver: the handler's response and the returned one agree."""
+        recorder = AsyncRecorder()
+        driver = AsyncStreamDriver("openai-chat", recorder)
+        await driver.feed(_TEXT)
+        await driver.feed(_STOP)
+        await driver.feed("[DONE]")
+        _cancel_while_building(driver)
+        response = await driver.finish()
+        assert recorder.terminal_calls == [("complete_response", response)]
+        assert response.message.status == "complete"
+
     def test_cancel_then_error_or_fail(self) -> None:
         """After cancel, an error event is not reported; fail() only raises."""
         recorder = Recorder()
@@ -633,3 +658,27 @@ class TestAsyncDriver:
         failing = AsyncStreamDriver("ollama", lh.AsyncStreamingChatResponseHandler())
         with pytest.raises(lh.LangHooksError, match="down"):
             await failing.feed({"error": "down"})
+
+
+def _cancel_while_building(driver: StreamDriver | AsyncStreamDriver) -> None:
+    """Make the driver's next read of the finish reason cancel its handle.
+
+    That read happens while ``finish`` builds the response, after it checked the
+    handle: the moment a cancel from another thread can land, made deterministic.
+    """
+    adapter = driver._adapter
+    handle = driver.handle
+
+    class Cancelling(type(adapter)):  # type: ignore[misc]
+        @property
+        def finish_reason(self) -> lh.FinishReason | None:
+            handle.cancel()
+            return typing.cast("lh.FinishReason | None", self.__dict__["reason"])
+
+        @finish_reason.setter
+        def finish_reason(self, value: lh.FinishReason | None) -> None:
+            self.__dict__["reason"] = value
+
+    reason = adapter.finish_reason
+    adapter.__class__ = Cancelling
+    adapter.finish_reason = reason
