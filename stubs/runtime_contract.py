@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
 from typing_extensions import override
 
 from langhooks import (
@@ -119,6 +120,12 @@ chain = LLMChain(
     message_processors=processors,
 ).add_message(Message.user("hello"))
 chain = chain.add_message_processors([json_processor()])
+# Changed copies with attrs.evolve: the converters' argument types are what mypy
+# checks (a set or a list where the field holds a tuple or a frozenset).
+chain = attrs.evolve(chain, callbacks=[RecordingChainHandler()], tools=tools)
+patient = RetryPolicy(retry_types={"timeout", "stream_error"})
+patient = attrs.evolve(patient, retry_types=["overloaded"])
+chain = attrs.evolve(chain, retry=patient, custom_context={"user": "grace"})
 parsed: object = chain.messages[-1].metadata.get("processed_content")
 result: RunResult = chain.run()
 if result.status == "interrupted":
@@ -147,3 +154,4 @@ async def later(chain: LLMChain, message: Message) -> Message:
 LLMChain(model, message_processors=[text_only])  # type: ignore[list-item]
 chain.add_message_processors([later])  # type: ignore[list-item]
 Reject(reply=3)  # type: ignore[arg-type]
+attrs.evolve(chain, callbacks=[EchoModel()])  # type: ignore[list-item]

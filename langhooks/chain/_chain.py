@@ -162,13 +162,12 @@ class LLMChain:
     def pending_tool_calls(self) -> tuple[ToolCall, ...]:
         """The calls an interrupted run left waiting for a human decision."""
         waiting = {result.tool_call_id for result in pending_results(self)}
-        return tuple(
-            call
-            for message in self.messages
-            if message.role == "assistant"
-            for call in message.tool_calls
-            if call.call_id in waiting
-        )
+        # The calls of the answer the last tool message replies to: an earlier
+        # answer may have used the same ids (Ollama numbers calls per turn).
+        for message in reversed(self.messages):
+            if message.role == "assistant":
+                return tuple(c for c in message.tool_calls if c.call_id in waiting)
+        return ()
 
     def replace_tool_result(self, tool_call_id: str, result: ToolResult) -> LLMChain:
         """A copy with the result for ``tool_call_id`` swapped for ``result``.
@@ -300,6 +299,7 @@ class LLMChain:
                 f"{len(decisions)} decision(s)"
             )
         waiting = {result.tool_call_id for result in pending_results(self)}
+        seen: set[str] = set()
         for call, decision in zip(calls, decisions, strict=True):
             if not isinstance(call, ToolCall):
                 raise TypeError(f"calls must be ToolCalls, got {call!r}")
@@ -313,6 +313,13 @@ class LLMChain:
                     f"tool call {call.call_id!r} is not waiting for a decision; "
                     f"waiting: {sorted(waiting) or 'none'}"
                 )
+            if call.call_id in seen:
+                # The tool would run once per listing: refuse before anything runs.
+                raise ValueError(
+                    f"tool call {call.call_id!r} is given more than once; give "
+                    f"each waiting call one decision"
+                )
+            seen.add(call.call_id)
 
     def _resume(
         self, run: Run, calls: Sequence[ToolCall], decisions: Sequence[Decision]
@@ -339,7 +346,8 @@ class LLMChain:
             ``RunResult``: "ok", "interrupted" (calls still wait) or "error".
 
         Raises:
-            ValueError: a call is not waiting, or the counts differ.
+            ValueError: a call is not waiting or is given twice, or the counts
+                differ.
             TypeError: a bad call or decision, or an async handler (use
                 ``aexecute_tool_calls_with_decisions``).
         """

@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Literal
 
 import attrs
 
-from .._messages import LangHooksError
+from .._messages import _ERROR_TYPES, LangHooksError
 
 __all__ = ["Decision", "RetryPolicy"]
 
@@ -75,6 +75,24 @@ class Decision:
         return cls(kind="reject", reason=reason)
 
 
+def _error_types(values: Iterable[str]) -> frozenset[str]:
+    # A typed converter: mypy's attrs plugin cannot infer the argument type of the
+    # generic ``frozenset``, and a bare str would silently become its letters.
+    if isinstance(values, str):
+        raise TypeError(
+            f"retry_types must be a collection of error types, got the str "
+            f"{values!r}: write {{{values!r}}}"
+        )
+    types = frozenset(values)
+    unknown = sorted(types - _ERROR_TYPES)
+    if unknown:
+        raise ValueError(
+            f"retry_types has unknown error types {unknown}; known: "
+            f"{sorted(_ERROR_TYPES)}"
+        )
+    return types
+
+
 def _positive_int(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{attribute.name} must be an int >= 1, got {value!r}")
@@ -123,7 +141,7 @@ class RetryPolicy:
     max_delay: float = attrs.field(default=30.0, validator=_non_negative)
     jitter: float = attrs.field(default=0.2, validator=_fraction)
     retry_types: frozenset[str] = attrs.field(
-        default=frozenset({"stream_error"}), converter=frozenset
+        default=frozenset({"stream_error"}), converter=_error_types
     )
     sleep: Callable[[float], object] = attrs.field(default=time.sleep, eq=False)
     async_sleep: Callable[[float], Awaitable[object]] = attrs.field(

@@ -100,7 +100,7 @@ class _Fire:
 
 @attrs.frozen
 class _Stream:
-    """Stream one model call; the result is ``(response, streamed)``."""
+    """Stream one model call; the result is ``(response, bridge state)``."""
 
     model: ChatModel
     request: ChatRequest
@@ -396,7 +396,7 @@ class Run:
                     messages=self.chain.messages, tools=self.chain.tools
                 )
                 try:
-                    response, streamed = yield _Stream(model, request)
+                    response, stream = yield _Stream(model, request)
                 except LangHooksError as error:
                     yield from _metadata_events(self.chain, error.metadata)
                     yield _Fire("on_llm_error", (self.chain, error))
@@ -412,7 +412,7 @@ class Run:
                         yield _Sleep(self.policy.delay(attempt, error))
                         continue
                     break
-                return (yield from self.process_response(response, streamed))
+                return (yield from self.process_response(response, stream))
         assert last is not None  # the loop above ran at least once and failed
         if len(models) == 1:
             raise _GiveUp(last)
@@ -426,9 +426,12 @@ class Run:
         )
 
     def process_response(
-        self, response: ChatResponse, streamed: bool
+        self, response: ChatResponse, stream: _BridgeState
     ) -> _Steps[Message | None]:
         """Add the assistant message and fire what follows a model call.
+
+        Calls the stream did not announce (a model that delivers its answer whole)
+        are identified here, after ``on_llm_new_message``.
 
         Returns:
             The message as added, or None when a message processor rejected it
@@ -437,8 +440,14 @@ class Run:
         """
         message = response.message
         yield from _metadata_events(self.chain, response.metadata)
-        if not streamed:
+        if not stream.streamed:
             yield _Fire("on_llm_new_message", (self.chain, message))
+        # Indexes of a whole message may all be 0: pick the unseen calls first.
+        unseen = [c for c in message.tool_calls if c.index not in stream.identified]
+        for call in unseen:
+            tool = self.tools.get(call.name)
+            if tool is not None:
+                yield _Fire("on_tool_call_identified", (self.chain, call, tool))
         message, rejection = self.apply_processors(message)
         self.chain = self.chain.add_message(message)
         if rejection is None:
@@ -877,7 +886,7 @@ def drive_sync(chain: LLMChain, run: Run, steps: _Steps[RunResult]) -> RunResult
                 raise
             except Exception as exc:
                 raise _model_failure(op.model, exc) from exc
-            return _checked_response(op.model, response), state.streamed
+            return _checked_response(op.model, response), state
         if isinstance(op, _Sleep):
             run.policy.sleep(op.seconds)
             return None
@@ -973,7 +982,7 @@ async def drive_async(chain: LLMChain, run: Run, steps: _Steps[RunResult]) -> Ru
                 raise
             except Exception as exc:
                 raise _model_failure(op.model, exc) from exc
-            return _checked_response(op.model, response), state.streamed
+            return _checked_response(op.model, response), state
         if isinstance(op, _Sleep):
             await run.policy.async_sleep(op.seconds)
             return None

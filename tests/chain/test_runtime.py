@@ -509,6 +509,14 @@ class TestReview:
         assert chain.pending_tool_calls == ()
         assert chain.run().chain.pending_tool_calls == ()
 
+    def test_a_waiting_result_without_its_answer(self) -> None:
+        """A stand-in result with no answer before it has no pending call."""
+        stand_in = ToolResult(
+            tool_call_id="call_1", name="get_weather", content="?", is_interrupt=True
+        )
+        chain, _ = make_chain([says()])
+        assert chain.add_message(Message.tool([stand_in])).pending_tool_calls == ()
+
 
 def interrupted_chain(
     *calls: ToolCall, tools: tuple[Tool, ...] = (WEATHER,)
@@ -601,6 +609,36 @@ class TestDecisions:
         with pytest.raises(TypeError, match="ToolCalls"):
             chain.execute_tool_calls_with_decisions(["c"], [Decision.approve()])  # type: ignore[list-item]
 
+    def test_pending_calls_come_from_the_last_answer(self) -> None:
+        """A call id reused by an earlier answer is not pending a second time."""
+        again = call("get_weather", city="Lyon")
+        chain, _ = make_chain(
+            [asks(call("get_weather", city="Paris")), asks(again), says()],
+            review=lambda c, t, r: (
+                Interrupt("?") if c.arguments["city"] == "Lyon" else None
+            ),
+        )
+        result = chain.run()
+        assert result.status == "interrupted"
+        assert result.chain.pending_tool_calls == (again,)
+
+    def test_a_call_given_twice_is_refused(self) -> None:
+        """A call listed twice is refused before anything runs (it would run twice)."""
+        runs: list[str] = []
+
+        def count(arguments: Mapping[str, Any], context: ToolContext) -> str:
+            runs.append(context.call.call_id)
+            return "done"
+
+        tool = Tool("get_weather", count)
+        chain, _ = interrupted_chain(call("get_weather", city="Paris"), tools=(tool,))
+        (waiting,) = chain.pending_tool_calls
+        with pytest.raises(ValueError, match="more than once"):
+            chain.execute_tool_calls_with_decisions(
+                [waiting, waiting], [Decision.approve(), Decision.approve()]
+            )
+        assert runs == []
+
     def test_replace_tool_result(self) -> None:
         """replace_tool_result swaps the stand-in and unblocks run()."""
         chain, recorder = interrupted_chain(call("get_weather", city="Paris"))
@@ -645,6 +683,20 @@ class TestRetryPolicy:
         assert policy.should_retry(transient())
         assert policy.should_retry(LangHooksError("stream_error", "cut"))
         assert not policy.should_retry(LangHooksError("authentication", "key"))
+
+    def test_retry_types_take_any_iterable_of_error_types(self) -> None:
+        """retry_types accepts a set or a list of error types and keeps them."""
+        assert RetryPolicy(retry_types={"timeout"}).retry_types == {"timeout"}
+        policy = RetryPolicy(retry_types=["protocol_error"])
+        assert policy.should_retry(LangHooksError("protocol_error", "odd"))
+        assert not policy.should_retry(LangHooksError("stream_error", "cut"))
+
+    def test_retry_types_refuse_a_bare_string_and_unknown_types(self) -> None:
+        """A bare string (not split into letters) and unknown types are refused."""
+        with pytest.raises(TypeError, match="retry_types"):
+            RetryPolicy(retry_types="timeout")
+        with pytest.raises(ValueError, match="rate_limit"):
+            RetryPolicy(retry_types={"rate_limit"})
 
     @pytest.mark.parametrize(
         "options",
@@ -828,6 +880,30 @@ class TestIdentification:
             "on_message_processed",
         ]
         assert "on_llm_token_usage" not in recorder.names
+
+    def test_identified_from_a_whole_message(self) -> None:
+        """A model that delivers its answer whole identifies each known call once."""
+        calls = [
+            call("get_weather", "a", city="Paris"),
+            call("get_moon", "b"),
+            call("get_time", "c"),
+        ]
+        message = Message.assistant("", tool_calls=calls)
+        recorder = RecordingChainHandler()
+        chain = LLMChain(
+            SilentModel(ChatResponse(message=message)),
+            tools=[WEATHER, CLOCK],
+            callbacks=[recorder],
+        )
+        chain.run("single")
+        identified = recorder.of("on_tool_call_identified")
+        assert [args[1] for args in identified] == [calls[0], calls[2]]
+        assert recorder.names[1:5] == [
+            "on_llm_new_message",
+            "on_tool_call_identified",
+            "on_tool_call_identified",
+            "on_message_processed",
+        ]
 
     async def test_async_stream_events(self) -> None:
         """Under arun thinking deltas stream and raising async tools fail."""
