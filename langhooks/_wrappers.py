@@ -22,6 +22,7 @@ from typing import (
     Final,
     Literal,
     TypeVar,
+    final,
     overload,
 )
 
@@ -40,8 +41,6 @@ from ._invocation import _CURRENT
 from ._messages import PartialResponse, PartialThinking
 from ._streaming import (
     AsyncStreamingChatResponseHandler,
-    PartialResponseContext,
-    PartialThinkingContext,
     StreamingChatResponseHandler,
 )
 
@@ -407,6 +406,7 @@ class Synchronized(_Wrapper):
         _check_handler(handler, "Synchronized")
         self: Synchronized = cls._specialize(handler)
         lock = threading.RLock()
+        acquire, release = lock.acquire, lock.release
         # An asyncio.Lock belongs to the first event loop that waits on it, so a
         # handler used from several loops (one asyncio.run after another, or a
         # loop per thread) gets one lock per loop.
@@ -433,8 +433,11 @@ class Synchronized(_Wrapper):
                 return call_async
 
             def call(*args: Any) -> Any:
-                with lock:
+                acquire()  # (cheaper than ``with``, which costs as much again)
+                try:
                     return method(*args)
+                finally:
+                    release()
 
             return call
 
@@ -498,6 +501,36 @@ class _Filtered(_Wrapper):
 
 _PARTIALS: Final = frozenset({"on_partial_response", "on_partial_thinking"})
 
+_Kind = Literal["text", "thinking"]
+
+
+@final
+class _Buffer:
+    """The text a ``CoalescingDeltas`` holds back: one kind, from one stream.
+
+    Kept apart from the wrapper, whose class forwards unknown attributes with
+    ``__getattr__`` and so has slow attribute access: the hot path reads and writes
+    only this object's slots and its own closure variables.
+    """
+
+    __slots__ = ("chunks", "context", "first_at", "kind", "size")
+
+    def __init__(self) -> None:
+        self.chunks: list[str] = []
+        self.kind: _Kind = "text"
+        # The last waiting partial's context: its handle is the stream's.
+        self.context: Any = None
+        self.first_at = 0.0
+        self.size = 0
+
+    def take(self) -> tuple[_Kind, str, Any]:
+        """Empty the buffer; what waited: (kind, joined text, context)."""
+        text = "".join(self.chunks)
+        self.chunks.clear()
+        self.size = 0
+        context, self.context = self.context, None
+        return self.kind, text, context
+
 
 class CoalescingDeltas(_Wrapper):
     """Joins consecutive text (or thinking) partials into fewer, longer calls.
@@ -519,13 +552,7 @@ class CoalescingDeltas(_Wrapper):
             first waiting one; None for size only.
     """
 
-    _kind: Literal["text", "thinking"] | None
-    _chunks: list[str]
-    _context: PartialResponseContext | PartialThinkingContext | None
-    _first_at: float
-    _max_chars: int
-    _max_interval: float | None
-    _size: int
+    _buffer: _Buffer
     _lock: threading.RLock
 
     _DEFAULT_CHARS: ClassVar[int] = 64
@@ -564,78 +591,22 @@ class CoalescingDeltas(_Wrapper):
         if max_interval is not None and not max_interval >= 0:
             raise ValueError(f"max_interval must be >= 0 or None, got {max_interval!r}")
         self: CoalescingDeltas = cls._specialize(handler)
-        self._kind = None
-        self._chunks = []
-        self._context = None
-        self._first_at = 0.0
-        self._size = 0
-        self._max_chars = max_chars
-        self._max_interval = max_interval
+        self._buffer = _Buffer()
         self._lock = threading.RLock()
         handled = overridden_events(handler)
         if handled & _PARTIALS:
             # Every other event must flush first, so the wrapper takes them all.
             handled = frozenset(type(handler)._langhooks_events)
         is_async = isinstance(handler, AsyncStreamingChatResponseHandler)
+        make = _coalescing_async if is_async else _coalescing_sync
         self._langhooks_install(
-            handler, handled, self._make_async if is_async else self._make_sync
+            handler,
+            handled,
+            lambda name, method, _is_async: make(
+                self, name, method, max_chars, max_interval
+            ),
         )
         return self
-
-    def _take(
-        self,
-    ) -> tuple[Literal["text", "thinking"] | None, str, Any]:
-        kind, text, context = self._kind, "".join(self._chunks), self._context
-        self._kind, self._chunks, self._context, self._size = None, [], None, 0
-        return kind, text, context
-
-    def _add(
-        self,
-        kind: Literal["text", "thinking"],
-        text: str,
-        context: PartialResponseContext | PartialThinkingContext,
-    ) -> bool:
-        """Buffer one partial; True when the buffer is due to be flushed."""
-        if not self._chunks:
-            self._first_at = time.monotonic()
-        self._kind = kind
-        self._chunks.append(text)
-        self._context = context
-        self._size += len(text)
-        return self._size >= self._max_chars or (
-            self._max_interval is not None
-            and time.monotonic() - self._first_at >= self._max_interval
-        )
-
-    def _due_before(self, kind: Literal["text", "thinking"], context: object) -> bool:
-        """Whether what waits must go out before a partial of ``kind``."""
-        return bool(self._chunks) and (
-            self._kind != kind
-            or self._context is None
-            or self._context.handle is not getattr(context, "handle", None)
-        )
-
-    # Called only with text waiting, so ``context`` is the last partial's context.
-    # Text from a stream that was cancelled meanwhile is dropped: no callback may
-    # follow a cancel (the text is in the response the stream returned).
-
-    def _deliver_sync(self, kind: str | None, text: str, context: Any) -> None:
-        if context.handle.is_cancelled:
-            return
-        inner: Any = self._langhooks_inner
-        if kind == "text":
-            inner.on_partial_response(PartialResponse(text=text), context)
-        else:
-            inner.on_partial_thinking(PartialThinking(text=text), context)
-
-    async def _deliver_async(self, kind: str | None, text: str, context: Any) -> None:
-        if context.handle.is_cancelled:
-            return
-        inner: Any = self._langhooks_inner
-        if kind == "text":
-            await inner.on_partial_response(PartialResponse(text=text), context)
-        else:
-            await inner.on_partial_thinking(PartialThinking(text=text), context)
 
     def flush(self) -> None:
         """Deliver the text waiting now, if any (sync handlers).
@@ -646,8 +617,8 @@ class CoalescingDeltas(_Wrapper):
         if isinstance(self._langhooks_inner, AsyncStreamingChatResponseHandler):
             raise TypeError("flush() is for sync handlers: await aflush() instead")
         with self._lock:
-            if self._chunks:
-                self._deliver_sync(*self._take())
+            if self._buffer.chunks:
+                _deliver_sync(self._langhooks_inner, *self._buffer.take())
 
     async def aflush(self) -> None:
         """Deliver the text waiting now, if any (async handlers).
@@ -657,73 +628,140 @@ class CoalescingDeltas(_Wrapper):
         """
         if not isinstance(self._langhooks_inner, AsyncStreamingChatResponseHandler):
             raise TypeError("aflush() is for async handlers: call flush() instead")
-        if self._chunks:
-            await self._deliver_async(*self._take())
+        if self._buffer.chunks:
+            await _deliver_async(self._langhooks_inner, *self._buffer.take())
 
-    def _make_sync(
-        self, name: str, method: Callable[..., Any], _is_async: bool
-    ) -> Callable[..., Any]:
-        if name in _PARTIALS:
-            kind: Literal["text", "thinking"] = (
-                "text" if name == "on_partial_response" else "thinking"
-            )
 
-            def partial(part: Any, context: Any) -> None:
-                with self._lock:
-                    if self._due_before(kind, context):
-                        self._deliver_sync(*self._take())
-                    if context.handle.is_cancelled:
-                        return  # (the handler may have cancelled just now)
-                    if self._add(kind, part.text, context):
-                        self._deliver_sync(*self._take())
+# Delivery is called only with text waiting, so ``context`` is the last partial's.
+# Text from a stream that was cancelled meanwhile is dropped: no callback may follow
+# a cancel (the text is in the response the stream returned).
 
-            return partial
 
-        def other(*args: Any) -> Any:
-            with self._lock:
-                if self._chunks:
-                    kind, text, context = self._take()
-                    handle = context.handle
-                    # Only a cancel by the flushed text's handler stops this event:
-                    # text of a stream cancelled earlier is just dropped, and the
-                    # event may well belong to the next stream.
-                    if not handle.is_cancelled:
-                        self._deliver_sync(kind, text, context)
-                        if handle.is_cancelled:
-                            return None  # the stream would not deliver it now
-                return method(*args)
+def _deliver_sync(inner: Any, kind: _Kind, text: str, context: Any) -> None:
+    if context.handle.is_cancelled:
+        return
+    if kind == "text":
+        inner.on_partial_response(PartialResponse(text=text), context)
+    else:
+        inner.on_partial_thinking(PartialThinking(text=text), context)
 
-        return other
 
-    def _make_async(
-        self, name: str, method: Callable[..., Any], _is_async: bool
-    ) -> Callable[..., Any]:
-        if name in _PARTIALS:
-            kind: Literal["text", "thinking"] = (
-                "text" if name == "on_partial_response" else "thinking"
-            )
+async def _deliver_async(inner: Any, kind: _Kind, text: str, context: Any) -> None:
+    if context.handle.is_cancelled:
+        return
+    if kind == "text":
+        await inner.on_partial_response(PartialResponse(text=text), context)
+    else:
+        await inner.on_partial_thinking(PartialThinking(text=text), context)
 
-            async def partial(part: Any, context: Any) -> None:
-                if self._due_before(kind, context):
-                    await self._deliver_async(*self._take())
-                if context.handle.is_cancelled:
-                    return  # (the handler may have cancelled just now)
-                if self._add(kind, part.text, context):
-                    await self._deliver_async(*self._take())
 
-            return partial
+def _buffered(
+    buffer: _Buffer,
+    kind: _Kind,
+    text: str,
+    context: Any,
+    max_chars: int,
+    max_interval: float | None,
+) -> bool:
+    """Add one partial to ``buffer``, which holds nothing else of another kind or
+    stream; True when the buffer is due to be flushed."""
+    chunks = buffer.chunks
+    if not chunks:
+        buffer.kind = kind
+        if max_interval is not None:
+            buffer.first_at = time.monotonic()
+    chunks.append(text)
+    buffer.context = context
+    size = buffer.size + len(text)
+    buffer.size = size
+    return size >= max_chars or (
+        max_interval is not None and time.monotonic() - buffer.first_at >= max_interval
+    )
 
-        async def other(*args: Any) -> Any:
-            if self._chunks:
-                kind, text, context = self._take()
+
+def _coalescing_sync(
+    wrapper: CoalescingDeltas,
+    name: str,
+    method: Callable[..., Any],
+    max_chars: int,
+    max_interval: float | None,
+) -> Callable[..., Any]:
+    # Everything the calls need is bound here, once: see ``_Buffer``.
+    buffer, lock, inner = wrapper._buffer, wrapper._lock, wrapper._langhooks_inner
+    acquire, release = lock.acquire, lock.release
+    if name in _PARTIALS:
+        kind: _Kind = "text" if name == "on_partial_response" else "thinking"
+
+        def partial(part: Any, context: Any) -> None:
+            acquire()  # (cheaper than ``with``, which costs as much again)
+            try:
                 handle = context.handle
-                if not handle.is_cancelled:  # (as in the sync version)
-                    await self._deliver_async(kind, text, context)
+                if buffer.chunks and (
+                    buffer.kind != kind or buffer.context.handle is not handle
+                ):
+                    _deliver_sync(inner, *buffer.take())
+                # The slot: the property costs several times as much.
+                if handle._cancelled:  # (the handler may have cancelled just now)
+                    return
+                if _buffered(buffer, kind, part.text, context, max_chars, max_interval):
+                    _deliver_sync(inner, *buffer.take())
+            finally:
+                release()
+
+        return partial
+
+    def other(*args: Any) -> Any:
+        with lock:
+            if buffer.chunks:
+                kind, text, context = buffer.take()
+                handle = context.handle
+                # Only a cancel by the flushed text's handler stops this event:
+                # text of a stream cancelled earlier is just dropped, and the
+                # event may well belong to the next stream.
+                if not handle.is_cancelled:
+                    _deliver_sync(inner, kind, text, context)
                     if handle.is_cancelled:
                         return None  # the stream would not deliver it now
-            return await method(*args)
+            return method(*args)
 
-        return other
+    return other
+
+
+def _coalescing_async(
+    wrapper: CoalescingDeltas,
+    name: str,
+    method: Callable[..., Any],
+    max_chars: int,
+    max_interval: float | None,
+) -> Callable[..., Any]:
+    buffer, inner = wrapper._buffer, wrapper._langhooks_inner
+    if name in _PARTIALS:
+        kind: _Kind = "text" if name == "on_partial_response" else "thinking"
+
+        async def partial(part: Any, context: Any) -> None:
+            handle = context.handle
+            if buffer.chunks and (
+                buffer.kind != kind or buffer.context.handle is not handle
+            ):
+                await _deliver_async(inner, *buffer.take())
+            if handle.is_cancelled:
+                return  # (the handler may have cancelled just now)
+            if _buffered(buffer, kind, part.text, context, max_chars, max_interval):
+                await _deliver_async(inner, *buffer.take())
+
+        return partial
+
+    async def other(*args: Any) -> Any:
+        if buffer.chunks:
+            kind, text, context = buffer.take()
+            handle = context.handle
+            if not handle.is_cancelled:  # (as in the sync version)
+                await _deliver_async(inner, kind, text, context)
+                if handle.is_cancelled:
+                    return None  # the stream would not deliver it now
+        return await method(*args)
+
+    return other
 
 
 if TYPE_CHECKING:

@@ -910,6 +910,29 @@ class TestCoalescingDeltas:
         _feed(handler, [("text", "late")], handle)
         assert inner.log == []
 
+    def test_threads_lose_no_text(self) -> None:
+        """Partials fed from several threads at once all arrive, each exactly once."""
+        inner = _Collector()
+        handler = CoalescingDeltas(inner, max_chars=7, max_interval=0.0001)
+        handle = StreamingHandle()
+        words = [f"<{thread}:{i}>" for thread in range(4) for i in range(2000)]
+
+        def feed(thread: int) -> None:
+            _feed(
+                handler,
+                [("text", word) for word in words if word.startswith(f"<{thread}:")],
+                handle,
+            )
+
+        threads = [threading.Thread(target=feed, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        handler.flush()
+        delivered = "".join(text for _, text in inner.log)
+        assert sorted(delivered.replace("<", " <").split()) == sorted(words)
+
     def test_no_partials_passes_events_through(self) -> None:
         """A handler without partial methods keeps exactly its own events."""
         inner = SyncStream()
