@@ -399,13 +399,12 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         printer.note(f"run interrupted: {dict(result.interrupt_data or {})}", "yellow")
         for call in waiting:
             printer.note(f"human (scripted): approve {call.name}({_arguments(call)})")
-        resumed = result.chain.execute_tool_calls_with_decisions(
+        result = result.chain.execute_tool_calls_with_decisions(
             waiting, [Decision.approve() for _ in waiting]
         )
-        if resumed.status == "error":
-            result = resumed
-            break
-        result = resumed.chain.run()
+        # Interrupted again: another round; an error ends the loop.
+        if result.status == "ok":
+            result = result.chain.run()
     if result.status == "interrupted":
         printer.note(f"the agent still wants approval after {rounds} rounds", "red")
         return 1
