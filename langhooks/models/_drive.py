@@ -181,6 +181,10 @@ class _Driver:
                 methods[name] = None
         self._methods: Final = methods
 
+    def _add_metadata(self, metadata: Mapping[str, Any]) -> None:
+        """Add response details learnt after the driver was made (the headers)."""
+        self._metadata.update(metadata)
+
     @property
     def response(self) -> ChatResponse:
         """The response as assembled so far (exactly what the handler was given)."""

@@ -256,21 +256,21 @@ def run_stream(
     Raises:
         LangHooksError: the request or the stream failed (after ``on_error``).
     """
-    handle = handle if handle is not None else StreamingHandle()
+    # The driver first: a handler of the wrong type is refused before a request
+    # goes out.
+    driver = StreamDriver(format, handler, handle=handle)
+    handle = driver.handle
     if handle.is_cancelled:
-        return StreamDriver(format, handler, handle=handle).finish()
+        return driver.finish()
     try:
         opened = open_body()
         body = opened.__enter__()
     except Exception as exc:
-        driver = StreamDriver(format, handler, handle=handle)
         if _cancelled(handle):
             return driver.finish()
         driver.fail(error_from_exception(exc))
     try:
-        driver = StreamDriver(
-            format, handler, handle=handle, metadata=response_metadata(body.headers)
-        )
+        driver._add_metadata(response_metadata(body.headers))
         interrupter = _Interrupter(body)
         handle.add_cancel_callback(interrupter)
         try:
@@ -314,21 +314,19 @@ async def arun_stream(
     Raises:
         LangHooksError: the request or the stream failed (after ``on_error``).
     """
-    handle = handle if handle is not None else StreamingHandle()
+    driver = AsyncStreamDriver(format, handler, handle=handle)
+    handle = driver.handle
     if handle.is_cancelled:
-        return await AsyncStreamDriver(format, handler, handle=handle).finish()
+        return await driver.finish()
     try:
         opened = open_body()
         body = await opened.__aenter__()
     except Exception as exc:
-        driver = AsyncStreamDriver(format, handler, handle=handle)
         if _cancelled(handle):
             return await driver.finish()
         await driver.fail(error_from_exception(exc))
     try:
-        driver = AsyncStreamDriver(
-            format, handler, handle=handle, metadata=response_metadata(body.headers)
-        )
+        driver._add_metadata(response_metadata(body.headers))
         interrupter = _Interrupter(body)
         handle.add_cancel_callback(interrupter)
         try:

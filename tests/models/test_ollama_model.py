@@ -304,6 +304,28 @@ class TestStreaming:
         assert recorder.names[-1] == "complete_response"
 
 
+class TestHandlerType:
+    """A handler the model cannot drive is refused before anything is sent."""
+
+    def test_async_handler_to_stream_sends_no_request(
+        self, server: FixtureServer
+    ) -> None:
+        """stream() refuses an async handler without making the request."""
+        server.add(ndjson(CHAT))
+        with pytest.raises(TypeError, match="AsyncStreamDriver"):
+            model(server).stream(REQUEST, AsyncRecorder())  # type: ignore[arg-type]
+        assert server.requests == []
+
+    async def test_non_handler_to_astream_sends_no_request(
+        self, server: FixtureServer
+    ) -> None:
+        """astream() refuses a non-handler without making the request."""
+        server.add(ndjson(CHAT))
+        with pytest.raises(TypeError, match="handler must be"):
+            await model(server).astream(REQUEST, object())  # type: ignore[arg-type]
+        assert server.requests == []
+
+
 class TestErrors:
     def test_http_error_with_an_error_body(self, server: FixtureServer) -> None:
         """A 404 ``{"error": ...}`` is an invalid_request error with that message."""
