@@ -31,7 +31,7 @@ from .._chain_callbacks import (
     UpdateArguments,
 )
 from .._compose import AsyncCompositeChainHandler, CompositeChainHandler
-from .._invocation import invocation
+from .._invocation import Invocation, invocation
 from .._messages import (
     ChatResponse,
     CompleteToolCall,
@@ -629,7 +629,7 @@ class Run:
         yield _Fire("on_tool_response_created", (self.chain, message))
         yield _Fire("on_message_processed", (self.chain, message))
 
-    def tool_context(self, call: ToolCall, inv: Any) -> ToolContext:
+    def tool_context(self, call: ToolCall, inv: Invocation) -> ToolContext:
         return ToolContext(
             call=call,
             custom_context=self.chain.custom_context,
