@@ -46,18 +46,26 @@ def _too_long(size: int) -> LangHooksError:
 
 
 class _Lines:
-    """Splits chunks into lines ending in LF, CRLF or CR; keeps the unfinished one."""
+    """Splits chunks into lines ending in LF, CRLF or CR; keeps the unfinished one.
 
-    __slots__ = ("_cr", "_parts", "_size", "_started")
+    A line over the limit sets ``error``; the lines before it are still returned
+    (a stream's output before the bad line is never lost), nothing after it.
+    """
+
+    __slots__ = ("_cr", "_parts", "_size", "_started", "error")
 
     def __init__(self) -> None:
         self._parts: list[bytes] = []  # the unfinished line, in pieces
         self._size = 0
         self._cr = False  # the last chunk ended in CR: drop a LF that follows
         self._started = False
+        #: The line over the limit, once one arrived; nothing is split after it.
+        self.error: LangHooksError | None = None
 
     def split(self, data: Chunk) -> list[bytes]:
         """The lines ``data`` completes (without their terminators)."""
+        if self.error is not None:
+            return []
         chunk: object = data
         if type(chunk) is not bytes:
             if isinstance(chunk, str):
@@ -94,7 +102,7 @@ class _Lines:
         if b"\n" not in chunk:
             self._size += len(chunk)
             if self._size > MAX_LINE_BYTES:
-                raise _too_long(self._size)
+                return self._overflow(self._size, [])
             self._parts.append(chunk)
             return []
         if self._parts:
@@ -103,11 +111,22 @@ class _Lines:
             self._parts.clear()
         lines = chunk.split(b"\n")
         rest = lines.pop()
+        if len(chunk) > MAX_LINE_BYTES:
+            # Only a chunk this large can hold a complete line over the limit.
+            for position, line in enumerate(lines):
+                if len(line) > MAX_LINE_BYTES:
+                    return self._overflow(len(line), lines[:position])
         self._size = len(rest)
         if rest:
             if self._size > MAX_LINE_BYTES:
-                raise _too_long(self._size)
+                return self._overflow(self._size, lines)
             self._parts.append(rest)
+        return lines
+
+    def _overflow(self, size: int, lines: list[bytes]) -> list[bytes]:
+        self.error = _too_long(size)
+        self._parts.clear()
+        self._size = 0
         return lines
 
     def rest(self) -> bytes:
@@ -128,13 +147,14 @@ class SSEDecoder:
     is dropped; a blank line dispatches the event, unless it has no data.
     """
 
-    __slots__ = ("_data", "_data_size", "_event", "_lines", "last_event_id")
+    __slots__ = ("_data", "_data_size", "_error", "_event", "_lines", "last_event_id")
 
     def __init__(self) -> None:
         self._lines = _Lines()
         self._data: list[bytes] = []
         self._data_size = 0
         self._event: bytes | None = None
+        self._error: LangHooksError | None = None
         #: The last ``id:`` the stream sent (for reconnecting), or None.
         self.last_event_id: str | None = None
 
@@ -146,8 +166,27 @@ class SSEDecoder:
                 ``MAX_LINE_BYTES``.
             TypeError: ``chunk`` is neither bytes nor str.
         """
+        events, error = self.decode(chunk)
+        if error is not None:
+            raise error
+        return events
+
+    def decode(
+        self, chunk: Chunk
+    ) -> tuple[list[tuple[str | None, str]], LangHooksError | None]:
+        """Like ``feed``, but a line or event over the limit is returned, not
+        raised, after the events completed before it; nothing is decoded after.
+
+        Raises:
+            TypeError: ``chunk`` is neither bytes nor str.
+        """
+        if self._error is not None:
+            return [], self._error
         lines = self._lines.split(chunk)
-        return self._events(lines) if lines else []
+        events = self._events(lines) if lines else []
+        if self._error is None:
+            self._error = self._lines.error
+        return events, self._error
 
     def end(self) -> list[tuple[str | None, str]]:
         """End of input: the event the last lines hold, if any.
@@ -155,7 +194,12 @@ class SSEDecoder:
         A final line without its terminator is taken as complete; an event
         without its closing blank line is still dispatched (servers that close
         right after the last ``data:`` line exist).
+
+        Raises:
+            LangHooksError: the stream already had a line over the limit.
         """
+        if self._error is not None:
+            raise self._error
         rest = self._lines.rest()
         return self._events([rest, b""] if rest else [b""])
 
@@ -179,7 +223,8 @@ class SSEDecoder:
             if line[:6] == b"data: ":  # the common case, first
                 self._data_size += len(line) - 5
                 if self._data_size > MAX_LINE_BYTES:
-                    raise _too_long(self._data_size)
+                    self._error = _too_long(self._data_size)
+                    break
                 data.append(line[6:])
                 continue
             if line[0] == 0x3A:  # ":" a comment or keep-alive
@@ -190,7 +235,8 @@ class SSEDecoder:
             if field == b"data":
                 self._data_size += len(value) + 1
                 if self._data_size > MAX_LINE_BYTES:
-                    raise _too_long(self._data_size)
+                    self._error = _too_long(self._data_size)
+                    break
                 data.append(value)
             elif field == b"event":
                 self._event = value
@@ -215,14 +261,33 @@ class NDJSONDecoder:
             LangHooksError: ``protocol_error`` for a line over ``MAX_LINE_BYTES``.
             TypeError: ``chunk`` is neither bytes nor str.
         """
-        return [
+        lines, error = self.decode(chunk)
+        if error is not None:
+            raise error
+        return lines
+
+    def decode(self, chunk: Chunk) -> tuple[list[str], LangHooksError | None]:
+        """Like ``feed``, but a line over the limit is returned, not raised, after
+        the lines completed before it; nothing is decoded after.
+
+        Raises:
+            TypeError: ``chunk`` is neither bytes nor str.
+        """
+        lines = [
             line.decode("utf-8", "replace")
             for line in self._lines.split(chunk)
             if line.strip()
         ]
+        return lines, self._lines.error
 
     def end(self) -> list[str]:
-        """End of input: the last line, if it had no terminator."""
+        """End of input: the last line, if it had no terminator.
+
+        Raises:
+            LangHooksError: the stream already had a line over the limit.
+        """
+        if self._lines.error is not None:
+            raise self._lines.error
         rest = self._lines.rest()
         return [rest.decode("utf-8", "replace")] if rest.strip() else []
 
@@ -255,14 +320,19 @@ class WireDecoder:
         """
         if self._failed:
             return []
-        try:
-            if self._sse is not None:
-                return self._parse_sse(self._sse.feed(chunk), at_end=False)
+        out: list[object]
+        if self._sse is not None:
+            events, error = self._sse.decode(chunk)
+            out = self._parse_sse(events, at_end=False)
+        else:
             assert self._ndjson is not None
-            return self._parse_lines(self._ndjson.feed(chunk), at_end=False)
-        except LangHooksError as error:
+            lines, error = self._ndjson.decode(chunk)
+            out = self._parse_lines(lines, at_end=False)
+        if error is not None and not self._failed:
+            # After the events completed before the bad line, so none is lost.
             self._failed = True
-            return [error]
+            out.append(error)
+        return out
 
     def end(self) -> list[object]:
         """The events left at the end of input."""

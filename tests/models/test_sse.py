@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import langhooks as lh
+from langhooks.models import replay_stream
 from langhooks.models._sse import (
     MAX_LINE_BYTES,
     Chunk,
@@ -16,7 +17,7 @@ from langhooks.models._sse import (
     stream_events,
 )
 
-from . import shared_fixture
+from . import Recorder, shared_fixture
 
 
 def _sse(*chunks: Chunk) -> list[tuple[str | None, str]]:
@@ -180,6 +181,55 @@ class TestLimits:
         """An NDJSON line over the limit fails."""
         with pytest.raises(lh.LangHooksError, match="limit"):
             NDJSONDecoder().feed(b"{" + b" " * (MAX_LINE_BYTES + 1))
+
+
+class TestOutputBeforeALineOverTheLimit:
+    """What the stream sent before a line over the limit is delivered, then the
+    error: an oversized line never swallows the events before it."""
+
+    _BIG = b"x" * (MAX_LINE_BYTES + 1)
+
+    @pytest.mark.parametrize("newline", [b"", b"\n\n"])
+    def test_sse_event_in_the_same_chunk(self, newline: bytes) -> None:
+        """An SSE event and an oversized line in one chunk: the event, one error."""
+        decoder = WireDecoder("openai-chat")
+        event, error = decoder.feed(b'data: {"a": 1}\n\ndata: ' + self._BIG + newline)
+        assert event == {"a": 1}
+        assert isinstance(error, lh.LangHooksError)
+        assert error.type == "protocol_error"
+        assert decoder.feed(b'data: {"b": 2}\n\n') == []
+        assert decoder.end() == []
+
+    @pytest.mark.parametrize("newline", [b"", b"\n"])
+    def test_ndjson_line_in_the_same_chunk(self, newline: bytes) -> None:
+        """An NDJSON line and an oversized one in one chunk: the line, one error."""
+        decoder = WireDecoder("ollama")
+        line, error = decoder.feed(b'{"a": 1}\n' + self._BIG + newline + b'{"b": 2}\n')
+        assert line == {"a": 1}
+        assert isinstance(error, lh.LangHooksError)
+        assert "limit" in str(error)
+
+    def test_replay_delivers_the_text_then_on_error(self) -> None:
+        """replay_stream delivers the text before the bad line, then on_error."""
+        recorder = Recorder()
+        chunk = (
+            b'data: {"choices":[{"index":0,"delta":{"content":"Hi"}}]}\n\n'
+            b"data: " + self._BIG
+        )
+        with pytest.raises(lh.LangHooksError, match="limit") as caught:
+            replay_stream([chunk], format="openai-chat", handler=recorder)
+        assert recorder.text == "Hi"
+        assert recorder.terminal_calls == [("error", caught.value)]
+
+    def test_standalone_decoders_stay_failed(self) -> None:
+        """After a line over the limit, a decoder's next feed and end raise it too."""
+        for decoder in (SSEDecoder(), NDJSONDecoder()):
+            with pytest.raises(lh.LangHooksError, match="limit"):
+                decoder.feed(self._BIG)
+            with pytest.raises(lh.LangHooksError, match="limit"):
+                decoder.feed(b"{}\n\n")
+            with pytest.raises(lh.LangHooksError, match="limit"):
+                decoder.end()
 
 
 class TestNDJSONDecoder:
