@@ -808,6 +808,15 @@ def _checked_response(model: object, response: object) -> ChatResponse:
             "protocol_error",
             f"{model!r}.stream returned {type(response).__name__}, not a ChatResponse",
         )
+    if response.message.status == "stream_error":
+        # A model should raise when its stream dies; returning the remains must not
+        # make a silent success either.
+        raise LangHooksError(
+            "stream_error",
+            f"{model!r} returned a response whose stream failed (message status "
+            f"'stream_error'); a ChatModel raises LangHooksError when that happens",
+            metadata=response.metadata,
+        )
     return response
 
 

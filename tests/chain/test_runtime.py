@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Mapping
 from typing import Any
 
@@ -68,8 +69,13 @@ class SilentModel:
         *,
         handle: StreamingHandle | None = None,
     ) -> ChatResponse:
-        """The async twin."""
-        return self.stream(request, handler)
+        """The async twin: ``stream``'s answer, its terminal call awaited."""
+        response = self.stream(request, StreamingChatResponseHandler())
+        if isinstance(response, ChatResponse):
+            done = handler.on_complete_response(response)
+            if inspect.isawaitable(done):
+                await done
+        return response
 
 
 class BrokenModel(SilentModel):
@@ -800,6 +806,25 @@ class TestModelFailures:
         result = chain.run()
         assert result.error is not None
         assert result.error.type == "protocol_error"
+
+    @pytest.mark.parametrize("runner", ["run", "arun"])
+    async def test_a_failed_stream_returned_is_not_a_success(self, runner: str) -> None:
+        """A model returning a response whose stream failed (instead of raising)
+        gets on_llm_error and is failed over, never a silent success."""
+        died = Message(role="assistant", content="Half an ans", status="stream_error")
+        recorder = RecordingChainHandler()
+        chain = LLMChain(
+            SilentModel(ChatResponse(message=died)),
+            fallbacks=[ScriptedChatModel([says("Whole.")])],
+            callbacks=[recorder],
+            retry=no_wait(),
+        )
+        result = await chain.arun() if runner == "arun" else chain.run()
+        assert result.status == "ok"
+        assert result.chain.messages[-1].text == "Whole."
+        errors = [args[1] for args in recorder.of("on_llm_error")]
+        assert [error.type for error in errors] == ["stream_error"] * 2  # + a retry
+        assert all(m.status == "complete" for m in result.chain.messages)
 
     def test_a_non_streaming_model(self) -> None:
         """A model that delivers its answer whole fires on_llm_new_message."""
