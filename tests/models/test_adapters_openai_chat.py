@@ -352,14 +352,41 @@ class TestChunks:
         assert response.message.text == "A"
 
     def test_unknown_delta_fields_are_unmapped(self) -> None:
-        """A delta field nobody maps (audio) sends its chunk to unmapped."""
-        chunk = _chunk({"audio": {"id": "x"}, "content": "hi"})
+        """A chunk with only a delta field nobody maps (audio) goes to unmapped."""
+        chunk = _chunk({"audio": {"id": "x"}, "content": None})
         recorder, _ = _drive(chunk, _chunk({"annotations": None}), "[DONE]")
+        assert recorder.names == ["unmapped_raw_event", "complete_response"]
+        assert recorder.payloads("unmapped_raw_event") == [chunk]
+
+    def test_a_mapped_chunk_is_never_unmapped(self) -> None:
+        """A chunk that gave text, thinking or a finish is not also sent unmapped,
+        whatever unknown fields ride along (OpenRouter's reasoning_details)."""
+        details = [{"type": "reasoning.text", "text": "hm"}]
+        recorder, response = _drive(
+            _chunk({"reasoning": "hm", "reasoning_details": details}),
+            _chunk({"audio": {"id": "x"}, "content": "hi"}),
+            _chunk({"audio": {"id": "y"}}, finish_reason="stop"),
+            "[DONE]",
+        )
         assert recorder.names == [
+            "partial_thinking",
             "partial_response",
-            "unmapped_raw_event",
             "complete_response",
         ]
+        assert response.message.text == "hi"
+
+    def test_choice_zero_after_another_choice_is_kept(self) -> None:
+        """A chunk carrying choice 1 before choice 0 still delivers choice 0."""
+        chunk = {
+            "id": "c",
+            "choices": [
+                {"index": 1, "delta": {"content": "B"}},
+                {"index": 0, "delta": {"content": "A"}},
+            ],
+        }
+        recorder, response = _drive(chunk, "[DONE]")
+        assert response.message.text == "A"
+        assert "unmapped_raw_event" not in recorder.names
 
     def test_fragment_after_completion_is_malformed(self) -> None:
         """Arguments for a call that already completed are a protocol_error."""

@@ -15,8 +15,9 @@ Quirks handled (see ``docs/guide/streams.md``):
   and reported as ``CONTENT_FILTER``;
 - usage on its own ``choices: []`` chunk or on the finish chunk;
 - ``{"error": {...}}`` mid-stream (after a 200) is classified and raised;
-- the stream ends with ``data: [DONE]``; choices other than index 0 (``n > 1``)
-  and delta fields nobody maps go to ``on_unmapped_raw_event``.
+- the stream ends with ``data: [DONE]``; a chunk that holds nothing but choices
+  other than index 0 (``n > 1``) or delta fields nobody maps goes to
+  ``on_unmapped_raw_event``; a chunk that was mapped never does (the contract).
 """
 
 from __future__ import annotations
@@ -83,6 +84,9 @@ class OpenAIChatAdapter(StreamAdapter):
         if error:
             raise self._error(error)
         out: list[Action] = []
+        # Something nobody maps (another choice, an unknown delta field) sends the
+        # chunk to on_unmapped_raw_event, unless the chunk was mapped.
+        unmapped = finished = False
         if self.id is None:
             self.id = optional_str(event, "id")
             self.model_name = optional_str(event, "model")
@@ -98,8 +102,8 @@ class OpenAIChatAdapter(StreamAdapter):
                 if type(choice) is not dict:
                     choice = require_mapping(choice, "a choice")
                 if choice.get("index", 0) != 0:
-                    out.append((UNMAPPED, event))
-                    break
+                    unmapped = True  # n > 1: the handler has no place for it
+                    continue
                 delta = choice.get("delta")
                 if delta:
                     if type(delta) is not dict:
@@ -109,19 +113,21 @@ class OpenAIChatAdapter(StreamAdapter):
                         # The hot path: a delta of nothing but text.
                         if content:
                             out.append((TEXT, content))
-                    else:
-                        self._delta(delta, event, out)
+                    elif self._delta(delta, out):
+                        unmapped = True
                 reason = choice.get("finish_reason")
                 if reason is not None:
+                    finished = True
                     self._finish(reason, out)
         usage = event.get("usage")
         if usage:
             self._usage(require_mapping(usage, "'usage'"))
+        elif unmapped and not out and not finished:
+            out.append((UNMAPPED, event))
         return out
 
-    def _delta(
-        self, delta: Mapping[str, Any], event: Mapping[str, Any], out: list[Action]
-    ) -> None:
+    def _delta(self, delta: Mapping[str, Any], out: list[Action]) -> bool:
+        """Map ``delta`` into ``out``; whether it holds a field nobody maps."""
         reasoning = delta.get("reasoning_content")
         if reasoning is None:
             reasoning = delta.get("reasoning")
@@ -146,10 +152,9 @@ class OpenAIChatAdapter(StreamAdapter):
                 raise malformed("'delta.tool_calls' must be a list")
             for fragment in tool_calls:
                 self._fragment(require_mapping(fragment, "a tool call fragment"), out)
-        if not delta.keys() <= _KNOWN_DELTA_KEYS and any(
+        return not delta.keys() <= _KNOWN_DELTA_KEYS and any(
             delta[key] is not None for key in delta.keys() - _KNOWN_DELTA_KEYS
-        ):
-            out.append((UNMAPPED, event))
+        )
 
     def _fragment(self, fragment: Mapping[str, Any], out: list[Action]) -> None:
         if self._finished_choice:
