@@ -2,9 +2,11 @@
 
 Per event, a composite holds one precomputed callable over the bound methods of the
 handlers that override that event, in registration order (see
-``_handler.sync_fanout``). ``add`` and ``remove`` rebuild those callables under a
-lock and swap them in with one attribute assignment each, so a dispatch running in
-another thread sees either the old or the new set, never a torn one.
+``_handler.sync_fanout``). ``add`` and ``remove`` rebuild all those callables under
+a lock and swap them in together with one assignment of the instance dictionary, so
+a dispatch running in another thread sees every event's old set or every event's
+new one, never a mix (a handler being removed could otherwise still get one event
+after missing another).
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ class _Composite(HandlerBase, Generic[_H]):
         self._reviewers: tuple[tuple[HandlerBase, Callable[..., Any], bool], ...] = ()
         for handler in handlers:
             self._registered = self._with(handler)
-        self._rebuild()
+        self._install(self._registered)
 
     @property
     def handlers(self) -> tuple[_H, ...]:
@@ -99,8 +101,7 @@ class _Composite(HandlerBase, Generic[_H]):
                 composite (it is this composite, or contains or wraps it).
         """
         with self._lock:
-            self._registered = self._with(handler)
-            self._rebuild()
+            self._install(self._with(handler))
 
     def remove(self, handler: _H) -> None:
         """Unregister ``handler``.
@@ -112,8 +113,7 @@ class _Composite(HandlerBase, Generic[_H]):
             kept = tuple(pair for pair in self._registered if pair[0] is not handler)
             if len(kept) == len(self._registered):
                 raise ValueError(f"{handler!r} is not registered in {self!r}")
-            self._registered = kept
-            self._rebuild()
+            self._install(kept)
 
     def _with(self, handler: _H) -> tuple[tuple[_H, HandlerBase], ...]:
         if not isinstance(handler, self._accepts):
@@ -137,13 +137,16 @@ class _Composite(HandlerBase, Generic[_H]):
         effective = isolate(handler) if self._errors == "log" else handler
         return (*self._registered, (handler, effective))
 
-    def _rebuild(self) -> None:
-        effective = [handler for _, handler in self._registered]
+    def _install(self, registered: tuple[tuple[_H, HandlerBase], ...]) -> None:
+        """Make ``registered`` the handlers: every fan-out swapped in at once."""
+        state = dict(vars(self))
+        state["_registered"] = registered
+        effective = [handler for _, handler in registered]
         overrides = [overridden_events(handler) for handler in effective]
         for name, specs in type(self)._langhooks_events.items():
             chosen = [h for h, o in zip(effective, overrides, strict=True) if name in o]
             if name == _REVIEW:
-                self._reviewers = tuple(
+                state["_reviewers"] = tuple(
                     (h, bound_event(h, name), event_is_async(h, name)) for h in chosen
                 )
                 continue
@@ -156,7 +159,10 @@ class _Composite(HandlerBase, Generic[_H]):
                 )
             else:
                 fanout = sync_fanout(specs[0].params, methods)
-            setattr(self, name, fanout)
+            state[name] = fanout
+        # One assignment, atomic under the GIL (see the module docstring). Every
+        # other attribute is only written under the lock, so none is lost here.
+        self.__dict__ = state
 
     @override
     def _langhooks_overridden_events(self) -> frozenset[str]:

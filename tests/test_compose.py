@@ -726,3 +726,36 @@ class TestThreads:
         churner.join()
         assert counts["a"] == counts["b"] == 4 * per_thread
         assert len(composite.handlers) == 2
+
+    def test_registration_is_seen_whole_by_a_concurrent_dispatch(self) -> None:
+        """A dispatch that runs while add() rebuilds sees every event's fan-out from
+        before the add, or every one from after it, never a mix of both."""
+        seen: list[str] = []
+        composite = CompositeStreamingHandler()
+
+        class Probe(StreamingChatResponseHandler):
+            """Dispatches through the composite while add() binds its methods."""
+
+            armed = True
+
+            @override
+            def __getattribute__(self, name: str) -> Any:
+                if name == "on_complete_response" and Probe.armed:
+                    Probe.armed = False
+                    composite.on_partial_response(*_partial("mid-add"))
+                    composite.on_complete_response(RESPONSE)
+                return super().__getattribute__(name)
+
+            @override
+            def on_partial_response(
+                self, partial: PartialResponse, context: PartialResponseContext
+            ) -> None:
+                seen.append("partial")
+
+            @override
+            def on_complete_response(self, response: ChatResponse) -> None:
+                seen.append("complete")
+
+        composite.add(Probe())
+        assert not Probe.armed
+        assert seen in ([], ["partial", "complete"])
