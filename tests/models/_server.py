@@ -35,8 +35,9 @@ from langhooks import (
     StreamingHandle,
 )
 
+from . import shared_fixture
+
 __all__ = [
-    "FIXTURES",
     "AsyncRecorder",
     "FixtureServer",
     "RecordedRequest",
@@ -48,9 +49,6 @@ __all__ = [
     "stream_reply",
     "unused_port",
 ]
-
-# The shared fixtures live beside the repository: <repo root>/../shared/fixtures.
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
 
 # Headers the server sets itself (it frames the body its own way).
 _HOP_BY_HOP = frozenset({"transfer-encoding", "content-length", "connection"})
@@ -117,7 +115,7 @@ def _parse_http(path: Path) -> tuple[int, tuple[tuple[str, str], ...], bytes]:
 
 def http_reply(name: str, **changes: Any) -> Reply:
     """A reply built from a raw ``.http`` fixture (status, headers and body)."""
-    status, headers, body = _parse_http(FIXTURES / name)
+    status, headers, body = _parse_http(shared_fixture(name))
     return Reply(status=status, headers=headers, body=body, **changes)
 
 
@@ -131,8 +129,8 @@ def stream_reply(
     """A 200 reply streaming a fixture's bytes, with a ``.http`` head's headers."""
     headers: tuple[tuple[str, str], ...] = (("content-type", content_type),)
     if headers_from is not None:
-        _, headers, _ = _parse_http(FIXTURES / headers_from)
-    return Reply(headers=headers, body=(FIXTURES / name).read_bytes(), **changes)
+        _, headers, _ = _parse_http(shared_fixture(headers_from))
+    return Reply(headers=headers, body=shared_fixture(name).read_bytes(), **changes)
 
 
 class FixtureServer:

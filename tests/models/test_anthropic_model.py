@@ -20,8 +20,8 @@ from langhooks import (
 )
 from langhooks.models import AnthropicChatModel, ChatRequest
 
+from . import shared_fixture
 from ._server import (
-    FIXTURES,
     AsyncRecorder,
     FixtureServer,
     Recorder,
@@ -68,7 +68,7 @@ def model(server: FixtureServer, **options: Any) -> AnthropicChatModel:
 
 def stalled_reply(events: int) -> Reply:
     """The first ``events`` SSE events of the fixture, then silence."""
-    data = (FIXTURES / STREAM).read_bytes()
+    data = shared_fixture(STREAM).read_bytes()
     return Reply(
         headers=(("content-type", "text/event-stream"),),
         body=data[: first_bytes_until(data, b"\n\n", count=events)],
@@ -360,7 +360,7 @@ class TestErrors:
 
     def test_in_stream_error_event(self, server: FixtureServer) -> None:
         """An ``event: error`` after a 200 is classified by its type and raised."""
-        data = (FIXTURES / STREAM).read_bytes()
+        data = shared_fixture(STREAM).read_bytes()
         head = data[: first_bytes_until(data, b"\n\n", count=3)]
         error = (
             b"event: error\ndata: "
@@ -378,7 +378,7 @@ class TestErrors:
 
     def test_connection_dropped_mid_stream(self, server: FixtureServer) -> None:
         """A connection cut mid-body is one connection error after the partials."""
-        data = (FIXTURES / STREAM).read_bytes()
+        data = shared_fixture(STREAM).read_bytes()
         cut = first_bytes_until(data, b"\n\n", count=10)
         server.add(stream_reply(STREAM, drop_after=cut))
         recorder = Recorder()
