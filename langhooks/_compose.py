@@ -118,14 +118,9 @@ class _Composite(HandlerBase, Generic[_H]):
     def _with(self, handler: _H) -> tuple[tuple[_H, HandlerBase], ...]:
         if not isinstance(handler, self._accepts):
             accepted = " or ".join(a.__name__ for a in self._accepts)
-            hint = ""
-            if isinstance(
-                handler, AsyncStreamingChatResponseHandler | AsyncChainCallbackHandler
-            ):
-                hint = f" (an async handler needs Async{type(self).__name__})"
             raise TypeError(
                 f"{type(self).__name__} takes {accepted} instances, got "
-                f"{handler!r}{hint}"
+                f"{handler!r}{_composite_hint(handler)}"
             )
         if _reaches(handler, self):
             raise ValueError(
@@ -208,6 +203,27 @@ class AsyncCompositeStreamingHandler(
 
     _accepts = (AsyncStreamingChatResponseHandler, StreamingChatResponseHandler)
     _is_async = True
+
+
+def _composite_hint(handler: object) -> str:
+    """Which composite takes ``handler``, for an error message ("" if none)."""
+    for interface, composite, what in (
+        (
+            StreamingChatResponseHandler,
+            "CompositeStreamingHandler",
+            "a StreamingChatResponseHandler",
+        ),
+        (
+            AsyncStreamingChatResponseHandler,
+            "AsyncCompositeStreamingHandler",
+            "an async handler",
+        ),
+        (ChainCallbackHandler, "CompositeChainHandler", "a ChainCallbackHandler"),
+        (AsyncChainCallbackHandler, "AsyncCompositeChainHandler", "an async handler"),
+    ):
+        if isinstance(handler, interface):
+            return f" ({what} needs {composite})"
+    return ""
 
 
 def _settle(

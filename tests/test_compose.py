@@ -243,6 +243,36 @@ class TestRegistration:
         with pytest.raises(TypeError, match="AsyncCompositeChainHandler"):
             CompositeChainHandler([AsyncChainCallbackHandler()])  # type: ignore[list-item]
 
+    def test_wrong_interface_hint_names_the_composite_that_takes_it(self) -> None:
+        """The hint for a handler of another interface names a composite that
+        exists and accepts it."""
+        cases: list[tuple[Any, Any, str]] = [
+            (
+                AsyncCompositeStreamingHandler,
+                AsyncChainCallbackHandler(),
+                "an async handler needs AsyncCompositeChainHandler",
+            ),
+            (
+                CompositeStreamingHandler,
+                AsyncChainCallbackHandler(),
+                "an async handler needs AsyncCompositeChainHandler",
+            ),
+            (
+                CompositeChainHandler,
+                StreamingChatResponseHandler(),
+                "a StreamingChatResponseHandler needs CompositeStreamingHandler",
+            ),
+            (
+                AsyncCompositeChainHandler,
+                AsyncStreamingChatResponseHandler(),
+                "an async handler needs AsyncCompositeStreamingHandler",
+            ),
+        ]
+        for composite, handler, hint in cases:
+            with pytest.raises(TypeError) as caught:
+                composite([handler])
+            assert f"({hint})" in str(caught.value)
+
     def test_unknown_error_policy_rejected(self) -> None:
         """errors must be 'raise' or 'log'."""
         with pytest.raises(ValueError, match="errors must be 'raise' or 'log'"):
