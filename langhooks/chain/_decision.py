@@ -128,8 +128,9 @@ class RetryPolicy:
         multiplier: growth factor of the delay per attempt.
         max_delay: the longest computed wait in seconds.
         jitter: the random spread of each wait, as a fraction of it.
-        retry_types: error types retried even when not flagged ``retryable``: by
-            default "stream_error", a stream that died mid-way.
+        retry_types: error types retried even when not flagged ``retryable``
+            (none by default: the error's own ``retryable`` decides, as the
+            provider models set it, for instance from ``x-should-retry``).
         sleep: waits in ``run``.
         async_sleep: waits in ``arun``.
         random: a source of floats in [0, 1) for the jitter.
@@ -141,7 +142,7 @@ class RetryPolicy:
     max_delay: float = attrs.field(default=30.0, validator=_non_negative)
     jitter: float = attrs.field(default=0.2, validator=_fraction)
     retry_types: frozenset[str] = attrs.field(
-        default=frozenset({"stream_error"}), converter=_error_types
+        default=frozenset(), converter=_error_types
     )
     sleep: Callable[[float], object] = attrs.field(default=time.sleep, eq=False)
     async_sleep: Callable[[float], Awaitable[object]] = attrs.field(

@@ -815,6 +815,7 @@ def _checked_response(model: object, response: object) -> ChatResponse:
             "stream_error",
             f"{model!r} returned a response whose stream failed (message status "
             f"'stream_error'); a ChatModel raises LangHooksError when that happens",
+            retryable=True,  # as a stream cut mid-way, which providers retry
             metadata=response.metadata,
         )
     return response

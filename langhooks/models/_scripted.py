@@ -74,7 +74,8 @@ class ScriptedTurn:
             ``ratelimit``), as a provider model would set it.
         error: when set, the stream dies after delivering the turn's partials:
             ``on_error(error)`` instead of ``on_complete_response``, and the call
-            raises it (a connection lost mid-way).
+            raises it (a connection lost mid-way; give it ``retryable=True`` for
+            a run to retry it, as a provider model does).
     """
 
     text: str = attrs.field(default="", validator=attrs.validators.instance_of(str))

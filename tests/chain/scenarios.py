@@ -242,7 +242,7 @@ def non_retryable() -> tuple[RunResult, RecordingChainHandler]:
 
 def stream_dies() -> tuple[RunResult, RecordingChainHandler]:
     """The stream dies after its first words; the retry completes."""
-    died = LangHooksError("stream_error", "connection reset mid-stream")
+    died = LangHooksError("stream_error", "stream cut mid-way", retryable=True)
     chain, recorder = make_chain([ScriptedTurn(text="Sun", error=died), says("Sunny.")])
     return chain.run(), recorder
 

@@ -684,11 +684,29 @@ class TestRetryPolicy:
         assert RetryPolicy().delay(1, error) == 7.5
 
     def test_what_is_retried(self) -> None:
-        """Retryable errors and stream errors are retried, others not."""
+        """Errors flagged retryable are retried, others (by default) not."""
         policy = RetryPolicy()
         assert policy.should_retry(transient())
-        assert policy.should_retry(LangHooksError("stream_error", "cut"))
+        assert policy.should_retry(
+            LangHooksError("stream_error", "cut", retryable=True)
+        )
         assert not policy.should_retry(LangHooksError("authentication", "key"))
+
+    def test_a_stream_error_the_server_says_not_to_retry(self) -> None:
+        """A stream_error the provider marked non-retryable (x-should-retry: false)
+        is neither retried nor failed over."""
+        from langhooks.models._errors import classify_error
+
+        error = classify_error(
+            status=500, code=None, message="down", headers={"x-should-retry": "false"}
+        )
+        assert (error.type, error.retryable) == ("stream_error", False)
+        fallback = ScriptedChatModel([says()])
+        chain, recorder = make_chain([error, says()], fallbacks=[fallback])
+        result = chain.run()
+        assert result.error is error
+        assert recorder.names.count("on_llm_error") == 1
+        assert fallback.remaining == 1
 
     def test_retry_types_take_any_iterable_of_error_types(self) -> None:
         """retry_types accepts a set or a list of error types and keeps them."""
