@@ -12,7 +12,7 @@ import inspect
 import re
 import types
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, get_args
 
 import attrs
 from typing_extensions import override
@@ -77,6 +77,8 @@ _RETRYABLE_TYPES: Final = frozenset(
 _TOOL_NAME: Final = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
 _EMPTY: Final[Mapping[str, Any]] = types.MappingProxyType({})
+
+_T = TypeVar("_T")
 
 
 def _one_of(
@@ -152,16 +154,22 @@ class ContentPart:
         return cls(type="thinking", content=content)
 
 
+def _tuple_of(value: object, kind: type[_T], field: str, what: str) -> tuple[_T, ...]:
+    """``value`` (an iterable of ``kind``) as a tuple; else a TypeError saying
+    ``{field} must be {what}``."""
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise TypeError(f"{field} must be {what}, got {type(value).__name__}")
+    items = tuple(value)
+    for item in items:
+        if not isinstance(item, kind):
+            raise TypeError(f"{field} must be {what}, got {type(item).__name__}")
+    return items
+
+
 def _content(value: str | Iterable[ContentPart]) -> tuple[ContentPart, ...]:
     if isinstance(value, str):
         return (ContentPart.text(value),) if value else ()
-    parts = tuple(value)
-    for part in parts:
-        if not isinstance(part, ContentPart):
-            raise TypeError(
-                f"content must be a str or ContentParts, got {type(part).__name__}"
-            )
-    return parts
+    return _tuple_of(value, ContentPart, "content", "a str or ContentParts")
 
 
 def _arguments(value: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -225,21 +233,11 @@ class ToolResult:
 
 
 def _tool_calls(value: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
-    calls = tuple(value)
-    for call in calls:
-        if not isinstance(call, ToolCall):
-            raise TypeError(f"tool_calls must be ToolCalls, got {type(call).__name__}")
-    return calls
+    return _tuple_of(value, ToolCall, "tool_calls", "ToolCalls")
 
 
 def _tool_results(value: Iterable[ToolResult]) -> tuple[ToolResult, ...]:
-    results = tuple(value)
-    for result in results:
-        if not isinstance(result, ToolResult):
-            raise TypeError(
-                f"tool_results must be ToolResults, got {type(result).__name__}"
-            )
-    return results
+    return _tuple_of(value, ToolResult, "tool_results", "ToolResults")
 
 
 @attrs.frozen(kw_only=True)
@@ -657,19 +655,12 @@ class Tool:
 
 def message_tuple(value: Sequence[Message]) -> tuple[Message, ...]:
     """Validate and freeze a sequence of messages."""
-    messages = tuple(value)
-    for message in messages:
-        if not isinstance(message, Message):
-            raise TypeError(f"messages must be Messages, got {type(message).__name__}")
-    return messages
+    return _tuple_of(value, Message, "messages", "Messages")
 
 
 def tool_tuple(value: Sequence[Tool]) -> tuple[Tool, ...]:
     """Validate and freeze a sequence of tools (names must be unique)."""
-    tools = tuple(value)
-    for tool in tools:
-        if not isinstance(tool, Tool):
-            raise TypeError(f"tools must be Tools, got {type(tool).__name__}")
+    tools = _tuple_of(value, Tool, "tools", "Tools")
     names = [tool.name for tool in tools]
     duplicated = sorted({name for name in names if names.count(name) > 1})
     if duplicated:

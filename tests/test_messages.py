@@ -545,3 +545,23 @@ class TestConverters:
         """Two tools with one name are rejected, naming it."""
         with pytest.raises(ValueError, match=r"repeated: \['a'\]"):
             tool_tuple([Tool("a", _echo), Tool("b", _echo), Tool("a", _aecho)])
+
+    @pytest.mark.parametrize(
+        ("build", "field"),
+        [
+            (lambda v: ToolResult(tool_call_id="c", name="t", content=v), "content"),
+            (lambda v: Message(role="user", content=v), "content"),
+            (lambda v: Message(role="user", content="x", tool_calls=v), "tool_calls"),
+            (
+                lambda v: Message(role="tool", tool_results=v, content=""),
+                "tool_results",
+            ),
+            (message_tuple, "messages"),
+            (tool_tuple, "tools"),
+        ],
+    )
+    def test_a_non_sequence_names_the_field(self, build: Any, field: str) -> None:
+        """A value that is not a sequence at all fails with a TypeError naming the
+        field, like a sequence holding a wrong item does."""
+        with pytest.raises(TypeError, match=f"^{field} must be .*, got int$"):
+            build(5)
