@@ -86,7 +86,12 @@ class StreamingHandle:
         """Run ``callback`` when the handle is cancelled (now, if it already is).
 
         Stream implementations use it to close a connection that is blocked reading.
+
+        Raises:
+            TypeError: ``callback`` is not callable.
         """
+        if not callable(callback):
+            raise TypeError(f"add_cancel_callback takes a callable, got {callback!r}")
         with self._lock:
             if not self._cancelled:
                 self._callbacks.append(callback)

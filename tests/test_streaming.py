@@ -69,6 +69,14 @@ class TestStreamingHandle:
         """A new handle is not cancelled."""
         assert not StreamingHandle().is_cancelled
 
+    def test_non_callable_cancel_callback_rejected(self) -> None:
+        """A cancel callback that cannot be called fails when it is added, not
+        later as a logged error while the connection stays open."""
+        handle = StreamingHandle()
+        with pytest.raises(TypeError, match="add_cancel_callback takes a callable"):
+            handle.add_cancel_callback("close")  # type: ignore[arg-type]
+        assert not handle.is_cancelled
+
     def test_cancel_is_idempotent(self) -> None:
         """Cancelling twice is allowed and callbacks still run once."""
         handle = StreamingHandle()
