@@ -9,6 +9,7 @@ contract as it goes.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any, Final
 
@@ -64,6 +65,10 @@ class _Record:
         self.violations: list[str] = []
         self.cancel_after = cancel_after
         self.handle: lh.StreamingHandle | None = None
+        #: The handle of every partial, in order.
+        self.handles: list[lh.StreamingHandle] = []
+        #: Set at the first partial (another thread may wait for it to cancel).
+        self.first_partial = threading.Event()
 
     def record(
         self, name: str, payload: Any, handle: lh.StreamingHandle | None
@@ -80,6 +85,9 @@ class _Record:
         elif self.handle is not None and self.handle.is_cancelled:
             self.violations.append(f"{name} after cancel()")
         self.events.append((name, payload))
+        if handle is not None:
+            self.handles.append(handle)
+            self.first_partial.set()
         if (
             self.cancel_after is not None
             and len(self.events) >= self.cancel_after
@@ -105,6 +113,11 @@ class _Record:
     def thinking(self) -> str:
         """All partial thinking text, joined."""
         return "".join(self.payloads("partial_thinking"))
+
+    @property
+    def errors(self) -> list[BaseException]:
+        """The errors ``on_error`` received."""
+        return self.payloads("error")
 
     @property
     def terminal_calls(self) -> list[Event]:

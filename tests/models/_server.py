@@ -22,26 +22,14 @@ import attrs
 from typing_extensions import override
 
 from langhooks import (
-    AsyncStreamingChatResponseHandler,
-    ChatResponse,
-    CompleteToolCall,
-    PartialResponse,
-    PartialResponseContext,
-    PartialThinking,
-    PartialThinkingContext,
-    PartialToolCall,
-    PartialToolCallContext,
-    StreamingChatResponseHandler,
     StreamingHandle,
 )
 
-from . import shared_fixture
+from . import Recorder, shared_fixture
 
 __all__ = [
-    "AsyncRecorder",
     "FixtureServer",
     "RecordedRequest",
-    "Recorder",
     "Reply",
     "cancel_from_thread",
     "first_bytes_until",
@@ -291,124 +279,6 @@ def first_bytes_until(data: bytes, marker: bytes, *, count: int = 1) -> int:
     for _ in range(count):
         end = data.index(marker, end + 1)
     return end + len(marker)
-
-
-class Recorder(StreamingChatResponseHandler):
-    """Records every event it receives, in order, as ``(name, payload)``.
-
-    Args:
-        cancel_after: cancel the stream from inside the callback of the
-            ``cancel_after``-th partial (text, thinking or tool call).
-    """
-
-    def __init__(self, *, cancel_after: int | None = None) -> None:
-        self.events: list[tuple[str, Any]] = []
-        self.first_partial = threading.Event()
-        self.handles: list[StreamingHandle] = []
-        self._cancel_after = cancel_after
-
-    @property
-    def names(self) -> list[str]:
-        """The names of the events, in order."""
-        return [name for name, _ in self.events]
-
-    @property
-    def text(self) -> str:
-        """The partial response texts, joined."""
-        return "".join(p for name, p in self.events if name == "partial_response")
-
-    @property
-    def errors(self) -> list[BaseException]:
-        """The errors ``on_error`` received."""
-        return [p for name, p in self.events if name == "error"]
-
-    def _partial(self, name: str, payload: Any, handle: StreamingHandle) -> None:
-        self.events.append((name, payload))
-        self.handles.append(handle)
-        self.first_partial.set()
-        partials = sum(1 for n, _ in self.events if n.startswith("partial_"))
-        if self._cancel_after is not None and partials >= self._cancel_after:
-            handle.cancel()
-
-    @override
-    def on_partial_response(
-        self, partial: PartialResponse, context: PartialResponseContext
-    ) -> None:
-        self._partial("partial_response", partial.text, context.handle)
-
-    @override
-    def on_partial_thinking(
-        self, partial: PartialThinking, context: PartialThinkingContext
-    ) -> None:
-        self._partial("partial_thinking", partial.text, context.handle)
-
-    @override
-    def on_partial_tool_call(
-        self, partial: PartialToolCall, context: PartialToolCallContext
-    ) -> None:
-        self._partial("partial_tool_call", partial, context.handle)
-
-    @override
-    def on_complete_tool_call(self, complete: CompleteToolCall) -> None:
-        self.events.append(("complete_tool_call", complete))
-
-    @override
-    def on_unmapped_raw_event(self, raw_event: object) -> None:
-        self.events.append(("unmapped", raw_event))
-
-    @override
-    def on_complete_response(self, response: ChatResponse) -> None:
-        self.events.append(("complete_response", response))
-
-    @override
-    def on_error(self, error: BaseException) -> None:
-        self.events.append(("error", error))
-
-
-class AsyncRecorder(AsyncStreamingChatResponseHandler):
-    """The async twin of ``Recorder`` (it records the same events)."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, Any]] = []
-
-    @property
-    def names(self) -> list[str]:
-        """The names of the events, in order."""
-        return [name for name, _ in self.events]
-
-    @override
-    async def on_partial_response(
-        self, partial: PartialResponse, context: PartialResponseContext
-    ) -> None:
-        self.events.append(("partial_response", partial.text))
-
-    @override
-    async def on_partial_thinking(
-        self, partial: PartialThinking, context: PartialThinkingContext
-    ) -> None:
-        self.events.append(("partial_thinking", partial.text))
-
-    @override
-    async def on_partial_tool_call(
-        self, partial: PartialToolCall, context: PartialToolCallContext
-    ) -> None:
-        self.events.append(("partial_tool_call", partial))
-
-    @override
-    async def on_complete_tool_call(self, complete: CompleteToolCall) -> None:
-        self.events.append(("complete_tool_call", complete))
-
-    @override
-    async def on_unmapped_raw_event(self, raw_event: object) -> None:
-        self.events.append(("unmapped", raw_event))
-
-    @override
-    async def on_complete_response(self, response: ChatResponse) -> None:
-        self.events.append(("complete_response", response))
-
-    @override
-    async def on_error(self, error: BaseException) -> None:
-        self.events.append(("error", error))
 
 
 def cancel_from_thread(recorder: Recorder, handle: StreamingHandle) -> threading.Thread:

@@ -20,11 +20,9 @@ from langhooks import (
 )
 from langhooks.models import AnthropicChatModel, ChatRequest
 
-from . import shared_fixture
+from . import AsyncRecorder, Recorder, shared_fixture
 from ._server import (
-    AsyncRecorder,
     FixtureServer,
-    Recorder,
     Reply,
     cancel_from_thread,
     first_bytes_until,
@@ -273,7 +271,7 @@ class TestStreaming:
         assert response.token_usage is not None
         assert response.token_usage.input_tokens == 612 + 2048
         assert response.token_usage.output_tokens == 163
-        assert "unmapped" in recorder.names  # the ping
+        assert "unmapped_raw_event" in recorder.names  # the ping
         assert recorder.names[-1] == "complete_response"
         headers = response.metadata["response_headers"]
         assert headers["request-id"] == "req_011CX4fGq7Rz2pVtN9bKc3Lm"
@@ -406,7 +404,9 @@ class TestCancellation:
         recorder = Recorder(cancel_after=1)
         response = model(server).stream(REQUEST, recorder)
         assert response.message.status == "cancelled"
-        assert [n for n in recorder.names if n != "unmapped"] == ["partial_thinking"]
+        assert [n for n in recorder.names if n != "unmapped_raw_event"] == [
+            "partial_thinking"
+        ]
         assert server.disconnected.wait(20)
 
     def test_cancel_from_another_thread(self, server: FixtureServer) -> None:

@@ -24,11 +24,9 @@ from langhooks import (
 )
 from langhooks.models import ChatRequest, OpenAIChatModel
 
-from . import shared_fixture
+from . import AsyncRecorder, Recorder, shared_fixture
 from ._server import (
-    AsyncRecorder,
     FixtureServer,
-    Recorder,
     Reply,
     cancel_from_thread,
     first_bytes_until,

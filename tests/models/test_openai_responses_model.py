@@ -19,11 +19,9 @@ from langhooks import (
 )
 from langhooks.models import ChatRequest, OpenAIResponsesModel
 
-from . import shared_fixture
+from . import AsyncRecorder, Recorder, shared_fixture
 from ._server import (
-    AsyncRecorder,
     FixtureServer,
-    Recorder,
     Reply,
     cancel_from_thread,
     first_bytes_until,
