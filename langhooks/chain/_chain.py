@@ -298,7 +298,7 @@ class LLMChain:
                 f"give one decision per call: {len(calls)} call(s), "
                 f"{len(decisions)} decision(s)"
             )
-        waiting = {result.tool_call_id for result in pending_results(self)}
+        waiting = {call.call_id: call for call in self.pending_tool_calls}
         seen: set[str] = set()
         for call, decision in zip(calls, decisions, strict=True):
             if not isinstance(call, ToolCall):
@@ -320,6 +320,15 @@ class LLMChain:
                     f"each waiting call one decision"
                 )
             seen.add(call.call_id)
+            asked = waiting[call.call_id]
+            if call.name != asked.name or call.arguments != asked.arguments:
+                # A human approved what the model asked for, not something else.
+                raise ValueError(
+                    f"tool call {call.call_id!r} is not the waiting call "
+                    f"({asked.name} with {dict(asked.arguments)}): pass "
+                    f"chain.pending_tool_calls, and change arguments with "
+                    f"Decision.edit(...)"
+                )
 
     def _resume(
         self, run: Run, calls: Sequence[ToolCall], decisions: Sequence[Decision]
@@ -346,8 +355,8 @@ class LLMChain:
             ``RunResult``: "ok", "interrupted" (calls still wait) or "error".
 
         Raises:
-            ValueError: a call is not waiting or is given twice, or the counts
-                differ.
+            ValueError: a call is not waiting (or not as the model made it) or
+                is given twice, or the counts differ.
             TypeError: a bad call or decision, or an async handler (use
                 ``aexecute_tool_calls_with_decisions``).
         """

@@ -615,6 +615,24 @@ class TestDecisions:
         with pytest.raises(TypeError, match="ToolCalls"):
             chain.execute_tool_calls_with_decisions(["c"], [Decision.approve()])  # type: ignore[list-item]
 
+    def test_a_changed_call_is_refused(self) -> None:
+        """A call whose name or arguments differ from the waiting one is refused:
+        an approval applies to the call the model made (edits: Decision.edit)."""
+        chain, recorder = interrupted_chain(call("get_weather", city="Paris"))
+        (waiting,) = chain.pending_tool_calls
+        count = len(recorder.events)
+        changed = ToolCall(
+            call_id=waiting.call_id, name="get_weather", arguments={"city": "Lyon"}
+        )
+        with pytest.raises(ValueError, match=r"Decision\.edit"):
+            chain.execute_tool_calls_with_decisions([changed], [Decision.approve()])
+        assert len(recorder.events) == count
+        same = ToolCall(
+            call_id=waiting.call_id, name="get_weather", arguments={"city": "Paris"}
+        )
+        resumed = chain.execute_tool_calls_with_decisions([same], [Decision.approve()])
+        assert resumed.status == "ok"
+
     def test_pending_calls_come_from_the_last_answer(self) -> None:
         """A call id reused by an earlier answer is not pending a second time."""
         again = call("get_weather", city="Lyon")
