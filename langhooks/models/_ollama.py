@@ -19,6 +19,7 @@ from ._openai import chat_completions_tools
 from ._transport import (
     AsyncBody,
     Body,
+    ConnectionWatch,
     arun_stream,
     lower_headers,
     model_name,
@@ -200,16 +201,27 @@ class OllamaChatModel:
                 was called first.
         """
 
+        handle = handle if handle is not None else StreamingHandle()
+
         @contextmanager
         def open_body() -> Iterator[Body]:
             payload = self._payload(request)
-            with (
-                self._httpx.Client(timeout=self._timeout) as client,
-                client.stream("POST", f"{self.base_url}/api/chat", json=payload) as r,
-            ):
-                if r.status_code >= 400:
-                    raise _http_error(r.status_code, r.headers, r.read())
-                yield r
+            watch = ConnectionWatch(handle)
+            try:
+                with (
+                    self._httpx.Client(timeout=self._timeout) as client,
+                    client.stream(
+                        "POST",
+                        f"{self.base_url}/api/chat",
+                        json=payload,
+                        extensions={"trace": watch.trace},
+                    ) as r,
+                ):
+                    if r.status_code >= 400:
+                        raise _http_error(r.status_code, r.headers, r.read())
+                    yield r
+            finally:
+                watch.done()
 
         return run_stream("ollama", handler, handle, open_body)
 
@@ -227,16 +239,27 @@ class OllamaChatModel:
                 was called first.
         """
 
+        handle = handle if handle is not None else StreamingHandle()
+
         @asynccontextmanager
         async def open_body() -> AsyncIterator[AsyncBody]:
             payload = self._payload(request)
-            async with (
-                self._httpx.AsyncClient(timeout=self._timeout) as client,
-                client.stream("POST", f"{self.base_url}/api/chat", json=payload) as r,
-            ):
-                if r.status_code >= 400:
-                    raise _http_error(r.status_code, r.headers, await r.aread())
-                yield _AsyncBody(r)
+            watch = ConnectionWatch(handle)
+            try:
+                async with (
+                    self._httpx.AsyncClient(timeout=self._timeout) as client,
+                    client.stream(
+                        "POST",
+                        f"{self.base_url}/api/chat",
+                        json=payload,
+                        extensions={"trace": watch.atrace},
+                    ) as r,
+                ):
+                    if r.status_code >= 400:
+                        raise _http_error(r.status_code, r.headers, await r.aread())
+                    yield _AsyncBody(r)
+            finally:
+                watch.done()
 
         return await arun_stream("ollama", handler, handle, open_body)
 

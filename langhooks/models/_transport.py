@@ -37,6 +37,7 @@ from ._sse import stream_events
 __all__ = [
     "AsyncBody",
     "Body",
+    "ConnectionWatch",
     "arun_stream",
     "error_from_exception",
     "lower_headers",
@@ -221,8 +222,8 @@ class _Interrupter:
 
     __slots__ = ("_done", "_socket")
 
-    def __init__(self, response: object) -> None:
-        self._socket = _network_socket(response)
+    def __init__(self, sock: Any) -> None:
+        self._socket = sock
         self._done = False
 
     def __call__(self) -> None:
@@ -234,6 +235,44 @@ class _Interrupter:
 
     def done(self) -> None:
         self._done = True
+
+
+class ConnectionWatch:
+    """Shuts an httpx request's connection down on cancel, from the moment it is
+    connected: a cancel while the server has sent nothing yet (Ollama loading a
+    model for minutes) closes the connection at once instead of waiting for the
+    first byte.
+
+    Pass ``{"trace": watch.trace}`` (``watch.atrace`` for an async client) as the
+    request's ``extensions``, and call ``done`` once the request is over.
+    """
+
+    __slots__ = ("_handle", "_interrupters")
+
+    def __init__(self, handle: StreamingHandle) -> None:
+        self._handle = handle
+        self._interrupters: list[_Interrupter] = []
+
+    def trace(self, event: str, info: Mapping[str, Any]) -> None:
+        """httpcore's trace hook: watch each new connection's socket."""
+        if event != "connection.connect_tcp.complete":
+            return
+        stream = info.get("return_value")
+        get_extra_info = getattr(stream, "get_extra_info", None)
+        if get_extra_info is None:  # pragma: no cover - httpcore always gives one
+            return
+        interrupter = _Interrupter(get_extra_info("socket"))
+        self._interrupters.append(interrupter)
+        self._handle.add_cancel_callback(interrupter)
+
+    async def atrace(self, event: str, info: Mapping[str, Any]) -> None:
+        """The async client's trace hook (it must be a coroutine)."""
+        self.trace(event, info)
+
+    def done(self) -> None:
+        """The request is over: a later cancel touches no socket."""
+        for interrupter in self._interrupters:
+            interrupter.done()
 
 
 def run_stream(
@@ -271,7 +310,7 @@ def run_stream(
         driver.fail(error_from_exception(exc))
     try:
         driver._add_metadata(response_metadata(body.headers))
-        interrupter = _Interrupter(body)
+        interrupter = _Interrupter(_network_socket(body))
         handle.add_cancel_callback(interrupter)
         try:
             return _pump(driver, body, handle, stream_events(format))
@@ -327,7 +366,7 @@ async def arun_stream(
         await driver.fail(error_from_exception(exc))
     try:
         driver._add_metadata(response_metadata(body.headers))
-        interrupter = _Interrupter(body)
+        interrupter = _Interrupter(_network_socket(body))
         handle.add_cancel_callback(interrupter)
         try:
             return await _apump(driver, body, handle, stream_events(format))

@@ -456,6 +456,36 @@ class TestCancellation:
         assert response.message.status == "cancelled"
         assert server.disconnected.wait(20)
 
+    @pytest.mark.parametrize("use_async", [False, True])
+    async def test_cancel_while_the_model_loads(
+        self, server: FixtureServer, use_async: bool
+    ) -> None:
+        """A cancel before the first byte (Ollama still loading the model) closes
+        the connection at once: the call returns while the server still waits."""
+        release = threading.Event()
+        server.add(ndjson(CHAT, release=release))
+        handle = StreamingHandle()
+        recorder = Recorder()
+
+        def cancel_once_requested() -> None:
+            while not server.requests:
+                release.wait(0.01)
+            handle.cancel()
+
+        thread = threading.Thread(target=cancel_once_requested)
+        thread.start()
+        try:
+            if use_async:
+                response = await model(server).astream(REQUEST, recorder, handle=handle)
+            else:
+                response = model(server).stream(REQUEST, recorder, handle=handle)
+        finally:
+            thread.join()
+            release.set()  # the model is loaded: the server answers a closed socket
+        assert response.message.status == "cancelled"
+        assert recorder.events == []
+        assert server.disconnected.wait(20)
+
     async def test_async_cancelled_before_start(self, server: FixtureServer) -> None:
         """A cancelled handle makes ``astream`` return at once without a request."""
         handle = StreamingHandle()
