@@ -317,6 +317,36 @@ class _Driver:
             return None
         return (method[0], (action[1],), method[1])
 
+    def _settled(self) -> ChatResponse | None:
+        """The start of ``finish`` for both drivers: the response of a stream that
+        needs no terminal call now (completed before, or cancelled), or None.
+
+        Raises:
+            LangHooksError: the stream failed, or the handler broke it.
+        """
+        state = self._state
+        if state == _COMPLETED:
+            assert self._final is not None
+            return self._final
+        if state == _FAILED:
+            assert self._error is not None
+            raise self._error
+        if state == _BROKEN:
+            raise self._abandoned()
+        if state == _CANCELLED or self.handle.is_cancelled:
+            self._state = _CANCELLED
+            return self._build()
+        return None
+
+    def _complete(self) -> tuple[ChatResponse, tuple[Callable[..., Any], bool] | None]:
+        """Complete the stream: the response, and the ``on_complete_response``
+        method to call with it (if the handler has one)."""
+        # Completed from here: a cancel landing now (from another thread) is too
+        # late, and the response must say "complete" as the handler is told.
+        self._state = _COMPLETED
+        response = self._final = self._build()
+        return response, self._methods["on_complete_response"]
+
     def _truncated(self) -> LangHooksError:
         return LangHooksError(
             "stream_error",
@@ -438,25 +468,12 @@ class StreamDriver(_Driver):
                 (``stream_error``; ``on_error`` called once), or the stream had
                 already failed.
         """
-        state = self._state
-        if state == _COMPLETED:
-            assert self._final is not None
-            return self._final
-        if state == _FAILED:
-            assert self._error is not None
-            raise self._error
-        if state == _BROKEN:
-            raise self._abandoned()
-        if state == _CANCELLED or self.handle.is_cancelled:
-            self._state = _CANCELLED
-            return self._build()
-        if state == _OPEN:
+        settled = self._settled()
+        if settled is not None:
+            return settled
+        if self._state == _OPEN:
             self._fail(self._truncated())
-        # Completed from here: a cancel landing now (from another thread) is too
-        # late, and the response must say "complete" as the handler is told.
-        self._state = _COMPLETED
-        response = self._final = self._build()
-        method = self._methods["on_complete_response"]
+        response, method = self._complete()
         if method is not None:
             method[0](response)
         return response
@@ -537,25 +554,12 @@ class AsyncStreamDriver(_Driver):
 
     async def finish(self) -> ChatResponse:
         """End of input; see ``StreamDriver.finish``."""
-        state = self._state
-        if state == _COMPLETED:
-            assert self._final is not None
-            return self._final
-        if state == _FAILED:
-            assert self._error is not None
-            raise self._error
-        if state == _BROKEN:
-            raise self._abandoned()
-        if state == _CANCELLED or self.handle.is_cancelled:
-            self._state = _CANCELLED
-            return self._build()
-        if state == _OPEN:
+        settled = self._settled()
+        if settled is not None:
+            return settled
+        if self._state == _OPEN:
             await self._fail(self._truncated())
-        # Completed from here: a cancel landing now (from another thread) is too
-        # late, and the response must say "complete" as the handler is told.
-        self._state = _COMPLETED
-        response = self._final = self._build()
-        method = self._methods["on_complete_response"]
+        response, method = self._complete()
         if method is not None:
             result = method[0](response)
             if method[1]:
