@@ -9,7 +9,8 @@ from typing import Final
 from .._messages import ChatResponse, LangHooksError
 from .._streaming import StreamingChatResponseHandler, StreamingHandle
 from ._drive import STREAM_FORMATS, StreamDriver, StreamFormat
-from ._sse import WireDecoder, stream_events
+from ._sse import stream_events
+from ._transport import pump
 
 __all__ = ["replay_stream"]
 
@@ -55,37 +56,18 @@ def replay_stream(
     decoder = stream_events(format)
     if isinstance(source, str | os.PathLike):
         with open(source, "rb") as file:
-            return _pump(driver, decoder, iter(lambda: file.read(_READ_SIZE), b""))
+            chunks = iter(lambda: file.read(_READ_SIZE), b"")
+            return pump(driver, chunks, decoder, _read_error)
     given: object = source
     if isinstance(given, bytes | bytearray):
         raise TypeError("source must be a path or an iterable of chunks, got bytes")
-    return _pump(driver, decoder, source)
+    return pump(driver, source, decoder, _read_error)
 
 
-def _pump(
-    driver: StreamDriver, decoder: WireDecoder, source: Iterable[str | bytes]
-) -> ChatResponse:
-    feed = driver.feed
-    chunks = iter(source)
-    while True:
-        try:
-            chunk = next(chunks, None)
-        except Exception as exc:  # the source failed, as a connection can
-            if driver.handle.is_cancelled:
-                return driver.finish()
-            driver.fail(
-                LangHooksError(
-                    "stream_error",
-                    f"reading the stream failed: {type(exc).__name__}: {exc}",
-                    original=exc,
-                )
-            )
-        if chunk is None:
-            break
-        for event in decoder.feed(chunk):
-            if not feed(event):
-                return driver.finish()
-    for event in decoder.end():
-        if not feed(event):
-            break
-    return driver.finish()
+def _read_error(exc: Exception) -> LangHooksError:
+    # The source failed, as a connection can.
+    return LangHooksError(
+        "stream_error",
+        f"reading the stream failed: {type(exc).__name__}: {exc}",
+        original=exc,
+    )

@@ -32,7 +32,7 @@ from .._streaming import (
 )
 from ._drive import AsyncStreamDriver, StreamDriver, StreamFormat
 from ._errors import classify_error, parse_ratelimit
-from ._sse import stream_events
+from ._sse import Chunk, WireDecoder, stream_events
 
 __all__ = [
     "AsyncBody",
@@ -43,6 +43,7 @@ __all__ = [
     "lower_headers",
     "mapping_items",
     "model_name",
+    "pump",
     "require",
     "response_metadata",
     "run_stream",
@@ -313,30 +314,49 @@ def run_stream(
         interrupter = _Interrupter(_network_socket(body))
         handle.add_cancel_callback(interrupter)
         try:
-            return _pump(driver, body, handle, stream_events(format))
+            return pump(
+                driver, body.iter_bytes(), stream_events(format), error_from_exception
+            )
         finally:
             interrupter.done()
     finally:
         opened.__exit__(None, None, None)
 
 
-def _pump(
+def pump(
     driver: StreamDriver,
-    body: Body,
-    handle: StreamingHandle,
-    decoder: Any,
+    chunks: Iterable[Chunk],
+    decoder: WireDecoder,
+    read_error: Callable[[Exception], LangHooksError],
 ) -> ChatResponse:
-    chunks = iter(body.iter_bytes())
+    """Feed a body's chunks through ``decoder`` to ``driver`` until it is over.
+
+    Args:
+        driver: the stream's driver.
+        chunks: the body, in pieces as read.
+        decoder: the wire decoder for the stream's format.
+        read_error: the ``LangHooksError`` for an exception reading ``chunks``
+            raised (reported through the driver, unless the stream was
+            cancelled: then the reading failed because the connection was shut).
+
+    Returns:
+        The response (after ``on_complete_response``), or the cancelled one.
+
+    Raises:
+        LangHooksError: the stream failed (after ``on_error``).
+    """
+    feed = driver.feed
+    iterator = iter(chunks)
     while True:
         try:
-            chunk = next(chunks, None)
+            chunk = next(iterator, None)
         except Exception as exc:
-            if _cancelled(handle):
+            if _cancelled(driver.handle):
                 return driver.finish()
-            driver.fail(error_from_exception(exc))
+            driver.fail(read_error(exc))
         # After a cancel the driver delivers nothing and returns False.
         for event in decoder.end() if chunk is None else decoder.feed(chunk):
-            if not driver.feed(event):
+            if not feed(event):
                 return driver.finish()
         if chunk is None:
             return driver.finish()
@@ -380,7 +400,7 @@ async def _apump(
     driver: AsyncStreamDriver,
     body: AsyncBody,
     handle: StreamingHandle,
-    decoder: Any,
+    decoder: WireDecoder,
 ) -> ChatResponse:
     chunks = body.iter_bytes()
     try:
