@@ -28,7 +28,7 @@ from ._chain_callbacks import (
     ReviewContext,
     ReviewDecision,
 )
-from ._handler import HandlerBase, closest_event
+from ._handler import HandlerBase, event_hint
 from ._messages import (
     ChatResponse,
     CompleteToolCall,
@@ -266,7 +266,7 @@ def _build(factory: str, functions: Mapping[str, object]) -> Any:
         if spec is None:
             raise TypeError(
                 f"{factory}() got an unexpected keyword argument {name!r}: it is not "
-                f"an event of {interface.__name__} ({closest_event(name, events)})"
+                f"an event of {interface.__name__} ({event_hint(name, events)})"
             )
         if not callable(function):
             raise TypeError(

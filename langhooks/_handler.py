@@ -41,6 +41,10 @@ class EventSpec:
     default: Callable[..., Any]
 
 
+# The interfaces, in the order they were created (for error messages).
+_INTERFACES: Final[list[type[HandlerBase]]] = []
+
+
 class HandlerBase:
     """Root of the four handler interfaces. Not public: subclass an interface."""
 
@@ -67,6 +71,7 @@ class HandlerBase:
                 for name, value in vars(cls).items()
                 if name.startswith("on_") and callable(value)
             }
+            _INTERFACES.append(cls)
         events: dict[str, tuple[EventSpec, ...]] = {}
         for base in reversed(cls.__mro__):
             # Each interface is once in the MRO, so each spec is added once.
@@ -102,10 +107,14 @@ def _check_event(
         sorted({s.interface.__name__ for group in events.values() for s in group})
     )
     if specs is None:
+        advice = (
+            "subclass the one you need as well, or rename the method"
+            if _interfaces_with(name)
+            else "rename it, or drop the 'on_' prefix if it is a helper"
+        )
         raise TypeError(
             f"{cls.__qualname__}.{name} is not an event of {interfaces}: "
-            f"{closest_event(name, events)} "
-            f"(rename it, or drop the 'on_' prefix if it is a helper)"
+            f"{event_hint(name, events)} ({advice})"
         )
     function = (
         value.__func__ if isinstance(value, staticmethod | classmethod) else value
@@ -143,10 +152,23 @@ def overridden_events(handler: object) -> frozenset[str]:
     return frozenset()
 
 
+def _interfaces_with(name: str) -> list[str]:
+    return [i.__name__ for i in _INTERFACES if name in vars(i)["_langhooks_own_events"]]
+
+
 def closest_event(name: str, events: Iterable[str]) -> str:
     """A 'did you mean ...?' hint for an unknown event name."""
     close = difflib.get_close_matches(name, list(events), n=1, cutoff=0.6)
     return f"did you mean {close[0]}?" if close else "it is not an event"
+
+
+def event_hint(name: str, events: Iterable[str]) -> str:
+    """A hint for a name that is not one of a handler's ``events``: the interfaces
+    that have it, when it is another interface's event, else ``closest_event``."""
+    elsewhere = _interfaces_with(name)
+    if elsewhere:
+        return f"it is an event of {', '.join(elsewhere)}"
+    return closest_event(name, events)
 
 
 # --- fan-out builders -------------------------------------------------------------

@@ -32,7 +32,7 @@ from ._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler, D
 from ._handler import (
     HandlerBase,
     bound_event,
-    closest_event,
+    event_hint,
     event_is_async,
     interfaces_of,
     overridden_events,
@@ -482,7 +482,7 @@ def filtered(handler: H, *, events: Iterable[str]) -> H:
         if name not in known:
             raise TypeError(
                 f"filtered: {name!r} is not an event of {type(checked).__name__}: "
-                f"{closest_event(name, known)}"
+                f"{event_hint(name, known)}"
             )
     wrapper = _Filtered._specialize(checked)
     wrapper._langhooks_install(

@@ -274,6 +274,14 @@ class TestValidation:
         with pytest.raises(TypeError, match="StreamingChatResponseHandler"):
             streaming_callbacks(on_run_start=lambda chain: None)  # type: ignore[call-arg]
 
+    def test_an_event_of_the_other_interface_names_that_interface(self) -> None:
+        """The hint for another interface's event names that interface rather than
+        a look-alike event of this one."""
+        with pytest.raises(TypeError) as caught:
+            chain_callbacks(on_partial_response=lambda p, c: None)  # type: ignore[call-arg]
+        assert "it is an event of StreamingChatResponseHandler" in str(caught.value)
+        assert "did you mean" not in str(caught.value)
+
     def test_a_value_that_is_not_callable_is_rejected(self) -> None:
         """A non-callable value is a TypeError naming the event's arguments."""
         with pytest.raises(TypeError, match=r"on_run_start must be a function taking"):

@@ -49,6 +49,20 @@ class TestMisspelledEvents:
         assert "did you mean on_tool_call_review?" in message
         assert "drop the 'on_' prefix if it is a helper" in message
 
+    def test_event_of_another_interface_names_that_interface(self) -> None:
+        """An event of another interface is named as such, not called unknown."""
+        with pytest.raises(TypeError) as caught:
+
+            class Mixed(StreamingChatResponseHandler):
+                def on_llm_new_delta(self, chain: Any, deltas: Any) -> None:
+                    pass
+
+        message = str(caught.value)
+        assert "it is an event of ChainCallbackHandler, AsyncChainCallbackHandler" in (
+            message
+        )
+        assert "it is not an event" not in message
+
     def test_unrelated_name_has_no_suggestion(self) -> None:
         """A name close to nothing says it is not an event."""
         with pytest.raises(TypeError, match="it is not an event"):
