@@ -24,6 +24,7 @@ from ._messages import (
     _arguments,
     _custom_context,
     _frozen_mapping,
+    _instance_of,
 )
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ class Deny:
     A denial is not a failure: its result has ``is_error=False``.
     """
 
-    reason: str = attrs.field(validator=attrs.validators.instance_of(str))
+    reason: str = attrs.field(validator=_instance_of(str))
 
 
 def _data(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -75,7 +76,7 @@ class Interrupt:
     resume with ``LLMChain.execute_tool_calls_with_decisions``.
     """
 
-    message: str = attrs.field(validator=attrs.validators.instance_of(str))
+    message: str = attrs.field(validator=_instance_of(str))
     data: Mapping[str, Any] = attrs.field(factory=dict, converter=_data)
 
 

@@ -93,6 +93,23 @@ def _one_of(
     return check
 
 
+def _instance_of(
+    kind: type, *, optional: bool = False
+) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
+    """Like ``attrs.validators.instance_of`` (or ``optional(...)``), with a
+    one-sentence message: "message must be a Message, got str"."""
+    article = "an" if kind.__name__[0] in "AEIOUaeiou" else "a"
+    expected = f"{article} {kind.__name__}{' or None' if optional else ''}"
+
+    def check(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if not isinstance(value, kind) and not (optional and value is None):
+            raise TypeError(
+                f"{attribute.name} must be {expected}, got {type(value).__name__}"
+            )
+
+    return check
+
+
 def _non_empty_str(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, str) or not value:
         raise ValueError(f"{attribute.name} must be a non-empty str, got {value!r}")
@@ -141,7 +158,7 @@ class ContentPart:
     """
 
     type: ContentType = attrs.field(validator=_one_of(_CONTENT_TYPES))
-    content: str = attrs.field(validator=attrs.validators.instance_of(str))
+    content: str = attrs.field(validator=_instance_of(str))
 
     @classmethod
     def text(cls, content: str) -> ContentPart:
@@ -339,7 +356,7 @@ class PartialToolCall:
     index: int = attrs.field(validator=_count)
     id: str | None = attrs.field(validator=_optional_str)
     name: str = attrs.field(validator=_non_empty_str)
-    partial_arguments: str = attrs.field(validator=attrs.validators.instance_of(str))
+    partial_arguments: str = attrs.field(validator=_instance_of(str))
 
 
 @attrs.frozen(kw_only=True)
@@ -347,7 +364,7 @@ class CompleteToolCall:
     """A tool call whose arguments have all arrived and parsed."""
 
     index: int = attrs.field(validator=_count)
-    tool_call: ToolCall = attrs.field(validator=attrs.validators.instance_of(ToolCall))
+    tool_call: ToolCall = attrs.field(validator=_instance_of(ToolCall))
 
 
 @attrs.frozen(kw_only=True)
@@ -418,17 +435,15 @@ class MessageDelta:
         status: the message's status when this increment ends it.
     """
 
-    text: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
-    thinking: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
+    text: str = attrs.field(default="", validator=_instance_of(str))
+    thinking: str = attrs.field(default="", validator=_instance_of(str))
     tool_call: PartialToolCall | None = attrs.field(
         default=None,
-        validator=attrs.validators.optional(
-            attrs.validators.instance_of(PartialToolCall)
-        ),
+        validator=_instance_of(PartialToolCall, optional=True),
     )
     usage: TokenUsage | None = attrs.field(
         default=None,
-        validator=attrs.validators.optional(attrs.validators.instance_of(TokenUsage)),
+        validator=_instance_of(TokenUsage, optional=True),
     )
     status: MessageStatus | None = attrs.field(default=None, validator=_optional_status)
 
@@ -465,16 +480,16 @@ class ChatResponse:
             the model saw them.
     """
 
-    message: Message = attrs.field(validator=attrs.validators.instance_of(Message))
+    message: Message = attrs.field(validator=_instance_of(Message))
     id: str | None = attrs.field(default=None, validator=_optional_str)
     model_name: str | None = attrs.field(default=None, validator=_optional_str)
     token_usage: TokenUsage | None = attrs.field(
         default=None,
-        validator=attrs.validators.optional(attrs.validators.instance_of(TokenUsage)),
+        validator=_instance_of(TokenUsage, optional=True),
     )
     finish_reason: FinishReason | None = attrs.field(
         default=None,
-        validator=attrs.validators.optional(attrs.validators.instance_of(FinishReason)),
+        validator=_instance_of(FinishReason, optional=True),
     )
     metadata: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_metadata)
 
@@ -637,7 +652,7 @@ class Tool:
     name: str = attrs.field(validator=_tool_name)
     function: ToolFunction = attrs.field(validator=_callable)
     description: str = attrs.field(
-        default="", kw_only=True, validator=attrs.validators.instance_of(str)
+        default="", kw_only=True, validator=_instance_of(str)
     )
     parameters_schema: Mapping[str, Any] | None = attrs.field(
         default=None, kw_only=True, converter=_schema

@@ -13,11 +13,14 @@ from langhooks import (
     ChatResponse,
     CompleteToolCall,
     ContentPart,
+    Deny,
     FinishReason,
+    Invocation,
     LangHooksError,
     Message,
     MessageDelta,
     PartialResponse,
+    PartialResponseContext,
     PartialThinking,
     PartialToolCall,
     TokenUsage,
@@ -565,3 +568,53 @@ class TestConverters:
         field, like a sequence holding a wrong item does."""
         with pytest.raises(TypeError, match=f"^{field} must be .*, got int$"):
             build(5)
+
+
+def _unchecked(value: object) -> Any:
+    """``value``, hidden from the type checker (these tests pass wrong types)."""
+    return value
+
+
+class TestTypeErrors:
+    @pytest.mark.parametrize(
+        ("build", "expected"),
+        [
+            (
+                lambda: ChatResponse(message=_unchecked("hi")),
+                "message must be a Message, got str",
+            ),
+            (
+                lambda: ContentPart(type="text", content=_unchecked(None)),
+                "content must be a str, got NoneType",
+            ),
+            (
+                lambda: CompleteToolCall(index=0, tool_call=_unchecked("x")),
+                "tool_call must be a ToolCall, got str",
+            ),
+            (
+                lambda: MessageDelta(usage=_unchecked(3)),
+                "usage must be a TokenUsage or None, got int",
+            ),
+            (
+                lambda: ChatResponse(
+                    message=Message.assistant("x"),
+                    finish_reason=_unchecked("stop"),
+                ),
+                "finish_reason must be a FinishReason or None, got str",
+            ),
+            (
+                lambda: PartialResponseContext(handle=_unchecked(None)),
+                "handle must be a StreamingHandle, got NoneType",
+            ),
+            (lambda: Deny(_unchecked(5)), "reason must be a str, got int"),
+            (lambda: Invocation(name=_unchecked(3)), "name must be a str, got int"),
+        ],
+    )
+    def test_a_wrong_type_is_one_plain_sentence(
+        self, build: Any, expected: str
+    ) -> None:
+        """A value of the wrong type fails with a TypeError whose text is one
+        sentence naming the field, the expected type and the type given."""
+        with pytest.raises(TypeError) as caught:
+            build()
+        assert str(caught.value) == expected
