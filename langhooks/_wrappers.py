@@ -228,9 +228,12 @@ def _without_invocation(
 ) -> Callable[..., Any]:
     copy = contextvars.copy_context
     if is_async:
+        # An ``async def``, so a call returns a real coroutine as the wrapped
+        # method's does: from Python 3.12 ``asyncio.run`` and ``create_task``
+        # reject the generator-based one ``_await_without_invocation`` returns.
 
-        def call_async(*args: Any) -> Awaitable[Any]:
-            return _await_without_invocation(copy(), method, args)
+        async def call_async(*args: Any) -> Any:
+            return await _await_without_invocation(copy(), method, args)
 
         return call_async
 

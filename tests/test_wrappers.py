@@ -295,6 +295,24 @@ class TestHandlerWithoutInvocation:
         decision = await wrapped.on_tool_call_review(CHAIN, CALL, TOOL, REVIEW)
         assert decision == UpdateArguments({"a": 1})
 
+    def test_async_method_returns_a_coroutine(self) -> None:
+        """An async method of the wrapper returns a coroutine, like the method it
+        wraps, so asyncio.run and asyncio.create_task take it (from Python 3.12
+        they reject any other awaitable)."""
+        seen: list[object] = []
+
+        class Handler(AsyncChainCallbackHandler):
+            @override
+            async def on_run_start(self, chain: Any) -> None:
+                seen.append(current_invocation())
+
+        wrapped = HandlerWithoutInvocation(Handler())
+        with invocation("run"):
+            call = wrapped.on_run_start(CHAIN)
+            assert inspect.iscoroutine(call)
+            asyncio.run(call)
+        assert seen == [None]
+
     async def test_async_immediate_return_value(self) -> None:
         """A decision returned without awaiting anything is not lost (a lost
         Deny would let the call through)."""
