@@ -390,7 +390,9 @@ class Synchronized(_Wrapper):
     For a handler shared across threads whose state is not thread-safe. Sync
     methods take a re-entrant lock, so a handler may trigger its own events. Async
     methods take an ``asyncio.Lock`` per event loop: they run one at a time among
-    the tasks of a loop, and the handler may be used from any number of loops.
+    the tasks of a loop, and the handler may be used from any number of loops (but
+    two loops in two threads are not kept apart, and an async method must not await
+    another event of the same wrapper: that lock is not re-entrant).
     """
 
     @overload
