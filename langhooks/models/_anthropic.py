@@ -7,26 +7,15 @@ handler.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from contextlib import AbstractAsyncContextManager, AbstractContextManager
-from typing import Any, Final, cast
+from typing import Any, Final
 
-from .._messages import ChatResponse, LangHooksError, Message, Tool
-from .._streaming import (
-    AsyncStreamingChatResponseHandler,
-    StreamingChatResponseHandler,
-    StreamingHandle,
-)
+from typing_extensions import override
+
+from .._messages import LangHooksError, Message, Tool
 from ._base import ChatRequest
 from ._openai import tool_schema
-from ._transport import (
-    AsyncBody,
-    Body,
-    arun_stream,
-    mapping_items,
-    model_name,
-    require,
-    run_stream,
-)
+from ._sdk import SDKChatModel
+from ._transport import mapping_items, require
 
 __all__ = ["AnthropicChatModel", "anthropic_messages", "anthropic_tools"]
 
@@ -137,7 +126,7 @@ def anthropic_tools(tools: tuple[Tool, ...]) -> list[dict[str, Any]]:
     ]
 
 
-class AnthropicChatModel:
+class AnthropicChatModel(SDKChatModel):
     """A Messages API model on the official ``anthropic`` SDK.
 
     Args:
@@ -155,6 +144,8 @@ class AnthropicChatModel:
         LangHooksError: the client cannot be created (no API key).
     """
 
+    _format = "anthropic"
+
     def __init__(
         self,
         model: str,
@@ -166,21 +157,21 @@ class AnthropicChatModel:
         timeout: float | None = None,
         extra_params: Mapping[str, Any] | None = None,
     ) -> None:
+        super().__init__(
+            model,
+            base_url=base_url,
+            api_key=api_key,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            timeout=timeout,
+            extra_params=extra_params,
+        )
+
+    @override
+    def _new_clients(self, options: dict[str, Any]) -> tuple[Any, Any]:
         anthropic = require("anthropic", "anthropic")
-        self.model: Final = model_name(model)
-        self.max_tokens: Final = max_tokens
-        self.temperature: Final = temperature
-        self.extra_params: Final[Mapping[str, Any]] = dict(extra_params or {})
-        options: dict[str, Any] = {
-            "base_url": base_url,
-            "api_key": api_key,
-            "max_retries": 0,  # the runtime retries; every failure must be seen
-        }
-        if timeout is not None:
-            options["timeout"] = timeout
         try:
-            self._client: Any = anthropic.Anthropic(**options)
-            self._async_client: Any = anthropic.AsyncAnthropic(**options)
+            return anthropic.Anthropic(**options), anthropic.AsyncAnthropic(**options)
         except anthropic.AnthropicError as exc:  # pragma: no cover - see below
             # Older SDKs refuse a missing key here; current ones defer it to the
             # first request, where it becomes a non-retryable stream_error that
@@ -191,11 +182,11 @@ class AnthropicChatModel:
                 original=exc,
             ) from exc
 
-    @property
-    def base_url(self) -> str:
-        """The server the model talks to."""
-        return str(self._client.base_url)
+    @override
+    def _resource(self, client: Any) -> Any:
+        return client.messages
 
+    @override
     def _params(self, request: ChatRequest) -> dict[str, Any]:
         system, messages = anthropic_messages(request.messages)
         params: dict[str, Any] = {
@@ -216,59 +207,3 @@ class AnthropicChatModel:
             # (or a compatible server's own option) still goes through.
             params["extra_body"] = extra
         return params
-
-    def stream(
-        self,
-        request: ChatRequest,
-        handler: StreamingChatResponseHandler,
-        *,
-        handle: StreamingHandle | None = None,
-    ) -> ChatResponse:
-        """Stream one response into ``handler`` and return it.
-
-        Args:
-            request: the conversation and the tools.
-            handler: receives the stream's events.
-            handle: a cancel handle the caller holds before the first token.
-
-        Returns:
-            The response (status "cancelled" if the handle was cancelled).
-
-        Raises:
-            LangHooksError: the request or the stream failed; ``handler.on_error``
-                was called first.
-        """
-
-        def open_body() -> AbstractContextManager[Body]:
-            return cast(
-                "AbstractContextManager[Body]",
-                self._client.messages.with_streaming_response.create(
-                    **self._params(request)
-                ),
-            )
-
-        return run_stream("anthropic", handler, handle, open_body)
-
-    async def astream(
-        self,
-        request: ChatRequest,
-        handler: AsyncStreamingChatResponseHandler | StreamingChatResponseHandler,
-        *,
-        handle: StreamingHandle | None = None,
-    ) -> ChatResponse:
-        """The async twin of ``stream``; a sync handler is called inline.
-
-        Raises:
-            LangHooksError: the request or the stream failed; ``handler.on_error``
-                was called first.
-        """
-
-        def open_body() -> AbstractAsyncContextManager[AsyncBody]:
-            return cast(
-                "AbstractAsyncContextManager[AsyncBody]",
-                self._async_client.messages.with_streaming_response.create(
-                    **self._params(request)
-                ),
-            )
-
-        return await arun_stream("anthropic", handler, handle, open_body)

@@ -9,28 +9,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from contextlib import AbstractAsyncContextManager, AbstractContextManager
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from typing_extensions import override
 
-from .._messages import ChatResponse, ContentPart, LangHooksError, Message, Tool
-from .._streaming import (
-    AsyncStreamingChatResponseHandler,
-    StreamingChatResponseHandler,
-    StreamingHandle,
-)
+from .._messages import ContentPart, LangHooksError, Message, Tool
 from ._base import ChatRequest
-from ._drive import StreamFormat
-from ._transport import (
-    AsyncBody,
-    Body,
-    arun_stream,
-    mapping_items,
-    model_name,
-    require,
-    run_stream,
-)
+from ._sdk import SDKChatModel
+from ._transport import mapping_items, require
 
 __all__ = [
     "OpenAIChatModel",
@@ -205,10 +191,8 @@ def responses_tools(tools: tuple[Tool, ...]) -> list[dict[str, Any]]:
     ]
 
 
-class _OpenAIModel:
-    """What both OpenAI models share: the clients and the streaming plumbing."""
-
-    _format: StreamFormat
+class _OpenAIModel(SDKChatModel):
+    """The clients both OpenAI models share."""
 
     def __init__(
         self,
@@ -221,21 +205,21 @@ class _OpenAIModel:
         timeout: float | None = None,
         extra_params: Mapping[str, Any] | None = None,
     ) -> None:
+        super().__init__(
+            model,
+            base_url=base_url,
+            api_key=api_key,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            timeout=timeout,
+            extra_params=extra_params,
+        )
+
+    @override
+    def _new_clients(self, options: dict[str, Any]) -> tuple[Any, Any]:
         openai = require("openai", "openai")
-        self.model: Final = model_name(model)
-        self.max_tokens: Final = max_tokens
-        self.temperature: Final = temperature
-        self.extra_params: Final[Mapping[str, Any]] = dict(extra_params or {})
-        options: dict[str, Any] = {
-            "base_url": base_url,
-            "api_key": api_key,
-            "max_retries": 0,  # the runtime retries; every failure must be seen
-        }
-        if timeout is not None:
-            options["timeout"] = timeout
         try:
-            self._client: Any = openai.OpenAI(**options)
-            self._async_client: Any = openai.AsyncOpenAI(**options)
+            return openai.OpenAI(**options), openai.AsyncOpenAI(**options)
         except openai.OpenAIError as exc:
             raise LangHooksError(
                 "authentication",
@@ -244,70 +228,19 @@ class _OpenAIModel:
                 original=exc,
             ) from exc
 
-    @property
-    def base_url(self) -> str:
-        """The server the model talks to."""
-        return str(self._client.base_url)
-
-    def _params(self, request: ChatRequest) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def _resource(self, client: Any) -> Any:
-        raise NotImplementedError
-
-    def stream(
-        self,
-        request: ChatRequest,
-        handler: StreamingChatResponseHandler,
-        *,
-        handle: StreamingHandle | None = None,
-    ) -> ChatResponse:
-        """Stream one response into ``handler`` and return it.
-
-        Args:
-            request: the conversation and the tools.
-            handler: receives the stream's events.
-            handle: a cancel handle the caller holds before the first token.
-
-        Returns:
-            The response (status "cancelled" if the handle was cancelled).
-
-        Raises:
-            LangHooksError: the request or the stream failed; ``handler.on_error``
-                was called first.
-        """
-
-        def open_body() -> AbstractContextManager[Body]:
-            resource = self._resource(self._client).with_streaming_response
-            return cast(
-                "AbstractContextManager[Body]",
-                resource.create(**self._params(request)),
-            )
-
-        return run_stream(self._format, handler, handle, open_body)
-
-    async def astream(
-        self,
-        request: ChatRequest,
-        handler: AsyncStreamingChatResponseHandler | StreamingChatResponseHandler,
-        *,
-        handle: StreamingHandle | None = None,
-    ) -> ChatResponse:
-        """The async twin of ``stream``; a sync handler is called inline.
-
-        Raises:
-            LangHooksError: the request or the stream failed; ``handler.on_error``
-                was called first.
-        """
-
-        def open_body() -> AbstractAsyncContextManager[AsyncBody]:
-            resource = self._resource(self._async_client).with_streaming_response
-            return cast(
-                "AbstractAsyncContextManager[AsyncBody]",
-                resource.create(**self._params(request)),
-            )
-
-        return await arun_stream(self._format, handler, handle, open_body)
+    def _with_options(
+        self, params: dict[str, Any], max_tokens_key: str
+    ) -> dict[str, Any]:
+        """``params`` with the model's output limit, temperature and extras."""
+        if self.max_tokens is not None:
+            params[max_tokens_key] = self.max_tokens
+        if self.temperature is not None:
+            params["temperature"] = self.temperature
+        if self.extra_params:
+            # In the JSON body as given: a field this SDK version does not know
+            # (or a compatible server's own option) still goes through.
+            params["extra_body"] = dict(self.extra_params)
+        return params
 
 
 class OpenAIChatModel(_OpenAIModel):
@@ -345,15 +278,7 @@ class OpenAIChatModel(_OpenAIModel):
         }
         if request.tools:
             params["tools"] = chat_completions_tools(request.tools)
-        if self.max_tokens is not None:
-            params["max_tokens"] = self.max_tokens
-        if self.temperature is not None:
-            params["temperature"] = self.temperature
-        if self.extra_params:
-            # In the JSON body as given: a field this SDK version does not know
-            # (or a compatible server's own option) still goes through.
-            params["extra_body"] = dict(self.extra_params)
-        return params
+        return self._with_options(params, "max_tokens")
 
 
 class OpenAIResponsesModel(_OpenAIModel):
@@ -389,12 +314,4 @@ class OpenAIResponsesModel(_OpenAIModel):
         }
         if request.tools:
             params["tools"] = responses_tools(request.tools)
-        if self.max_tokens is not None:
-            params["max_output_tokens"] = self.max_tokens
-        if self.temperature is not None:
-            params["temperature"] = self.temperature
-        if self.extra_params:
-            # In the JSON body as given: a field this SDK version does not know
-            # (or a compatible server's own option) still goes through.
-            params["extra_body"] = dict(self.extra_params)
-        return params
+        return self._with_options(params, "max_output_tokens")
