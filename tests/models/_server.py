@@ -21,13 +21,13 @@ from typing import Any
 import attrs
 from typing_extensions import override
 
-from langhooks import (
-    StreamingHandle,
-)
+from langhooks import Message, StreamingHandle, Tool
+from langhooks.models import ChatRequest
 
 from . import Recorder, shared_fixture
 
 __all__ = [
+    "WEATHER_TOOL",
     "FixtureServer",
     "RecordedRequest",
     "Reply",
@@ -36,7 +36,28 @@ __all__ = [
     "http_reply",
     "stream_reply",
     "unused_port",
+    "weather_request",
 ]
+
+
+def _weather(arguments: Any, context: Any) -> str:
+    return "sunny"
+
+
+WEATHER_TOOL = Tool(
+    "get_weather",
+    _weather,
+    description="Current weather for a city.",
+    parameters_schema={"type": "object", "properties": {"city": {}}},
+)
+
+
+def weather_request(question: str) -> ChatRequest:
+    """A short conversation asking ``question``, with ``WEATHER_TOOL``."""
+    return ChatRequest(
+        [Message.system("Be brief."), Message.user(question)], tools=[WEATHER_TOOL]
+    )
+
 
 # Headers the server sets itself (it frames the body its own way).
 _HOP_BY_HOP = frozenset({"transfer-encoding", "content-length", "connection"})

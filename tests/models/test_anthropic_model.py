@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,12 +21,14 @@ from langhooks.models import AnthropicChatModel, ChatRequest
 
 from . import AsyncRecorder, Recorder, shared_fixture
 from ._server import (
+    WEATHER_TOOL,
     FixtureServer,
     Reply,
     cancel_from_thread,
     first_bytes_until,
     http_reply,
     stream_reply,
+    weather_request,
 )
 
 STREAM = "anthropic_thinking_tool.sse"
@@ -35,27 +36,7 @@ HEADERS = "anthropic_200_stream_headers.http"
 TEXT = "I'll check the current weather in Paris for you."
 
 
-def _weather(arguments: Any, context: Any) -> str:
-    return "sunny"
-
-
-REQUEST = ChatRequest(
-    [Message.system("Be brief."), Message.user("Weather in Paris?")],
-    tools=[
-        Tool(
-            "get_weather",
-            _weather,
-            description="Current weather for a city.",
-            parameters_schema={"type": "object", "properties": {"city": {}}},
-        )
-    ],
-)
-
-
-@pytest.fixture
-def server() -> Iterator[FixtureServer]:
-    with FixtureServer() as running:
-        yield running
+REQUEST = weather_request("Weather in Paris?")
 
 
 def model(server: FixtureServer, **options: Any) -> AnthropicChatModel:
@@ -118,7 +99,7 @@ class TestRequest:
                     ],
                 ),
             ],
-            tools=[*REQUEST.tools, Tool("no_args", _weather)],
+            tools=[*REQUEST.tools, Tool("no_args", WEATHER_TOOL.function)],
         )
         model(server, max_tokens=99, temperature=0.1, extra_params={"top_k": 5}).stream(
             request, Recorder()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,12 +22,14 @@ from langhooks.models import ChatRequest, OllamaChatModel
 
 from . import AsyncRecorder, Recorder, shared_fixture
 from ._server import (
+    WEATHER_TOOL,
     FixtureServer,
     Reply,
     cancel_from_thread,
     first_bytes_until,
     stream_reply,
     unused_port,
+    weather_request,
 )
 
 NDJSON = "application/x-ndjson"
@@ -42,27 +43,7 @@ THINKING = (
 ANSWER = f"17 {TIMES} 23 = **391**"
 
 
-def _weather(arguments: Any, context: Any) -> str:
-    return "sunny"
-
-
-REQUEST = ChatRequest(
-    [Message.system("Be brief."), Message.user("What is 17 x 23?")],
-    tools=[
-        Tool(
-            "get_weather",
-            _weather,
-            description="Current weather for a city.",
-            parameters_schema={"type": "object", "properties": {"city": {}}},
-        )
-    ],
-)
-
-
-@pytest.fixture
-def server() -> Iterator[FixtureServer]:
-    with FixtureServer() as running:
-        yield running
+REQUEST = weather_request("What is 17 x 23?")
 
 
 def model(server: FixtureServer, **options: Any) -> OllamaChatModel:
@@ -129,7 +110,7 @@ class TestRequest:
                     ],
                 ),
             ],
-            tools=[*REQUEST.tools, Tool("no_args", _weather)],
+            tools=[*REQUEST.tools, Tool("no_args", WEATHER_TOOL.function)],
         )
         model(
             server,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -60,12 +59,6 @@ REQUEST = ChatRequest(
         Tool("get_time", _weather),
     ],
 )
-
-
-@pytest.fixture
-def server() -> Iterator[FixtureServer]:
-    with FixtureServer() as running:
-        yield running
 
 
 def model(server: FixtureServer, **options: Any) -> OpenAIChatModel:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,12 +20,14 @@ from langhooks.models import ChatRequest, OpenAIResponsesModel
 
 from . import AsyncRecorder, Recorder, shared_fixture
 from ._server import (
+    WEATHER_TOOL,
     FixtureServer,
     Reply,
     cancel_from_thread,
     first_bytes_until,
     http_reply,
     stream_reply,
+    weather_request,
 )
 
 STREAM = "openai_responses.sse"
@@ -38,27 +39,7 @@ SUMMARY = (
 )
 
 
-def _weather(arguments: Any, context: Any) -> str:
-    return "sunny"
-
-
-REQUEST = ChatRequest(
-    [Message.system("Be brief."), Message.user("Weather in Paris?")],
-    tools=[
-        Tool(
-            "get_weather",
-            _weather,
-            description="Current weather for a city.",
-            parameters_schema={"type": "object", "properties": {"city": {}}},
-        )
-    ],
-)
-
-
-@pytest.fixture
-def server() -> Iterator[FixtureServer]:
-    with FixtureServer() as running:
-        yield running
+REQUEST = weather_request("Weather in Paris?")
 
 
 def model(server: FixtureServer, **options: Any) -> OpenAIResponsesModel:
@@ -112,7 +93,7 @@ class TestRequest:
                     ],
                 ),
             ],
-            tools=[*REQUEST.tools, Tool("no_args", _weather)],
+            tools=[*REQUEST.tools, Tool("no_args", WEATHER_TOOL.function)],
         )
         options = {"max_tokens": 64, "temperature": 0.2}
         model(server, **options, extra_params={"store": False}).stream(
