@@ -4,7 +4,8 @@
 the repository (``<repo>/../shared/fixtures``, as CI lays it out);
 ``local_fixture(name)`` one written for these tests (``tests/models/fixtures``).
 ``Recorder`` is a handler that records every event and checks the streaming
-contract as it goes.
+contract as it goes; ``drive(format, *events)`` feeds decoded wire events to a
+``StreamDriver`` into a new ``Recorder``.
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ from typing import Any, Final
 from typing_extensions import override
 
 import langhooks as lh
+from langhooks.models import StreamDriver, StreamFormat
 
 __all__ = [
     "LOCAL_FIXTURES",
     "SHARED_FIXTURES",
     "AsyncRecorder",
     "Recorder",
+    "drive",
     "local_fixture",
     "shared_fixture",
 ]
@@ -210,3 +213,13 @@ class AsyncRecorder(lh.AsyncStreamingChatResponseHandler, _Record):
     @override
     async def on_error(self, error: BaseException) -> None:
         self.record("error", error, None)
+
+
+def drive(format: StreamFormat, *events: object) -> tuple[Recorder, lh.ChatResponse]:
+    """Feed ``events`` to a ``StreamDriver`` until it stops; the record and response."""
+    recorder = Recorder()
+    driver = StreamDriver(format, recorder)
+    for event in events:
+        if not driver.feed(event):
+            break
+    return recorder, driver.finish()

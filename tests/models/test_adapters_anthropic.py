@@ -9,7 +9,7 @@ import pytest
 import langhooks as lh
 from langhooks.models import StreamDriver, replay_stream
 
-from . import Recorder, local_fixture, shared_fixture
+from . import Recorder, drive, local_fixture, shared_fixture
 
 FORMAT: Final = "anthropic"
 _START = {
@@ -32,12 +32,7 @@ def _stop(index: int) -> dict[str, Any]:
 
 
 def _drive(*events: object) -> tuple[Recorder, lh.ChatResponse]:
-    recorder = Recorder()
-    driver = StreamDriver(FORMAT, recorder)
-    for event in events:
-        if not driver.feed(event):
-            break
-    return recorder, driver.finish()
+    return drive(FORMAT, *events)
 
 
 class TestSharedFixture:

@@ -10,7 +10,7 @@ import pytest
 import langhooks as lh
 from langhooks.models import StreamDriver, replay_stream
 
-from . import Recorder, local_fixture, shared_fixture
+from . import Recorder, drive, local_fixture, shared_fixture
 
 FORMAT: Final = "openai-chat"
 
@@ -24,12 +24,7 @@ def _chunk(delta: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]
 
 
 def _drive(*events: object) -> tuple[Recorder, lh.ChatResponse]:
-    recorder = Recorder()
-    driver = StreamDriver(FORMAT, recorder)
-    for event in events:
-        if not driver.feed(event):
-            break
-    return recorder, driver.finish()
+    return drive(FORMAT, *events)
 
 
 class TestSharedFixtures:

@@ -9,19 +9,14 @@ import pytest
 import langhooks as lh
 from langhooks.models import StreamDriver, replay_stream
 
-from . import Recorder, local_fixture, shared_fixture
+from . import Recorder, drive, local_fixture, shared_fixture
 
 FORMAT: Final = "openai-responses"
 _RESPONSE = {"id": "resp_1", "model": "gpt-x", "status": "in_progress", "output": []}
 
 
 def _drive(*events: object) -> tuple[Recorder, lh.ChatResponse]:
-    recorder = Recorder()
-    driver = StreamDriver(FORMAT, recorder)
-    for event in events:
-        if not driver.feed(event):
-            break
-    return recorder, driver.finish()
+    return drive(FORMAT, *events)
 
 
 def _completed(**response: Any) -> dict[str, Any]:
