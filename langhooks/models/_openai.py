@@ -194,27 +194,6 @@ def responses_tools(tools: tuple[Tool, ...]) -> list[dict[str, Any]]:
 class _OpenAIModel(SDKChatModel):
     """The clients both OpenAI models share."""
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        timeout: float | None = None,
-        extra_params: Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(
-            model,
-            base_url=base_url,
-            api_key=api_key,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            timeout=timeout,
-            extra_params=extra_params,
-        )
-
     @override
     def _new_clients(self, options: dict[str, Any]) -> tuple[Any, Any]:
         openai = require("openai", "openai")

@@ -38,12 +38,12 @@ class SDKChatModel:
         self,
         model: str,
         *,
-        base_url: str | None,
-        api_key: str | None,
-        max_tokens: int | None,
-        temperature: float | None,
-        timeout: float | None,
-        extra_params: Mapping[str, Any] | None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        timeout: float | None = None,
+        extra_params: Mapping[str, Any] | None = None,
     ) -> None:
         self.model: Final = model_name(model)
         self.max_tokens: Final = max_tokens
