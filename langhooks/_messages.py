@@ -41,6 +41,7 @@ __all__ = [
     "ToolContext",
     "ToolFunction",
     "ToolResult",
+    "trusted_partial_response",
 ]
 
 ContentType: TypeAlias = Literal["text", "thinking", "image_url", "file", "unsupported"]
@@ -332,6 +333,19 @@ class PartialResponse:
     """A streamed piece of response text (never empty)."""
 
     text: str = attrs.field(validator=_partial_text)
+
+
+def trusted_partial_response(text: str) -> PartialResponse:
+    """``PartialResponse(text=text)`` without re-running its validator.
+
+    For the stream drivers' hot path, where an adapter has already checked that
+    ``text`` is a non-empty str and this is the one object built per chunk
+    (validation doubles its cost). Kept beside the class so a new field cannot be
+    missed here.
+    """
+    partial = object.__new__(PartialResponse)
+    object.__setattr__(partial, "text", text)
+    return partial
 
 
 @attrs.frozen(kw_only=True)

@@ -29,7 +29,7 @@ from langhooks import (
     ToolContext,
     ToolResult,
 )
-from langhooks._messages import message_tuple, tool_tuple
+from langhooks._messages import message_tuple, tool_tuple, trusted_partial_response
 
 
 def _echo(arguments: Mapping[str, Any], context: ToolContext) -> str:
@@ -242,6 +242,12 @@ class TestPartials:
     def test_text_kept(self, kind: type[PartialResponse]) -> None:
         """Whitespace is text too and is kept exactly."""
         assert kind(text=" \n").text == " \n"
+
+    def test_trusted_partial_response(self) -> None:
+        """The drivers' unchecked constructor builds the same value as the class."""
+        trusted = trusted_partial_response("Hel")
+        assert trusted == PartialResponse(text="Hel")
+        assert attrs.asdict(trusted) == {"text": "Hel"}
 
     def test_partial_tool_call(self) -> None:
         """A fragment may have no id yet and empty arguments text."""

@@ -42,6 +42,7 @@ from .._messages import (
     PartialThinking,
     PartialToolCall,
     ToolCall,
+    trusted_partial_response,
 )
 from .._streaming import (
     AsyncStreamingChatResponseHandler,
@@ -87,9 +88,6 @@ _EVENTS: Final = (
     "on_complete_response",
     "on_error",
 )
-
-_new_partial: Final = PartialResponse.__new__
-_set_field: Final = object.__setattr__
 
 # Join every this many pieces of a content run into one block: pieces are a few
 # bytes of text each against ~50 bytes of overhead per str object.
@@ -434,13 +432,8 @@ class StreamDriver(_Driver):
                     else:
                         self._append("text", text)
                     if on_text is not None:
-                        # PartialResponse(text=text) without re-running its
-                        # validator (the adapter gave a non-empty str): this is
-                        # the one object built per chunk, and validation
-                        # doubles its cost.
-                        partial = _new_partial(PartialResponse)
-                        _set_field(partial, "text", text)
-                        on_text(partial, self._text_context)
+                        # The adapter gave a non-empty str: no second check.
+                        on_text(trusted_partial_response(text), self._text_context)
                     continue
                 call = self._accept(action)
                 if call is not None:
