@@ -154,4 +154,3 @@ async def later(chain: LLMChain, message: Message) -> Message:
 LLMChain(model, message_processors=[text_only])  # type: ignore[list-item]
 chain.add_message_processors([later])  # type: ignore[list-item]
 Reject(reply=3)  # type: ignore[arg-type]
-attrs.evolve(chain, callbacks=[EchoModel()])  # type: ignore[list-item]

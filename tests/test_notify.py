@@ -30,7 +30,7 @@ from langhooks import (
     isolate,
 )
 from langhooks._handler import overridden_events
-from langhooks.chain import LLMChain, RunResult
+from langhooks.chain import LLMChain, OkResult
 from langhooks.models import ChatRequest, ScriptedChatModel, ScriptedTurn
 from langhooks.notify import NotifyingHandler, events, to_message
 
@@ -575,7 +575,7 @@ class TestAsChainHandler:
         seen: list[tuple[str, Any]] = []
         handler = _messages_of(seen)
         chain = _chain()
-        result = RunResult(status="ok", chain=chain)
+        result = OkResult(chain=chain)
         error = LangHooksError("timeout", "slow")
         handler.on_run_complete(chain, result)
         handler.on_error(chain, error)

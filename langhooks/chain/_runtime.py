@@ -278,12 +278,16 @@ class Run:
     def main(
         self, body: _Steps[tuple[RunStatus, Mapping[str, Any] | None]]
     ) -> _Steps[RunResult]:
-        from ._chain import RunResult
+        from ._chain import ErrorResult, InterruptedResult, OkResult
 
         try:
             yield _Fire("on_run_start", (self.chain,))
-            status, data = yield from body
-            result = RunResult(status=status, chain=self.chain, interrupt_data=data)
+            _status, data = yield from body
+            result: RunResult = (
+                OkResult(chain=self.chain)
+                if data is None
+                else InterruptedResult(chain=self.chain, interrupt_data=data)
+            )
             yield _Fire("on_run_complete", (self.chain, result))
         except _GiveUp as give_up:
             error = give_up.error
@@ -299,7 +303,7 @@ class Run:
             return result
         # A handler that raises in on_error itself propagates out of run().
         yield _Fire("on_error", (self.chain, error))
-        return RunResult(status="error", chain=self.chain, error=error)
+        return ErrorResult(chain=self.chain, error=error)
 
     def loop(self) -> _Steps[tuple[RunStatus, Mapping[str, Any] | None]]:
         """Model calls and tool batches until the mode is satisfied."""
