@@ -19,6 +19,7 @@ from typing_extensions import override
 
 if TYPE_CHECKING:
     from ._invocation import Invocation
+    from .chain import LLMChain
 
 __all__ = [
     "ChatResponse",
@@ -470,8 +471,12 @@ class MessageDelta:
             )
 
 
-class FinishReason(enum.Enum):
-    """Why a model stopped generating."""
+class FinishReason(enum.StrEnum):
+    """Why a model stopped generating.
+
+    A ``str``: each member equals its value (``FinishReason.STOP == "stop"``) and
+    ``json.dumps`` writes it as that string.
+    """
 
     STOP = "stop"
     LENGTH = "length"
@@ -617,7 +622,8 @@ class ToolContext:
         call: the call being run.
         custom_context: the run's ``custom_context``.
         invocation: the tool execution's ``Invocation`` (a child of the run's).
-        chain: the chain snapshot the call came from (an ``LLMChain``).
+        chain: the chain snapshot the call came from (None for a tool run
+            outside a chain).
     """
 
     call: ToolCall
@@ -625,7 +631,7 @@ class ToolContext:
         default=_EMPTY, converter=_custom_context
     )
     invocation: Invocation | None = None
-    chain: Any = None
+    chain: LLMChain | None = None
 
 
 ToolFunction: TypeAlias = Callable[
