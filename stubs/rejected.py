@@ -61,6 +61,12 @@ class MissingOverrideDecorator(StreamingChatResponseHandler):
         ...
 
 
+class NarrowerError(StreamingChatResponseHandler):
+    @override
+    def on_error(self, error: TimeoutError) -> None:  # type: ignore[override]
+        ...
+
+
 class AsyncOnSyncBase(StreamingChatResponseHandler):
     @override
     async def on_error(self, error: BaseException) -> None:  # type: ignore[override]

@@ -66,8 +66,11 @@ CALL = ToolCall(call_id="c1", name="echo")
 REVIEW = ReviewContext()
 
 
-class Boom(Exception):
-    """Raised by handlers on request."""
+class Boom(LangHooksError):
+    """Raised by handlers on request (a LangHooksError, as on_error receives)."""
+
+    def __init__(self, message: str = "boom") -> None:
+        super().__init__("handler_error", message)
 
 
 # --- one observing handler per interface -------------------------------------------
@@ -128,7 +131,7 @@ INTERFACE = {
 }
 
 
-async def _fire_error(handler: Any, error: BaseException) -> None:
+async def _fire_error(handler: Any, error: LangHooksError) -> None:
     """Deliver on_error to any of the four kinds, awaiting when needed."""
     streaming = StreamingChatResponseHandler | AsyncStreamingChatResponseHandler
     if isinstance(handler, streaming):
@@ -408,7 +411,7 @@ class TestIsolate:
     ) -> None:
         """An async handler's exception is logged after awaiting it."""
         with caplog.at_level(logging.ERROR, logger="langhooks"):
-            await isolate(AsyncChain()).on_error(CHAIN, Boom("no disk"))  # type: ignore[arg-type]
+            await isolate(AsyncChain()).on_error(CHAIN, Boom("no disk"))
         assert "no disk" in caplog.text
 
     def test_log_names_the_wrapped_handler(
