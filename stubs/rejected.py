@@ -132,6 +132,8 @@ Synchronized(None)  # type: ignore[call-overload]
 filtered(print, events=["on_error"])  # type: ignore[type-var]
 CoalescingDeltas(ChainCallbackHandler())  # type: ignore[call-overload]
 CoalescingDeltas(StreamingChatResponseHandler(), max_chars="64")  # type: ignore[call-overload]
+CoalescingDeltas(StreamingChatResponseHandler()).aflush  # type: ignore[attr-defined]
+CoalescingDeltas(AsyncStreamingChatResponseHandler()).flush  # type: ignore[attr-defined]
 
 
 class Counter(StreamingChatResponseHandler):
