@@ -24,7 +24,8 @@ from .._messages import (
     ToolCall,
     ToolContext,
 )
-from ..integrations.console import ConsoleHandler, _arguments, _Style
+from ..integrations.console import ConsoleHandler, _arguments
+from ..integrations.console import _Style as _Style  # the demo tests build printers
 from ._chain import LLMChain
 from ._decision import Decision
 

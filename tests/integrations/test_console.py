@@ -8,7 +8,14 @@ import threading
 import pytest
 from typing_extensions import override
 
-from langhooks import LangHooksError, Message, TokenUsage, ToolCall
+from langhooks import (
+    LangHooksError,
+    Message,
+    MessageDelta,
+    TokenUsage,
+    ToolCall,
+    ToolResult,
+)
 from langhooks.chain import LLMChain, Tool
 from langhooks.integrations.console import ConsoleHandler
 from langhooks.models import ScriptedChatModel, ScriptedTurn
@@ -35,7 +42,8 @@ def run_once(handler: ConsoleHandler) -> None:
     model = ScriptedChatModel(
         [
             ScriptedTurn(
-                text="Calling.",
+                thinking="Need it.",
+                text="Calling it.",
                 tool_calls=[ToolCall(call_id="c1", name="echo", arguments={"x": 1})],
                 usage=TokenUsage(input_tokens=3, output_tokens=2),
             ),
@@ -57,8 +65,9 @@ class TestOutput:
         run_once(handler)
         lines = out.getvalue().splitlines()
         assert lines[0].startswith("  on_run_start                 run ")
-        assert lines[1:4] == [
-            "  on_llm_new_delta             text: Calling.",
+        assert lines[1:5] == [
+            "  on_llm_new_delta             thinking: Need it.",
+            "  on_llm_new_delta             text: Calling it.",
             '  on_llm_new_delta             tool call echo: {"x":1}',
             "  on_tool_call_identified      echo (Echo)",
         ]
@@ -90,6 +99,33 @@ class TestOutput:
             "  on_message_processing_error  a processor rejected it",
             "  on_error_message_created     answer in JSON",
             "  on_llm_error                 timeout: slow",
+        ]
+
+    def test_failures_and_provider_details(self) -> None:
+        """Headers, rate limits, failures, retries and errors print in red lines."""
+        out = io.StringIO()
+        handler = ConsoleHandler(out, color=False)
+        chain = LLMChain(ScriptedChatModel([]))
+        call = ToolCall(call_id="c", name="echo", arguments={})
+        failed = ToolResult(tool_call_id="c", name="echo", content="no", is_error=True)
+        error = LangHooksError("timeout", "slow")
+        handler.on_llm_new_delta(chain, [MessageDelta(status="complete")])
+        handler.on_llm_response_headers(chain, {"x-request-id": "r"})
+        handler.on_llm_ratelimit_info(chain, {"remaining": 3})
+        handler.on_tool_execution_failed(chain, call, failed)
+        handler.on_tool_execution_exception(chain, call, ValueError("v"))
+        handler.on_tool_interrupted(chain, [failed, failed])
+        handler.on_retries_exceeded(chain)
+        handler.on_error(chain, error)
+        assert out.getvalue().splitlines() == [
+            "  on_llm_new_delta             stream complete",
+            "  on_llm_response_headers      1 header(s)",
+            "  on_llm_ratelimit_info        remaining=3",
+            "  on_tool_execution_failed     echo: no",
+            "  on_tool_execution_exception  ValueError('v')",
+            "  on_tool_interrupted          echo, echo waits for a human",
+            "  on_retries_exceeded          0 failures",
+            "  on_error                     timeout: slow",
         ]
 
     def test_lines_stay_whole_across_threads(self) -> None:
