@@ -11,8 +11,9 @@ and, where the event has them, ``tool``, ``tool_call_id``, ``input_tokens``,
 ``output_tokens`` and ``error_type``. The key is ``langhooks_event`` rather than
 ``event`` because structlog keeps the message under ``event``.
 
-Levels: streamed increments and raw provider details at DEBUG; runs, messages and
-tool calls at the handler's ``level`` (INFO by default); failures that a run may
+Levels: streamed increments, the start of each model call and raw provider details
+at DEBUG; runs, model answers, messages and tool calls at the handler's ``level``
+(INFO by default); failures that a run may
 survive (a model error, a failed tool call, a rejected answer) at WARNING; a run
 or stream that gives up, and a tool's exception, at ERROR with the exception
 attached. Message content (prompts, answers, tool arguments and results) is never
@@ -53,6 +54,7 @@ from .._streaming import (
 if TYPE_CHECKING:
     from .._chain_callbacks import ReviewDecision
     from ..chain import LLMChain, RunResult
+    from ..models import ChatModel, ChatRequest
 
 __all__ = ["LoggingHandler"]
 
@@ -129,6 +131,22 @@ class LoggingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
     @override
     def on_run_start(self, chain: LLMChain) -> None:
         self._log(self.level, "on_run_start", "", chain)
+
+    @override
+    def on_llm_call_start(
+        self, chain: LLMChain, model: ChatModel, request: ChatRequest
+    ) -> None:
+        detail = f"{type(model).__name__}, {len(request.messages)} message(s)"
+        self._log(DEBUG, "on_llm_call_start", detail, chain)
+
+    @override
+    def on_llm_call_complete(self, chain: LLMChain, response: ChatResponse) -> None:
+        reason = response.finish_reason
+        detail = f"{response.model_name or 'model'}"
+        if reason is not None:
+            detail += f", finish {reason.value}"
+        extra = _usage(response.token_usage)
+        self._log(self.level, "on_llm_call_complete", detail, chain, extra)
 
     @override
     def on_llm_new_delta(self, chain: LLMChain, deltas: Sequence[MessageDelta]) -> None:

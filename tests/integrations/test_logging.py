@@ -14,6 +14,7 @@ import structlog
 from typing_extensions import override
 
 from langhooks import (
+    ChatResponse,
     CompleteToolCall,
     Deny,
     LangHooksError,
@@ -118,6 +119,19 @@ class TestChainRecords:
         assert "on_llm_new_delta lookup: {}" in [r.getMessage() for r in deltas]
         assert "on_llm_new_delta stream complete" in [r.getMessage() for r in deltas]
         assert sink.of("on_run_complete")[0].getMessage() == "on_run_complete status ok"
+        starts = sink.of("on_llm_call_start")
+        assert [r.getMessage() for r in starts] == [
+            "on_llm_call_start ScriptedChatModel, 1 message(s)",
+            "on_llm_call_start ScriptedChatModel, 3 message(s)",
+        ]
+        assert {r.levelno for r in starts} == {logging.DEBUG}
+        completes = sink.of("on_llm_call_complete")
+        assert [r.getMessage() for r in completes] == [
+            "on_llm_call_complete scripted, finish tool_execution",
+            "on_llm_call_complete scripted, finish stop",
+        ]
+        assert completes[0].levelno == logging.INFO
+        assert completes[0].__dict__["input_tokens"] == 7
 
     def test_no_deltas_above_debug(
         self, collect: tuple[logging.Logger, Collect]
@@ -214,6 +228,8 @@ class TestChainRecords:
         review = ReviewContext(human_decision="approve")
         call = ToolCall(call_id="c", name="lookup", arguments={})
         handler.on_tool_call_review(chain, call, LOOKUP, review)
+        response = ChatResponse(message=Message.assistant("x"))
+        handler.on_llm_call_complete(chain, response)
         assert [(r.levelname, r.getMessage()) for r in sink.records] == [
             ("INFO", "on_llm_new_message 0 tool call(s)"),
             (
@@ -228,6 +244,7 @@ class TestChainRecords:
             ("DEBUG", "on_llm_ratelimit_info remaining=3"),
             ("WARNING", "on_retries_exceeded 0 failure(s)"),
             ("INFO", "on_tool_call_review lookup (human: approve)"),
+            ("INFO", "on_llm_call_complete model"),
         ]
         assert all(r.__dict__["run_id"] is None for r in sink.records)
 
