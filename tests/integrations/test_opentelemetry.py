@@ -873,6 +873,38 @@ class TestConcurrency:
             }
             assert len(run_ids) == 1
 
+    def test_runs_in_threads(self, otel: Telemetry) -> None:
+        """Concurrent run() calls in threads on one handler keep their trees apart."""
+        handler = otel.handler()
+        tool = Tool("get_weather", weather, concurrent=True)
+
+        def one(number: int) -> None:
+            calls = [call(call_id=f"c{number}-{n}") for n in range(2)]
+            chain = LLMChain(
+                ScriptedChatModel(turns(*calls)), tools=[tool], callbacks=[handler]
+            )
+            with otel.tracer.start_as_current_span(f"request {number}"):
+                assert start(chain).run().status == "ok"
+
+        threads = [threading.Thread(target=one, args=(n,)) for n in range(20)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert otel.all_ended()
+        by_id = {span_id(span): span for span in otel.spans()}
+        for span in otel.spans():
+            if span.name.startswith(("chat", "execute_tool")):
+                agent = by_id[parent_id(span) or 0]
+                assert agent.name == "invoke_agent langhooks"
+                assert span.context is not None
+                assert agent.context is not None
+                assert span.context.trace_id == agent.context.trace_id
+            if span.name == "weather service":
+                assert by_id[parent_id(span) or 0].name == "execute_tool get_weather"
+        traces = {s.context.trace_id for s in otel.spans() if s.context is not None}
+        assert len(traces) == 20
+
     async def test_async_handler_everything(self, otel: Telemetry) -> None:
         """The async twin records the same spans, failures and metrics."""
 
