@@ -380,6 +380,10 @@ class _Telemetry:
                 f"meter_provider must be an opentelemetry MeterProvider, got "
                 f"{meter_provider!r}"
             )
+        if not isinstance(capture_content, bool):
+            raise TypeError(
+                f"capture_content must be True or False, got {capture_content!r}"
+            )
         name: object = agent_name  # checked: callers need not use a type checker
         if not isinstance(name, str) or not name:
             raise TypeError(f"agent_name must be a non-empty str, got {name!r}")
@@ -405,10 +409,6 @@ class _Telemetry:
             description="Time to receive the first chunk of a streamed response.",
             explicit_bucket_boundaries_advisory=_FIRST_CHUNK_BUCKETS,
         )
-        if not isinstance(capture_content, bool):
-            raise TypeError(
-                f"capture_content must be True or False, got {capture_content!r}"
-            )
         self.capture_content: Final = capture_content or _capture_from_environment()
         self.agent_name: Final = agent_name
         self._lock: Final = threading.Lock()
