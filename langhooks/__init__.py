@@ -4,6 +4,7 @@ from ._chain_callbacks import (
     Allow,
     AsyncChainCallbackHandler,
     ChainCallbackHandler,
+    ChainEventName,
     Deny,
     Interrupt,
     ReviewContext,
@@ -46,6 +47,7 @@ from ._streaming import (
     PartialThinkingContext,
     PartialToolCallContext,
     StreamingChatResponseHandler,
+    StreamingEventName,
     StreamingHandle,
 )
 from ._version import __version__
@@ -64,6 +66,7 @@ __all__ = [
     "AsyncCompositeStreamingHandler",
     "AsyncStreamingChatResponseHandler",
     "ChainCallbackHandler",
+    "ChainEventName",
     "ChatResponse",
     "CoalescingDeltas",
     "CompleteToolCall",
@@ -87,6 +90,7 @@ __all__ = [
     "ReviewContext",
     "ReviewDecision",
     "StreamingChatResponseHandler",
+    "StreamingEventName",
     "StreamingHandle",
     "Synchronized",
     "TokenUsage",

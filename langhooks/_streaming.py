@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import ClassVar, Final, final
+from typing import ClassVar, Final, Literal, TypeAlias, final
 
 import attrs
 
@@ -40,6 +40,7 @@ __all__ = [
     "PartialThinkingContext",
     "PartialToolCallContext",
     "StreamingChatResponseHandler",
+    "StreamingEventName",
     "StreamingHandle",
 ]
 
@@ -216,3 +217,15 @@ class AsyncStreamingChatResponseHandler(HandlerBase, _langhooks_interface=True):
     async def on_error(self, error: LangHooksError, /) -> None:
         """The stream failed (a ``LangHooksError``). Terminal; the error is also
         raised to the caller."""
+
+
+StreamingEventName: TypeAlias = Literal[
+    "on_partial_response",
+    "on_partial_thinking",
+    "on_partial_tool_call",
+    "on_complete_tool_call",
+    "on_unmapped_raw_event",
+    "on_complete_response",
+    "on_error",
+]
+"""The name of a ``StreamingChatResponseHandler`` event, as ``filtered`` takes it."""

@@ -29,7 +29,12 @@ from typing import (
 
 from typing_extensions import override
 
-from ._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler, Deny
+from ._chain_callbacks import (
+    AsyncChainCallbackHandler,
+    ChainCallbackHandler,
+    ChainEventName,
+    Deny,
+)
 from ._handler import (
     HandlerBase,
     bound_event,
@@ -43,6 +48,7 @@ from ._messages import PartialResponse, PartialThinking
 from ._streaming import (
     AsyncStreamingChatResponseHandler,
     StreamingChatResponseHandler,
+    StreamingEventName,
 )
 
 __all__ = [
@@ -54,6 +60,11 @@ __all__ = [
 ]
 
 H = TypeVar("H", bound=HandlerBase)
+_Streaming = TypeVar(
+    "_Streaming",
+    bound=StreamingChatResponseHandler | AsyncStreamingChatResponseHandler,
+)
+_Chain = TypeVar("_Chain", bound=ChainCallbackHandler | AsyncChainCallbackHandler)
 
 logger: Final = logging.getLogger("langhooks")
 
@@ -505,8 +516,18 @@ if TYPE_CHECKING:
 # --- filtered ---------------------------------------------------------------------
 
 
-def filtered(handler: H, *, events: Iterable[str]) -> H:
+@overload
+def filtered(
+    handler: _Streaming, *, events: Iterable[StreamingEventName]
+) -> _Streaming: ...
+@overload
+def filtered(handler: _Chain, *, events: Iterable[ChainEventName]) -> _Chain: ...
+def filtered(handler: HandlerBase, *, events: Iterable[str]) -> HandlerBase:
     """Deliver only the named events to ``handler``.
+
+    The names are checked statically too: a misspelled name, another interface's
+    event or a plain ``str`` is a type error (for a handler of two interfaces, the
+    names of one of them per call).
 
     The result calls the handler's own bound methods: filtering adds no cost.
 

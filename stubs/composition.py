@@ -166,6 +166,7 @@ for both in (
     HandlerWithoutInvocation.wrap(notifying),
     Synchronized.wrap(notifying),
     isolate(notifying),
+    filtered(notifying, events=["on_error", "on_partial_response"]),
 ):
     CompositeStreamingHandler([both])
     CompositeChainHandler([both])

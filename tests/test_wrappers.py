@@ -9,7 +9,7 @@ import inspect
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, get_args
 
 import pytest
 from hypothesis import given, settings
@@ -21,6 +21,7 @@ from langhooks import (
     AsyncCompositeStreamingHandler,
     AsyncStreamingChatResponseHandler,
     ChainCallbackHandler,
+    ChainEventName,
     ChatResponse,
     CoalescingDeltas,
     CompleteToolCall,
@@ -38,6 +39,7 @@ from langhooks import (
     ReviewContext,
     ReviewDecision,
     StreamingChatResponseHandler,
+    StreamingEventName,
     StreamingHandle,
     Synchronized,
     Tool,
@@ -657,12 +659,27 @@ class TestFiltered:
     def test_unknown_name_rejected_with_hint(self) -> None:
         """An unknown event name is a TypeError naming the closest event."""
         with pytest.raises(TypeError, match="did you mean on_complete_response"):
-            filtered(_Everything(), events=["on_complete_respose"])
+            filtered(_Everything(), events=["on_complete_respose"])  # type: ignore[list-item]
+
+    @pytest.mark.parametrize(
+        ("names", "interface"),
+        [
+            (StreamingEventName, StreamingChatResponseHandler),
+            (StreamingEventName, AsyncStreamingChatResponseHandler),
+            (ChainEventName, ChainCallbackHandler),
+            (ChainEventName, AsyncChainCallbackHandler),
+        ],
+    )
+    def test_event_name_types_list_every_event(
+        self, names: object, interface: type[HandlerBase]
+    ) -> None:
+        """The Literal types of event names hold exactly the interface's events."""
+        assert set(get_args(names)) == set(interface._langhooks_events)
 
     def test_bare_string_rejected(self) -> None:
         """A single str is not taken as a collection of letters."""
         with pytest.raises(TypeError, match="collection of names"):
-            filtered(_Everything(), events="on_error")
+            filtered(_Everything(), events="on_error")  # type: ignore[arg-type]
 
     def test_keeps_interface(self) -> None:
         """The filtered handler is still an instance of the interface."""
@@ -673,7 +690,7 @@ class TestFiltered:
     def test_non_handler_rejected(self) -> None:
         """filtered needs a handler."""
         with pytest.raises(TypeError, match="filtered wraps a handler"):
-            filtered(None, events=())  # type: ignore[type-var]
+            filtered(None, events=())  # type: ignore[call-overload]
 
     def test_in_a_composite(self) -> None:
         """Filtered and wrapped handlers compose like any handler."""
