@@ -263,6 +263,12 @@ class TestBoundedWaits:
         with pytest.raises(ValueError, match=f"{field} must be a number >= 0 and"):
             RetryPolicy(**options)
 
+    def test_policy_rejects_a_max_delay_no_platform_can_wait(self) -> None:
+        """A max_delay past what time.sleep accepts is refused when the policy is
+        built, so no retry wait can overflow inside run()."""
+        with pytest.raises(ValueError, match="longest wait this platform can make"):
+            RetryPolicy(max_delay=1e12)
+
     def test_the_wait_is_announced_before_it_starts(self) -> None:
         """on_llm_retry carries the error and the delay the run then waits."""
         sleeps: list[float] = []
