@@ -19,6 +19,7 @@ from langhooks import (
     AsyncStreamingChatResponseHandler,
     ChainCallbackHandler,
     Deny,
+    Interrupt,
     LangHooksError,
     Message,
     ReviewContext,
@@ -175,12 +176,10 @@ class TestFailureCounterAndFallbacks:
         """A resumed batch counts an error it produced; the stand-ins it replaced
         were counted when the batch first ran."""
 
-        def ask(call: ToolCall, tool: Tool, review: ReviewContext) -> ReviewDecision:
-            if review.human_decision is None:
-                from langhooks import Interrupt
-
-                return Interrupt("ok?")
-            return None  # type: ignore[return-value]
+        def ask(
+            call: ToolCall, tool: Tool, review: ReviewContext
+        ) -> ReviewDecision | None:
+            return Interrupt("ok?") if review.human_decision is None else None
 
         chain, _ = make_chain(
             [asks(call("get_weather", "a", city="Paris"))],
