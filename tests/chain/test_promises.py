@@ -1,7 +1,10 @@
-"""The runtime keeps its promises (issue #10): each test failed before the fix.
+"""The runtime keeps its promises (issue #10).
 
 Failure counter and fallbacks, bounded waits, nothing lost or delivered twice, and
-mistakes caught when a value or class is built rather than during a run.
+mistakes caught when a value or class is built rather than during a run. Each
+promise has a test that failed before the fix; the few that passed before guard the
+other side of a change (a denial still does not count, a short retry-after is still
+honoured, a right-shaped tool function is still accepted).
 """
 
 from __future__ import annotations
