@@ -59,7 +59,6 @@ __all__ = [
     "json_data",
     "loads",
     "message_from_data",
-    "message_to_data",
 ]
 
 #: The schema version ``encode`` writes; ``decode`` reads it and every older one.
@@ -682,17 +681,8 @@ def loads(text: str | bytes) -> Any:
 # --- messages as data, for run state and event records ------------------------------
 
 
-def message_to_data(message: Message) -> dict[str, Any]:
-    """A message's fields (untagged), as in ``encode(message)``.
-
-    Raises:
-        _Unencodable: caller data in it is not JSON (the caller adds the path).
-    """
-    return _e_message(message)
-
-
 def message_from_data(data: Mapping[str, Any]) -> Message:
-    """The message ``message_to_data`` made ``data`` from.
+    """The message whose fields (as ``encode_fields`` gives them) are ``data``.
 
     Raises:
         ValueError: fields that do not make a valid message.

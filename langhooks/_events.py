@@ -131,9 +131,8 @@ class _Runs:
             limit = min(len(sent), len(messages))
             while start < limit and sent[start] is messages[start]:
                 start += 1
-        if start < len(messages) or sent is None or len(sent) != len(messages):
-            ref["messages_from"] = start
-            ref["messages"] = [_message(message) for message in messages[start:]]
+        ref["messages_from"] = start
+        ref["messages"] = [_message(message) for message in messages[start:]]
         self._sent[run_id] = messages
         return ref
 
@@ -538,14 +537,9 @@ class _Chains:
         self._last: dict[str | None, tuple[dict[str, Any], LLMChain]] = {}
 
     def current(self, record: EventRecord) -> LLMChain:
-        """The chain the run's latest record carried."""
-        last = self._last.get(record.run_id)
-        if last is None:
-            raise ValueError(
-                f"record {record.seq} ({record.event}) carries a run result but no "
-                f"chain came before it"
-            )
-        return last[1]
+        """The chain of the record's run as its ``chain`` argument rebuilt it (the
+        chain is every chain event's first argument, so it is decoded first)."""
+        return self._last[record.run_id][1]
 
     def chain(self, ref: Mapping[str, Any], record: EventRecord) -> LLMChain:
         run_id = record.run_id
