@@ -57,6 +57,7 @@ __all__ = [
     "encode_fields",
     "encode_state",
     "json_data",
+    "json_text",
     "loads",
     "message_from_data",
 ]
@@ -65,6 +66,13 @@ __all__ = [
 SCHEMA_VERSION: Final = 1
 
 _T = TypeVar("_T")
+
+#: Compact JSON text of already-encoded data. One encoder, made once: ``json.dumps``
+#: with options builds a new one per call. Encoded data is a fresh tree checked by
+#: ``encode`` (no cycles, no NaN), so those checks are off.
+json_text: Final = json.JSONEncoder(
+    separators=(",", ":"), check_circular=False, allow_nan=False
+).encode
 
 
 class _Unencodable(Exception):
@@ -665,7 +673,7 @@ def dumps(value: Any) -> str:
         ValueError: as ``encode``; also an int too long for ``int`` to ``str``
             conversion (see ``sys.set_int_max_str_digits``).
     """
-    return json.dumps(encode(value), separators=(",", ":"))
+    return json_text(encode(value))
 
 
 def loads(text: str | bytes) -> Any:

@@ -299,7 +299,7 @@ class EventRecorder(ChainCallbackHandler, StreamingChatResponseHandler):
             time = datetime.datetime.now(datetime.UTC)
             if self._file is not None:
                 self._file.write(
-                    json.dumps(
+                    _codec.json_text(
                         {
                             "type": "EventRecord",
                             "version": _codec.SCHEMA_VERSION,
@@ -310,8 +310,7 @@ class EventRecorder(ChainCallbackHandler, StreamingChatResponseHandler):
                             "parent_id": parent_id,
                             "time": time.isoformat(),
                             "payload": payload,
-                        },
-                        separators=(",", ":"),
+                        }
                     )
                     + "\n"
                 )
