@@ -56,6 +56,7 @@ __all__ = [
     "encode",
     "encode_fields",
     "encode_state",
+    "is_value_type",
     "json_data",
     "json_text",
     "loads",
@@ -543,6 +544,11 @@ _register(EventRecord, _e_record, _d_record)
 
 
 # --- the public functions ---------------------------------------------------------
+
+
+def is_value_type(kind: type) -> bool:
+    """Whether ``encode`` takes instances of ``kind``."""
+    return kind in _ENCODERS
 
 
 def encode_fields(value: Any) -> tuple[str, dict[str, Any]]:
