@@ -92,10 +92,27 @@ _MAX_ERROR_TEXT: Final = 300
 
 @attrs.frozen
 class _Fire:
-    """Deliver a chain event to the (invocation-free) handlers."""
+    """Deliver a chain event to the (invocation-free) handlers.
+
+    ``skip`` leaves out the chain's first handlers (those that already ended the
+    run with ``on_run_complete``).
+    """
 
     name: str
     args: tuple[Any, ...]
+    skip: int = 0
+
+
+@attrs.frozen
+class _Complete:
+    """Deliver ``on_run_complete`` handler by handler.
+
+    The result is None, or ``(index, fault)`` for the handler that raised: the
+    ones before it received the event, the ones after it did not.
+    """
+
+    chain: LLMChain
+    result: RunResult
 
 
 @attrs.frozen
@@ -129,7 +146,7 @@ class _Execute:
     parallel: bool
 
 
-_Op: TypeAlias = _Fire | _Stream | _Sleep | _Execute
+_Op: TypeAlias = _Fire | _Complete | _Stream | _Sleep | _Execute
 _Steps: TypeAlias = Generator[_Op, Any, _T]
 
 
@@ -198,8 +215,18 @@ def interrupt_data(results: Sequence[ToolResult]) -> Mapping[str, Any]:
     return datas[0] if len(datas) == 1 else {"interrupts": datas}
 
 
+def describe(exception: BaseException) -> str:
+    """``"TypeName: message"`` for an exception; never raises, even when the
+    exception's ``__str__`` does."""
+    try:
+        text = str(exception)
+    except Exception as problem:
+        text = f"<str() raised {type(problem).__name__}>"
+    return f"{type(exception).__name__}: {text}"
+
+
 def _short(exception: BaseException) -> str:
-    text = f"{type(exception).__name__}: {exception}"
+    text = describe(exception)
     if len(text) > _MAX_ERROR_TEXT:
         text = text[: _MAX_ERROR_TEXT - 3] + "..."
     return text
@@ -219,6 +246,22 @@ def _interrupted(call: ToolCall, message: str, data: Mapping[str, Any]) -> ToolR
 def _error(call: ToolCall, text: str, *, is_error: bool = True) -> ToolResult:
     return ToolResult(
         tool_call_id=call.call_id, name=call.name, content=text, is_error=is_error
+    )
+
+
+def _not_run(call: ToolCall) -> ToolResult:
+    # The stand-in for a call a handler fault kept from running, so the recorded
+    # tool message still answers every call of the batch.
+    return _error(
+        call, "Error: the tool was not run: the run ended on a handler error."
+    )
+
+
+def _handler_error(fault: _HandlerFault) -> LangHooksError:
+    return LangHooksError(
+        "handler_error",
+        f"a chain handler's {fault.event} raised {describe(fault.original)}",
+        original=fault.original,
     )
 
 
@@ -280,25 +323,25 @@ class Run:
     ) -> _Steps[RunResult]:
         from ._chain import RunResult
 
+        skip = 0
         try:
             yield _Fire("on_run_start", (self.chain,))
             status, data = yield from body
             result = RunResult(status=status, chain=self.chain, interrupt_data=data)
-            yield _Fire("on_run_complete", (self.chain, result))
+            failed = yield _Complete(self.chain, result)
+            if failed is None:
+                return result
+            # Each handler sees one terminal event: those that received
+            # on_run_complete (the one that raised too) get no on_error.
+            index, fault = failed
+            skip = index + 1
+            error = _handler_error(fault)
         except _GiveUp as give_up:
             error = give_up.error
         except _HandlerFault as fault:
-            original = fault.original
-            error = LangHooksError(
-                "handler_error",
-                f"a chain handler's {fault.event} raised "
-                f"{type(original).__name__}: {original}",
-                original=original,
-            )
-        else:
-            return result
+            error = _handler_error(fault)
         # A handler that raises in on_error itself propagates out of run().
-        yield _Fire("on_error", (self.chain, error))
+        yield _Fire("on_error", (self.chain, error), skip=skip)
         return RunResult(status="error", chain=self.chain, error=error)
 
     def loop(self) -> _Steps[tuple[RunStatus, Mapping[str, Any] | None]]:
@@ -323,8 +366,8 @@ class Run:
                 if self.mode == "until_tool_used":
                     continue
                 return "ok", None
-            results, ran = yield from self.batch(message.tool_calls, None)
-            yield from self.add_tool_message(Message.tool(results), replace=False)
+            tool_message, ran = yield from self.batch(message.tool_calls, None)
+            results = tool_message.tool_results
             interrupted = [r for r in results if r.is_interrupt]
             if interrupted:
                 return "interrupted", interrupt_data(interrupted)
@@ -332,14 +375,8 @@ class Run:
                 return "ok", None
             if self.mode == "until_tool_used" and self.tool_name in ran:
                 return "ok", None
-            if self.mode == "until_success":
-                failed = [r for r in results if r.is_error]
-                if not failed:
-                    return "ok", None
-                names = ", ".join(r.name for r in failed)
-                yield from self.count_failure(
-                    f"{len(failed)} tool call(s) failed ({names})", tuple(failed)
-                )
+            if self.mode == "until_success" and not any(r.is_error for r in results):
+                return "ok", None
 
     def resume(
         self, calls: Sequence[ToolCall], decisions: Sequence[Decision]
@@ -349,27 +386,22 @@ class Run:
             call.call_id: decision
             for call, decision in zip(calls, decisions, strict=True)
         }
-        results, _ = yield from self.batch(calls, human)
-        message = self.chain.messages[-1]
-        fresh = {result.tool_call_id: result for result in results}
-        merged = attrs.evolve(
-            message,
-            tool_results=tuple(
-                fresh.get(r.tool_call_id, r) for r in message.tool_results
-            ),
-        )
-        yield from self.add_tool_message(merged, replace=True)
+        merged, _ = yield from self.batch(calls, human)
         waiting = [r for r in merged.tool_results if r.is_interrupt]
         if waiting:
             return "interrupted", interrupt_data(waiting)
         return "ok", None
 
     def count_failure(self, reason: str, original: object) -> _Steps[None]:
-        """Count one failure; give up once the count reaches ``max_retry_count``.
+        """Count one conversation failure; give up once the count reaches
+        ``max_retry_count``.
+
+        Model call failures do not count: the retry policy and the fallbacks
+        bound them.
 
         Args:
             reason: what failed, for the error message.
-            original: the model error, or the failed tool results.
+            original: the rejection, or the failed tool results.
         """
         count = self.chain.current_failure_count + 1
         self.chain = attrs.evolve(self.chain, current_failure_count=count)
@@ -385,7 +417,11 @@ class Run:
             )
 
     def call_model(self) -> _Steps[Message | None]:
-        """One model step: retries with backoff, then fallbacks."""
+        """One model step: retries with backoff, then fallbacks.
+
+        Bounded by the retry policy (attempts per model, waits never over
+        ``max_delay``) and by the fallback list, not by the failure counter.
+        """
         models = (self.chain.model, *self.chain.fallbacks)
         last: LangHooksError | None = None
         for model in models:
@@ -402,17 +438,14 @@ class Run:
                     yield from _metadata_events(self.chain, error.metadata)
                     yield _Fire("on_llm_error", (self.chain, error))
                     if not self.policy.should_retry(error):
-                        self.chain = attrs.evolve(
-                            self.chain,
-                            current_failure_count=self.chain.current_failure_count + 1,
-                        )
                         raise _GiveUp(error) from None
-                    yield from self.count_failure(str(error), error)
                     last = error
-                    if attempt < self.policy.max_attempts:
-                        yield _Sleep(self.policy.delay(attempt, error))
-                        continue
-                    break
+                    delay = self.policy.retry_delay(attempt, error)
+                    if delay is None:  # attempts spent, or asked to wait too long
+                        break
+                    yield _Fire("on_llm_retry", (self.chain, error, delay))
+                    yield _Sleep(delay)
+                    continue
                 yield _Fire("on_llm_call_complete", (self.chain, response))
                 return (yield from self.process_response(response, stream))
         assert last is not None  # the loop above ran at least once and failed
@@ -452,6 +485,9 @@ class Run:
                 yield _Fire("on_tool_call_identified", (self.chain, call, tool))
         message, rejection = self.apply_processors(message)
         self.chain = self.chain.add_message(message)
+        if rejection is None and not message.tool_calls:
+            # A plain answer ends a streak of failures.
+            self.chain = attrs.evolve(self.chain, current_failure_count=0)
         if rejection is None:
             yield _Fire("on_message_processed", (self.chain, message))
         else:
@@ -501,47 +537,103 @@ class Run:
 
     def batch(
         self, calls: Sequence[ToolCall], human: Mapping[str, Decision] | None
-    ) -> _Steps[tuple[list[ToolResult], frozenset[str]]]:
-        """Review, announce, run and report one batch of tool calls.
+    ) -> _Steps[tuple[Message, frozenset[str]]]:
+        """Review, announce, run and report one batch of tool calls, and add its
+        tool message (``human`` given: swap the results into the last one).
+
+        A handler fault while the tools run stops the calls not yet started; the
+        results of those that ran are reported and recorded in the chain (with
+        "not run" results for the others) before the fault ends the run.
 
         Returns:
-            The results in call order, and the names of the tools that ran.
+            The tool message as added, and the names of the tools that ran.
         """
         plans: list[_Plan] = []
         for call in calls:
             plans.append((yield from self.review(call, human)))
+        yield from self.announce(plans)
+        to_run = [(p, p.tool) for p in plans if p.result is None and p.tool]
+        try:
+            yield from self.run_concurrent(to_run)
+            yield from self.run_sequential(to_run)
+        except _HandlerFault:
+            for plan, _ in to_run:
+                if plan.result is None:
+                    plan.result = _not_run(plan.call)
+            message, _ = self.tool_message(plans, resuming=human is not None)
+            self.record(message, replace=human is not None)
+            raise
+        interrupted = [p.result for p in plans if p.result and p.result.is_interrupt]
+        if interrupted:
+            yield _Fire("on_tool_interrupted", (self.chain, tuple(interrupted)))
+        message, fresh = self.tool_message(plans, resuming=human is not None)
+        yield from self.add_tool_message(message, fresh, replace=human is not None)
+        return message, frozenset(plan.call.name for plan, _ in to_run)
+
+    def announce(self, plans: Sequence[_Plan]) -> _Steps[None]:
+        """Report the calls settled by review, then announce the ones that run."""
         for plan in plans:
             if plan.result is not None and not plan.result.is_interrupt:
                 yield _Fire(
                     "on_tool_execution_failed", (self.chain, plan.call, plan.result)
                 )
-        to_run = [plan for plan in plans if plan.result is None]
-        for plan in to_run:
-            yield _Fire("on_tool_execution_started", (self.chain, plan.call, plan.tool))
-        parallel = [p for p in to_run if p.tool is not None and p.tool.concurrent]
-        if parallel:
-            outcomes = yield _Execute(
-                tuple(_Planned(p.call, p.tool) for p in parallel if p.tool), True
-            )
-            for outcome in outcomes:
-                if outcome.fault is not None:
-                    raise outcome.fault
-            for plan, outcome in zip(parallel, outcomes, strict=True):
+        for plan in plans:
+            if plan.result is None:
+                yield _Fire(
+                    "on_tool_execution_started", (self.chain, plan.call, plan.tool)
+                )
+
+    def run_concurrent(self, to_run: Sequence[tuple[_Plan, Tool]]) -> _Steps[None]:
+        """Run the concurrent calls together, then report each in call order.
+
+        Raises:
+            _HandlerFault: a handler raised (the first, after every call that ran
+                was reported).
+        """
+        together = [(plan, tool) for plan, tool in to_run if tool.concurrent]
+        if not together:
+            return
+        outcomes: list[_Outcome] = yield _Execute(
+            tuple(_Planned(plan.call, tool) for plan, tool in together), True
+        )
+        for (plan, _), outcome in zip(together, outcomes, strict=True):
+            if outcome.fault is None:
                 yield from self.report(plan, outcome)
-        in_parallel = {id(plan) for plan in parallel}
-        for plan in to_run:
-            if id(plan) in in_parallel or plan.tool is None:
+        for outcome in outcomes:
+            if outcome.fault is not None:
+                raise outcome.fault
+
+    def run_sequential(self, to_run: Sequence[tuple[_Plan, Tool]]) -> _Steps[None]:
+        """Run the other calls one by one, in call order, reporting each.
+
+        Raises:
+            _HandlerFault: a handler raised; the calls after it do not start.
+        """
+        for plan, tool in to_run:
+            if tool.concurrent:
                 continue
-            (outcome,) = yield _Execute((_Planned(plan.call, plan.tool),), False)
+            (outcome,) = yield _Execute((_Planned(plan.call, tool),), False)
             if outcome.fault is not None:
                 raise outcome.fault
             yield from self.report(plan, outcome)
-        results = [plan.result for plan in plans if plan.result is not None]
-        interrupted = [r for r in results if r.is_interrupt]
-        if interrupted:
-            yield _Fire("on_tool_interrupted", (self.chain, tuple(interrupted)))
-        ran = frozenset(plan.call.name for plan in to_run)
-        return results, ran
+
+    def tool_message(
+        self, plans: Sequence[_Plan], *, resuming: bool
+    ) -> tuple[Message, tuple[ToolResult, ...]]:
+        """The batch's tool message and the results that are new in it.
+
+        Resuming, the new results replace their stand-ins in the last message.
+        """
+        fresh = tuple(plan.result for plan in plans if plan.result is not None)
+        if not resuming:
+            return Message.tool(fresh), fresh
+        last = self.chain.messages[-1]
+        by_id = {result.tool_call_id: result for result in fresh}
+        merged = attrs.evolve(
+            last,
+            tool_results=tuple(by_id.get(r.tool_call_id, r) for r in last.tool_results),
+        )
+        return merged, fresh
 
     def review(
         self, call: ToolCall, human: Mapping[str, Decision] | None
@@ -624,12 +716,30 @@ class Run:
         )
         yield _Fire(event, (self.chain, call, result))
 
-    def add_tool_message(self, message: Message, *, replace: bool) -> _Steps[None]:
-        """Add (or swap in) a batch's tool message and announce it."""
+    def record(self, message: Message, *, replace: bool) -> None:
+        """Add (or swap in) a batch's tool message."""
         kept = self.chain.messages[:-1] if replace else self.chain.messages
         self.chain = attrs.evolve(self.chain, messages=(*kept, message))
+
+    def add_tool_message(
+        self, message: Message, fresh: Sequence[ToolResult], *, replace: bool
+    ) -> _Steps[None]:
+        """Add (or swap in) a batch's tool message, announce it, count failures.
+
+        A new error result counts one failure (denials and rejections are not
+        errors); a message with no error at all ends a streak of failures.
+        """
+        self.record(message, replace=replace)
+        failed = tuple(result for result in fresh if result.is_error)
+        if not any(result.is_error for result in message.tool_results):
+            self.chain = attrs.evolve(self.chain, current_failure_count=0)
         yield _Fire("on_tool_response_created", (self.chain, message))
         yield _Fire("on_message_processed", (self.chain, message))
+        if failed:
+            names = ", ".join(result.name for result in failed)
+            yield from self.count_failure(
+                f"{len(failed)} tool call(s) failed ({names})", failed
+            )
 
     def tool_context(self, call: ToolCall, inv: Invocation) -> ToolContext:
         return ToolContext(
@@ -882,14 +992,27 @@ def drive_sync(chain: LLMChain, run: Run, steps: _Steps[RunResult]) -> RunResult
         Exception: what a handler raised in ``on_error`` (nothing else).
     """
     callbacks = sync_callbacks(chain)
-    handlers = CompositeChainHandler(
-        [HandlerWithoutInvocation.wrap(h) for h in callbacks]
-    )
+    wrapped = [HandlerWithoutInvocation.wrap(h) for h in callbacks]
+    handlers = CompositeChainHandler(wrapped)
+    # One composite per handler, for the events a run delivers handler by handler.
+    each = [CompositeChainHandler([handler]) for handler in wrapped]
     pre = CompositeChainHandler(callbacks)
 
     def perform(op: _Op) -> Any:
         if isinstance(op, _Fire):
-            return _fire_sync(handlers, op)
+            if not op.skip:
+                return _fire_sync(handlers, op)
+            for handler in each[op.skip :]:
+                _fire_sync(handler, op)
+            return None
+        if isinstance(op, _Complete):
+            event = _Fire("on_run_complete", (op.chain, op.result))
+            for index, handler in enumerate(each):
+                try:
+                    _fire_sync(handler, event)
+                except _HandlerFault as fault:
+                    return index, fault
+            return None
         if isinstance(op, _Stream):
             state = _BridgeState(run)
             try:
@@ -979,16 +1102,28 @@ async def drive_async(chain: LLMChain, run: Run, steps: _Steps[RunResult]) -> Ru
     Raises:
         Exception: what a handler raised in ``on_error`` (nothing else).
     """
-    handlers = AsyncCompositeChainHandler(
-        [HandlerWithoutInvocation.wrap(h) for h in chain.callbacks]
-    )
+    wrapped = [HandlerWithoutInvocation.wrap(h) for h in chain.callbacks]
+    handlers = AsyncCompositeChainHandler(wrapped)
+    each = [AsyncCompositeChainHandler([handler]) for handler in wrapped]
     pre = AsyncCompositeChainHandler(chain.callbacks)
     sync_only = all(isinstance(h, ChainCallbackHandler) for h in chain.callbacks)
     pre_sync = CompositeChainHandler(sync_callbacks(chain)) if sync_only else None
 
     async def perform(op: _Op) -> Any:
         if isinstance(op, _Fire):
-            return await _fire_async(handlers, op)
+            if not op.skip:
+                return await _fire_async(handlers, op)
+            for handler in each[op.skip :]:
+                await _fire_async(handler, op)
+            return None
+        if isinstance(op, _Complete):
+            event = _Fire("on_run_complete", (op.chain, op.result))
+            for index, handler in enumerate(each):
+                try:
+                    await _fire_async(handler, event)
+                except _HandlerFault as fault:
+                    return index, fault
+            return None
         if isinstance(op, _Stream):
             state = _BridgeState(run)
             try:
