@@ -23,7 +23,7 @@ from langhooks import (
     Tool,
     ToolCall,
 )
-from langhooks.chain import Decision, LLMChain, RunResult
+from langhooks.chain import Decision, LLMChain, RetryPolicy, RunResult
 from langhooks.chain._demo import (
     QUESTION,
     SYSTEM,
@@ -279,6 +279,31 @@ class TestReplay:
         replayed = RecordingChainHandler()
         replay_events(read_events(path), replayed)
         assert_same_events(live.events, replayed.events)
+
+    @pytest.mark.parametrize(
+        "turns",
+        [
+            [LangHooksError("overloaded", "busy"), ScriptedTurn(text="fine")],
+            [LangHooksError("authentication", "bad key")],
+        ],
+        ids=["retried", "failed"],
+    )
+    def test_retries_and_errors_replay_equal(self, turns: list[Any]) -> None:
+        """A retried model call and a failed run replay with equal arguments
+        (errors by their fields, the retry's delay as recorded)."""
+        live = RecordingChainHandler()
+        got: list[EventRecord] = []
+        policy = RetryPolicy(sleep=lambda _seconds: None, jitter=0)
+        chain = LLMChain(
+            ScriptedChatModel(turns),
+            callbacks=[live, EventRecorder(got.append)],
+            retry=policy,
+        ).add_message(Message.user("hi"))
+        chain.run()
+        replayed = RecordingChainHandler()
+        replay_events(got, replayed)
+        assert_same_events(live.events, replayed.events)
+        assert {"on_llm_error"} <= set(live.names)
 
     def test_stream_replays_equal(self) -> None:
         """Replaying a recorded stream gives the same partials and response."""
