@@ -7,6 +7,7 @@ import io
 import json
 import logging
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from langhooks import (
     TokenUsage,
     Tool,
     ToolCall,
+    ToolContext,
 )
 from langhooks.chain import Decision, LLMChain, RetryPolicy, RunResult
 from langhooks.chain._demo import (
@@ -250,6 +252,35 @@ class TestConcurrency:
         for n in range(8):
             mine = [t for t in texts if t.startswith(f"{n}:")]
             assert mine == [f"{n}:{i}" for i in range(200)]
+
+    def test_concurrent_tools(self) -> None:
+        """Concurrent tools record from their worker threads; seq stays gap-free
+        and each call's pre-execution record names the tool's invocation."""
+        got: list[EventRecord] = []
+        barrier = threading.Barrier(4, timeout=10)
+
+        def slow(arguments: Mapping[str, Any], context: ToolContext) -> str:
+            barrier.wait()  # all four run at once
+            return "done"
+
+        tool = Tool("slow", slow, concurrent=True)
+        calls = [
+            ToolCall(call_id=f"c{i}", name="slow", arguments={}, index=i)
+            for i in range(4)
+        ]
+        chain = LLMChain(
+            ScriptedChatModel(
+                [ScriptedTurn(tool_calls=calls), ScriptedTurn(text="ok")]
+            ),
+            tools=[tool],
+            callbacks=[EventRecorder(got.append)],
+        ).add_message(Message.user("go"))
+        assert chain.run().status == "ok"
+        assert [r.seq for r in got] == list(range(len(got)))
+        pre = [r for r in got if r.event == "on_tool_pre_execution"]
+        assert len(pre) == 4
+        assert len({r.invocation_id for r in pre}) == 4
+        assert {r.parent_id for r in pre} == {got[0].run_id}
 
     async def test_tasks(self) -> None:
         """seq is gap-free across concurrent async runs sharing one recorder."""
