@@ -16,10 +16,15 @@ import pytest
 from typing_extensions import override
 
 from langhooks import (
+    AsyncCompositeChainHandler,
+    AsyncCompositeStreamingHandler,
     ChainCallbackHandler,
     LangHooksError,
     Message,
+    PartialResponse,
+    PartialResponseContext,
     StreamingChatResponseHandler,
+    StreamingHandle,
     TokenUsage,
     Tool,
     ToolCall,
@@ -216,6 +221,18 @@ class TestRecorder:
         assert "on_run_complete" in events
         assert events[-1] == "on_complete_response"
 
+    async def test_in_async_composites(self) -> None:
+        """Async composites of both kinds call the recorder inline."""
+        got: list[EventRecord] = []
+        recorder = EventRecorder(got.append)
+        streaming = AsyncCompositeStreamingHandler([recorder])
+        chains = AsyncCompositeChainHandler([recorder])
+        await streaming.on_partial_response(
+            PartialResponse(text="x"), PartialResponseContext(handle=StreamingHandle())
+        )
+        await chains.on_run_start(fresh_chain())
+        assert [r.event for r in got] == ["on_partial_response", "on_run_start"]
+
     def test_stream_error_recorded(self) -> None:
         """A stream's on_error is recorded with the error alone (no chain)."""
         got: list[EventRecord] = []
@@ -233,8 +250,6 @@ class TestConcurrency:
         """seq is gap-free and matches the order of the sink, from many threads."""
         out = io.StringIO()
         recorder = EventRecorder(out)
-        from langhooks import PartialResponse, PartialResponseContext, StreamingHandle
-
         context = PartialResponseContext(handle=StreamingHandle())
 
         def work(n: int) -> None:
