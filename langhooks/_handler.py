@@ -107,12 +107,8 @@ def _check_twins(cls: type[HandlerBase]) -> None:
     interfaces = interfaces_of_class(cls)
     for sync in interfaces:
         for other in interfaces:
-            if (
-                not getattr(sync, "_langhooks_async", False)
-                and getattr(other, "_langhooks_async", False)
-                and set(vars(sync)["_langhooks_own_events"])
-                == set(vars(other)["_langhooks_own_events"])
-            ):
+            # Each async interface is named after its sync twin.
+            if other.__name__ == f"Async{sync.__name__}":
                 raise TypeError(
                     f"{cls.__qualname__} subclasses both {sync.__name__} and "
                     f"{other.__name__}: a handler is synchronous or asynchronous, "
