@@ -26,6 +26,7 @@ from ._messages import (
     _custom_context,
     _frozen_mapping,
     _instance_of,
+    _reduce,
 )
 
 if TYPE_CHECKING:
@@ -81,6 +82,8 @@ class Interrupt:
     message: str = attrs.field(validator=_instance_of(str))
     data: Mapping[str, Any] = attrs.field(factory=dict, converter=_data)
 
+    __reduce__ = _reduce
+
 
 ReviewDecision: TypeAlias = Allow | UpdateArguments | Deny | Interrupt
 
@@ -102,6 +105,8 @@ class ReviewContext:
     custom_context: Mapping[str, Any] = attrs.field(
         factory=dict, converter=_custom_context
     )
+
+    __reduce__ = _reduce
 
 
 class ChainCallbackHandler(HandlerBase, _langhooks_interface=True):
