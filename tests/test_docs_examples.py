@@ -8,7 +8,10 @@ an example, unless the line right before it marks it otherwise:
 - ``<!-- fragment -->``: a piece of a larger program (it uses names defined
   elsewhere), neither type-checked nor run;
 - ``<!-- no-run -->``: a complete program type-checked but not run, because it needs
-  something the test suite does not have (a provider's API key, a server).
+  something the test suite does not have (a provider's API key, a server);
+- ``<!-- continued -->``: the next part of the example before it on the page (a
+  page that builds one program step by step): the parts are checked and run as
+  one program.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BLOCK = re.compile(
     r"(?:^<!-- (?P<mark>[a-z-]+) -->\n)?^```python\n(?P<code>.*?)^```", re.M | re.S
 )
-MARKS = frozenset({"fragment", "no-run"})
+MARKS = frozenset({"fragment", "no-run", "continued"})
 
 
 def _pages() -> list[Path]:
@@ -47,7 +50,16 @@ def _examples() -> list[tuple[str, str, str]]:
         for match in BLOCK.finditer(text):
             line = text.count("\n", 0, match.start("code"))
             name = f"{page.relative_to(ROOT)}:{line}"
-            found.append((name, match.group("mark") or "", match.group("code")))
+            mark, code = match.group("mark") or "", match.group("code")
+            if (
+                mark == "continued"
+                and found
+                and found[-1][0].startswith(f"{page.relative_to(ROOT)}:")
+            ):
+                first, first_mark, before = found.pop()
+                found.append((first, first_mark, f"{before}\n{code}"))
+            else:
+                found.append((name, mark, code))
     return found
 
 
@@ -62,8 +74,9 @@ def _module_name(name: str) -> str:
 
 class TestExamples:
     def test_marks_are_known(self) -> None:
-        """A block is marked only as a fragment or as not run."""
-        assert {mark for _, mark, _ in EXAMPLES} <= MARKS | {""}
+        """A block is marked only as a fragment, not run, or continued (and a
+        continued block follows a block of its own page)."""
+        assert {mark for _, mark, _ in EXAMPLES} <= MARKS - {"continued"} | {""}
 
     def test_examples_found_on_every_page_with_python(self) -> None:
         """The extraction finds the README's example and the guides' blocks."""
