@@ -607,7 +607,8 @@ class CoalescingDeltas(_Wrapper):
     arrives ``max_interval`` seconds or more after the first one waiting, and is
     flushed before any other event is delivered, so order is kept and nothing is
     lost: a text partial is flushed before thinking, a tool call, the terminal call.
-    Call ``flush()`` to deliver what waits at any other time. After a stream is
+    Call ``flush()`` (around a sync handler) or ``await aflush()`` (around an async
+    one) to deliver what waits at any other time. After a stream is
     cancelled no callback may follow, so text still waiting then is not delivered
     (it is in the response the stream returns); and when the handler cancels the
     stream on text flushed before another event, that event is not delivered
