@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import collections
+import contextlib
 import contextvars
 import logging
 import threading
@@ -303,12 +304,13 @@ class _TaskWorker:
         "_closed",
         "_counters",
         "_drop",
-        "_flushers",
         "_idle",
         "_loop",
         "_maxsize",
+        "_progress",
         "_queue",
         "_room",
+        "_waiting_for_room",
         "current",
         "queued",
         "removed",
@@ -328,8 +330,11 @@ class _TaskWorker:
         self._counters = counters
         self._queue: collections.deque[_Item] = collections.deque()
         self._idle: asyncio.Future[None] | None = None
-        self._room: collections.deque[asyncio.Future[None]] = collections.deque()
-        self._flushers: list[tuple[int, asyncio.Future[None]]] = []
+        # Set when an event left the queue (room for a waiting caller) and when one
+        # was handled (progress for a waiting flush); waiters clear and re-check.
+        self._room = asyncio.Event()
+        self._progress = asyncio.Event()
+        self._waiting_for_room = 0
         self._closed = False
         self.queued = 0
         self.removed = 0
@@ -344,22 +349,23 @@ class _TaskWorker:
         """Queue one event (waiting while the queue is full, for "block").
 
         Raises:
-            LangHooksError: the wrapper was closed (type handler_error).
+            LangHooksError: the wrapper was closed while waiting (handler_error).
         """
-        if self._closed:
-            raise _closed_error(self._counters.owner)
         queue = self._queue
         if len(queue) >= self._maxsize:
             if self._drop:
                 queue.popleft()
                 self.removed += 1
                 self._counters.drop(self._maxsize)
-                self._settle_flushers()
+                self._progress.set()
             else:
-                while len(queue) >= self._maxsize and not self._closed:
-                    room = self._loop.create_future()
-                    self._room.append(room)
-                    await room
+                self._waiting_for_room += 1
+                try:
+                    while len(queue) >= self._maxsize and not self._closed:
+                        self._room.clear()
+                        await self._room.wait()
+                finally:
+                    self._waiting_for_room -= 1
                 if self._closed:
                     raise _closed_error(self._counters.owner)
         queue.append(item)
@@ -374,7 +380,7 @@ class _TaskWorker:
         try:
             while True:
                 self.current = 0
-                self._settle_flushers()
+                self._progress.set()
                 while not queue:
                     if self._closed:
                         return
@@ -383,11 +389,8 @@ class _TaskWorker:
                 name, method, args = queue.popleft()
                 self.removed += 1
                 self.current = self.removed
-                while self._room:
-                    room = self._room.popleft()
-                    if not room.done():
-                        room.set_result(None)
-                        break
+                if self._waiting_for_room:
+                    self._room.set()
                 try:
                     await method(*args)
                 except Exception:
@@ -398,7 +401,6 @@ class _TaskWorker:
     def _end(self) -> None:
         self._closed = True
         lost = len(self._queue)
-        self.removed, self.current = self.queued, 0
         if lost:
             # The loop is shutting down (``asyncio.run`` returning) with events
             # still queued: say so rather than lose them quietly.
@@ -409,50 +411,30 @@ class _TaskWorker:
                 self._counters.owner,
                 lost,
             )
-        for room in self._room:
-            if not room.done():
-                room.set_result(None)
-        for _, flusher in self._flushers:
-            if not flusher.done():
-                flusher.set_result(None)
-        self._flushers.clear()
+        self.removed, self.current = self.queued, 0
+        self._room.set()
+        self._progress.set()
 
     def _done_through(self, target: int) -> bool:
         return self.removed >= target and not (0 < self.current <= target)
 
-    def _settle_flushers(self) -> None:
-        if self._flushers:
-            waiting = []
-            for target, flusher in self._flushers:
-                if self._done_through(target):
-                    if not flusher.done():
-                        flusher.set_result(None)
-                else:
-                    waiting.append((target, flusher))
-            self._flushers[:] = waiting
-
     async def flush(self) -> None:
         """Wait until every event queued before the call was handled."""
         target = self.queued
-        if (
-            self._done_through(target)
-            or self.task.done()
-            or asyncio.current_task() is self.task
-        ):
-            return
-        flusher = self._loop.create_future()
-        self._flushers.append((target, flusher))
-        await flusher
+        if asyncio.current_task() is self.task:
+            return  # the handler itself: waiting for its own delivery never ends
+        while not self._done_through(target):
+            self._progress.clear()
+            await self._progress.wait()
 
     def stop(self) -> None:
         """Take no more events; the task ends once the queue is empty."""
         self._closed = True
+        self._room.set()
         idle = self._idle
-        if idle is not None and not idle.done():
+        if idle is not None:
+            self._idle = None
             idle.set_result(None)
-        for room in self._room:
-            if not room.done():
-                room.set_result(None)
 
     async def close(self) -> None:
         """``stop``, then wait for the task to deliver what was queued and end."""
@@ -487,7 +469,7 @@ class _Workers:
         """
         loop = asyncio.get_running_loop()
         worker = self.loops.get(loop)
-        if worker is None:
+        if worker is None or self.closed:
             with self.lock:
                 if self.closed:
                     raise _closed_error(self.counters.owner)
@@ -503,8 +485,10 @@ class _Workers:
             workers = list(self.loops.items())
         self.thread.stop()
         for loop, worker in workers:
-            if not loop.is_closed():
-                # Another thread's loop (or a finalizer's call at any moment).
+            # Thread-safe: the loop may run in another thread, and a finalizer may
+            # call this at any moment. A loop closed without cancelling its tasks
+            # (not through asyncio.run) has nothing left to stop.
+            with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(worker.stop)
 
 
