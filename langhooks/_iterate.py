@@ -262,11 +262,8 @@ class _AsyncHandoff:
     def end(self, item: object) -> None:
         """Hand an item (or the stream's outcome) over; never waits."""
         self._items.append(item)
-        readable = self._readable
-        if readable is not None:
-            self._readable = None
-            if not readable.done():
-                readable.set_result(None)
+        readable, self._readable = self._readable, None
+        _wake(readable)
 
     async def get(self) -> Any:
         """The next item, waiting for one."""
@@ -283,11 +280,14 @@ class _AsyncHandoff:
         self._wake_writer()
 
     def _wake_writer(self) -> None:
-        writable = self._writable
-        if writable is not None:
-            self._writable = None
-            if not writable.done():
-                writable.set_result(None)
+        writable, self._writable = self._writable, None
+        _wake(writable)
+
+
+def _wake(waiter: asyncio.Future[None] | None) -> None:
+    # A waiter may be done already: cancelled with its task a moment ago.
+    if waiter is not None and not waiter.done():
+        waiter.set_result(None)
 
 
 class _AsyncHandoffHandler(AsyncStreamingChatResponseHandler):
