@@ -6,7 +6,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any, assert_type
+from typing import Any, Literal, assert_type
 
 import pytest
 
