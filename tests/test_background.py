@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import re
 import subprocess
 import sys
 import textwrap
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -879,3 +881,17 @@ class TestComposition:
         assert wrapper.close() is True
         assert handler.names == direct.names
         assert "on_tool_call_review" in handler.names
+
+
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guide" / "wrappers.md"
+
+
+class TestGuide:
+    def test_the_push_example_runs(self) -> None:
+        """The guide's example of pushing tokens to a slow service runs as shown."""
+        (source,) = re.findall(
+            r"<!-- example: push -->\n```python\n(.*?)```", GUIDE.read_text(), re.S
+        )
+        namespace: dict[str, Any] = {"__name__": "guide_example"}
+        exec(compile(source, str(GUIDE), "exec"), namespace)
+        assert namespace["tokens"].sent[:2] == ["one ", "two "]
