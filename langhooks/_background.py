@@ -143,7 +143,8 @@ class _ThreadWorker:
         self._idle = False
         self._closed = False
         self._waiting_for_room = 0
-        self._flushers = 0
+        # What each waiting flush waits for (an event count), lowest first.
+        self._flushers: list[int] = []
         self._thread: threading.Thread | None = None
         self.queued = 0
         self.removed = 0
@@ -174,8 +175,7 @@ class _ThreadWorker:
             self._queue.popleft()
             self.removed += 1
             self._counters.drop(self._maxsize)
-            if self._flushers:
-                self._done.notify_all()
+            self._notify_flushers()
             return
         self._waiting_for_room += 1
         try:
@@ -209,8 +209,7 @@ class _ThreadWorker:
         while True:
             with lock:
                 self.current = 0
-                if self._flushers:
-                    self._done.notify_all()
+                self._notify_flushers()
                 while not queue:
                     if self._closed:
                         return
@@ -231,6 +230,14 @@ class _ThreadWorker:
     def _done_through(self, target: int) -> bool:
         return self.removed >= target and not (0 < self.current <= target)
 
+    def _notify_flushers(self) -> None:
+        # Called with the lock held. Waking a flusher only once its target is
+        # reached (the first is the lowest: targets are appended as ``queued``
+        # grows) spares a wake-up per event while a flush waits.
+        targets = self._flushers
+        if targets and self._done_through(targets[0]):
+            self._done.notify_all()
+
     def flush(self, timeout: float | None) -> bool:
         """Wait until every event queued before the call was handled.
 
@@ -244,11 +251,11 @@ class _ThreadWorker:
                 # Called by the handler itself: waiting for its own delivery would
                 # never end.
                 return self._done_through(target)
-            self._flushers += 1
+            self._flushers.append(target)
             try:
                 return self._done.wait_for(lambda: self._done_through(target), timeout)
             finally:
-                self._flushers -= 1
+                self._flushers.remove(target)
 
     def close(self, timeout: float | None) -> bool:
         """Take no more events; wait for the queued ones and the thread's end.

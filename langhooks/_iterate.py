@@ -49,6 +49,8 @@ StreamEvent: TypeAlias = (
 # How many items may wait for the consumer before the stream waits for it: enough
 # to hand items over in batches (one thread or task switch per batch, not per item).
 _BUFFER: Final = 64
+# A stream waiting for room is woken once the buffer is down to this many items.
+_LOW: Final = _BUFFER // 2
 
 
 @final
@@ -81,15 +83,30 @@ def _check(model: object, request: object, handle: object, what: str) -> None:
 
 @final
 class _Handoff:
-    """A bounded buffer from the stream's thread to the consuming thread."""
+    """A bounded buffer from the stream's thread to the consuming thread.
 
-    __slots__ = ("_items", "_left", "_lock", "_readable", "_writable")
+    Each side wakes the other only when it waits; a waiting stream is woken once
+    half the buffer is free, so the two threads take turns by the batch, not by the
+    item.
+    """
+
+    __slots__ = (
+        "_items",
+        "_left",
+        "_lock",
+        "_readable",
+        "_reader_waits",
+        "_writable",
+        "_writer_waits",
+    )
 
     def __init__(self) -> None:
         self._items: collections.deque[Any] = collections.deque()
         self._lock = threading.Lock()
         self._readable = threading.Condition(self._lock)
         self._writable = threading.Condition(self._lock)
+        self._reader_waits = False
+        self._writer_waits = False
         self._left = False
 
     def put(self, item: object) -> None:
@@ -97,23 +114,31 @@ class _Handoff:
         consumer leaves: then the item is dropped, as the stream is cancelled)."""
         with self._lock:
             while len(self._items) >= _BUFFER and not self._left:
+                self._writer_waits = True
                 self._writable.wait()
-            self._items.append(item)
-            self._readable.notify()
+            self._append(item)
 
     def end(self, entry: _End) -> None:
         """Hand the stream's outcome over; never waits."""
         with self._lock:
-            self._items.append(entry)
+            self._append(entry)
+
+    def _append(self, item: object) -> None:
+        self._items.append(item)
+        if self._reader_waits:
+            self._reader_waits = False
             self._readable.notify()
 
     def get(self) -> Any:
         """The next item, waiting for one."""
         with self._lock:
             while not self._items:
+                self._reader_waits = True
                 self._readable.wait()
             item = self._items.popleft()
-            self._writable.notify()
+            if self._writer_waits and len(self._items) <= _LOW:
+                self._writer_waits = False
+                self._writable.notify()
             return item
 
     def leave(self) -> None:
@@ -241,38 +266,51 @@ def iterate_stream(
 
 @final
 class _AsyncHandoff:
-    """A bounded buffer from the stream's task to the consuming task (one loop)."""
+    """A bounded buffer from the stream's task to the consuming task (one loop).
 
-    __slots__ = ("_items", "_left", "_loop", "_readable", "_writable")
+    Both sides touch ``items`` directly on their fast path (room to put, an item to
+    take) and wait on a future only when they must, as ``_Handoff`` does.
+    """
+
+    __slots__ = ("_left", "_loop", "_readable", "_writable", "items")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._items: collections.deque[Any] = collections.deque()
+        self.items: collections.deque[Any] = collections.deque()
         self._readable: asyncio.Future[None] | None = None
         self._writable: asyncio.Future[None] | None = None
         self._left = False
 
+    def offer(self, item: object) -> bool:
+        """Hand one item over if there is room (or the consumer left: then it is
+        dropped); False when the stream must ``await put(item)`` instead."""
+        if len(self.items) >= _BUFFER and not self._left:
+            return False
+        self.end(item)
+        return True
+
     async def put(self, item: object) -> None:
         """Hand one item over, waiting while the buffer is full."""
-        while len(self._items) >= _BUFFER and not self._left:
+        while not self.offer(item):
             writable = self._writable = self._loop.create_future()
             await writable
-        self.end(item)
 
     def end(self, item: object) -> None:
         """Hand an item (or the stream's outcome) over; never waits."""
-        self._items.append(item)
+        self.items.append(item)
         readable, self._readable = self._readable, None
         _wake(readable)
 
-    async def get(self) -> Any:
-        """The next item, waiting for one."""
-        while not self._items:
+    async def readable(self) -> None:
+        """Wait until there is an item to take."""
+        while not self.items:
             readable = self._readable = self._loop.create_future()
             await readable
-        item = self._items.popleft()
-        self._wake_writer()
-        return item
+
+    def took(self) -> None:
+        """An item was taken: wake a waiting stream once half the buffer is free."""
+        if self._writable is not None and len(self.items) <= _LOW:
+            self._wake_writer()
 
     def leave(self) -> None:
         """The consumer is gone: never make the stream wait again."""
@@ -294,29 +332,34 @@ class _AsyncHandoffHandler(AsyncStreamingChatResponseHandler):
     """Puts each item of the stream into an ``_AsyncHandoff``."""
 
     def __init__(self, handoff: _AsyncHandoff) -> None:
+        self._offer = handoff.offer
         self._put = handoff.put
 
     @override
     async def on_partial_response(
         self, partial: PartialResponse, context: PartialResponseContext, /
     ) -> None:
-        await self._put(partial)
+        if not self._offer(partial):
+            await self._put(partial)
 
     @override
     async def on_partial_thinking(
         self, partial: PartialThinking, context: PartialThinkingContext, /
     ) -> None:
-        await self._put(partial)
+        if not self._offer(partial):
+            await self._put(partial)
 
     @override
     async def on_partial_tool_call(
         self, partial: PartialToolCall, context: PartialToolCallContext, /
     ) -> None:
-        await self._put(partial)
+        if not self._offer(partial):
+            await self._put(partial)
 
     @override
     async def on_complete_tool_call(self, complete: CompleteToolCall, /) -> None:
-        await self._put(complete)
+        if not self._offer(complete):
+            await self._put(complete)
 
 
 @final
@@ -335,7 +378,12 @@ class _AsyncStreamIterator(AsyncIterator[StreamEvent]):
     async def __anext__(self) -> StreamEvent:
         if self._finished:
             raise StopAsyncIteration
-        item = await self._handoff.get()
+        handoff = self._handoff
+        items = handoff.items
+        if not items:
+            await handoff.readable()
+        item = items.popleft()
+        handoff.took()
         if type(item) is _End:
             self._finished = True
             if item.error is not None:

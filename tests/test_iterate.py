@@ -278,6 +278,33 @@ class TestBackPressure:
             assert BUFFER <= model.delivered <= BUFFER + 2
         assert model.delivered <= BUFFER + 2
 
+    @pytest.mark.parametrize("use_async", [False, True])
+    async def test_a_slow_consumer_gets_every_kind_of_item(
+        self, use_async: bool
+    ) -> None:
+        """A consumer that keeps the stream waiting at every kind of item still
+        gets them all, once, in order."""
+        turn = ScriptedTurn(
+            thinking=" ".join(["hmm"] * 100),
+            text=" ".join(["word"] * 100),
+            tool_calls=[
+                ToolCall(call_id=f"c{i}", name="f", arguments={"q": "x" * 10})
+                for i in range(40)
+            ],
+        )
+        got: list[StreamEvent] = []
+        if use_async:
+            async with aiterate_stream(ScriptedChatModel([turn]), REQUEST) as items:
+                async for item in items:
+                    got.append(item)
+                    await asyncio.sleep(0)  # the stream runs ahead until it waits
+        else:
+            with iterate_stream(ScriptedChatModel([turn]), REQUEST) as items:
+                for item in items:
+                    got.append(item)
+                    time.sleep(0.0001)
+        assert got == recorded(turn)
+
     def test_a_fast_consumer_gets_everything(self) -> None:
         """Through many waits for room, every item arrives once, in order."""
         model = Counting(total=1000)
