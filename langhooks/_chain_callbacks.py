@@ -14,6 +14,7 @@ import attrs
 
 from ._handler import HandlerBase
 from ._messages import (
+    ChatResponse,
     LangHooksError,
     Message,
     MessageDelta,
@@ -29,6 +30,7 @@ from ._messages import (
 
 if TYPE_CHECKING:
     from .chain import LLMChain, RunResult
+    from .models import ChatModel, ChatRequest
 
 __all__ = [
     "Allow",
@@ -118,6 +120,21 @@ class ChainCallbackHandler(HandlerBase, _langhooks_interface=True):
 
     def on_run_start(self, chain: LLMChain, /) -> None:
         """A run began. The first event of every run."""
+
+    def on_llm_call_start(
+        self, chain: LLMChain, model: ChatModel, request: ChatRequest, /
+    ) -> None:
+        """A model attempt begins: before every call, each retry and fallback too.
+
+        ``model`` is the model about to be called (the chain's own or a fallback).
+        Each attempt ends with ``on_llm_call_complete`` or ``on_llm_error``.
+        """
+
+    def on_llm_call_complete(self, chain: LLMChain, response: ChatResponse, /) -> None:
+        """A model attempt succeeded; fires before its message is processed.
+
+        ``response`` carries the response's id, model name, usage and finish reason.
+        """
 
     def on_llm_new_delta(
         self, chain: LLMChain, deltas: Sequence[MessageDelta], /
@@ -231,6 +248,16 @@ class AsyncChainCallbackHandler(HandlerBase, _langhooks_interface=True):
 
     async def on_run_start(self, chain: LLMChain, /) -> None:
         """A run began. The first event of every run."""
+
+    async def on_llm_call_start(
+        self, chain: LLMChain, model: ChatModel, request: ChatRequest, /
+    ) -> None:
+        """A model attempt begins: before every call, each retry and fallback too."""
+
+    async def on_llm_call_complete(
+        self, chain: LLMChain, response: ChatResponse, /
+    ) -> None:
+        """A model attempt succeeded; fires before its message is processed."""
 
     async def on_llm_new_delta(
         self, chain: LLMChain, deltas: Sequence[MessageDelta], /
