@@ -34,7 +34,7 @@ from langhooks.models import (
     ScriptedTurn,
 )
 from langhooks.testing import RecordingStreamingHandler
-from tests.models import shared_fixture
+from tests.models import local_fixture
 from tests.models._server import FixtureServer, Reply, first_bytes_until
 
 REQUEST = ChatRequest([Message.user("hi")])
@@ -322,7 +322,7 @@ OLLAMA = "ollama_chat.ndjson"
 def server() -> Iterator[FixtureServer]:
     """A provider server on 127.0.0.1 that replays Ollama's first lines, then
     keeps the connection open without a word until the client closes it."""
-    data = shared_fixture(OLLAMA).read_bytes()
+    data = local_fixture(OLLAMA).read_bytes()
     reply = Reply(
         headers=(("content-type", "application/x-ndjson"),),
         body=data[: first_bytes_until(data, b"\n", count=4)],
