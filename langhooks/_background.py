@@ -485,6 +485,12 @@ class _Workers:
                 worker.task.add_done_callback(lambda _: self.loops.pop(loop, None))
         return worker
 
+    async def flush_loop(self) -> None:
+        """Wait until this event loop's worker, if any, delivered what it holds."""
+        worker = self.loops.get(asyncio.get_running_loop())
+        if worker is not None:
+            await worker.flush()
+
     def stop(self) -> None:
         """Stop every worker (from any thread); each ends after its queue empties."""
         with self.lock:
@@ -525,7 +531,7 @@ def _async_event(
     if name in _INLINE:
 
         async def inline(*args: Any) -> Any:
-            await for_loop().flush()
+            await workers.flush_loop()
             return await method(*args)
 
         return inline
@@ -599,9 +605,7 @@ class _Background(_Wrapper):
         sync events (delivered by a thread).
         """
         workers = self._langhooks_workers
-        worker = workers.loops.get(asyncio.get_running_loop())
-        if worker is not None:
-            await worker.flush()
+        await workers.flush_loop()
         if self._langhooks_has_sync:
             await asyncio.to_thread(workers.thread.flush, None)
 

@@ -13,7 +13,7 @@ import asyncio
 import collections
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
 from typing import Any, Final, Self, TypeAlias, final
 
 from typing_extensions import override
@@ -206,7 +206,7 @@ class _StreamIterator(Iterator[StreamEvent]):
 @contextlib.contextmanager
 def iterate_stream(
     model: ChatModel, request: ChatRequest, *, handle: StreamingHandle | None = None
-) -> Iterator[Iterator[StreamEvent]]:
+) -> Generator[Iterator[StreamEvent], None, None]:
     """Stream a response as an iterator of its items.
 
     The items are what a handler would receive, in stream order: each
@@ -251,7 +251,11 @@ def iterate_stream(
         else:
             handoff.end(_End(response, None))
 
-    thread = threading.Thread(target=produce, name="langhooks-iterate-stream")
+    # A daemon: a consumer that never leaves its block (a generator never closed)
+    # must not keep the interpreter from exiting.
+    thread = threading.Thread(
+        target=produce, name="langhooks-iterate-stream", daemon=True
+    )
     thread.start()
     try:
         yield _StreamIterator(handoff)
@@ -396,7 +400,7 @@ class _AsyncStreamIterator(AsyncIterator[StreamEvent]):
 @contextlib.asynccontextmanager
 async def aiterate_stream(
     model: ChatModel, request: ChatRequest, *, handle: StreamingHandle | None = None
-) -> AsyncIterator[AsyncIterator[StreamEvent]]:
+) -> AsyncGenerator[AsyncIterator[StreamEvent], None]:
     """Stream a response as an async iterator of its items.
 
     The async twin of ``iterate_stream``: the stream runs as a task of the calling

@@ -526,6 +526,14 @@ class TestInline:
         assert handler.seen == [f"pre {threading.current_thread().name}"]
         wrapper.close()
 
+    async def test_a_first_async_review_starts_no_worker(self) -> None:
+        """A review as the first event runs inline and starts no task."""
+        before = asyncio.all_tasks()
+        wrapper = in_background(AsyncReviewer())
+        assert await wrapper.on_tool_call_review(CHAIN, CALL, TOOL, ReviewContext())
+        assert asyncio.all_tasks() == before
+        await wrapper.aclose()
+
     async def test_async_review_runs_inline_after_the_queue(self) -> None:
         """An async review is awaited after this loop's queued events."""
         handler = AsyncReviewer()
