@@ -351,6 +351,9 @@ class _TaskWorker:
         self.task: asyncio.Task[None] = loop.create_task(
             self._run(), context=contextvars.Context()
         )
+        # Also when the task is cancelled before its first step, which runs none
+        # of ``_run`` (not even its ``finally``).
+        self.task.add_done_callback(lambda _: self._end())
 
     async def put(self, item: _Item) -> None:
         """Queue one event (waiting while the queue is full, for "block").
@@ -358,6 +361,11 @@ class _TaskWorker:
         Raises:
             LangHooksError: the wrapper was closed while waiting (handler_error).
         """
+        if self.task.done():
+            # Sent after the loop cancelled this worker (a task cleaning up while
+            # ``asyncio.run`` returns): nobody is left to deliver it.
+            self._lost(1)
+            return
         queue = self._queue
         if len(queue) >= self._maxsize:
             if self._drop:
@@ -406,21 +414,25 @@ class _TaskWorker:
             self._end()
 
     def _end(self) -> None:
+        # Idempotent: called when ``_run`` ends and again when the task is done.
         self._closed = True
         lost = len(self._queue)
         if lost:
             # The loop is shutting down (``asyncio.run`` returning) with events
             # still queued: say so rather than lose them quietly.
             self._queue.clear()
-            logger.warning(
-                "langhooks: in_background(%s) lost %d event(s): its event loop ended "
-                "before they were delivered; await aclose() before the loop ends",
-                self._counters.owner,
-                lost,
-            )
+            self._lost(lost)
         self.removed, self.current = self.queued, 0
         self._room.set()
         self._progress.set()
+
+    def _lost(self, count: int) -> None:
+        logger.warning(
+            "langhooks: in_background(%s) lost %d event(s): its event loop ended "
+            "before they were delivered; await aclose() before the loop ends",
+            self._counters.owner,
+            count,
+        )
 
     def _done_through(self, target: int) -> bool:
         return self.removed >= target and not (0 < self.current <= target)
@@ -447,7 +459,9 @@ class _TaskWorker:
         """``stop``, then wait for the task to deliver what was queued and end."""
         self.stop()
         if asyncio.current_task() is not self.task:
-            await asyncio.shield(self.task)
+            # Not ``await self.task``: a task the loop cancelled would raise here
+            # (and cancelling this caller must not cancel the worker).
+            await asyncio.wait({self.task})
 
 
 # --- the wrapper ------------------------------------------------------------------

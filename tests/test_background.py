@@ -646,6 +646,26 @@ class TestLifetime:
             asyncio.run(main())
         assert any("lost 2 event(s)" in r.message for r in caplog.records)
 
+    async def test_an_event_after_the_worker_was_cancelled_is_reported(
+        self, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """An event that arrives just after the loop cancelled the worker (as
+        asyncio.run does on its way out, while other tasks clean up) is reported
+        as lost, not dropped silently."""
+        handler = AsyncTokens()
+        wrapper = in_background(handler)
+        before = asyncio.all_tasks()
+        await wrapper.on_partial_response(part(0), CONTEXT)
+        (task,) = asyncio.all_tasks() - before
+        task.cancel()
+        await asyncio.sleep(0)  # the worker ends in this turn of the loop
+        with caplog.at_level(logging.WARNING, logger="langhooks"):
+            await wrapper.on_partial_response(part(1), CONTEXT)
+        assert task.cancelled()
+        assert "lost 1 event(s)" in caplog.records[0].message
+        assert "t1" not in handler.texts
+        await wrapper.aclose()
+
 
 class TestAsyncDelivery:
     async def test_delivers_on_a_task_in_order(self) -> None:
