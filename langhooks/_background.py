@@ -700,7 +700,7 @@ def in_background(
     Call ``flush()`` to wait for what was queued and ``close()`` when done (for an
     async handler, ``await aflush()`` / ``await aclose()``). A wrapper nobody
     closes stops its worker once it is garbage-collected and its queue is empty;
-    at interpreter exit a thread worker gets a few seconds to deliver the rest.
+    at interpreter exit a thread worker gets up to 10 seconds to deliver the rest.
 
     Args:
         handler: any handler (streaming or chain, sync or async).
