@@ -24,6 +24,7 @@ from langhooks import (
     AsyncStreamingChatResponseHandler,
     ChainCallbackHandler,
     ChatResponse,
+    CoalescingDeltas,
     CompositeStreamingHandler,
     Deny,
     HandlerWithoutInvocation,
@@ -855,6 +856,23 @@ class TestComposition:
         outer.close()
         background.close()
         assert seen == [None, None]
+
+    def test_with_coalescing_either_way_round(self) -> None:
+        """Coalescing inside or outside the background wrapper, the stream's text
+        arrives whole and in order once the response went through."""
+        turn = ScriptedTurn(text=" ".join(f"w{i}" for i in range(100)))
+        inner, outer = Tokens(), Tokens()
+        inside = in_background(CoalescingDeltas(inner, max_chars=16))
+        background = in_background(outer)
+        outside = CoalescingDeltas(background, max_chars=16)
+        ScriptedChatModel([turn]).stream(REQUEST, inside)
+        ScriptedChatModel([turn]).stream(REQUEST, outside)
+        assert inside.close() is True
+        assert background.close() is True
+        for handler in (inner, outer):
+            assert handler.texts[-1] == "END"
+            assert "".join(handler.texts[:-1]) == turn.text
+            assert len(handler.texts) < 100
 
     def test_inside_a_composite(self) -> None:
         """A composite fans out to a background handler beside an inline one."""
