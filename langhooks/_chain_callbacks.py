@@ -26,6 +26,7 @@ from ._messages import (
     _custom_context,
     _frozen_mapping,
     _instance_of,
+    _reduce,
 )
 
 if TYPE_CHECKING:
@@ -81,6 +82,8 @@ class Interrupt:
     message: str = attrs.field(validator=_instance_of(str))
     data: Mapping[str, Any] = attrs.field(factory=dict, converter=_data)
 
+    __reduce__ = _reduce
+
 
 ReviewDecision: TypeAlias = Allow | UpdateArguments | Deny | Interrupt
 
@@ -102,6 +105,8 @@ class ReviewContext:
     custom_context: Mapping[str, Any] = attrs.field(
         factory=dict, converter=_custom_context
     )
+
+    __reduce__ = _reduce
 
 
 class ChainCallbackHandler(HandlerBase, _langhooks_interface=True):
@@ -231,6 +236,16 @@ class ChainCallbackHandler(HandlerBase, _langhooks_interface=True):
     def on_llm_error(self, chain: LLMChain, error: LangHooksError, /) -> None:
         """A model call failed, transiently or not (it may be retried)."""
 
+    def on_llm_retry(
+        self, chain: LLMChain, error: LangHooksError, delay: float, /
+    ) -> None:
+        """The call that failed with ``error`` will be retried on the same model.
+
+        Fires after that failure's ``on_llm_error``, before the run waits ``delay``
+        seconds (never more than the retry policy's ``max_delay``). A call moving
+        on to a fallback, or not retried at all, fires no ``on_llm_retry``.
+        """
+
     def on_retries_exceeded(self, chain: LLMChain, /) -> None:
         """The failure counter reached ``max_retry_count``."""
 
@@ -341,6 +356,12 @@ class AsyncChainCallbackHandler(HandlerBase, _langhooks_interface=True):
 
     async def on_llm_error(self, chain: LLMChain, error: LangHooksError, /) -> None:
         """A model call failed, transiently or not (it may be retried)."""
+
+    async def on_llm_retry(
+        self, chain: LLMChain, error: LangHooksError, delay: float, /
+    ) -> None:
+        """The failed call will be retried after ``delay`` seconds (see the sync
+        twin)."""
 
     async def on_retries_exceeded(self, chain: LLMChain, /) -> None:
         """The failure counter reached ``max_retry_count``."""
