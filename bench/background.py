@@ -15,12 +15,14 @@ Three comparisons, each printed as a table and saved as JSON:
    the ratio there measures thread switching more than anything) and paced like a
    live model (``--paces``: 0.5 ms and 2 ms per token by default; a hosted model
    streams at 10-50 ms per token). The same handler called inline is timed once,
-   for scale.
+   for scale. The same again with ``astream`` and an async handler that awaits
+   ``asyncio.sleep`` (its worker is a task).
 2. **Per-token overhead.** 1,000 partials delivered to a no-op handler, directly
    and through ``in_background``: nanoseconds per token on the caller's side
    (this thread's CPU time) and end to end (wall clock, including the ``flush()``
    that waits for the worker). Goal: at most 5 us per token more than a direct
-   call.
+   call. The async twin too: an async no-op handler, end to end with
+   ``aflush()`` (one thread, so its CPU time covers the worker task).
 3. **Iterator throughput.** The 2,000-token stream consumed by ``aiterate_stream``
    vs the same stream into an async callback handler doing the same work (keep
    each text): the ratio of their times (goal <= 1.5x); ``iterate_stream`` vs a
@@ -32,6 +34,7 @@ Timings on a shared machine are reports, not assertions: run it on your own.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import statistics
 import time
 from collections.abc import Callable
@@ -73,11 +76,25 @@ class Idle(StreamingChatResponseHandler):
     """Overrides nothing: a stream with no handler."""
 
 
+class AsyncIdle(AsyncStreamingChatResponseHandler):
+    """The async twin of ``Idle``."""
+
+
 class Noop(StreamingChatResponseHandler):
     """Takes each partial and does nothing with it."""
 
     @override
     def on_partial_response(
+        self, partial: PartialResponse, context: PartialResponseContext
+    ) -> None:
+        pass
+
+
+class AsyncNoop(AsyncStreamingChatResponseHandler):
+    """The async twin of ``Noop``."""
+
+    @override
+    async def on_partial_response(
         self, partial: PartialResponse, context: PartialResponseContext
     ) -> None:
         pass
@@ -94,6 +111,20 @@ class Pushing(StreamingChatResponseHandler):
         self, partial: PartialResponse, context: PartialResponseContext
     ) -> None:
         time.sleep(HANDLER_SLEEP)
+        self.texts.append(partial.text)
+
+
+class AsyncPushing(AsyncStreamingChatResponseHandler):
+    """The async twin of ``Pushing``: awaits ``HANDLER_SLEEP`` per token."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    @override
+    async def on_partial_response(
+        self, partial: PartialResponse, context: PartialResponseContext
+    ) -> None:
+        await asyncio.sleep(HANDLER_SLEEP)
         self.texts.append(partial.text)
 
 
@@ -163,6 +194,44 @@ def slow_handler(rounds: int, pace: float) -> dict[str, Any]:
     }
 
 
+def async_slow_handler(rounds: int, pace: float) -> dict[str, Any]:
+    """Comparison 1 with ``astream`` and an async handler, at one pace."""
+
+    async def timed(handler: Any) -> float:
+        model = ScriptedChatModel([TURN], delay=pace)
+        start = time.perf_counter()
+        await model.astream(REQUEST, handler)
+        return time.perf_counter() - start
+
+    async def run() -> dict[str, Any]:
+        plain: list[float] = []
+        background: list[float] = []
+        catch_up: list[float] = []
+        for _ in range(rounds):
+            plain.append(await timed(AsyncIdle()))
+            pushing = AsyncPushing()
+            wrapper = in_background(pushing)
+            background.append(await timed(wrapper))
+            start = time.perf_counter()
+            await wrapper.aflush()
+            catch_up.append(time.perf_counter() - start)
+            await wrapper.aclose()
+            if pushing.texts != EXPECTED:
+                raise AssertionError("the async handler missed tokens or their order")
+        return {
+            "pace_ms_per_token": pace * 1000,
+            "no_handler_s": statistics.median(plain),
+            "in_background_s": statistics.median(background),
+            "ratio": statistics.median(
+                b / p for b, p in zip(background, plain, strict=True)
+            ),
+            "flush_after_s": statistics.median(catch_up),
+            "all_2000_in_order": True,
+        }
+
+    return asyncio.run(run())
+
+
 def inline_once(pace: float) -> float:
     """The slow handler called inline: what in_background saves."""
     return _stream_seconds(pace, Pushing())
@@ -182,10 +251,29 @@ def overhead(settings: Settings) -> dict[str, Result]:
         queued()
         wrapper.flush()
 
+    async_wrapper = in_background(AsyncNoop())
+    async_queued = workload.async_through(async_wrapper)
+
+    async def async_delivered() -> None:
+        await async_queued()
+        await async_wrapper.aflush()
+
     cpu = measure_cases(
         [
             Case("direct_call", direct, workload.events),
             Case("in_background_caller", queued, workload.events),
+            Case(
+                "async_direct_call",
+                workload.async_through(AsyncNoop()),
+                workload.events,
+                is_async=True,
+            ),
+            Case(
+                "in_background_async_delivered",
+                async_delivered,
+                workload.events,
+                is_async=True,
+            ),
         ],
         settings,
     )
@@ -302,11 +390,12 @@ def main() -> None:
 
     print(f"1. {TOKENS}-token stream, handler sleeping 2 ms per token ({rounds} runs)")
     slow = [slow_handler(rounds, pace) for pace in (0.0, *args.paces)]
+    slow_async = [async_slow_handler(rounds, pace) for pace in (0.0, *args.paces)]
     inline = inline_once(0.0)
     print(
         format_table(
             (
-                "stream pace",
+                "stream",
                 "no handler",
                 "in_background",
                 "ratio",
@@ -315,14 +404,15 @@ def main() -> None:
             ),
             [
                 (
-                    f"{s['pace_ms_per_token']:g} ms/token",
+                    f"{kind} {s['pace_ms_per_token']:g} ms/token",
                     f"{s['no_handler_s'] * 1000:.1f} ms",
                     f"{s['in_background_s'] * 1000:.1f} ms",
                     f"{s['ratio']:.3f}x",
                     "<= 1.1x",
                     f"{s['flush_after_s'] * 1000:.0f} ms later, all {TOKENS} in order",
                 )
-                for s in slow
+                for kind, runs in (("stream", slow), ("astream", slow_async))
+                for s in runs
             ],
         )
     )
@@ -333,6 +423,10 @@ def main() -> None:
     caller = costs["in_background_caller"].median - costs["direct_call"].median
     delivered = (
         costs["in_background_delivered"].median - costs["direct_call_wall"].median
+    )
+    async_delivered = (
+        costs["in_background_async_delivered"].median
+        - costs["async_direct_call"].median
     )
     print(
         format_table(
@@ -350,6 +444,13 @@ def main() -> None:
                     f"{costs['direct_call_wall'].median:.0f}",
                     f"{costs['in_background_delivered'].median:.0f}",
                     f"{delivered:.0f}",
+                    "<= 5000",
+                ),
+                (
+                    "async, end to end, with aflush() (CPU time)",
+                    f"{costs['async_direct_call'].median:.0f}",
+                    f"{costs['in_background_async_delivered'].median:.0f}",
+                    f"{async_delivered:.0f}",
                     "<= 5000",
                 ),
             ],
@@ -385,10 +486,12 @@ def main() -> None:
     payload = {
         "machine": machine_info(),
         "slow_handler": slow,
+        "slow_async_handler": slow_async,
         "slow_handler_inline_s": inline,
         "overhead_ns": {name: result.as_json() for name, result in costs.items()},
         "overhead_caller_ns": caller,
         "overhead_delivered_ns": delivered,
+        "overhead_async_delivered_ns": async_delivered,
         "throughput_ns": {name: result.as_json() for name, result in rates.items()},
         "aiterate_ratio": async_ratio,
         "iterate_ratio": sync_ratio,

@@ -355,40 +355,46 @@ class _TaskWorker:
         # of ``_run`` (not even its ``finally``).
         self.task.add_done_callback(lambda _: self._end())
 
-    async def put(self, item: _Item) -> None:
-        """Queue one event (waiting while the queue is full, for "block").
-
-        Raises:
-            LangHooksError: the wrapper was closed while waiting (handler_error).
-        """
+    def offer(self, item: _Item) -> bool:
+        """Queue one event unless the caller must wait for room ("block" with a
+        full queue: then False, and the caller awaits ``put``)."""
         if self.task.done():
             # Sent after the loop cancelled this worker (a task cleaning up while
             # ``asyncio.run`` returns): nobody is left to deliver it.
             self._lost(1)
-            return
+            return True
         queue = self._queue
         if len(queue) >= self._maxsize:
-            if self._drop:
-                queue.popleft()
-                self.removed += 1
-                self._counters.drop(self._maxsize)
-                self._progress.set()
-            else:
-                self._waiting_for_room += 1
-                try:
-                    while len(queue) >= self._maxsize and not self._closed:
-                        self._room.clear()
-                        await self._room.wait()
-                finally:
-                    self._waiting_for_room -= 1
-                if self._closed:
-                    raise _closed_error(self._counters.owner)
+            if not self._drop:
+                return False
+            queue.popleft()
+            self.removed += 1
+            self._counters.drop(self._maxsize)
+            self._progress.set()
         queue.append(item)
         self.queued += 1
         idle = self._idle
         if idle is not None:
             self._idle = None
             idle.set_result(None)
+        return True
+
+    async def put(self, item: _Item) -> None:
+        """Queue one event, waiting for room first.
+
+        Raises:
+            LangHooksError: the wrapper was closed while waiting (handler_error).
+        """
+        self._waiting_for_room += 1
+        try:
+            while len(self._queue) >= self._maxsize and not self._closed:
+                self._room.clear()
+                await self._room.wait()
+        finally:
+            self._waiting_for_room -= 1
+        if self._closed:
+            raise _closed_error(self._counters.owner)
+        self.offer(item)
 
     async def _run(self) -> None:
         queue, counters = self._queue, self._counters
@@ -551,7 +557,10 @@ def _async_event(
         return inline
 
     async def queued(*args: Any) -> None:
-        await for_loop().put((name, method, args))
+        worker = for_loop()
+        item = (name, method, args)
+        if not worker.offer(item):  # (no coroutine per event unless it waits)
+            await worker.put(item)
 
     return queued
 
