@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import contextvars
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
 from typing import Any, Final, Self, TypeAlias, final
@@ -213,8 +214,9 @@ def iterate_stream(
     ``PartialThinking``, ``PartialResponse``, ``PartialToolCall`` and
     ``CompleteToolCall``, then the ``ChatResponse`` as the last item. A stream that
     fails raises its error from the iterator, after the items that came before it.
-    The stream runs on a thread of its own and waits while a few dozen items are
-    not consumed yet (back-pressure). Leaving the ``with`` block before the end (a
+    The stream runs on a thread of its own, in a copy of the caller's context (it
+    belongs to the caller's invocation), and waits while a few dozen items are not
+    consumed yet (back-pressure). Leaving the ``with`` block before the end (a
     ``break``, an exception) cancels the stream, which closes its connection, and
     waits for its thread to end. ::
 
@@ -253,8 +255,13 @@ def iterate_stream(
 
     # A daemon: a consumer that never leaves its block (a generator never closed)
     # must not keep the interpreter from exiting.
+    # In a copy of the caller's context, as a task would be: the stream belongs to
+    # the caller's invocation (and, say, its current tracing span).
     thread = threading.Thread(
-        target=produce, name="langhooks-iterate-stream", daemon=True
+        target=contextvars.copy_context().run,
+        args=(produce,),
+        name="langhooks-iterate-stream",
+        daemon=True,
     )
     thread.start()
     try:

@@ -14,6 +14,7 @@ from langhooks import (
     AsyncStreamingChatResponseHandler,
     ChatResponse,
     CompleteToolCall,
+    Invocation,
     LangHooksError,
     Message,
     PartialResponse,
@@ -25,6 +26,8 @@ from langhooks import (
     StreamingHandle,
     ToolCall,
     aiterate_stream,
+    current_invocation,
+    invocation,
     iterate_stream,
 )
 from langhooks.models import (
@@ -83,6 +86,8 @@ class Counting:
         self.total = total
         self.delivered = 0
         self.cancelled = False
+        self.invocations: list[Invocation | None] = []
+        self.response: ChatResponse | None = None
 
     def stream(
         self,
@@ -92,6 +97,7 @@ class Counting:
         handle: StreamingHandle | None = None,
     ) -> ChatResponse:
         assert handle is not None
+        self.invocations.append(current_invocation())
         for i in range(self.total):
             if handle.is_cancelled:
                 return self._end(cancelled=True)
@@ -110,6 +116,7 @@ class Counting:
     ) -> ChatResponse:
         assert handle is not None
         assert isinstance(handler, AsyncStreamingChatResponseHandler)
+        self.invocations.append(current_invocation())
         for i in range(self.total):
             if handle.is_cancelled:
                 return self._end(cancelled=True)
@@ -124,9 +131,10 @@ class Counting:
         status: Literal["cancelled", "complete"] = (
             "cancelled" if cancelled else "complete"
         )
-        return ChatResponse(
+        self.response = ChatResponse(
             message=Message(role="assistant", content=(), status=status)
         )
+        return self.response
 
 
 def wait_until_full(model: Counting) -> None:
@@ -234,6 +242,21 @@ class TestItems:
         assert isinstance(got[-1], ChatResponse)
         assert got[-1].message.status == "cancelled"
         assert len(got) < model.total
+
+    @pytest.mark.parametrize("use_async", [False, True])
+    async def test_the_stream_runs_in_the_callers_context(
+        self, use_async: bool
+    ) -> None:
+        """The stream sees the caller's invocation, on its thread or task."""
+        model = Counting(total=1)
+        with invocation("caller") as caller:
+            if use_async:
+                async with aiterate_stream(model, REQUEST) as items:
+                    assert [i async for i in items][-1] == model.response
+            else:
+                with iterate_stream(model, REQUEST) as items:
+                    assert list(items)[-1] == model.response
+        assert model.invocations == [caller]
 
     @pytest.mark.parametrize(
         ("model", "request_", "handle", "message"),
