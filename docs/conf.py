@@ -71,6 +71,11 @@ nitpick_ignore = [
     ("py:class", "langhooks._functions.StreamingCallbackFunctions"),
     ("py:class", "langhooks._functions.AsyncStreamingCallbackFunctions"),
     ("py:class", "langhooks.models._sse.WireDecoder"),
+    # What in_background's overloads return for each interface (the checker's view).
+    ("py:class", "_StreamingBackground"),
+    ("py:class", "_AsyncStreamingBackground"),
+    ("py:class", "_ChainBackground"),
+    ("py:class", "_AsyncChainBackground"),
     ("py:class", "Handler"),  # langhooks.chain: a chain handler, sync or async
     ("py:class", "ErrorPolicy"),  # the composites' errors="raise" | "log"
     ("py:class", "TracerProvider"),
