@@ -1,6 +1,6 @@
 """Typing contract: chain handlers and a review policy, as an integration writes them.
 
-Checked by mypy (strict, explicit-override, warn_unused_ignores); never executed.
+Checked by mypy and pyright (both strict, unused ignores rejected); never executed.
 """
 
 from __future__ import annotations

@@ -1,8 +1,11 @@
-"""Typing contract: misuse that mypy must reject.
+"""Typing contract: misuse that mypy and pyright must reject.
 
-Checked by mypy (strict, explicit-override, warn_unused_ignores); never executed.
-Each ``# type: ignore[<code>]`` marks a line that must stay an error: if mypy ever
-accepts one, warn_unused_ignores fails the check.
+Checked by mypy (strict, explicit-override, warn_unused_ignores) and by pyright
+(strict, reportImplicitOverride, reportUnnecessaryTypeIgnoreComment); never
+executed. Each ``# type: ignore[<code>]`` marks a line that must stay an error in
+both: if either checker ever accepts one, its unused-ignore check fails. (The code
+is mypy's; pyright honours any ``# type: ignore``.) A line only one checker can
+reject goes in that checker's own file, such as ``mypy_only.py``.
 """
 
 from __future__ import annotations
