@@ -425,7 +425,14 @@ class TestFailures:
         assert [event.name for event in failed.events] == ["exception"]
         assert retried.status.status_code is StatusCode.UNSET
         assert ERROR_TYPE not in attrs(retried)
-        assert otel.one("invoke_agent langhooks").status.status_code is StatusCode.UNSET
+        agent = otel.one("invoke_agent langhooks")
+        assert agent.status.status_code is StatusCode.UNSET
+        (retry,) = agent.events
+        assert retry.name == "langhooks.retry"
+        retry_attributes = dict(retry.attributes or {})
+        assert retry_attributes[ERROR_TYPE] == "overloaded"
+        assert retry_attributes["langhooks.retry.attempt"] == 2
+        assert 0.4 <= float(str(retry_attributes["langhooks.retry.delay"])) <= 0.6
         durations = otel.points("gen_ai.client.operation.duration")
         assert sorted(
             str(dict(p.attributes or {}).get(ERROR_TYPE)) for p in durations
@@ -433,6 +440,33 @@ class TestFailures:
             "None",
             "overloaded",
         ]
+
+    async def test_retries_numbered_per_model(self, otel: Telemetry) -> None:
+        """Retry events number the attempt they announce; a fallback starts at 1
+        (the async twin, under arun)."""
+        busy = LangHooksError("overloaded", "busy", retryable=True)
+        chain = LLMChain(
+            ScriptedChatModel([busy, busy, busy]),
+            fallbacks=[ScriptedChatModel([busy, *turns()])],
+            callbacks=[otel.async_handler()],
+            retry=RetryPolicy(
+                max_attempts=3,
+                jitter=0.0,
+                sleep=lambda s: None,
+                async_sleep=no_wait().async_sleep,
+            ),
+        )
+        assert (await start(chain).arun()).status == "ok"
+        agent = otel.one("invoke_agent langhooks")
+        assert [
+            (e.name, dict(e.attributes or {})["langhooks.retry.attempt"])
+            for e in agent.events
+        ] == [("langhooks.retry", 2), ("langhooks.retry", 3), ("langhooks.retry", 2)]
+        delays = [
+            dict(e.attributes or {})["langhooks.retry.delay"] for e in agent.events
+        ]
+        assert delays == [0.5, 1.0, 0.5]
+        assert len(otel.spans("chat")) == 5
 
     def test_fallback(self, otel: Telemetry) -> None:
         """Each fallback attempt is a chat span of its own under the same run."""
@@ -1063,6 +1097,7 @@ class TestEdges:
             handler.on_llm_new_delta(chain, [MessageDelta(text="x")])
             handler.on_llm_call_complete(chain, response)
             handler.on_llm_error(chain, error)
+            handler.on_llm_retry(chain, error, 0.5)
             handler.on_tool_pre_execution(chain, call(), WEATHER)
             handler.on_tool_execution_completed(chain, call(), result)
             handler.on_tool_execution_failed(chain, call(), result)
