@@ -506,6 +506,10 @@ class _Telemetry:
         run.chat = call
         with self._lock:
             self.awaiting_chunk[run.run_id] = call
+        # The runtime calls this in the model attempt's own copy of the context:
+        # the span is current for the model's code (an instrumented HTTP client's
+        # spans nest under it) and for nothing after the attempt.
+        attach(trace.set_span_in_context(call.span))
 
     def chunk(self, chain: LLMChain) -> None:
         invocation = chain.invocation
