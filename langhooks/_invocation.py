@@ -17,7 +17,7 @@ from typing import Any, Final
 
 import attrs
 
-from ._messages import _custom_context, _instance_of
+from ._messages import _custom_context, _instance_of, _reduce
 
 __all__ = ["Invocation", "current_invocation", "invocation"]
 
@@ -43,6 +43,8 @@ class Invocation:
     started_at: datetime.datetime = attrs.field(
         factory=lambda: datetime.datetime.now(datetime.UTC)
     )
+
+    __reduce__ = _reduce
 
 
 _CURRENT: Final[contextvars.ContextVar[Invocation | None]] = contextvars.ContextVar(
