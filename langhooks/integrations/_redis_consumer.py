@@ -4,21 +4,30 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Final, final
 
 import redis
 
 from .._handler import HandlerBase
 from ..events import EventRecord
-from ._redis_store import _check_sync_client
-from ._redis_wire import firehose_key, publisher_of, record_of, text
+from ._redis_replay import Replayer
+from ._redis_wire import (
+    check_count,
+    check_sync_client,
+    firehose_key,
+    publisher_of,
+    record_of,
+    run_key,
+    text,
+)
 
 __all__ = ["RedisEventConsumer"]
 
-# How many records one read takes, and how many handled records ``dedupe`` keeps.
-_COUNT: Final = 100
+# How many handled records ``dedupe`` keeps.
 _REMEMBERED: Final = 100_000
+# How many runs' rebuilt chains a member keeps.
+_RUNS: Final = 1000
 
 
 @final
@@ -52,6 +61,7 @@ class RedisEventConsumer:
         claim_idle_ms: how long a record stays pending on another member before
             this one claims it.
         dedupe: skip records this member already handled.
+        count: the most records one read (or claim) takes.
 
     Raises:
         TypeError: a bad client, handler or option.
@@ -67,17 +77,23 @@ class RedisEventConsumer:
         prefix: str = "langhooks:",
         claim_idle_ms: int = 30_000,
         dedupe: bool = False,
+        count: int = 100,
     ) -> None:
-        _check_sync_client(client, "RedisEventConsumer")
-        for name, value in (("group", group), ("consumer", consumer)):
+        check_sync_client(client, "RedisEventConsumer")
+        names: tuple[tuple[str, object], ...] = (
+            ("group", group),
+            ("consumer", consumer),
+        )
+        for name, value in names:
             if not isinstance(value, str) or not value:
                 raise TypeError(f"{name} must be a non-empty str, got {value!r}")
-        if type(claim_idle_ms) is not int or claim_idle_ms < 0:
-            raise TypeError(f"claim_idle_ms must be an int >= 0, got {claim_idle_ms!r}")
+        check_count("claim_idle_ms", claim_idle_ms, 0)
+        check_count("count", count, 1)
+        self._count: Final = count
         self._client: Final = client
         self._group: Final = group
         self._consumer: Final = consumer
-        self._deliver: Final = _delivery(handler)
+        self._replays: Final = _RunReplays(client, handler, prefix)
         self._key: Final = firehose_key(prefix)
         self._claim_idle_ms: Final = claim_idle_ms
         self._seen: OrderedDict[tuple[str, int], None] | None = (
@@ -127,14 +143,14 @@ class RedisEventConsumer:
         self._ready = True
 
     def _read(self, start: str, block_ms: int | None) -> Sequence[Any]:
-        reply = self._client.xreadgroup(
+        reply: Any = self._client.xreadgroup(
             self._group,
             self._consumer,
             {self._key: start},
-            count=_COUNT,
+            count=self._count,
             block=block_ms,
         )
-        return reply[0][1] if reply else []  # type: ignore[no-any-return,index]
+        return reply[0][1] if reply else []
 
     def _claim(self) -> Sequence[Any]:
         reply: Any = self._client.xautoclaim(
@@ -143,11 +159,12 @@ class RedisEventConsumer:
             self._consumer,
             self._claim_idle_ms,
             self._claim_from,
-            count=_COUNT,
+            count=self._count,
         )
         # The cursor walks the pending list; "0-0" means it went round once.
         self._claim_from = text(reply[0])
-        return reply[1]  # type: ignore[no-any-return]
+        claimed: Sequence[Any] = reply[1]
+        return claimed
 
     def _handle(self, entries: Sequence[Any]) -> int:
         handled = 0
@@ -155,7 +172,7 @@ class RedisEventConsumer:
             record = record_of(fields)
             key = (publisher_of(fields), record.seq)
             if self._seen is None or key not in self._seen:
-                self._deliver(record)
+                self._replays.replay(record, key)
                 handled += 1
                 self._remember(key)
             self._client.xack(self._key, self._group, entry_id)
@@ -170,5 +187,46 @@ class RedisEventConsumer:
                 self._seen.popitem(last=False)
 
 
-def _delivery(handler: HandlerBase) -> Callable[[EventRecord], None]:
-    raise NotImplementedError  # wired to langhooks.events once it lands
+@final
+class _RunReplays:
+    """Delivers records of many runs, each run's chain rebuilt from its records.
+
+    A member of a group sees only some of a run's records (the others went to
+    other members): when a record refers to messages this member never saw, the
+    run's earlier records are read from its stream to rebuild them.
+    """
+
+    def __init__(self, client: redis.Redis, handler: HandlerBase, prefix: str) -> None:
+        Replayer(handler, "RedisEventConsumer", is_async=False)  # checks the handler
+        self._client: Final = client
+        self._handler: Final = handler
+        self._prefix: Final = prefix
+        self._runs: OrderedDict[str | None, Replayer] = OrderedDict()
+
+    def replay(self, record: EventRecord, key: tuple[str, int]) -> None:
+        run = record.run_id
+        replayer = self._runs.get(run)
+        if replayer is None:
+            replayer = self._runs[run] = self._new()
+            if len(self._runs) > _RUNS:
+                self._runs.popitem(last=False)
+        try:
+            replayer.replay(record)
+        except ValueError:
+            if run is None:
+                raise
+            self._runs[run] = replayer = self._rebuilt(run, key)
+            replayer.replay(record)
+
+    def _new(self) -> Replayer:
+        return Replayer(self._handler, "RedisEventConsumer", is_async=False)
+
+    def _rebuilt(self, run_id: str, key: tuple[str, int]) -> Replayer:
+        replayer = self._new()
+        entries: Any = self._client.xrange(run_key(self._prefix, run_id))
+        for _entry_id, fields in entries:
+            record = record_of(fields)
+            if (publisher_of(fields), record.seq) == key:
+                break
+            replayer.prime(record)
+        return replayer

@@ -2,7 +2,8 @@
 
 Handlers call ``put`` on the thread that fires the event; a flusher thread takes
 whatever is buffered and sends it in one pipeline (two ``XADD``s per record: the run's
-stream and the firehose, both ``MAXLEN ~``; an ``EXPIRE`` after a run's terminal
+stream and the firehose, both ``MAXLEN ~``; then one ``EXPIRE`` per run stream the
+batch touched, so a run's stream expires ``expire_after`` seconds after its last
 record). A batch leaves when ``batch_size`` records wait, when the oldest has waited
 ``flush_interval``, or at once when a caller asks for a flush (before a terminal or
 review event). While a round trip is in flight, new records accumulate: under load
@@ -35,11 +36,11 @@ logger: Final = logging.getLogger("langhooks")
 
 @attrs.frozen
 class Pending:
-    """One record waiting to be sent: where, its fields, whether it ends its run."""
+    """One record waiting to be sent: its run's stream (None: the firehose only)
+    and the entry's fields."""
 
-    key: str
+    key: str | None
     fields: dict[str, str]
-    terminal: bool
 
 
 @final
@@ -68,8 +69,8 @@ class Outbox:
         self._block_timeout: Final = block_timeout
         self._lock: Final = threading.Condition(threading.Lock())
         self._buffer: list[Pending] = []
-        # Records ever put, and ever settled (sent or lost): flush waits for these
-        # to meet.
+        # Records ever put (dropped ones too), and ever settled (sent or lost):
+        # flush waits for these to meet.
         self._put = 0
         self._settled = 0
         self._urgent = False
@@ -85,6 +86,7 @@ class Outbox:
     def put(self, pending: Pending) -> None:
         """Buffer one record, waiting for room as the overflow policy says."""
         with self._lock:
+            self._put += 1
             if self._closed:
                 self._lose(1, "the publisher is closed")
                 return
@@ -98,7 +100,6 @@ class Outbox:
                 )
                 return
             self._buffer.append(pending)
-            self._put += 1
             if len(self._buffer) == 1 or len(self._buffer) >= self._batch_size:
                 self._lock.notify_all()
 
@@ -214,12 +215,15 @@ class Outbox:
 
     def _send(self, batch: Sequence[Pending]) -> Exception | None:
         pipe = self._client.pipeline(transaction=False)
+        keys: dict[str, None] = {}
         for pending in batch:
             fields: Any = pending.fields
-            pipe.xadd(pending.key, fields, maxlen=self._maxlen, approximate=True)
+            if pending.key is not None:
+                pipe.xadd(pending.key, fields, maxlen=self._maxlen, approximate=True)
+                keys[pending.key] = None
             pipe.xadd(self._firehose, fields, maxlen=self._maxlen, approximate=True)
-            if pending.terminal:
-                pipe.expire(pending.key, self._expire_after)
+        for key in keys:
+            pipe.expire(key, self._expire_after)
         try:
             pipe.execute()
         except redis.RedisError as error:
