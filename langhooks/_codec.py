@@ -20,7 +20,7 @@ import datetime
 import json
 import math
 from collections.abc import Callable, Mapping
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from ._chain_callbacks import Allow, Deny, Interrupt, ReviewContext, UpdateArguments
 from ._invocation import Invocation
@@ -42,13 +42,20 @@ from ._messages import (
 from ._records import EventRecord
 from .chain._decision import Decision
 
+if TYPE_CHECKING:
+    from .chain._chain import LLMChain
+
 __all__ = [
     "SCHEMA_VERSION",
+    "STATE_TAG",
+    "check_version",
     "decode",
     "decode_fields",
+    "decode_state",
     "dumps",
     "encode",
     "encode_fields",
+    "encode_state",
     "json_data",
     "loads",
     "message_from_data",
@@ -691,3 +698,98 @@ def message_from_data(data: Mapping[str, Any]) -> Message:
         ValueError: fields that do not make a valid message.
     """
     return decode_fields("Message", data)  # type: ignore[no-any-return]
+
+
+# --- run state --------------------------------------------------------------------
+
+#: The tag of ``LLMChain.to_state()``'s dict.
+STATE_TAG: Final = "LLMChainState"
+
+
+def encode_state(chain: LLMChain) -> dict[str, Any]:
+    """``chain.to_state()``: what a run needs to go on elsewhere, as JSON types.
+
+    Raises:
+        TypeError: caller data in the chain is not JSON (the message names its
+            path, as ``messages[3].tool_calls[0].arguments["when"]``).
+        ValueError: a float in caller data is NaN or infinite.
+    """
+    current = chain.invocation
+    try:
+        return {
+            "type": STATE_TAG,
+            "version": SCHEMA_VERSION,
+            "messages": _each(chain.messages, _e_message, "messages"),
+            "custom_context": _data(chain.custom_context, "custom_context"),
+            "max_retry_count": chain.max_retry_count,
+            "current_failure_count": chain.current_failure_count,
+            "invocation": _nested(current, _e_invocation, "invocation"),
+            "tools": [tool.name for tool in chain.tools],
+            "pending_tool_calls": _each(
+                chain.pending_tool_calls, _e_call, "pending_tool_calls"
+            ),
+        }
+    except _Unencodable as error:
+        error.raise_public()
+        raise  # pragma: no cover  # raise_public always raises
+
+
+def decode_state(state: Mapping[str, Any]) -> dict[str, Any]:
+    """The saved fields of ``state`` as ``LLMChain`` keyword arguments (messages,
+    custom_context, max_retry_count, current_failure_count, invocation), and the
+    saved tool names and pending calls under ``"tools"`` and
+    ``"pending_tool_calls"``.
+
+    Raises:
+        TypeError: ``state`` is not a mapping.
+        ValueError: not a saved chain, a newer schema version, or fields that do
+            not make valid values (the message names the first bad one).
+    """
+    if not isinstance(state, Mapping):
+        raise TypeError(
+            f"from_state takes the dict chain.to_state() returned, got "
+            f"{type(state).__name__}"
+        )
+    if state.get("type") != STATE_TAG:
+        raise ValueError(
+            f"not a saved chain: the type tag is {state.get('type')!r}, not "
+            f"{STATE_TAG!r} (save one with chain.to_state())"
+        )
+    check_version(state, "the saved chain")
+    try:
+        fields = {
+            "custom_context": state["custom_context"],
+            "max_retry_count": state["max_retry_count"],
+            "current_failure_count": state["current_failure_count"],
+            "tools": [_str(name, "tools[]") for name in state["tools"]],
+        }
+        current = state["invocation"]
+        fields["invocation"] = None if current is None else _d_invocation(current)
+    except KeyError as error:
+        raise ValueError(f"not a valid saved chain: {error} is missing") from None
+    except (TypeError, ValueError, AttributeError) as error:
+        raise ValueError(f"not a valid saved chain: {error}") from error
+    fields["messages"] = _decode_each(state, "messages", _d_message)
+    fields["pending_tool_calls"] = _decode_each(state, "pending_tool_calls", _d_call)
+    return fields
+
+
+def _decode_each(
+    state: Mapping[str, Any], field: str, decoder: Callable[[Any], _T]
+) -> list[_T]:
+    items = state.get(field)
+    if not isinstance(items, list):
+        raise ValueError(f"not a valid saved chain: {field} must be a list")
+    out: list[_T] = []
+    for position, item in enumerate(items):
+        try:
+            out.append(decoder(item))
+        except KeyError as error:
+            raise ValueError(
+                f"not a valid saved chain: {field}[{position}] has no {error}"
+            ) from None
+        except (TypeError, ValueError, AttributeError) as error:
+            raise ValueError(
+                f"not a valid saved chain: {field}[{position}]: {error}"
+            ) from error
+    return out

@@ -153,7 +153,8 @@ class _Encoder:
     def __init__(self) -> None:
         self.runs = _Runs()
 
-    def value(self, value: Any, run_id: str | None) -> Any:
+    def value(self, value: Any, run_id: str | None, chain: LLMChain | None) -> Any:
+        """``value`` as a payload value; ``chain`` is the event's chain, if any."""
         kind = type(value)
         if kind in _codec._ENCODERS:
             tag, fields = _codec.encode_fields(value)
@@ -165,7 +166,7 @@ class _Encoder:
         if isinstance(value, Mapping):
             return {"type": "Mapping", "value": _codec.json_data(value, "value")}
         if isinstance(value, list | tuple):
-            return [self.value(item, run_id) for item in value]
+            return [self.value(item, run_id, chain) for item in value]
         if isinstance(value, Tool):
             return _tool(value)
         if isinstance(value, RunResult):
@@ -176,19 +177,22 @@ class _Encoder:
                 "interrupt_data": _codec.json_data(
                     value.interrupt_data, "interrupt_data"
                 ),
-                "error": None if error is None else self.value(error, run_id),
+                "error": None if error is None else self.value(error, run_id, chain),
             }
         if isinstance(value, BaseException):
             return _exception(value)
-        return self.other(value)
+        return self.other(value, chain)
 
-    def other(self, value: Any) -> Any:
+    def other(self, value: Any, chain: LLMChain | None) -> Any:
         if isinstance(value, ChatRequest):
-            return {
-                "type": "ChatRequest",
-                "messages": [_message(message) for message in value.messages],
-                "tools": [_tool(tool) for tool in value.tools],
-            }
+            request: dict[str, Any] = {"type": "ChatRequest"}
+            if chain is not None and value.messages is chain.messages:
+                # The usual request: the chain's conversation, recorded once.
+                request["messages_of_chain"] = True
+            else:
+                request["messages"] = [_message(m) for m in value.messages]
+            request["tools"] = [_tool(tool) for tool in value.tools]
+            return request
         if isinstance(value, ChatModel):
             return _describe_model(value)
         try:
@@ -337,11 +341,12 @@ class EventRecorder(ChainCallbackHandler, StreamingChatResponseHandler):
     ) -> dict[str, Any]:
         payload: dict[str, Any] = {}
         value = self._encoder.value
+        chain = args[0] if params and params[0] == "chain" else None
         for param, arg in zip(params, args, strict=True):
             if param == "context" and name in _CONTEXTS:
                 continue  # a cancel handle: replay makes a fresh one
             try:
-                payload[param] = value(arg, run_id)
+                payload[param] = value(arg, run_id, chain)
             except (TypeError, ValueError) as error:
                 raise type(error)(
                     f"EventRecorder cannot record {name}({param}=...): {error}"
@@ -482,10 +487,24 @@ def _record_from(data: Any, number: int, where: str) -> EventRecord:
 
 
 class _RecordedModel:
-    """The model of a replayed chain: a description that cannot be called."""
+    """A recorded model, replayed: its description, and a model that cannot be
+    called.
 
-    def __init__(self, description: str = "the recorded model") -> None:
-        self.description = description
+    Attributes:
+        recorded_class: the recorded model's class name, if known.
+        model: the recorded model's name (its ``model`` attribute), if any.
+    """
+
+    def __init__(
+        self, recorded_class: str | None = None, model: str | None = None
+    ) -> None:
+        self.recorded_class = recorded_class
+        self.model = model
+        self.description = (
+            "the recorded model"
+            if recorded_class is None
+            else f"the recorded {recorded_class}" + (f" {model!r}" if model else "")
+        )
 
     def _fail(self) -> LangHooksError:
         return LangHooksError(
@@ -601,13 +620,15 @@ class _Decoder:
         if tag == "Repr":
             return value["repr"]
         if tag == "ChatModel":
-            name = value["name"]
-            return _RecordedModel(
-                f"the recorded {value['class']}" + (f" {name!r}" if name else "")
-            )
+            return _RecordedModel(value["class"], value["name"])
         if tag == "ChatRequest":
+            messages = (
+                self.chains.current(record).messages
+                if value.get("messages_of_chain")
+                else [_codec.message_from_data(m) for m in value["messages"]]
+            )
             return ChatRequest(
-                messages=[_codec.message_from_data(m) for m in value["messages"]],
+                messages=messages,
                 tools=[self.value(tool, record) for tool in value["tools"]],
             )
         return _codec.decode_fields(tag, value)

@@ -19,7 +19,7 @@ import attrs
 
 from ._messages import _custom_context, _instance_of, _reduce
 
-__all__ = ["Invocation", "current_invocation", "invocation"]
+__all__ = ["Invocation", "current_invocation", "entered", "invocation"]
 
 
 @attrs.frozen(kw_only=True)
@@ -87,5 +87,19 @@ def invocation(
     token = _CURRENT.set(current)
     try:
         yield current
+    finally:
+        _CURRENT.reset(token)
+
+
+@contextmanager
+def entered(existing: Invocation) -> Iterator[Invocation]:
+    """Make an existing invocation current again for the body of a ``with`` block.
+
+    A resumed run uses it to keep the id of the run it resumes; on exit the previous
+    invocation is current again.
+    """
+    token = _CURRENT.set(existing)
+    try:
+        yield existing
     finally:
         _CURRENT.reset(token)

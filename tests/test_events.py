@@ -31,7 +31,7 @@ from langhooks.chain._demo import (
 )
 from langhooks.codec import encode
 from langhooks.events import EventRecord, EventRecorder, read_events, replay_events
-from langhooks.models import ChatRequest, ScriptedChatModel, ScriptedTurn
+from langhooks.models import ChatModel, ChatRequest, ScriptedChatModel, ScriptedTurn
 from langhooks.testing import RecordingChainHandler, RecordingStreamingHandler
 
 
@@ -70,6 +70,11 @@ def comparable(value: Any) -> Any:
         )
     if isinstance(value, Tool):
         return ("tool", value.name, value.description, value.parameters_schema)
+    if isinstance(value, ChatModel):
+        recorded = getattr(value, "recorded_class", None)
+        return ("model", recorded or type(value).__qualname__)
+    if isinstance(value, ChatRequest):
+        return ("request", value.messages, comparable(value.tools))
     if isinstance(value, LangHooksError):
         return ("error", value.type, value.message, value.retryable)
     if isinstance(value, tuple | list):
