@@ -69,11 +69,10 @@ def record_of(fields: Mapping[Any, Any]) -> EventRecord:
     Raises:
         ValueError: the entry carries no langhooks event record.
     """
-    for key, value in fields.items():
-        if text(key) == RECORD_FIELD:
-            record = codec.loads(text(value))
-            if isinstance(record, EventRecord):
-                return record
+    data = next((v for k, v in fields.items() if text(k) == RECORD_FIELD), None)
+    record = None if data is None else codec.loads(text(data))
+    if isinstance(record, EventRecord):
+        return record
     raise ValueError(
         f"a stream entry without a langhooks event record in field "
         f"{RECORD_FIELD!r}: {dict(fields)!r}"
@@ -82,10 +81,7 @@ def record_of(fields: Mapping[Any, Any]) -> EventRecord:
 
 def publisher_of(fields: Mapping[Any, Any]) -> str:
     """The publisher id of an entry ("" when it has none)."""
-    for key, value in fields.items():
-        if text(key) == PUBLISHER_FIELD:
-            return text(value)
-    return ""
+    return next((text(v) for k, v in fields.items() if text(k) == PUBLISHER_FIELD), "")
 
 
 def ends_run(fields: Mapping[Any, Any]) -> bool:

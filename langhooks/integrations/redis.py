@@ -6,6 +6,7 @@
 - ``follow`` / ``afollow``: re-drive a local handler from a run's stream, in
   another process or on another host.
 - ``RedisEventConsumer``: consumer groups over the firehose, at least once.
+- ``RedisRunStore``: save an interrupted run, resume it in any worker, once.
 
 One client object is passed in by the caller, never created from a URL here.
 """
@@ -22,10 +23,12 @@ except ImportError as error:  # pragma: no cover  # the test environment has red
 from ._redis_consumer import RedisEventConsumer
 from ._redis_follow import afollow, follow
 from ._redis_publisher import RedisEventPublisher
+from ._redis_store import RedisRunStore
 
 __all__ = [
     "RedisEventConsumer",
     "RedisEventPublisher",
+    "RedisRunStore",
     "afollow",
     "follow",
 ]

@@ -20,7 +20,7 @@ import textwrap
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,14 +37,19 @@ from langhooks import (
     Message,
     MessageDelta,
     ReviewContext,
-    StreamingChatResponseHandler,
     Tool,
     ToolCall,
+    codec,
     invocation,
 )
-from langhooks import codec
-from langhooks.chain import LLMChain, RunResult
-from langhooks.chain._demo import WEATHER_TOOL
+from langhooks.chain import Decision, LLMChain, RunResult
+from langhooks.chain._demo import (
+    QUESTION,
+    SYSTEM,
+    WEATHER_TOOL,
+    ApprovalGate,
+    scripted_model,
+)
 from langhooks.events import EventRecord
 from langhooks.integrations.redis import RedisEventPublisher, afollow, follow
 from langhooks.models import ChatRequest, ScriptedChatModel, ScriptedTurn
@@ -89,8 +94,10 @@ def private_redis() -> Iterator[tuple[subprocess.Popen[bytes], redis.Redis]]:
     short timeouts."""
     port = free_port()
     server = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1"]
-        + ["--save", "", "--appendonly", "no"],
+        [
+            *("redis-server", "--port", str(port), "--bind", "127.0.0.1"),
+            *("--save", "", "--appendonly", "no"),
+        ],
         stdout=subprocess.DEVNULL,
     )
     client = redis.Redis(
@@ -127,10 +134,17 @@ def simple_run(
     return result
 
 
+def stream_ids(client: redis.Redis, key: str) -> list[str]:
+    """The entry ids of a stream, in order."""
+    got: Any = client.xrange(key)
+    return [entry_id.decode() for entry_id, _ in got]
+
+
 def entries(client: redis.Redis, key: str) -> list[tuple[EventRecord, dict[str, str]]]:
     """The records of a stream, with their entry fields."""
     out = []
-    for _id, fields in client.xrange(key):
+    got: Any = client.xrange(key)
+    for _id, fields in got:
         data = {k.decode(): v.decode() for k, v in fields.items()}
         out.append((codec.loads(data["record"]), data))
     return out
@@ -160,9 +174,9 @@ class TestPublishing:
         assert records[0].event == "on_run_start"
         assert records[-1].event == "on_run_complete"
         assert {r.run_id for r in records} == {run_id}
-        assert [("end" in fields) for _, fields in got] == [False] * (
-            len(got) - 1
-        ) + [True]
+        assert [("end" in fields) for _, fields in got] == [False] * (len(got) - 1) + [
+            True
+        ]
         assert {fields["publisher"] for _, fields in got} == {publisher.id}
         assert [r for r, _ in entries(client, f"{prefix}events")] == records
         assert publisher.published == len(records)
@@ -209,9 +223,7 @@ class TestPublishing:
                 ScriptedTurn(text="Rainy."),
             ]
         )
-        chain = LLMChain(
-            model, tools=[WEATHER_TOOL], callbacks=[publisher, Reviewer()]
-        )
+        chain = LLMChain(model, tools=[WEATHER_TOOL], callbacks=[publisher, Reviewer()])
         chain.add_message(Message.user("Weather?")).run()
         reviewed = [r for r, _ in entries(client, f"{prefix}events")]
         position = [r.event for r in reviewed].index("on_tool_call_review")
@@ -245,6 +257,17 @@ class TestPublishing:
         assert records[-1][0].event == "on_run_complete"
         assert publisher.published == len(records)
 
+    def test_small_batches(self, client: redis.Redis, prefix: str) -> None:
+        """With batch_size=2 the records leave in many pipelines, all in order."""
+        publisher = RedisEventPublisher(client, prefix=prefix, batch_size=2)
+        result = simple_run(publisher, text="word " * 50)
+        records = [r for r, _ in entries(client, f"{prefix}run:{run_id_of(result)}")]
+        assert [r.seq for r in records] == list(range(publisher.published))
+
+    def test_close_unused(self, client: redis.Redis) -> None:
+        """A publisher that never published closes at once."""
+        assert RedisEventPublisher(client).close(timeout=1.0)
+
     def test_closed_publisher_counts_losses(
         self, client: redis.Redis, prefix: str
     ) -> None:
@@ -263,7 +286,7 @@ class TestOptions:
 
     def test_async_client_rejected(self) -> None:
         """The publisher needs a synchronous client."""
-        with pytest.raises(TypeError, match="synchronous redis.Redis"):
+        with pytest.raises(TypeError, match=r"synchronous redis\.Redis"):
             RedisEventPublisher(redis.asyncio.Redis())  # type: ignore[arg-type]
 
     @pytest.mark.parametrize(
@@ -376,7 +399,7 @@ class TestFollow:
         last = follow(client, run_id_of(result), followed, prefix=prefix)
         assert_same_events(live.events, followed.events)
         key = f"{prefix}run:{run_id_of(result)}"
-        assert last == client.xrevrange(key, count=1)[0][0].decode()
+        assert last == stream_ids(client, key)[-1]
 
     def test_resume_from_last_id(self, client: redis.Redis, prefix: str) -> None:
         """Following from a returned id goes on with nothing lost or repeated,
@@ -384,10 +407,31 @@ class TestFollow:
         live = RecordingChainHandler()
         result = simple_run(RedisEventPublisher(client, prefix=prefix), live)
         key = f"{prefix}run:{run_id_of(result)}"
-        middle = client.xrange(key)[len(live.events) // 2][0].decode()
+        middle = stream_ids(client, key)[len(live.events) // 2]
         followed = RecordingChainHandler()
         follow(client, run_id_of(result), followed, prefix=prefix, last_id=middle)
         assert_same_events(live.events[len(live.events) // 2 + 1 :], followed.events)
+
+    def test_run_not_ended(self, client: redis.Redis, prefix: str) -> None:
+        """An interrupted run has not ended: follow delivers its records, waits
+        block_ms for more, and returns the last id."""
+        live = RecordingChainHandler()
+        chain = LLMChain(
+            scripted_model(0.0),
+            tools=[WEATHER_TOOL],
+            callbacks=[
+                RedisEventPublisher(client, prefix=prefix),
+                live,
+                ApprovalGate(),
+            ],
+        ).add_messages([Message.system(SYSTEM), Message.user(QUESTION)])
+        result = chain.run()
+        assert result.status == "interrupted"
+        followed = RecordingChainHandler()
+        key = f"{prefix}run:{run_id_of(result)}"
+        last = follow(client, run_id_of(result), followed, prefix=prefix, block_ms=50)
+        assert last == stream_ids(client, key)[-1]
+        assert_same_events(live.events, followed.events)
 
     def test_nothing_new(self, client: redis.Redis, prefix: str) -> None:
         """With nothing to read, follow returns last_id after block_ms."""
@@ -441,6 +485,9 @@ class TestFollow:
         )
         with pytest.raises(ValueError, match="no 'chain' in its payload"):
             follow(client, "t", ChainCallbackHandler(), prefix=prefix)
+        client.xadd(f"{prefix}run:u", {"record": codec.dumps(Message.user("hi"))})
+        with pytest.raises(ValueError, match="without a langhooks event record"):
+            follow(client, "u", ChainCallbackHandler(), prefix=prefix)
 
 
 @pytest.fixture
@@ -476,13 +523,35 @@ class TestAfollow:
         last = await afollow(aclient, run_id, Names(), prefix=prefix)
         assert names == ["on_run_start", "on_run_complete"]
         key = f"{prefix}run:{run_id}"
-        middle = client.xrange(key)[2][0].decode()
+        middle = stream_ids(client, key)[2]
         again = await afollow(aclient, run_id, mixed, prefix=prefix, last_id=middle)
         assert again == last
         assert_same_events(live.events[3:], mixed.events)
         assert await afollow(aclient, "nope", mixed, prefix=prefix, block_ms=10) == (
             "0-0"
         )
+        streaming = RecordingStreamingHandler()
+        assert await afollow(aclient, run_id, streaming, prefix=prefix) == last
+        assert streaming.events == []
+
+    async def test_run_not_ended(
+        self, client: redis.Redis, aclient: redis.asyncio.Redis, prefix: str
+    ) -> None:
+        """As follow: an interrupted run's records, then block_ms of waiting."""
+        live = RecordingChainHandler()
+        chain = LLMChain(
+            scripted_model(0.0),
+            tools=[WEATHER_TOOL],
+            callbacks=[
+                RedisEventPublisher(client, prefix=prefix),
+                live,
+                ApprovalGate(),
+            ],
+        ).add_messages([Message.system(SYSTEM), Message.user(QUESTION)])
+        result = chain.run()
+        followed = RecordingChainHandler()
+        await afollow(aclient, run_id_of(result), followed, prefix=prefix, block_ms=50)
+        assert_same_events(live.events, followed.events)
 
     async def test_sync_client_rejected(self) -> None:
         """afollow needs a redis.asyncio client."""
@@ -492,20 +561,33 @@ class TestAfollow:
 
 # --- two processes ------------------------------------------------------------------
 
+
+def plain(value: Any) -> Any:
+    """``value`` with read-only mappings made dicts, so that it pickles."""
+    if isinstance(value, Mapping):
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, tuple | list):
+        return tuple(plain(item) for item in value)
+    return value
+
+
+# The other process follows the run into a recording handler and sends back what
+# it received, in the form test_events compares.
 FOLLOWER = textwrap.dedent(
     """
     import pickle, sys
     import redis
     from langhooks.integrations.redis import follow
     from langhooks.testing import RecordingChainHandler
+    from tests.integrations.test_redis_publish import plain
     from tests.test_events import comparable
 
     prefix, run_id = sys.argv[1], sys.argv[2]
     handler = RecordingChainHandler()
-    follow(redis.Redis(host="127.0.0.1", port=6379), run_id, handler, prefix=prefix,
-           block_ms=10_000)
+    follow(redis.Redis(host="127.0.0.1", port=6379), run_id, handler,
+           prefix=prefix, block_ms=10_000)
     sys.stdout.buffer.write(pickle.dumps(
-        [(name, comparable(args)) for name, args in handler.events]))
+        [(name, plain(comparable(args))) for name, args in handler.events]))
     """
 )
 
@@ -513,9 +595,10 @@ FOLLOWER = textwrap.dedent(
 class TestTwoProcesses:
     """A handler in another process receives what the in-process handler did."""
 
-    def test_follow_in_a_subprocess(self, client: redis.Redis, prefix: str) -> None:
-        """A subprocess follows a run live, as it is published: same methods,
-        equal arguments."""
+    def test_full_demo_run(self, client: redis.Redis, prefix: str) -> None:
+        """A subprocess follows the demo agent live (interrupted, approved,
+        answered: one run id, one stream) and receives the same methods with
+        equal arguments as the handler in the running process."""
         started = threading.Event()
         run_ids: list[str] = []
 
@@ -529,10 +612,20 @@ class TestTwoProcesses:
         live = RecordingChainHandler()
         publisher = RedisEventPublisher(client, prefix=prefix)
         chain = LLMChain(
-            text_model("It is sunny in Paris, take a hat.", delay=0.02),
-            callbacks=[Starter(), publisher, live],
-        ).add_message(Message.user("Weather?"))
-        runner = threading.Thread(target=chain.run)
+            scripted_model(0.01),
+            tools=[WEATHER_TOOL],
+            callbacks=[Starter(), publisher, live, ApprovalGate()],
+        ).add_messages([Message.system(SYSTEM), Message.user(QUESTION)])
+
+        def demo() -> None:
+            result = chain.run()
+            waiting = result.chain.pending_tool_calls
+            result = result.chain.execute_tool_calls_with_decisions(
+                waiting, [Decision.approve() for _ in waiting]
+            )
+            result.chain.run()
+
+        runner = threading.Thread(target=demo)
         runner.start()
         assert started.wait(10)
         child = subprocess.run(
@@ -543,5 +636,9 @@ class TestTwoProcesses:
             check=True,
         )
         runner.join()
+        assert set(run_ids) == {run_ids[0]}
+        assert live.names.count("on_run_complete") == 3
         followed = pickle.loads(child.stdout)
-        assert followed == [(name, comparable(args)) for name, args in live.events]
+        assert followed == [
+            (name, plain(comparable(args))) for name, args in live.events
+        ]
