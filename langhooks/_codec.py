@@ -56,16 +56,24 @@ __all__ = [
     "encode",
     "encode_fields",
     "encode_state",
+    "is_value_type",
     "json_data",
+    "json_text",
     "loads",
     "message_from_data",
-    "message_to_data",
 ]
 
 #: The schema version ``encode`` writes; ``decode`` reads it and every older one.
 SCHEMA_VERSION: Final = 1
 
 _T = TypeVar("_T")
+
+#: Compact JSON text of already-encoded data. One encoder, made once: ``json.dumps``
+#: with options builds a new one per call. Encoded data is a fresh tree checked by
+#: ``encode`` (no cycles, no NaN), so those checks are off.
+json_text: Final = json.JSONEncoder(
+    separators=(",", ":"), check_circular=False, allow_nan=False
+).encode
 
 
 class _Unencodable(Exception):
@@ -538,6 +546,11 @@ _register(EventRecord, _e_record, _d_record)
 # --- the public functions ---------------------------------------------------------
 
 
+def is_value_type(kind: type) -> bool:
+    """Whether ``encode`` takes instances of ``kind``."""
+    return kind in _ENCODERS
+
+
 def encode_fields(value: Any) -> tuple[str, dict[str, Any]]:
     """``value``'s tag and fields, without the tag and version keys.
 
@@ -666,7 +679,7 @@ def dumps(value: Any) -> str:
         ValueError: as ``encode``; also an int too long for ``int`` to ``str``
             conversion (see ``sys.set_int_max_str_digits``).
     """
-    return json.dumps(encode(value), separators=(",", ":"))
+    return json_text(encode(value))
 
 
 def loads(text: str | bytes) -> Any:
@@ -682,17 +695,8 @@ def loads(text: str | bytes) -> Any:
 # --- messages as data, for run state and event records ------------------------------
 
 
-def message_to_data(message: Message) -> dict[str, Any]:
-    """A message's fields (untagged), as in ``encode(message)``.
-
-    Raises:
-        _Unencodable: caller data in it is not JSON (the caller adds the path).
-    """
-    return _e_message(message)
-
-
 def message_from_data(data: Mapping[str, Any]) -> Message:
-    """The message ``message_to_data`` made ``data`` from.
+    """The message whose fields (as ``encode_fields`` gives them) are ``data``.
 
     Raises:
         ValueError: fields that do not make a valid message.

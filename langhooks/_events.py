@@ -131,9 +131,8 @@ class _Runs:
             limit = min(len(sent), len(messages))
             while start < limit and sent[start] is messages[start]:
                 start += 1
-        if start < len(messages) or sent is None or len(sent) != len(messages):
-            ref["messages_from"] = start
-            ref["messages"] = [_message(message) for message in messages[start:]]
+        ref["messages_from"] = start
+        ref["messages"] = [_message(message) for message in messages[start:]]
         self._sent[run_id] = messages
         return ref
 
@@ -156,7 +155,7 @@ class _Encoder:
     def value(self, value: Any, run_id: str | None, chain: LLMChain | None) -> Any:
         """``value`` as a payload value; ``chain`` is the event's chain, if any."""
         kind = type(value)
-        if kind in _codec._ENCODERS:
+        if _codec.is_value_type(kind):
             tag, fields = _codec.encode_fields(value)
             out: dict[str, Any] = {"type": tag}
             out.update(fields)
@@ -195,11 +194,14 @@ class _Encoder:
             return request
         if isinstance(value, ChatModel):
             return _describe_model(value)
+        return _codec.json_data(value, "value")
+
+    def raw_event(self, value: Any) -> Any:
+        """A provider's raw event: JSON data as such; anything else (an SDK object)
+        as its repr, marked so, rather than failing the stream."""
         try:
-            return _codec.json_data(value, "value")
-        except TypeError:
-            # A provider's raw event that is not JSON (an SDK object): recorded
-            # as its repr, marked so, rather than failing the stream.
+            return self.value(value, None, None)
+        except (TypeError, ValueError):
             return {
                 "type": "Repr",
                 "class": type(value).__qualname__,
@@ -300,7 +302,7 @@ class EventRecorder(ChainCallbackHandler, StreamingChatResponseHandler):
             time = datetime.datetime.now(datetime.UTC)
             if self._file is not None:
                 self._file.write(
-                    json.dumps(
+                    _codec.json_text(
                         {
                             "type": "EventRecord",
                             "version": _codec.SCHEMA_VERSION,
@@ -311,8 +313,7 @@ class EventRecorder(ChainCallbackHandler, StreamingChatResponseHandler):
                             "parent_id": parent_id,
                             "time": time.isoformat(),
                             "payload": payload,
-                        },
-                        separators=(",", ":"),
+                        }
                     )
                     + "\n"
                 )
@@ -346,7 +347,11 @@ class EventRecorder(ChainCallbackHandler, StreamingChatResponseHandler):
             if param == "context" and name in _CONTEXTS:
                 continue  # a cancel handle: replay makes a fresh one
             try:
-                payload[param] = value(arg, run_id, chain)
+                payload[param] = (
+                    self._encoder.raw_event(arg)
+                    if param == "raw_event"
+                    else value(arg, run_id, chain)
+                )
             except (TypeError, ValueError) as error:
                 raise type(error)(
                     f"EventRecorder cannot record {name}({param}=...): {error}"
@@ -538,14 +543,9 @@ class _Chains:
         self._last: dict[str | None, tuple[dict[str, Any], LLMChain]] = {}
 
     def current(self, record: EventRecord) -> LLMChain:
-        """The chain the run's latest record carried."""
-        last = self._last.get(record.run_id)
-        if last is None:
-            raise ValueError(
-                f"record {record.seq} ({record.event}) carries a run result but no "
-                f"chain came before it"
-            )
-        return last[1]
+        """The chain of the record's run as its ``chain`` argument rebuilt it (the
+        chain is every chain event's first argument, so it is decoded first)."""
+        return self._last[record.run_id][1]
 
     def chain(self, ref: Mapping[str, Any], record: EventRecord) -> LLMChain:
         run_id = record.run_id

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import datetime
+import enum
 import json
 import pickle
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typing_extensions import override
 
 from langhooks import (
@@ -27,7 +31,9 @@ from langhooks import (
     PartialToolCall,
     ReviewContext,
     TokenUsage,
+    Tool,
     ToolCall,
+    ToolContext,
     ToolResult,
     UpdateArguments,
 )
@@ -125,6 +131,11 @@ ERROR = LangHooksError(
     retry_after=1.5,
     metadata={"status_code": 429},
 )
+
+
+def _weather(arguments: Mapping[str, Any], context: ToolContext) -> str:
+    """A tool function pickle can find by name."""
+    return "sunny"
 
 
 def _fields(error: LangHooksError) -> tuple[Any, ...]:
@@ -241,6 +252,27 @@ class TestUnencodable:
         with pytest.raises(ValueError, match=r'raw\["x"\]: .* is not a JSON number'):
             encode(TokenUsage(raw={"x": number}))
 
+    def test_path_through_a_nested_value(self) -> None:
+        """The path goes through nested value types."""
+        delta = MessageDelta(usage=TokenUsage(raw={"cost": {1.5}}))
+        with pytest.raises(TypeError, match=r'usage\.raw\["cost"\]: set is not'):
+            encode(delta)
+
+    def test_subclasses_of_json_types(self) -> None:
+        """str, int and float subclasses (enums, for instance) are written as the
+        plain type."""
+
+        class Unit(enum.StrEnum):
+            C = "celsius"
+
+        class Level(enum.IntEnum):
+            HIGH = 3
+
+        call = ToolCall(call_id="c", name="f", arguments={"u": Unit.C, "l": Level.HIGH})
+        data = json.loads(dumps(call))
+        assert data["arguments"] == {"u": "celsius", "l": 3}
+        assert type(loads(dumps(call)).arguments["u"]) is str
+
     def test_not_a_value_type(self) -> None:
         """Encoding something that is not a value type is a TypeError."""
         with pytest.raises(TypeError, match="cannot encode a dict"):
@@ -338,6 +370,13 @@ class TestDecodeErrors:
         with pytest.raises(ValueError, match=f"{field} must be a str"):
             decode(data)
 
+    def test_record_ids_checked(self) -> None:
+        """An EventRecord's ids must be str or null."""
+        data = encode(VALUES[-1])
+        data["run_id"] = 5
+        with pytest.raises(ValueError, match="run_id must be a str or None"):
+            decode(data)
+
     def test_interrupt_data_checked(self) -> None:
         """interrupt_data must be an object or null."""
         data = encode(RESULT)
@@ -357,7 +396,198 @@ class TestPickle:
         copy = pickle.loads(pickle.dumps(ERROR))
         assert _fields(copy) == _fields(ERROR)
 
+    def test_tool_pickles(self) -> None:
+        """A Tool whose function is importable pickles (its schema is read-only)."""
+        tool = Tool("get_weather", _weather, parameters_schema={"type": "object"})
+        assert pickle.loads(pickle.dumps(tool)) == tool
+
     def test_message_list_pickles(self) -> None:
         """The issue's example: a chain's messages pickle."""
         messages = (Message.system("s"), ASSISTANT, Message.tool([RESULT]))
         assert pickle.loads(pickle.dumps(messages)) == messages
+
+
+# --- properties -------------------------------------------------------------------
+
+# Every str Python can hold, lone surrogates included.
+TEXT = st.text(st.characters(exclude_categories=()), max_size=12)
+NAME = TEXT.filter(bool)
+INTS = st.integers(min_value=-(2**300), max_value=2**300)
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | INTS
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | TEXT,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(TEXT, inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+OBJECT = st.dictionaries(TEXT, JSON, max_size=4)
+OPTIONAL_TEXT = st.none() | TEXT
+COUNT = st.integers(min_value=0, max_value=2**70)
+
+PARTS = st.builds(
+    ContentPart,
+    type=st.sampled_from(["text", "thinking", "image_url", "file", "unsupported"]),
+    content=TEXT,
+)
+CALLS = st.builds(
+    ToolCall,
+    call_id=NAME,
+    name=NAME,
+    arguments=OBJECT,
+    index=COUNT,
+    display_text=OPTIONAL_TEXT,
+)
+RESULTS = st.builds(
+    ToolResult,
+    tool_call_id=NAME,
+    name=NAME,
+    content=st.lists(PARTS, max_size=3),
+    display_text=OPTIONAL_TEXT,
+    is_error=st.booleans(),
+    is_interrupt=st.booleans(),
+    interrupt_data=st.none() | OBJECT,
+    processed_content=JSON,
+)
+STATUSES = st.sampled_from(
+    ["complete", "length", "cancelled", "content_filtered", "stream_error"]
+)
+USAGES = st.builds(
+    TokenUsage,
+    input_tokens=COUNT,
+    output_tokens=COUNT,
+    raw=OBJECT,
+    cumulative=st.booleans(),
+)
+MESSAGES = st.one_of(
+    st.builds(
+        Message,
+        role=st.sampled_from(["system", "user"]),
+        content=st.lists(PARTS, max_size=3),
+        status=STATUSES,
+        metadata=OBJECT,
+    ),
+    st.builds(
+        Message,
+        role=st.just("assistant"),
+        content=st.lists(PARTS, max_size=3),
+        tool_calls=st.lists(CALLS, max_size=3),
+        status=STATUSES,
+        metadata=OBJECT,
+    ),
+    st.builds(
+        Message,
+        role=st.just("tool"),
+        tool_results=st.lists(RESULTS, max_size=3),
+        metadata=OBJECT,
+    ),
+)
+PARTIAL_CALLS = st.builds(
+    PartialToolCall,
+    index=COUNT,
+    id=OPTIONAL_TEXT,
+    name=NAME,
+    partial_arguments=TEXT,
+)
+# A delta carries something: text, here.
+DELTAS = st.builds(
+    MessageDelta,
+    text=NAME,
+    thinking=TEXT,
+    tool_call=st.none() | PARTIAL_CALLS,
+    usage=st.none() | USAGES,
+    status=st.none() | STATUSES,
+)
+TIMES = st.datetimes(
+    timezones=st.sampled_from(
+        [None, datetime.UTC, datetime.timezone(datetime.timedelta(hours=-9.5))]
+    )
+)
+VALUE_STRATEGIES = st.one_of(
+    PARTS,
+    CALLS,
+    RESULTS,
+    MESSAGES,
+    DELTAS,
+    USAGES,
+    st.sampled_from(FinishReason),
+    st.builds(
+        ChatResponse,
+        message=MESSAGES,
+        id=OPTIONAL_TEXT,
+        model_name=OPTIONAL_TEXT,
+        token_usage=st.none() | USAGES,
+        finish_reason=st.none() | st.sampled_from(FinishReason),
+        metadata=OBJECT,
+    ),
+    st.builds(
+        Invocation,
+        id=TEXT,
+        name=TEXT,
+        parent_id=OPTIONAL_TEXT,
+        custom_context=OBJECT,
+        started_at=TIMES,
+    ),
+    st.builds(PartialResponse, text=NAME),
+    st.builds(PartialThinking, text=NAME),
+    PARTIAL_CALLS,
+    st.builds(CompleteToolCall, index=COUNT, tool_call=CALLS),
+    st.just(Allow()),
+    st.builds(UpdateArguments, OBJECT),
+    st.builds(Deny, TEXT),
+    st.builds(Interrupt, TEXT, OBJECT),
+    st.builds(
+        ReviewContext,
+        human_decision=st.sampled_from([None, "approve", "edit"]),
+        custom_context=OBJECT,
+    ),
+    st.builds(Decision.edit, OBJECT),
+    st.builds(Decision.reject, TEXT),
+    st.builds(
+        EventRecord,
+        seq=COUNT,
+        event=NAME,
+        run_id=OPTIONAL_TEXT,
+        invocation_id=OPTIONAL_TEXT,
+        parent_id=OPTIONAL_TEXT,
+        time=TIMES,
+        payload=OBJECT,
+    ),
+)
+
+
+class TestProperties:
+    @settings(max_examples=300, deadline=None)
+    @given(VALUE_STRATEGIES)
+    def test_round_trip(self, value: Any) -> None:
+        """Any value of any value type comes back equal through JSON text and
+        through pickle (any str, huge ints and nested data included)."""
+        text = dumps(value)
+        assert text.isascii()
+        assert loads(text) == value
+        assert decode(encode(value)) == value
+        assert pickle.loads(pickle.dumps(value)) == value
+
+    @settings(max_examples=100, deadline=None)
+    @given(
+        st.builds(
+            LangHooksError,
+            st.sampled_from(["timeout", "rate_limited", "invalid_request"]),
+            TEXT,
+            retryable=st.none() | st.booleans(),
+            retry_after=st.none() | st.floats(min_value=0, max_value=1e9),
+            metadata=OBJECT,
+        )
+    )
+    def test_error_round_trip(self, error: LangHooksError) -> None:
+        """Any LangHooksError comes back with equal fields."""
+        assert _fields(loads(dumps(error))) == _fields(error)
+
+    def test_int_past_str_limit(self) -> None:
+        """An int too long for int-to-str conversion is a clear ValueError."""
+        call = ToolCall(call_id="c", name="f", arguments={"n": 10**5000})
+        with pytest.raises(ValueError, match="integer string conversion"):
+            dumps(call)

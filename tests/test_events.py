@@ -10,7 +10,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
+from typing_extensions import override
 
 from langhooks import (
     ChainCallbackHandler,
@@ -378,3 +380,199 @@ class TestReadEvents:
         records = read_events(source())
         next(records)
         assert len(seen) == 2  # one record and the line after it
+
+
+def fresh_chain() -> LLMChain:
+    """A chain that never ran (no invocation)."""
+    return LLMChain(ScriptedChatModel([])).add_message(Message.user("hi"))
+
+
+class CustomError(Exception):
+    """An exception class outside builtins."""
+
+
+class TestPayloads:
+    def record(self, call: Any) -> tuple[EventRecord, list[tuple[str, Any]]]:
+        """Record one event made by ``call(recorder)``; replay it."""
+        got: list[EventRecord] = []
+        call(EventRecorder(got.append))
+        replayed = RecordingChainHandler()
+        streamed = RecordingStreamingHandler()
+        replay_events(got, replayed)
+        replay_events(got, streamed)
+        return got[-1], [*replayed.events, *streamed.events]
+
+    def test_chain_outside_a_run(self) -> None:
+        """A chain with no invocation is recorded with no run id."""
+        record, replayed = self.record(lambda r: r.on_run_start(fresh_chain()))
+        assert record.run_id is None
+        assert record.invocation_id is None
+        assert replayed[0][1][0].invocation is None
+        assert replayed[0][1][0].messages == fresh_chain().messages
+
+    def test_mappings(self) -> None:
+        """Mapping arguments (headers, rate limits) are tagged data, even with a
+        "type" key of their own."""
+        headers = {"type": "Message", "x-request-id": "r1"}
+        record, replayed = self.record(
+            lambda r: r.on_llm_response_headers(fresh_chain(), headers)
+        )
+        assert record.payload["headers"] == {"type": "Mapping", "value": headers}
+        assert replayed[0][1][1] == headers
+
+    def test_unencodable_argument(self) -> None:
+        """An argument that cannot be recorded is a TypeError naming the event."""
+        recorder = EventRecorder(lambda _record: None)
+        with pytest.raises(
+            TypeError, match=r"cannot record on_llm_ratelimit_info\(info=...\)"
+        ):
+            recorder.on_llm_ratelimit_info(fresh_chain(), {"reset": object()})
+
+    @pytest.mark.parametrize(
+        ("error", "expected"),
+        [
+            (ValueError("bad city"), ValueError("bad city")),
+            (CustomError("boom"), Exception("tests.test_events.CustomError: boom")),
+            (SystemExit("bye"), Exception("builtins.SystemExit: bye")),
+        ],
+    )
+    def test_exceptions(self, error: BaseException, expected: Exception) -> None:
+        """A tool's exception is recorded by class and message; a builtin
+        Exception class comes back as itself, another as an Exception naming it."""
+        call = ToolCall(call_id="c", name="f")
+        _, replayed = self.record(
+            lambda r: r.on_tool_execution_exception(fresh_chain(), call, error)
+        )
+        again = replayed[0][1][2]
+        assert type(again) is type(expected)
+        assert str(again) == str(expected)
+
+    def test_raw_events(self) -> None:
+        """A JSON raw event is recorded as data; any other as its marked repr."""
+
+        class SdkEvent:
+            @override
+            def __repr__(self) -> str:
+                return "SdkEvent(kind='ping')"
+
+        _, json_event = self.record(lambda r: r.on_unmapped_raw_event({"type": "ping"}))
+        _, text_event = self.record(lambda r: r.on_unmapped_raw_event("ping"))
+        record, other = self.record(lambda r: r.on_unmapped_raw_event(SdkEvent()))
+        _, nan = self.record(lambda r: r.on_unmapped_raw_event({"x": float("nan")}))
+        assert nan[0][1] == ("{'x': nan}",)
+        assert json_event[0][1] == ({"type": "ping"},)
+        assert text_event[0][1] == ("ping",)
+        assert record.payload["raw_event"]["type"] == "Repr"
+        assert other[0][1] == ("SdkEvent(kind='ping')",)
+
+    def test_unknown_argument_type(self) -> None:
+        """An argument of a type the recorder does not know is a TypeError naming
+        the event, never its str()."""
+        recorder = EventRecorder(lambda _record: None)
+        with pytest.raises(TypeError, match=r"on_tool_pre_execution\(tool=...\)"):
+            recorder.on_tool_pre_execution(
+                fresh_chain(),
+                ToolCall(call_id="c", name="f"),
+                object(),  # type: ignore[arg-type]
+            )
+
+    def test_request_with_other_messages(self) -> None:
+        """A request whose messages are not the chain's is recorded in full."""
+        request = ChatRequest(messages=[Message.user("other")], tools=[WEATHER_TOOL])
+        model = ScriptedChatModel([])
+        record, replayed = self.record(
+            lambda r: r.on_llm_call_start(fresh_chain(), model, request)
+        )
+        assert "messages" in record.payload["request"]
+        again = replayed[0][1][2]
+        assert again.messages == request.messages
+        assert [tool.name for tool in again.tools] == ["get_weather"]
+
+    def test_recorded_code_cannot_run(self) -> None:
+        """A replayed model and tool are stand-ins that refuse to run."""
+        model = ScriptedChatModel([])
+        _, replayed = self.record(
+            lambda r: r.on_llm_call_start(
+                fresh_chain(), model, ChatRequest(messages=[], tools=[WEATHER_TOOL])
+            )
+        )
+        stand_in, request = replayed[0][1][1], replayed[0][1][2]
+        assert stand_in.recorded_class == "ScriptedChatModel"
+        assert "recorded ScriptedChatModel" in repr(stand_in)
+        with pytest.raises(LangHooksError, match="is a recording"):
+            stand_in.stream(request, RecordingStreamingHandler())
+        with pytest.raises(RuntimeError, match="stands in for the real one"):
+            request.tools[0].function({}, None)
+
+    async def test_recorded_model_async(self) -> None:
+        """The stand-in model refuses astream too."""
+        _, replayed = self.record(
+            lambda r: r.on_llm_call_start(
+                fresh_chain(), ScriptedChatModel([]), ChatRequest(messages=[])
+            )
+        )
+        with pytest.raises(LangHooksError, match="is a recording"):
+            await replayed[0][1][1].astream(
+                ChatRequest(messages=[]), RecordingStreamingHandler()
+            )
+
+    def test_flush_and_repr(self) -> None:
+        """flush() writes a file sink's buffer; repr names the sink."""
+        out = io.StringIO()
+        recorder = EventRecorder(out)
+        recorder.on_run_start(fresh_chain())
+        recorder.flush()
+        EventRecorder(lambda _record: None).flush()
+        assert "EventRecorder(<_io.StringIO" in repr(recorder)
+        assert len(out.getvalue().splitlines()) == 1
+
+    def test_close_keeps_a_given_file_open(self) -> None:
+        """close() flushes a given file and leaves it open (the caller owns it)."""
+        out = io.StringIO()
+        EventRecorder(out).close()
+        EventRecorder(lambda _record: None).close()
+        assert not out.closed
+
+
+class TestReplayErrors:
+    def record(self, **changes: Any) -> EventRecord:
+        got: list[EventRecord] = []
+        EventRecorder(got.append).on_run_start(fresh_chain())
+        return attrs.evolve(got[0], **changes)
+
+    def test_unknown_event(self) -> None:
+        """A record of an event no interface has is a ValueError."""
+        with pytest.raises(ValueError, match="'on_nothing', which is not an event"):
+            replay_events([self.record(event="on_nothing")], RecordingChainHandler())
+
+    def test_missing_argument(self) -> None:
+        """A record without one of the event's arguments is a ValueError."""
+        with pytest.raises(ValueError, match="has no 'chain' in its payload"):
+            replay_events([self.record(payload={})], RecordingChainHandler())
+
+    def test_messages_not_carried(self) -> None:
+        """A record referring to messages no earlier record carried (a recording
+        read from its middle) is a ValueError."""
+        payload = {
+            "chain": {
+                "type": "LLMChain",
+                "message_count": 3,
+                "current_failure_count": 0,
+            }
+        }
+        with pytest.raises(ValueError, match="replay a recording from its start"):
+            replay_events([self.record(payload=payload)], RecordingChainHandler())
+
+    def test_failure_count_change(self) -> None:
+        """A later record with the same messages but another failure count gets a
+        chain with that count."""
+        got: list[EventRecord] = []
+        recorder = EventRecorder(got.append)
+        chain = fresh_chain()
+        recorder.on_run_start(chain)
+        recorder.on_retries_exceeded(attrs.evolve(chain, current_failure_count=2))
+        recorder.on_retries_exceeded(attrs.evolve(chain, current_failure_count=2))
+        replayed = RecordingChainHandler()
+        replay_events(got, replayed)
+        counts = [args[0].current_failure_count for _, args in replayed.events]
+        assert counts == [0, 2, 2]
