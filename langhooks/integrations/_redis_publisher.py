@@ -23,8 +23,8 @@ from ._redis_wire import (
     check_count,
     check_seconds,
     check_sync_client,
-    entry_fields,
     firehose_key,
+    record_json,
     run_key,
 )
 
@@ -73,7 +73,9 @@ class RedisEventPublisher(ChainCallbackHandler, StreamingChatResponseHandler):
     ``end`` on the record that ends a run for good (its ``on_error``, or its
     ``on_run_complete`` with status "ok" when the model answered).
 
-    Records are sent in pipelined batches by one background thread: a batch
+    Records are sent in batches by one background thread (one Lua script call per
+    batch, which appends each record to both streams; a Redis Cluster needs every
+    key in one slot: use a prefix with a hash tag, ``"{langhooks}:"``): a batch
     leaves when ``batch_size`` records wait, after ``flush_interval`` seconds,
     and at once before the run or stream returns and when a tool call is up for
     review (the publisher waits up to ``flush_timeout`` for that flush, except on a
@@ -143,6 +145,7 @@ class RedisEventPublisher(ChainCallbackHandler, StreamingChatResponseHandler):
         """This publisher's id, in every entry's ``publisher`` field."""
         self._outbox: Final = Outbox(
             client,
+            publisher=self.id,
             firehose=firehose_key(prefix),
             maxlen=maxlen,
             expire_after=expire_after,
@@ -208,7 +211,9 @@ class RedisEventPublisher(ChainCallbackHandler, StreamingChatResponseHandler):
         self._outbox.put(
             Pending(
                 key=None if stream is None else run_key(self._prefix, stream),
-                fields=entry_fields(record, self.id, end=end),
+                event=record.event,
+                record=record_json(record),
+                end=end,
             )
         )
         if record.event in _URGENT:

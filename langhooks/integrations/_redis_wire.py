@@ -8,6 +8,7 @@ from typing import Any, Final
 import redis
 
 from .. import codec
+from .._codec import SCHEMA_VERSION, json_text
 from ..events import EventRecord
 
 __all__ = [
@@ -19,9 +20,9 @@ __all__ = [
     "check_seconds",
     "check_sync_client",
     "ends_run",
-    "entry_fields",
     "firehose_key",
     "publisher_of",
+    "record_json",
     "record_of",
     "run_key",
     "text",
@@ -46,16 +47,23 @@ def firehose_key(prefix: str) -> str:
     return f"{prefix}events"
 
 
-def entry_fields(record: EventRecord, publisher: str, *, end: bool) -> dict[str, str]:
-    """The fields of the stream entry that carries ``record``."""
-    fields = {
-        EVENT_FIELD: record.event,
-        PUBLISHER_FIELD: publisher,
-        RECORD_FIELD: codec.dumps(record),
-    }
-    if end:
-        fields[END_FIELD] = "1"
-    return fields
+def record_json(record: EventRecord) -> str:
+    """``codec.dumps(record)``, the same text, for a record an ``EventRecorder``
+    made: its payload is JSON data already (the recorder encoded it), so it is not
+    checked and copied again, as the recorder's own file sink writes it."""
+    return json_text(
+        {
+            "type": "EventRecord",
+            "version": SCHEMA_VERSION,
+            "seq": record.seq,
+            "event": record.event,
+            "run_id": record.run_id,
+            "invocation_id": record.invocation_id,
+            "parent_id": record.parent_id,
+            "time": record.time.isoformat(),
+            "payload": dict(record.payload),
+        }
+    )
 
 
 def text(value: bytes | str) -> str:

@@ -178,6 +178,9 @@ class TestPublishing:
             True
         ]
         assert {fields["publisher"] for _, fields in got} == {publisher.id}
+        assert [fields["record"] for _, fields in got] == [
+            codec.dumps(record) for record in records
+        ]
         assert [r for r, _ in entries(client, f"{prefix}events")] == records
         assert publisher.published == len(records)
         assert publisher.lost == 0
