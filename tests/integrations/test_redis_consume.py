@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
+import re
 import subprocess
 import sys
 import textwrap
 import threading
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,6 +33,7 @@ from tests.integrations.test_redis_publish import (
     ROOT,
     client,
     prefix,
+    private_redis,
     run_id_of,
     simple_run,
 )
@@ -464,3 +468,34 @@ class TestRunStore:
             RedisRunStore(object())  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="prefix"):
             RedisRunStore(client, prefix=1)  # type: ignore[arg-type]
+
+
+class TestGuide:
+    """docs/guide/distributed.md: its worker and web process work as shown."""
+
+    def test_worker_and_web(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A run started by the worker is approved by the web process once (a
+        second approval is a conflict), and following it shows the answer."""
+        page = (ROOT / "docs" / "guide" / "distributed.md").read_text()
+        blocks = re.findall(r"```python\n# (\w+)\.py[^\n]*\n(.*?)```", page, re.DOTALL)
+        assert [name for name, _ in blocks] == ["agent", "worker", "web"]
+        with private_redis() as (_server, client):
+            port = client.connection_pool.connection_kwargs["port"]
+            for name, code in blocks:
+                source = code.replace("port=6379", f"port={port}")
+                (tmp_path / f"{name}.py").write_text(source)
+                monkeypatch.delitem(sys.modules, name, raising=False)
+            monkeypatch.syspath_prepend(str(tmp_path))
+            worker = importlib.import_module("worker")
+            web = importlib.import_module("web")
+            run_id = worker.start("Do I need an umbrella in Paris?")
+            result = web.approve(run_id, "c1")
+            assert result.status == "ok"
+            assert web.approve(run_id, "c1") is None
+            sent: list[str] = []
+            web.stream_run(run_id, sent.append)
+            assert "".join(sent) == "Take an umbrella."
+            for name, _ in blocks:
+                del sys.modules[name]
