@@ -114,6 +114,8 @@ class Outbox:
         self._thread: threading.Thread | None = None
         self.sent = 0
         self.lost = 0
+        # False from a failed batch to the next one Redis accepts.
+        self.healthy = True
         self._warned = False
 
     # --- producer side ------------------------------------------------------------
@@ -221,8 +223,10 @@ class Outbox:
                     self.sent += len(batch)
                     self._settled += len(batch)
                     self._overflowing = False
+                    self.healthy = True
                     self._lock.notify_all()
                 else:
+                    self.healthy = False
                     self._lose(len(batch), f"{type(error).__name__}: {error}")
 
     def _next_batch(self) -> list[Pending] | None:

@@ -79,9 +79,9 @@ class RedisEventPublisher(ChainCallbackHandler, StreamingChatResponseHandler):
     leaves when ``batch_size`` records wait, after ``flush_interval`` seconds,
     and at once before the run or stream returns and when a tool call is up for
     review (the publisher waits up to ``flush_timeout`` for that flush, except on a
-    thread running an event loop, which it never blocks). Both streams are trimmed
-    with ``MAXLEN ~ maxlen``; a run's stream expires ``expire_after`` seconds after
-    its last record.
+    thread running an event loop, which it never blocks, and while Redis fails).
+    Both streams are trimmed with ``MAXLEN ~ maxlen``; a run's stream expires
+    ``expire_after`` seconds after its last record.
 
     When Redis is slower than the model, at most ``max_buffer`` records wait; a
     full buffer blocks the event for up to ``block_timeout`` seconds
@@ -217,10 +217,10 @@ class RedisEventPublisher(ChainCallbackHandler, StreamingChatResponseHandler):
             )
         )
         if record.event in _URGENT:
-            if _on_event_loop():
-                self._outbox.flush(0.0)  # sends now, without blocking the loop
-            else:
-                self._outbox.flush(self._flush_timeout)
+            # Sent now; waited for only off an event loop, and not while Redis
+            # fails (each run would wait flush_timeout for nothing).
+            wait = self._outbox.healthy and not _on_event_loop()
+            self._outbox.flush(self._flush_timeout if wait else 0.0)
 
     # One forwarding method per event of both interfaces, as EventRecorder has.
     locals().update(
