@@ -48,7 +48,8 @@ class RedisEventConsumer:
     the handler and its acknowledgement must not repeat them.
 
     The group is created on first use, from the start of the firehose (a new group
-    reads what the firehose still holds).
+    reads what the firehose still holds). A consumer is one member: call it from
+    one thread; run more members (with their own names) for more throughput.
 
     Args:
         client: a synchronous ``redis.Redis`` client.

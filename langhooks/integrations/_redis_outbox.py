@@ -181,13 +181,21 @@ class Outbox:
             Whether everything was settled within ``timeout``.
         """
         settled = self.flush(timeout)
-        with self._lock:
-            self._closed = True
-            self._lock.notify_all()
-            thread = self._thread
+        thread = self.stop()
         if thread is not None:
             thread.join(timeout)
         return settled
+
+    def stop(self) -> threading.Thread | None:
+        """Let the flusher thread send what is buffered and end; take no more.
+
+        Returns:
+            The flusher thread, if it was started.
+        """
+        with self._lock:
+            self._closed = True
+            self._lock.notify_all()
+            return self._thread
 
     def _lose(self, count: int, reason: str) -> None:
         # Called with the lock held.

@@ -157,6 +157,8 @@ class RedisEventPublisher(ChainCallbackHandler, StreamingChatResponseHandler):
         self._ending = threading.local()
         self._raised_at = 0
         self._recorder: Final = EventRecorder(self._publish)
+        # A publisher dropped without close() must not leave its thread behind.
+        weakref.finalize(self, self._outbox.stop)
         _LIVE.add(self)
 
     @property

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import pickle
@@ -266,6 +267,23 @@ class TestPublishing:
         result = simple_run(publisher, text="word " * 50)
         records = [r for r, _ in entries(client, f"{prefix}run:{run_id_of(result)}")]
         assert [r.seq for r in records] == list(range(publisher.published))
+
+    def test_dropped_publisher_stops_its_thread(
+        self, client: redis.Redis, prefix: str
+    ) -> None:
+        """A publisher garbage-collected without close() sends what it holds and
+        its thread ends."""
+        publisher = RedisEventPublisher(client, prefix=prefix, flush_interval=0.5)
+        run_id = run_id_of(simple_run(publisher))
+        thread = publisher._outbox._thread
+        assert thread is not None
+        del publisher
+        gc.collect()
+        thread.join(10)
+        assert not thread.is_alive()
+        assert entries(client, f"{prefix}run:{run_id}")[-1][0].event == (
+            "on_run_complete"
+        )
 
     def test_close_unused(self, client: redis.Redis) -> None:
         """A publisher that never published closes at once."""
