@@ -9,9 +9,8 @@ from typing import Any, Final, final
 
 import redis
 
-from .._handler import HandlerBase
 from ..events import EventRecord
-from ._redis_replay import Replayer
+from ._redis_replay import Replayer, SyncHandler
 from ._redis_wire import (
     check_count,
     check_sync_client,
@@ -74,7 +73,7 @@ class RedisEventConsumer:
         *,
         group: str,
         consumer: str,
-        handler: HandlerBase,
+        handler: SyncHandler,
         prefix: str = "langhooks:",
         claim_idle_ms: int = 30_000,
         dedupe: bool = False,
@@ -197,7 +196,7 @@ class _RunReplays:
     run's earlier records are read from its stream to rebuild them.
     """
 
-    def __init__(self, client: redis.Redis, handler: HandlerBase, prefix: str) -> None:
+    def __init__(self, client: redis.Redis, handler: SyncHandler, prefix: str) -> None:
         Replayer(handler, "RedisEventConsumer", is_async=False)  # checks the handler
         self._client: Final = client
         self._handler: Final = handler

@@ -8,8 +8,7 @@ from typing import Any, Final
 import redis
 import redis.asyncio
 
-from .._handler import HandlerBase
-from ._redis_replay import Replayer
+from ._redis_replay import Handler, Replayer, SyncHandler
 from ._redis_wire import check_sync_client, ends_run, record_of, run_key, text
 
 __all__ = ["afollow", "follow"]
@@ -21,7 +20,7 @@ _COUNT: Final = 1000
 def follow(
     client: redis.Redis,
     run_id: str,
-    handler: HandlerBase,
+    handler: SyncHandler,
     *,
     prefix: str = "langhooks:",
     last_id: str = "0-0",
@@ -79,7 +78,7 @@ def follow(
 async def afollow(
     client: redis.asyncio.Redis,
     run_id: str,
-    handler: HandlerBase,
+    handler: Handler,
     *,
     prefix: str = "langhooks:",
     last_id: str = "0-0",

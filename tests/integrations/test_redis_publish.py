@@ -488,7 +488,7 @@ class TestFollow:
         with pytest.raises(TypeError, match="langhooks handler"):
             follow(client, "r", object(), prefix=prefix)  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="afollow"):
-            follow(client, "r", AsyncChainCallbackHandler(), prefix=prefix)
+            follow(client, "r", AsyncChainCallbackHandler(), prefix=prefix)  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="synchronous"):
             follow(redis.asyncio.Redis(), "r", ChainCallbackHandler())  # type: ignore[arg-type]
         client.xadd(f"{prefix}run:r", {"other": "data"})
