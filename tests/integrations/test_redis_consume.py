@@ -499,3 +499,69 @@ class TestGuide:
             assert "".join(sent) == "Take an umbrella."
             for name, _ in blocks:
                 del sys.modules[name]
+
+
+# A worker process: resumes the run with an approval; its tool counts its runs in
+# Redis and takes its time, so that two workers overlap.
+RESUMER = textwrap.dedent(
+    """
+    import sys, time
+    import redis
+    from langhooks import LangHooksError
+    from langhooks.chain import Decision, Tool
+    from langhooks.chain._demo import WEATHER_TOOL
+    from langhooks.models import ScriptedChatModel, ScriptedTurn
+    from langhooks.integrations.redis import RedisRunStore
+
+    prefix, run_id = sys.argv[1], sys.argv[2]
+    client = redis.Redis(host="127.0.0.1", port=6379)
+
+    def weather(arguments, context):
+        client.incr(prefix + "tool-runs")
+        time.sleep(0.5)
+        return "Paris: 14°C, light rain"
+
+    schema = WEATHER_TOOL.parameters_schema
+    tool = Tool("get_weather", weather, parameters_schema=schema)
+    model = ScriptedChatModel([ScriptedTurn(text="Yes, take an umbrella.")])
+    print("ready", flush=True)
+    sys.stdin.readline()
+    try:
+        result = RedisRunStore(client, prefix=prefix).resume(
+            run_id, [Decision.approve()], model, tools=[tool])
+        print(result.status, result.chain.messages[-1].text)
+    except LangHooksError as error:
+        print(error.type)
+    """
+)
+
+
+class TestWorkerProcesses:
+    """Workers in other processes share the store."""
+
+    def test_double_click_across_workers(
+        self, client: redis.Redis, prefix: str
+    ) -> None:
+        """Two worker processes resume one saved run at the same moment: one
+        runs the tool and answers, the other gets "conflict"; the tool ran once."""
+        run_id = interrupted(client, prefix)
+        workers = [
+            subprocess.Popen(
+                [sys.executable, "-c", RESUMER, prefix, run_id],
+                cwd=ROOT,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(2)
+        ]
+        for worker in workers:
+            assert worker.stdout is not None
+            assert worker.stdout.readline().strip() == "ready"
+        for worker in workers:  # both go before either is waited for
+            assert worker.stdin is not None
+            worker.stdin.write("go\n")
+            worker.stdin.flush()
+        outs = [worker.communicate(timeout=60)[0].strip() for worker in workers]
+        assert sorted(outs) == ["conflict", "ok Yes, take an umbrella."]
+        assert client.get(f"{prefix}tool-runs") == b"1"
