@@ -12,6 +12,7 @@ import redis
 from ..events import EventRecord
 from ._redis_replay import Replayer, SyncHandler
 from ._redis_wire import (
+    block_step,
     check_count,
     check_sync_client,
     firehose_key,
@@ -105,7 +106,9 @@ class RedisEventConsumer:
 
     def run_once(self, block_ms: int = 1000) -> int:
         """Handle what is available: records claimed from dead members first, then
-        new ones, waiting up to ``block_ms`` for new ones when there are none.
+        new ones, waiting up to ``block_ms`` for new ones when there are none (at
+        most half a second less than the client's ``socket_timeout``; 0 waits
+        without end when the client has none).
 
         Returns:
             How many records the handler received in this call.
@@ -125,7 +128,7 @@ class RedisEventConsumer:
         handled += self._handle(self._claim())
         if handled:
             return handled
-        return self._handle(self._read(">", block_ms))
+        return self._handle(self._read(">", block_step(self._client, block_ms)))
 
     def run(self, stop: threading.Event | None = None) -> None:
         """Call ``run_once`` until ``stop`` is set (forever without one)."""

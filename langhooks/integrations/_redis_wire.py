@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 import redis
+import redis.asyncio
 
 from .. import codec
 from .._codec import SCHEMA_VERSION, json_text
@@ -16,6 +17,7 @@ __all__ = [
     "EVENT_FIELD",
     "PUBLISHER_FIELD",
     "RECORD_FIELD",
+    "block_step",
     "check_count",
     "check_seconds",
     "check_sync_client",
@@ -117,3 +119,17 @@ def check_sync_client(client: object, what: str) -> None:
             f"{what} takes a synchronous redis.Redis client (redis.asyncio clients "
             f"are for follow's async twin), got {client!r}"
         )
+
+
+def block_step(client: redis.Redis | redis.asyncio.Redis, block_ms: int) -> int:
+    """The longest ``BLOCK`` (ms) one read may ask for on ``client``.
+
+    A blocking read must return before the client's ``socket_timeout`` (5 s by
+    default in recent redis-py) or it fails with a timeout: longer waits are made
+    of several reads, each this long at most. ``block_ms`` 0 means without end.
+    """
+    timeout = client.connection_pool.connection_kwargs.get("socket_timeout")
+    limit = None if not timeout else max(1, int(timeout * 1000) - 500)
+    if limit is None:
+        return block_ms
+    return limit if block_ms == 0 else min(block_ms, limit)

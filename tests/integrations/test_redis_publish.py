@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import gc
 import logging
 import os
@@ -52,7 +53,13 @@ from langhooks.chain._demo import (
     scripted_model,
 )
 from langhooks.events import EventRecord
-from langhooks.integrations.redis import RedisEventPublisher, afollow, follow
+from langhooks.integrations.redis import (
+    RedisEventPublisher,
+    afollow,
+    arun_entries,
+    follow,
+    run_entries,
+)
 from langhooks.models import ChatRequest, ScriptedChatModel, ScriptedTurn
 from langhooks.testing import RecordingChainHandler, RecordingStreamingHandler
 from tests.test_events import assert_same_events, comparable
@@ -454,6 +461,21 @@ class TestFollow:
         assert last == stream_ids(client, key)[-1]
         assert_same_events(live.events, followed.events)
 
+    def test_run_entries(self, client: redis.Redis, prefix: str) -> None:
+        """run_entries gives each record with its stream id, the last one marked
+        as ending the run; from an id, the ones after it."""
+        result = simple_run(RedisEventPublisher(client, prefix=prefix))
+        run_id = run_id_of(result)
+        key = f"{prefix}run:{run_id}"
+        got = list(run_entries(client, run_id, prefix=prefix))
+        assert [e.id for e in got] == stream_ids(client, key)
+        assert [e.record for e in got] == [r for r, _ in entries(client, key)]
+        assert [e.ends_run for e in got] == [False] * (len(got) - 1) + [True]
+        rest = list(run_entries(client, run_id, prefix=prefix, last_id=got[1].id))
+        assert rest == got[2:]
+        with pytest.raises(TypeError, match="synchronous"):
+            run_entries(redis.asyncio.Redis(), run_id)  # type: ignore[arg-type]
+
     def test_nothing_new(self, client: redis.Redis, prefix: str) -> None:
         """With nothing to read, follow returns last_id after block_ms."""
         handler = RecordingChainHandler()
@@ -509,6 +531,40 @@ class TestFollow:
         client.xadd(f"{prefix}run:u", {"record": codec.dumps(Message.user("hi"))})
         with pytest.raises(ValueError, match="without a langhooks event record"):
             follow(client, "u", ChainCallbackHandler(), prefix=prefix)
+
+
+class TestLongWaits:
+    """A wait longer than the client's socket timeout is made of several reads."""
+
+    def test_wait_past_the_socket_timeout(self, prefix: str) -> None:
+        """follow waits block_ms longer than socket_timeout without a timeout
+        error, and run_entries with block_ms=0 waits until the stream comes."""
+        client = redis.Redis(host="127.0.0.1", port=6379, socket_timeout=0.6)
+        handler = RecordingChainHandler()
+        assert follow(client, "nope", handler, prefix=prefix, block_ms=1500) == "0-0"
+        publisher = RedisEventPublisher(client, prefix=prefix)
+        with invocation("answer") as current:
+            context = contextvars.copy_context()
+
+        def later() -> None:
+            time.sleep(1.0)
+            request = ChatRequest([Message.user("Hi")])
+            context.run(text_model("Hello there.").stream, request, publisher)
+
+        thread = threading.Thread(target=later)
+        thread.start()
+        got = list(run_entries(client, current.id, prefix=prefix, block_ms=0))
+        thread.join()
+        assert got[-1].record.event == "on_complete_response"
+        assert got[-1].ends_run
+        client.close()
+
+    def test_client_without_socket_timeout(self, prefix: str) -> None:
+        """A client with no socket timeout blocks in one read."""
+        client = redis.Redis(host="127.0.0.1", port=6379, socket_timeout=None)
+        handler = RecordingChainHandler()
+        assert follow(client, "nope", handler, prefix=prefix, block_ms=10) == "0-0"
+        client.close()
 
 
 @pytest.fixture
@@ -573,6 +629,20 @@ class TestAfollow:
         followed = RecordingChainHandler()
         await afollow(aclient, run_id_of(result), followed, prefix=prefix, block_ms=50)
         assert_same_events(live.events, followed.events)
+
+    async def test_arun_entries(
+        self, client: redis.Redis, aclient: redis.asyncio.Redis, prefix: str
+    ) -> None:
+        """arun_entries gives what run_entries gives."""
+        result = simple_run(RedisEventPublisher(client, prefix=prefix))
+        run_id = run_id_of(result)
+        expected = list(run_entries(client, run_id, prefix=prefix))
+        got = [e async for e in arun_entries(aclient, run_id, prefix=prefix)]
+        assert got == expected
+        after = arun_entries(
+            aclient, run_id, prefix=prefix, last_id=expected[-1].id, block_ms=10
+        )
+        assert [e async for e in after] == []
 
     async def test_sync_client_rejected(self) -> None:
         """afollow needs a redis.asyncio client."""
