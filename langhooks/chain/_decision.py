@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 import random
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Literal
@@ -102,6 +103,15 @@ def _non_negative(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -
         )
 
 
+def _sleepable(_instance: Any, attribute: attrs.Attribute[Any], value: float) -> None:
+    # time.sleep overflows past this, which must not make a retry raise out of run().
+    if value > threading.TIMEOUT_MAX:
+        raise ValueError(
+            f"{attribute.name} must be at most {threading.TIMEOUT_MAX:g} seconds "
+            f"(the longest wait this platform can make), got {value!r}"
+        )
+
+
 def _fraction(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"{attribute.name} must be a number in [0, 1], got {value!r}")
@@ -140,7 +150,7 @@ class RetryPolicy:
     max_attempts: int = attrs.field(default=2, validator=_positive_int)
     initial_delay: float = attrs.field(default=0.5, validator=_non_negative)
     multiplier: float = attrs.field(default=2.0, validator=_non_negative)
-    max_delay: float = attrs.field(default=30.0, validator=_non_negative)
+    max_delay: float = attrs.field(default=30.0, validator=[_non_negative, _sleepable])
     jitter: float = attrs.field(default=0.2, validator=_fraction)
     retry_types: frozenset[str] = attrs.field(
         default=frozenset(), converter=_error_types

@@ -1,7 +1,10 @@
-"""The runtime keeps its promises (issue #10): each test failed before the fix.
+"""The runtime keeps its promises (issue #10).
 
 Failure counter and fallbacks, bounded waits, nothing lost or delivered twice, and
-mistakes caught when a value or class is built rather than during a run.
+mistakes caught when a value or class is built rather than during a run. Each
+promise has a test that failed before the fix; the few that passed before guard the
+other side of a change (a denial still does not count, a short retry-after is still
+honoured, a right-shaped tool function is still accepted).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from langhooks import (
     AsyncStreamingChatResponseHandler,
     ChainCallbackHandler,
     Deny,
+    Interrupt,
     LangHooksError,
     Message,
     ReviewContext,
@@ -175,12 +179,10 @@ class TestFailureCounterAndFallbacks:
         """A resumed batch counts an error it produced; the stand-ins it replaced
         were counted when the batch first ran."""
 
-        def ask(call: ToolCall, tool: Tool, review: ReviewContext) -> ReviewDecision:
-            if review.human_decision is None:
-                from langhooks import Interrupt
-
-                return Interrupt("ok?")
-            return None  # type: ignore[return-value]
+        def ask(
+            call: ToolCall, tool: Tool, review: ReviewContext
+        ) -> ReviewDecision | None:
+            return Interrupt("ok?") if review.human_decision is None else None
 
         chain, _ = make_chain(
             [asks(call("get_weather", "a", city="Paris"))],
@@ -262,6 +264,12 @@ class TestBoundedWaits:
         options: dict[str, Any] = {field: math.inf}
         with pytest.raises(ValueError, match=f"{field} must be a number >= 0 and"):
             RetryPolicy(**options)
+
+    def test_policy_rejects_a_max_delay_no_platform_can_wait(self) -> None:
+        """A max_delay past what time.sleep accepts is refused when the policy is
+        built, so no retry wait can overflow inside run()."""
+        with pytest.raises(ValueError, match="longest wait this platform can make"):
+            RetryPolicy(max_delay=1e12)
 
     def test_the_wait_is_announced_before_it_starts(self) -> None:
         """on_llm_retry carries the error and the delay the run then waits."""
