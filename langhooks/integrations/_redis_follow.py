@@ -17,6 +17,7 @@ from ._redis_wire import (
     block_step,
     check_sync_client,
     ends_run,
+    publisher_of,
     record_of,
     run_key,
     text,
@@ -44,10 +45,26 @@ class RunEntry:
     ends_run: bool
 
 
-def _entry(entry_id: Any, fields: Any) -> RunEntry:
-    return RunEntry(
-        id=text(entry_id), record=record_of(fields), ends_run=ends_run(fields)
-    )
+@final
+class _Entries:
+    """Turns a run's stream entries into ``RunEntry``s, once each.
+
+    A batch the publisher's client retried after a timeout (redis-py retries on
+    timeouts) can be in the stream twice; ``seq`` increases per publisher, so an
+    entry whose publisher already gave a seq as high is a repeat, and skipped.
+    """
+
+    def __init__(self) -> None:
+        self._last: dict[str, int] = {}
+
+    def entry(self, entry_id: Any, fields: Any) -> RunEntry | None:
+        """The entry, or None for a repeat."""
+        record = record_of(fields)
+        publisher = publisher_of(fields)
+        if record.seq <= self._last.get(publisher, -1):
+            return None
+        self._last[publisher] = record.seq
+        return RunEntry(id=text(entry_id), record=record, ends_run=ends_run(fields))
 
 
 @final
@@ -107,11 +124,12 @@ def run_entries(
         ValueError: the stream holds something that is not a langhooks record.
     """
     check_sync_client(client, "run_entries")
-    return _run_entries(client, run_key(prefix, run_id), last_id, block_ms)
+    key = run_key(prefix, run_id)
+    return _run_entries(client, key, last_id, block_ms, _Entries())
 
 
 def _run_entries(
-    client: redis.Redis, key: str, position: str, block_ms: int
+    client: redis.Redis, key: str, position: str, block_ms: int, once: _Entries
 ) -> Iterator[RunEntry]:
     patience = _Patience(client, block_ms)
     while (block := patience.next_block()) is not None:
@@ -119,9 +137,11 @@ def _run_entries(
         entries = _entries(reply)
         if entries:
             patience.renew()
+            position = text(entries[-1][0])
         for entry_id, fields in entries:
-            entry = _entry(entry_id, fields)
-            position = entry.id
+            entry = once.entry(entry_id, fields)
+            if entry is None:
+                continue
             yield entry
             if entry.ends_run:
                 return
@@ -142,16 +162,29 @@ async def arun_entries(
         ValueError: as ``run_entries``.
     """
     _check_async_client(client, "arun_entries")
-    key, position = run_key(prefix, run_id), last_id
+    key = run_key(prefix, run_id)
+    async for entry in _arun_entries(client, key, last_id, block_ms, _Entries()):
+        yield entry
+
+
+async def _arun_entries(
+    client: redis.asyncio.Redis,
+    key: str,
+    position: str,
+    block_ms: int,
+    once: _Entries,
+) -> AsyncIterator[RunEntry]:
     patience = _Patience(client, block_ms)
     while (block := patience.next_block()) is not None:
         reply: Any = await client.xread({key: position}, count=_COUNT, block=block)
         entries = _entries(reply)
         if entries:
             patience.renew()
+            position = text(entries[-1][0])
         for entry_id, fields in entries:
-            entry = _entry(entry_id, fields)
-            position = entry.id
+            entry = once.entry(entry_id, fields)
+            if entry is None:
+                continue
             yield entry
             if entry.ends_run:
                 return
@@ -196,14 +229,13 @@ def follow(
     """
     check_sync_client(client, "follow")
     replayer = Replayer(handler, "follow", is_async=False)
-    key = run_key(prefix, run_id)
+    key, once = run_key(prefix, run_id), _Entries()
     if last_id != "0-0":
         # The chains of the records to come are rebuilt from the ones before.
         history: Any = client.xrange(key, "-", last_id)
-        for _entry_id, fields in history:
-            replayer.prime(record_of(fields))
+        _prime(replayer, once, history)
     position = last_id
-    for entry in _run_entries(client, key, last_id, block_ms):
+    for entry in _run_entries(client, key, last_id, block_ms, once):
         position = entry.id
         replayer.replay(entry.record)
     return position
@@ -231,18 +263,22 @@ async def afollow(
     """
     _check_async_client(client, "afollow")
     replayer = Replayer(handler, "afollow", is_async=True)
+    key, once = run_key(prefix, run_id), _Entries()
     if last_id != "0-0":
-        history: Any = await client.xrange(run_key(prefix, run_id), "-", last_id)
-        for _entry_id, fields in history:
-            replayer.prime(record_of(fields))
+        history: Any = await client.xrange(key, "-", last_id)
+        _prime(replayer, once, history)
     position = last_id
-    entries = arun_entries(
-        client, run_id, prefix=prefix, last_id=last_id, block_ms=block_ms
-    )
-    async for entry in entries:
+    async for entry in _arun_entries(client, key, last_id, block_ms, once):
         position = entry.id
         await replayer.areplay(entry.record)
     return position
+
+
+def _prime(replayer: Replayer, once: _Entries, history: Sequence[Any]) -> None:
+    for entry_id, fields in history:
+        entry = once.entry(entry_id, fields)
+        if entry is not None:
+            replayer.prime(entry.record)
 
 
 def _check_async_client(client: object, what: str) -> None:

@@ -476,6 +476,35 @@ class TestFollow:
         with pytest.raises(TypeError, match="synchronous"):
             run_entries(redis.asyncio.Redis(), run_id)  # type: ignore[arg-type]
 
+    def test_repeats_skipped(self, client: redis.Redis, prefix: str) -> None:
+        """A record in the stream twice (a batch retried after a timeout) is
+        delivered once, also when following from an id after the first copy."""
+        publisher = RedisEventPublisher(client, prefix=prefix)
+        live = RecordingChainHandler()
+        chain = LLMChain(
+            scripted_model(0.0),
+            tools=[WEATHER_TOOL],
+            callbacks=[publisher, live, ApprovalGate()],
+        ).add_messages([Message.system(SYSTEM), Message.user(QUESTION)])
+        result = chain.run()
+        key = f"{prefix}run:{run_id_of(result)}"
+        got: Any = client.xrange(key)
+        for _id, fields in got[-3:]:  # the retried end of a batch, interrupted run
+            client.xadd(key, fields)
+        followed = RecordingChainHandler()
+        last = follow(client, run_id_of(result), followed, prefix=prefix, block_ms=10)
+        assert_same_events(live.events, followed.events)
+        waiting = result.chain.pending_tool_calls
+        resumed = result.chain.execute_tool_calls_with_decisions(
+            waiting, [Decision.approve() for _ in waiting]
+        )
+        resumed.chain.run()
+        rest = RecordingChainHandler()
+        second_copy = stream_ids(client, key)[len(got) + 1]
+        follow(client, run_id_of(result), rest, prefix=prefix, last_id=second_copy)
+        assert_same_events(live.events[len(got) :], rest.events)
+        assert last == got[-1][0].decode()
+
     def test_nothing_new(self, client: redis.Redis, prefix: str) -> None:
         """With nothing to read, follow returns last_id after block_ms."""
         handler = RecordingChainHandler()
@@ -611,21 +640,39 @@ class TestAfollow:
         assert await afollow(aclient, run_id, streaming, prefix=prefix) == last
         assert streaming.events == []
 
+    async def test_repeats_skipped(
+        self, client: redis.Redis, aclient: redis.asyncio.Redis, prefix: str
+    ) -> None:
+        """As follow: a record in the stream twice is delivered once."""
+        live = RecordingChainHandler()
+        publisher = RedisEventPublisher(client, prefix=prefix)
+        chain = LLMChain(
+            scripted_model(0.0),
+            tools=[WEATHER_TOOL],
+            callbacks=[publisher, live, ApprovalGate()],
+        ).add_messages([Message.system(SYSTEM), Message.user(QUESTION)])
+        result = chain.run()  # interrupted: its stream has not ended
+        assert await asyncio.to_thread(publisher.flush, 5.0)
+        key = f"{prefix}run:{run_id_of(result)}"
+        got: Any = client.xrange(key)
+        client.xadd(key, got[-1][1])
+        followed = RecordingChainHandler()
+        await afollow(aclient, run_id_of(result), followed, prefix=prefix, block_ms=10)
+        assert_same_events(live.events, followed.events)
+
     async def test_run_not_ended(
         self, client: redis.Redis, aclient: redis.asyncio.Redis, prefix: str
     ) -> None:
         """As follow: an interrupted run's records, then block_ms of waiting."""
         live = RecordingChainHandler()
+        publisher = RedisEventPublisher(client, prefix=prefix)
         chain = LLMChain(
             scripted_model(0.0),
             tools=[WEATHER_TOOL],
-            callbacks=[
-                RedisEventPublisher(client, prefix=prefix),
-                live,
-                ApprovalGate(),
-            ],
+            callbacks=[publisher, live, ApprovalGate()],
         ).add_messages([Message.system(SYSTEM), Message.user(QUESTION)])
-        result = chain.run()
+        result = chain.run()  # on the loop's thread: the end is sent, not awaited
+        assert await asyncio.to_thread(publisher.flush, 5.0)
         followed = RecordingChainHandler()
         await afollow(aclient, run_id_of(result), followed, prefix=prefix, block_ms=50)
         assert_same_events(live.events, followed.events)
@@ -645,7 +692,9 @@ class TestAfollow:
         assert [e async for e in after] == []
 
     async def test_sync_client_rejected(self) -> None:
-        """afollow needs a redis.asyncio client."""
+        """afollow and arun_entries need a redis.asyncio client."""
+        with pytest.raises(TypeError, match="arun_entries"):
+            [e async for e in arun_entries(redis.Redis(), "r")]  # type: ignore[arg-type]
         with pytest.raises(TypeError, match=r"redis\.asyncio\.Redis"):
             await afollow(redis.Redis(), "r", ChainCallbackHandler())  # type: ignore[arg-type]
 
