@@ -97,7 +97,7 @@ class RedisEventPublisher(ChainCallbackHandler, StreamingChatResponseHandler):
         prefix: prepended to every key.
         maxlen: the approximate cap of each stream.
         expire_after: seconds a run's stream lives after its last record.
-        batch_size: the most records in one pipeline.
+        batch_size: the most records in one batch (one script call).
         flush_interval: the longest a record waits for others to join its batch.
         max_buffer: the most records waiting to be sent.
         block_timeout: the longest an event waits for room in a full buffer.
