@@ -33,6 +33,10 @@ BLOCK = re.compile(
     r"(?:^<!-- (?P<mark>[a-z-]+) -->\n)?^```python\n(?P<code>.*?)^```", re.M | re.S
 )
 MARKS = frozenset({"fragment", "no-run", "continued"})
+HINT = (
+    "\n(A block that is not a complete program can be marked: see the docstring of "
+    "tests/test_docs_examples.py.)"
+)
 # A block that starts with "# agent.py" is that file of a larger program.
 FILE = re.compile(r"# (\w+\.py)\b")
 
@@ -138,7 +142,7 @@ class TestExamples:
                 for i, page in enumerate(sorted(pages))
             ),
         ]
-        assert not "".join(reports), "".join(reports)
+        assert not "".join(reports), "".join(reports) + HINT
 
     @pytest.mark.parametrize("example", RUN, ids=[example.name for example in RUN])
     def test_example_runs(self, example: Example, tmp_path: Path) -> None:
@@ -157,4 +161,6 @@ class TestExamples:
             timeout=120,
             check=False,
         )
-        assert done.returncode == 0, f"{example.name}:\n{done.stdout}\n{done.stderr}"
+        assert done.returncode == 0, (
+            f"{example.name}:\n{done.stdout}\n{done.stderr}{HINT}"
+        )
