@@ -527,7 +527,8 @@ class TestInline:
         """on_llm_call_start runs inline, in the model attempt's own context."""
         handler = Reviewer()
         wrapper = in_background(handler)
-        wrapper.on_llm_call_start(CHAIN, None, None)
+        model = ScriptedChatModel([])
+        wrapper.on_llm_call_start(CHAIN, model, ChatRequest([Message.user("hi")]))
         assert handler.seen == [f"call start {threading.current_thread().name}"]
         wrapper.close()
 
