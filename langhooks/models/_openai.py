@@ -16,7 +16,7 @@ from typing_extensions import override
 from .._messages import ContentPart, LangHooksError, Message, Tool, ToolCall
 from ._base import ChatRequest
 from ._sdk import SDKChatModel
-from ._transport import mapping_items, require
+from ._transport import mapping_items, require, sdk_http_client
 
 __all__ = [
     "OpenAIChatModel",
@@ -222,7 +222,12 @@ class _OpenAIModel(SDKChatModel):
     def _new_clients(self, options: dict[str, Any]) -> tuple[Any, Any]:
         openai = require("openai", "openai")
         try:
-            return openai.OpenAI(**options), openai.AsyncOpenAI(**options)
+            return (
+                openai.OpenAI(**options, http_client=sdk_http_client(openai)),
+                openai.AsyncOpenAI(
+                    **options, http_client=sdk_http_client(openai, True)
+                ),
+            )
         except openai.OpenAIError as exc:
             raise LangHooksError(
                 "authentication",
