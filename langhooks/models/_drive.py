@@ -11,10 +11,12 @@ driver turns events into handler calls through the format's pure adapter
 - exactly one terminal call (``on_complete_response`` or ``on_error``) and nothing
   after it;
 - after ``handle.cancel()``, no callback at all, and ``finish`` returns the
-  partial response with message status ``"cancelled"`` (a cancel from another
-  thread is seen before the next callback; one that lands while ``finish`` is
-  already completing is too late, and the response stays complete, as the
-  handler was told);
+  partial response with message status ``"cancelled"``. The driver holds the
+  handle's delivery lock while it checks the handle and runs callbacks, and
+  ``cancel()`` takes it: a cancel from another thread waits for the callback in
+  progress, and once it returned no callback begins. One that lands after
+  ``on_complete_response`` began is too late: the response stays complete, as
+  the handler was told;
 - nothing but ``LangHooksError`` escapes ``feed``/``finish``/``fail``, except an
   exception raised by the handler itself, which propagates unchanged (the driver
   then calls nothing more);
@@ -409,6 +411,12 @@ class StreamDriver(_Driver):
         if self._state != _OPEN:
             return False
         actions = self._actions(event)
+        with self.handle._delivery:
+            return self._deliver(actions)
+
+    def _deliver(self, actions: list[Action] | LangHooksError) -> bool:
+        # Runs holding the handle's delivery lock: a cancel() from another thread
+        # waits for the callback in progress, and none begins after it returned.
         handle = self.handle
         if isinstance(actions, LangHooksError):
             if handle.is_cancelled:
@@ -416,8 +424,8 @@ class StreamDriver(_Driver):
                 return False
             self._fail(actions)
         # The hot path (a text chunk) is inlined; everything else goes through
-        # _accept. The handle is checked before every call, since a callback or
-        # another thread may cancel at any moment.
+        # _accept. The handle is checked before every call, since a callback
+        # may cancel at any moment.
         on_text = self._on_text
         try:
             for action in actions:
@@ -461,15 +469,16 @@ class StreamDriver(_Driver):
                 (``stream_error``; ``on_error`` called once), or the stream had
                 already failed.
         """
-        settled = self._settled()
-        if settled is not None:
-            return settled
-        if self._state == _OPEN:
-            self._fail(self._truncated())
-        response, method = self._complete()
-        if method is not None:
-            method[0](response)
-        return response
+        with self.handle._delivery:
+            settled = self._settled()
+            if settled is not None:
+                return settled
+            if self._state == _OPEN:
+                self._fail(self._truncated())
+            response, method = self._complete()
+            if method is not None:
+                method[0](response)
+            return response
 
     def fail(self, error: LangHooksError) -> NoReturn:
         """Report a transport failure the caller saw, and raise it.
@@ -481,8 +490,9 @@ class StreamDriver(_Driver):
         Raises:
             LangHooksError: ``error``, always.
         """
-        if self._state in (_OPEN, _ENDED) and not self.handle.is_cancelled:
-            self._fail(error)
+        with self.handle._delivery:
+            if self._state in (_OPEN, _ENDED) and not self.handle.is_cancelled:
+                self._fail(error)
         raise error
 
     def _fail(self, error: LangHooksError) -> NoReturn:
@@ -518,6 +528,11 @@ class AsyncStreamDriver(_Driver):
         if self._state != _OPEN:
             return False
         actions = self._actions(event)
+        with self.handle._delivery:
+            return await self._deliver(actions)
+
+    async def _deliver(self, actions: list[Action] | LangHooksError) -> bool:
+        # Holding the handle's delivery lock, as StreamDriver._deliver does.
         handle = self.handle
         if isinstance(actions, LangHooksError):
             if handle.is_cancelled:
@@ -547,22 +562,24 @@ class AsyncStreamDriver(_Driver):
 
     async def finish(self) -> ChatResponse:
         """End of input; see ``StreamDriver.finish``."""
-        settled = self._settled()
-        if settled is not None:
-            return settled
-        if self._state == _OPEN:
-            await self._fail(self._truncated())
-        response, method = self._complete()
-        if method is not None:
-            result = method[0](response)
-            if method[1]:
-                await result
-        return response
+        with self.handle._delivery:
+            settled = self._settled()
+            if settled is not None:
+                return settled
+            if self._state == _OPEN:
+                await self._fail(self._truncated())
+            response, method = self._complete()
+            if method is not None:
+                result = method[0](response)
+                if method[1]:
+                    await result
+            return response
 
     async def fail(self, error: LangHooksError) -> NoReturn:
         """Report a transport failure and raise it; see ``StreamDriver.fail``."""
-        if self._state in (_OPEN, _ENDED) and not self.handle.is_cancelled:
-            await self._fail(error)
+        with self.handle._delivery:
+            if self._state in (_OPEN, _ENDED) and not self.handle.is_cancelled:
+                await self._fail(error)
         raise error
 
     async def _fail(self, error: LangHooksError) -> NoReturn:

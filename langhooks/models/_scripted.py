@@ -279,26 +279,32 @@ class ScriptedChatModel:
         self._check_handler(handler, allow_async=False)
         handle = StreamingHandle() if handle is None else handle
         number, turn = self._take(request)
+        # Each check of the handle and the callback after it hold the handle's
+        # delivery lock: once a cancel() returned, no callback begins.
+        delivery = handle._delivery
         if isinstance(turn, LangHooksError):
-            if not handle.is_cancelled:
-                handler.on_error(turn)
+            with delivery:
+                if not handle.is_cancelled:
+                    handler.on_error(turn)
             raise turn
         assembly = _Assembly(turn)
         for kind, item in _events(turn):
             if self._delay:
                 time.sleep(self._delay)
+            with delivery:
+                if handle.is_cancelled:
+                    return assembly.response(number, cancelled=True)
+                _deliver(handler, handle, kind, item)
+            assembly.add(kind, item)
+        with delivery:
             if handle.is_cancelled:
                 return assembly.response(number, cancelled=True)
-            _deliver(handler, handle, kind, item)
-            assembly.add(kind, item)
-        if handle.is_cancelled:
-            return assembly.response(number, cancelled=True)
-        if turn.error is not None:
-            handler.on_error(turn.error)
-            raise turn.error
-        response = assembly.response(number, cancelled=False)
-        handler.on_complete_response(response)
-        return response
+            if turn.error is not None:
+                handler.on_error(turn.error)
+                raise turn.error
+            response = assembly.response(number, cancelled=False)
+            handler.on_complete_response(response)
+            return response
 
     async def astream(
         self,
@@ -320,26 +326,30 @@ class ScriptedChatModel:
         self._check_handler(handler, allow_async=True)
         handle = StreamingHandle() if handle is None else handle
         number, turn = self._take(request)
+        delivery = handle._delivery  # as in stream()
         if isinstance(turn, LangHooksError):
-            if not handle.is_cancelled:
-                await _maybe_await(handler.on_error(turn))
+            with delivery:
+                if not handle.is_cancelled:
+                    await _maybe_await(handler.on_error(turn))
             raise turn
         assembly = _Assembly(turn)
         for kind, item in _events(turn):
             if self._delay:
                 await asyncio.sleep(self._delay)
+            with delivery:
+                if handle.is_cancelled:
+                    return assembly.response(number, cancelled=True)
+                await _maybe_await(_deliver(handler, handle, kind, item))
+            assembly.add(kind, item)
+        with delivery:
             if handle.is_cancelled:
                 return assembly.response(number, cancelled=True)
-            await _maybe_await(_deliver(handler, handle, kind, item))
-            assembly.add(kind, item)
-        if handle.is_cancelled:
-            return assembly.response(number, cancelled=True)
-        if turn.error is not None:
-            await _maybe_await(handler.on_error(turn.error))
-            raise turn.error
-        response = assembly.response(number, cancelled=False)
-        await _maybe_await(handler.on_complete_response(response))
-        return response
+            if turn.error is not None:
+                await _maybe_await(handler.on_error(turn.error))
+                raise turn.error
+            response = assembly.response(number, cancelled=False)
+            await _maybe_await(handler.on_complete_response(response))
+            return response
 
     @override
     def __repr__(self) -> str:

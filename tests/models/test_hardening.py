@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from typing_extensions import override
 
 import langhooks as lh
 from langhooks.models import (
     AnthropicChatModel,
+    AsyncStreamDriver,
     ChatRequest,
     OllamaChatModel,
     OpenAIChatModel,
     OpenAIResponsesModel,
+    ScriptedChatModel,
+    ScriptedTurn,
     replay_stream,
+    stream_events,
 )
 from langhooks.models._adapters import openai_chat
 from langhooks.models._adapters._base import arguments_parse
@@ -241,3 +247,168 @@ class TestErrorBodyCap:
             _openai(server).stream(ChatRequest([lh.Message.user("hi")]), Recorder())
         assert raised.value.type == "authentication"
         assert raised.value.message == "HTTP 401"
+
+
+class _Watcher(lh.StreamingChatResponseHandler):
+    """Notes every callback that begins after ``cancel()`` returned elsewhere."""
+
+    def __init__(self) -> None:
+        self.cancel_returned = threading.Event()
+        self.first = threading.Event()
+        self.late: list[str] = []
+
+    def _begin(self, name: str) -> None:
+        if self.cancel_returned.is_set():
+            self.late.append(name)
+        self.first.set()
+
+    @override
+    def on_partial_response(
+        self, partial: lh.PartialResponse, context: lh.PartialResponseContext
+    ) -> None:
+        self._begin("partial_response")
+
+    @override
+    def on_complete_response(self, response: lh.ChatResponse) -> None:
+        self._begin("complete_response")
+
+    @override
+    def on_error(self, error: BaseException) -> None:
+        self._begin("error")
+
+
+class _AsyncWatcher(lh.AsyncStreamingChatResponseHandler):
+    """The async twin of ``_Watcher`` (the checks are the same)."""
+
+    def __init__(self) -> None:
+        self.watcher = _Watcher()
+
+    @override
+    async def on_partial_response(
+        self, partial: lh.PartialResponse, context: lh.PartialResponseContext
+    ) -> None:
+        self.watcher._begin("partial_response")
+        await asyncio.sleep(0)
+
+    @override
+    async def on_complete_response(self, response: lh.ChatResponse) -> None:
+        self.watcher._begin("complete_response")
+
+
+_TEXT_STREAM = [
+    *(
+        "data: "
+        + json.dumps({"choices": [{"index": 0, "delta": {"content": f"w{i} "}}]})
+        + "\n\n"
+        for i in range(200)
+    ),
+    "data: [DONE]\n\n",
+]
+_TRIALS = 300
+
+
+def _race(stream: Callable[[lh.StreamingHandle], object], watcher: _Watcher) -> None:
+    """Stream on a thread; cancel from this one once the first partial began."""
+    handle = lh.StreamingHandle()
+    thread = threading.Thread(target=stream, args=(handle,), daemon=True)
+    thread.start()
+    assert watcher.first.wait(_PATIENCE)
+    handle.cancel()
+    watcher.cancel_returned.set()
+    thread.join(_PATIENCE)
+    assert not thread.is_alive()
+
+
+class TestCrossThreadCancel:
+    """Once cancel() returned in another thread, no callback begins."""
+
+    def test_driver_over_many_trials(self) -> None:
+        """A replayed stream never starts a callback after cancel() returned."""
+        late: list[str] = []
+        for _ in range(_TRIALS):
+            watcher = _Watcher()
+
+            def stream(handle: lh.StreamingHandle, watcher: _Watcher = watcher) -> None:
+                replay_stream(
+                    _TEXT_STREAM, format="openai-chat", handler=watcher, handle=handle
+                )
+
+            _race(stream, watcher)
+            late += watcher.late
+        assert late == []
+
+    def test_async_driver_over_many_trials(self) -> None:
+        """An async handler on another thread's loop is held to the same."""
+        late: list[str] = []
+        for _ in range(_TRIALS // 3):
+            handler = _AsyncWatcher()
+
+            def stream(
+                handle: lh.StreamingHandle, handler: _AsyncWatcher = handler
+            ) -> None:
+                async def drive() -> None:
+                    driver = AsyncStreamDriver("openai-chat", handler, handle=handle)
+                    decoder = stream_events("openai-chat")
+                    for piece in _TEXT_STREAM:
+                        for event in decoder.feed(piece):
+                            if not await driver.feed(event):
+                                await driver.finish()
+                                return
+                    await driver.finish()
+
+                asyncio.run(drive())
+
+            _race(stream, handler.watcher)
+            late += handler.watcher.late
+        assert late == []
+
+    def test_scripted_model_over_many_trials(self) -> None:
+        """ScriptedChatModel keeps the same guarantee."""
+        late: list[str] = []
+        text = " ".join(f"w{i}" for i in range(200))
+        for _ in range(_TRIALS):
+            watcher = _Watcher()
+            model = ScriptedChatModel([ScriptedTurn(text=text)])
+
+            def stream(
+                handle: lh.StreamingHandle,
+                watcher: _Watcher = watcher,
+                model: ScriptedChatModel = model,
+            ) -> None:
+                model.stream(REQUEST, watcher, handle=handle)
+
+            _race(stream, watcher)
+            late += watcher.late
+        assert late == []
+
+    def test_cancel_waits_for_the_running_callback(self) -> None:
+        """cancel() from another thread returns only after the callback returned."""
+        inside = threading.Event()
+        release = threading.Event()
+
+        class Slow(lh.StreamingChatResponseHandler):
+            @override
+            def on_partial_response(
+                self, partial: lh.PartialResponse, context: lh.PartialResponseContext
+            ) -> None:
+                inside.set()
+                release.wait(_PATIENCE)
+
+        handle = lh.StreamingHandle()
+        streaming = threading.Thread(
+            target=replay_stream,
+            args=(_TEXT_STREAM,),
+            kwargs={"format": "openai-chat", "handler": Slow(), "handle": handle},
+            daemon=True,
+        )
+        streaming.start()
+        assert inside.wait(_PATIENCE)
+        cancelling = threading.Thread(target=handle.cancel, daemon=True)
+        cancelling.start()
+        cancelling.join(0.05)
+        assert cancelling.is_alive()  # still waiting for the callback
+        release.set()
+        cancelling.join(_PATIENCE)
+        streaming.join(_PATIENCE)
+        assert not cancelling.is_alive()
+        assert not streaming.is_alive()
