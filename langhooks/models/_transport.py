@@ -41,6 +41,7 @@ __all__ = [
     "AsyncBody",
     "Body",
     "ConnectionWatch",
+    "Decoder",
     "aerror_body_hook",
     "aread_error_body",
     "arun_stream",
@@ -186,21 +187,17 @@ class _ErrorBody:
 
     __slots__ = ("_handle", "_interrupter", "complete", "data")
 
-    def __init__(self, response: object, handle: StreamingHandle | None) -> None:
+    def __init__(self, response: object, handle: StreamingHandle) -> None:
         self.data = bytearray()
         self.complete = False
         self._handle = handle
         self._interrupter = _Interrupter(_network_socket(response))
-        if handle is not None:
-            handle.add_cancel_callback(self._interrupter)
+        handle.add_cancel_callback(self._interrupter)
 
     def take(self, chunk: bytes) -> bool:
         """Keep ``chunk``; whether to read on."""
         self.data += chunk
-        handle = self._handle
-        return len(self.data) <= ERROR_BODY_LIMIT and not (
-            handle is not None and handle.is_cancelled
-        )
+        return len(self.data) <= ERROR_BODY_LIMIT and not self._handle.is_cancelled
 
     def result(self) -> tuple[bytes, bool]:
         self._interrupter.done()
@@ -208,7 +205,7 @@ class _ErrorBody:
 
 
 def read_error_body(
-    response: object, chunks: Iterable[bytes], handle: StreamingHandle | None
+    response: object, chunks: Iterable[bytes], handle: StreamingHandle
 ) -> tuple[bytes, bool]:
     """Read an HTTP error body, at most ``ERROR_BODY_LIMIT`` bytes of it.
 
@@ -237,7 +234,7 @@ def read_error_body(
 
 
 async def aread_error_body(
-    response: object, chunks: AsyncIterator[bytes], handle: StreamingHandle | None
+    response: object, chunks: AsyncIterator[bytes], handle: StreamingHandle
 ) -> tuple[bytes, bool]:
     """The async twin of ``read_error_body``."""
     body = _ErrorBody(response, handle)
@@ -307,7 +304,9 @@ def error_body_hook(response: Any) -> None:
     """
     if response.status_code < 400:
         return
-    body, complete = read_error_body(response, response.iter_bytes(), _OPENING.get())
+    # Outside a model's stream (no handle) nothing can cancel the read.
+    handle = _OPENING.get() or StreamingHandle()
+    body, complete = read_error_body(response, response.iter_bytes(), handle)
     response.close()
     raise http_error(response.status_code, response.headers, body, complete=complete)
 
@@ -320,9 +319,8 @@ async def aerror_body_hook(response: Any) -> None:
     """
     if response.status_code < 400:
         return
-    body, complete = await aread_error_body(
-        response, response.aiter_bytes(), _OPENING.get()
-    )
+    handle = _OPENING.get() or StreamingHandle()
+    body, complete = await aread_error_body(response, response.aiter_bytes(), handle)
     await response.aclose()
     raise http_error(response.status_code, response.headers, body, complete=complete)
 
@@ -350,8 +348,9 @@ def mapping_items(value: object) -> list[dict[str, Any]]:
 def error_from_exception(exc: BaseException) -> LangHooksError:
     """The ``LangHooksError`` for a failure raised by an SDK or an HTTP client.
 
-    An HTTP status error (an SDK ``APIStatusError``) is classified by its status,
-    its provider error code and its headers; a timeout is "timeout"; a transport
+    An HTTP error status never gets here as an SDK ``APIStatusError``: the
+    clients' ``error_body_hook`` classified it first (``http_error``), and an SDK
+    that wrapped that error is unwrapped. A timeout is "timeout"; a transport
     failure (refused, reset, dropped mid-stream) is "connection"; anything else
     (a request the SDK refused to build, say) is a non-retryable "stream_error".
     """
@@ -360,18 +359,6 @@ def error_from_exception(exc: BaseException) -> LangHooksError:
     if isinstance(exc.__cause__, LangHooksError):
         # Raised by error_body_hook inside the SDK, which wrapped it.
         return exc.__cause__
-    status = getattr(exc, "status_code", None)
-    response = getattr(exc, "response", None)
-    if isinstance(status, int) and response is not None:
-        code = getattr(exc, "code", None) or getattr(exc, "type", None)
-        body = getattr(exc, "body", None)
-        return classify_error(
-            status=status,
-            code=code if isinstance(code, str) else None,
-            message=_body_message(body) or str(exc),
-            headers=lower_headers(response.headers),
-            original=exc,
-        )
     timeouts, transport = _http_library_errors()
     if isinstance(exc, timeouts) or _is_a(exc, "APITimeoutError"):
         return LangHooksError("timeout", f"the request timed out ({exc})", original=exc)
@@ -510,10 +497,22 @@ def run_stream(
         opened.__exit__(None, None, None)
 
 
+class Decoder(Protocol):
+    """What ``pump`` reads events with: a ``WireDecoder``, or one that wraps it."""
+
+    def feed(self, chunk: Chunk) -> list[object]:
+        """The decoded events ``chunk`` completes."""
+        ...
+
+    def end(self) -> list[object]:
+        """The events left at the end of input."""
+        ...
+
+
 def pump(
     driver: StreamDriver,
     chunks: Iterable[Chunk],
-    decoder: WireDecoder,
+    decoder: Decoder,
     read_error: Callable[[Exception], LangHooksError],
 ) -> ChatResponse:
     """Feed a body's chunks through ``decoder`` to ``driver`` until it is over.

@@ -238,6 +238,63 @@ class TestErrorBodyCap:
         assert response.message.status == "cancelled"
         assert server.disconnected.wait(_PATIENCE)
 
+    @pytest.mark.parametrize(("factory", "fixture"), MODELS)
+    def test_cancel_stops_a_stalled_error_body_async(
+        self, server: FixtureServer, factory: ModelFactory, fixture: str
+    ) -> None:
+        """``astream`` on another thread's loop: the same cancel, the same result."""
+        server.add(Reply(status=400, body=b"x", stall=True))
+        handle = lh.StreamingHandle()
+        outcome: list[object] = []
+
+        def run() -> None:
+            model = factory(server)
+            outcome.append(
+                asyncio.run(model.astream(REQUEST, AsyncRecorder(), handle=handle))
+            )
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        waited = 0.0
+        while not server.requests and waited < _PATIENCE:
+            threading.Event().wait(0.01)
+            waited += 0.01
+        handle.cancel()
+        thread.join(_PATIENCE)
+        assert not thread.is_alive()
+        (response,) = outcome
+        assert isinstance(response, lh.ChatResponse)
+        assert response.message.status == "cancelled"
+
+    @pytest.mark.parametrize(("factory", "fixture"), MODELS)
+    async def test_error_body_cut_off(
+        self, server: FixtureServer, factory: ModelFactory, fixture: str
+    ) -> None:
+        """An error body the server drops midway is still the status's error."""
+        server.add(Reply(status=400, body=b"x" * 100, drop_after=50))
+        with pytest.raises(lh.LangHooksError) as raised:
+            factory(server).stream(REQUEST, Recorder())
+        assert raised.value.type == "invalid_request"
+        assert raised.value.original == b"x" * 50
+        with pytest.raises(lh.LangHooksError) as araised:
+            await factory(server).astream(REQUEST, AsyncRecorder())
+        assert araised.value.type == "invalid_request"
+        assert araised.value.original == b"x" * 50
+
+    async def test_error_body_read_times_out(self, server: FixtureServer) -> None:
+        """An error body that stalls past the timeout is the status's error."""
+        server.add(Reply(status=400, body=b"partial", stall=True))
+        model = OllamaChatModel("qwen3:8b", base_url=server.url, timeout=0.2)
+        with pytest.raises(lh.LangHooksError) as raised:
+            model.stream(REQUEST, Recorder())
+        assert (raised.value.type, raised.value.original) == (
+            "invalid_request",
+            b"partial",
+        )
+        with pytest.raises(lh.LangHooksError) as araised:
+            await model.astream(REQUEST, AsyncRecorder())
+        assert araised.value.original == b"partial"
+
     def test_sdk_errors_without_a_body_still_classify(
         self, server: FixtureServer
     ) -> None:
