@@ -130,8 +130,8 @@ class OpenAIChatAdapter(StreamAdapter):
                 value = event.get(key)
                 if value is not None:
                     self.response_metadata[key] = value
-        if not event.keys() <= _FRAMING_KEYS:
-            unmapped = self._top_level(event)
+        if "citations" in event or "search_results" in event:
+            self._annotations(event)
         choices = event.get("choices")
         if choices:
             if type(choices) is not list:
@@ -160,22 +160,16 @@ class OpenAIChatAdapter(StreamAdapter):
         usage = event.get("usage")
         if usage:
             self._usage(require_mapping(usage, "'usage'"))
-        elif unmapped and not out and not finished:
+        elif not out and not finished and (unmapped or _extra_fields(event)):
             out.append((UNMAPPED, event))
         return out
 
-    def _top_level(self, event: Mapping[str, Any]) -> bool:
-        """Keep the answer's annotations; whether ``event`` holds a field nobody
-        maps (Azure's ``prompt_filter_results``, Groq's ``x_groq``, ...)."""
+    def _annotations(self, event: Mapping[str, Any]) -> None:
+        """Keep the answer's annotations (Perplexity's), the last report winning."""
         for key in _ANNOTATIONS:
             value = event.get(key)
             if value:
                 self.response_metadata[key] = value
-        return any(
-            value
-            for key, value in event.items()
-            if key not in _FRAMING_KEYS and key not in _ANNOTATIONS
-        )
 
     def _delta(self, delta: Mapping[str, Any], out: list[Action]) -> bool:
         """Map ``delta`` into ``out``; whether it holds a field nobody maps."""
@@ -347,6 +341,16 @@ class OpenAIChatAdapter(StreamAdapter):
                 original=dict(error),
             )
         return classify_error(status=None, code=None, message=str(error))
+
+
+def _extra_fields(event: Mapping[str, Any]) -> bool:
+    """Whether a chunk holds a top-level field nobody maps (Azure's
+    ``prompt_filter_results``, Groq's ``x_groq``, ...)."""
+    return any(
+        value
+        for key, value in event.items()
+        if key not in _FRAMING_KEYS and key not in _ANNOTATIONS
+    )
 
 
 def _by_index(slot: ToolSlot) -> int:
