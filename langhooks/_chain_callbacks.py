@@ -14,6 +14,7 @@ import attrs
 
 from ._handler import HandlerBase
 from ._messages import (
+    ChatResponse,
     LangHooksError,
     Message,
     MessageDelta,
@@ -25,10 +26,12 @@ from ._messages import (
     _custom_context,
     _frozen_mapping,
     _instance_of,
+    _reduce,
 )
 
 if TYPE_CHECKING:
     from .chain import LLMChain, RunResult
+    from .models import ChatModel, ChatRequest
 
 __all__ = [
     "Allow",
@@ -79,6 +82,8 @@ class Interrupt:
     message: str = attrs.field(validator=_instance_of(str))
     data: Mapping[str, Any] = attrs.field(factory=dict, converter=_data)
 
+    __reduce__ = _reduce
+
 
 ReviewDecision: TypeAlias = Allow | UpdateArguments | Deny | Interrupt
 
@@ -101,6 +106,8 @@ class ReviewContext:
         factory=dict, converter=_custom_context
     )
 
+    __reduce__ = _reduce
+
 
 class ChainCallbackHandler(HandlerBase, _langhooks_interface=True):
     """Receives a chain run's events. Override the methods you need.
@@ -118,6 +125,21 @@ class ChainCallbackHandler(HandlerBase, _langhooks_interface=True):
 
     def on_run_start(self, chain: LLMChain, /) -> None:
         """A run began. The first event of every run."""
+
+    def on_llm_call_start(
+        self, chain: LLMChain, model: ChatModel, request: ChatRequest, /
+    ) -> None:
+        """A model attempt begins: before every call, each retry and fallback too.
+
+        ``model`` is the model about to be called (the chain's own or a fallback).
+        Each attempt ends with ``on_llm_call_complete`` or ``on_llm_error``.
+        """
+
+    def on_llm_call_complete(self, chain: LLMChain, response: ChatResponse, /) -> None:
+        """A model attempt succeeded; fires before its message is processed.
+
+        ``response`` carries the response's id, model name, usage and finish reason.
+        """
 
     def on_llm_new_delta(
         self, chain: LLMChain, deltas: Sequence[MessageDelta], /
@@ -214,6 +236,16 @@ class ChainCallbackHandler(HandlerBase, _langhooks_interface=True):
     def on_llm_error(self, chain: LLMChain, error: LangHooksError, /) -> None:
         """A model call failed, transiently or not (it may be retried)."""
 
+    def on_llm_retry(
+        self, chain: LLMChain, error: LangHooksError, delay: float, /
+    ) -> None:
+        """The call that failed with ``error`` will be retried on the same model.
+
+        Fires after that failure's ``on_llm_error``, before the run waits ``delay``
+        seconds (never more than the retry policy's ``max_delay``). A call moving
+        on to a fallback, or not retried at all, fires no ``on_llm_retry``.
+        """
+
     def on_retries_exceeded(self, chain: LLMChain, /) -> None:
         """The failure counter reached ``max_retry_count``."""
 
@@ -231,6 +263,16 @@ class AsyncChainCallbackHandler(HandlerBase, _langhooks_interface=True):
 
     async def on_run_start(self, chain: LLMChain, /) -> None:
         """A run began. The first event of every run."""
+
+    async def on_llm_call_start(
+        self, chain: LLMChain, model: ChatModel, request: ChatRequest, /
+    ) -> None:
+        """A model attempt begins: before every call, each retry and fallback too."""
+
+    async def on_llm_call_complete(
+        self, chain: LLMChain, response: ChatResponse, /
+    ) -> None:
+        """A model attempt succeeded; fires before its message is processed."""
 
     async def on_llm_new_delta(
         self, chain: LLMChain, deltas: Sequence[MessageDelta], /
@@ -314,6 +356,12 @@ class AsyncChainCallbackHandler(HandlerBase, _langhooks_interface=True):
 
     async def on_llm_error(self, chain: LLMChain, error: LangHooksError, /) -> None:
         """A model call failed, transiently or not (it may be retried)."""
+
+    async def on_llm_retry(
+        self, chain: LLMChain, error: LangHooksError, delay: float, /
+    ) -> None:
+        """The failed call will be retried after ``delay`` seconds (see the sync
+        twin)."""
 
     async def on_retries_exceeded(self, chain: LLMChain, /) -> None:
         """The failure counter reached ``max_retry_count``."""

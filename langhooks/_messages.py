@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import inspect
+import math
 import re
 import types
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -16,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, get_a
 
 import attrs
 from typing_extensions import override
+
+from ._handler import arity_problem
 
 if TYPE_CHECKING:
     from ._invocation import Invocation
@@ -126,6 +129,25 @@ def _count(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         raise ValueError(f"{attribute.name} must be a non-negative int, got {value!r}")
 
 
+def _reduce(self: Any) -> tuple[Any, ...]:
+    """``__reduce__`` for value types with read-only mapping fields.
+
+    A ``mappingproxy`` does not pickle: its contents go as a dict, and the class's
+    converter freezes them again when the copy is built.
+    """
+    cls = type(self)
+    values = {
+        field.alias: dict(value) if isinstance(value, types.MappingProxyType) else value
+        for field in attrs.fields(cls)
+        for value in (getattr(self, field.name),)
+    }
+    return (_rebuild, (cls, values))
+
+
+def _rebuild(cls: Callable[..., _T], values: Mapping[str, Any]) -> _T:
+    return cls(**values)
+
+
 def _frozen_mapping(
     value: Mapping[str, Any] | None, field: str = "value"
 ) -> Mapping[str, Any]:
@@ -196,6 +218,12 @@ def _arguments(value: Mapping[str, Any]) -> Mapping[str, Any]:
             f"arguments must be a mapping (parsed JSON object), got "
             f"{type(value).__name__}"
         )
+    for key in value:
+        if not isinstance(key, str):
+            raise TypeError(
+                f"arguments must be a JSON object: its keys must be str, got the "
+                f"{type(key).__name__} key {key!r}"
+            )
     return dict(value)
 
 
@@ -282,6 +310,8 @@ class Message:
         default="complete", validator=_one_of(_STATUSES)
     )
     metadata: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_metadata)
+
+    __reduce__ = _reduce
 
     def __attrs_post_init__(self) -> None:
         if self.tool_calls and self.role != "assistant":
@@ -398,6 +428,8 @@ class TokenUsage:
     raw: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_raw)
     cumulative: bool = False
 
+    __reduce__ = _reduce
+
     @property
     def total_tokens(self) -> int:
         """Input plus output tokens."""
@@ -507,10 +539,16 @@ class ChatResponse:
     )
     metadata: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_metadata)
 
+    __reduce__ = _reduce
+
 
 def _is_seconds(value: object) -> bool:
-    """A non-negative int or float (NaN and bool are not durations)."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+    """A finite non-negative int or float (NaN, infinity and bool are not durations)."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and 0 <= value < math.inf
+    )
 
 
 class LangHooksError(Exception):
@@ -555,7 +593,7 @@ class LangHooksError(Exception):
             raise TypeError(f"message must be a str, got {message!r}")
         if retry_after is not None and not _is_seconds(retry_after):
             raise ValueError(
-                f"retry_after must be a number of seconds >= 0 or None, "
+                f"retry_after must be a number of seconds >= 0 and finite, or None, "
                 f"got {retry_after!r}"
             )
         if retryable is not None and not isinstance(retryable, bool):
@@ -627,6 +665,8 @@ class ToolContext:
     invocation: Invocation | None = None
     chain: Any = None
 
+    __reduce__ = _reduce
+
 
 ToolFunction: TypeAlias = Callable[
     [Mapping[str, Any], ToolContext],
@@ -644,6 +684,16 @@ def _tool_name(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> N
 def _callable(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not callable(value):
         raise TypeError(f"{attribute.name} must be callable, got {value!r}")
+
+
+def _tool_function(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    problem = arity_problem(value, 2)
+    if problem is not None:
+        raise TypeError(
+            f"{attribute.name} {value!r} cannot take the two arguments a tool "
+            f"function is called with, (arguments, context): {problem}; write it "
+            f"as def {getattr(value, '__name__', 'tool')}(arguments, context)"
+        )
 
 
 def _schema(value: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
@@ -664,7 +714,7 @@ class Tool:
     """
 
     name: str = attrs.field(validator=_tool_name)
-    function: ToolFunction = attrs.field(validator=_callable)
+    function: ToolFunction = attrs.field(validator=[_callable, _tool_function])
     description: str = attrs.field(
         default="", kw_only=True, validator=_instance_of(str)
     )
@@ -675,6 +725,8 @@ class Tool:
         default=None, kw_only=True, validator=_optional_str
     )
     concurrent: bool = attrs.field(default=False, kw_only=True)
+
+    __reduce__ = _reduce
 
     @property
     def is_async(self) -> bool:

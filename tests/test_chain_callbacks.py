@@ -21,6 +21,8 @@ from langhooks import (
 EVENTS = sorted(
     [
         "on_run_start",
+        "on_llm_call_start",
+        "on_llm_call_complete",
         "on_llm_new_delta",
         "on_llm_new_message",
         "on_llm_ratelimit_info",
@@ -39,6 +41,7 @@ EVENTS = sorted(
         "on_tool_interrupted",
         "on_tool_response_created",
         "on_llm_error",
+        "on_llm_retry",
         "on_error",
         "on_retries_exceeded",
         "on_run_complete",

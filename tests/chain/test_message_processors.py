@@ -138,7 +138,8 @@ class TestRejection:
         assert rejected.text == "Sunny."
         assert reply.text.startswith("ERROR: your answer is not valid JSON")
         assert answer.metadata["processed_content"] == {"weather": "sunny"}
-        assert result.chain.current_failure_count == 1
+        assert recorder.of("on_llm_call_start")[1][0].current_failure_count == 1
+        assert result.chain.current_failure_count == 0  # the accepted answer reset it
         assert collapse(recorder.summary()) == EXPECTED["processor_rejected"]
 
     def test_events_carry_the_messages_and_snapshots(self) -> None:
@@ -252,6 +253,8 @@ class TestRejection:
         chain.run("single")
         assert recorder.summary() == [
             "on_run_start",
+            "on_llm_call_start",
+            "on_llm_call_complete",
             "on_llm_new_message",
             "on_message_processing_error",
             "on_error_message_created",
@@ -530,4 +533,4 @@ class TestAsync:
         result = await chain.arun()
         assert result.chain.messages[-1].text == "Sunny.!"
         assert model.calls == 1
-        assert recorder.summary()[1:3] == ["on_llm_new_message", "on_message_processed"]
+        assert recorder.summary()[3:5] == ["on_llm_new_message", "on_message_processed"]
