@@ -13,11 +13,19 @@ Quirks handled (see ``docs/guide/streams.md``):
   calls were cut off and never complete;
 - ``delta.refusal`` is response text, recorded in ``message.metadata["refusal"]``
   and reported as ``CONTENT_FILTER``;
-- usage on its own ``choices: []`` chunk or on the finish chunk;
+- ``delta.content`` as a list of thinking and text parts (Mistral's Magistral);
+- usage on its own ``choices: []`` chunk, on the finish chunk or on every chunk
+  (the last wins); output tokens include reasoning tokens a server (xAI) left out
+  of ``completion_tokens``;
+- Perplexity's ``citations``/``search_results`` go to ``response.metadata``;
+  OpenRouter's ``reasoning_details`` (joined, signature included) to
+  ``message.metadata["reasoning_details"]``;
 - ``{"error": {...}}`` mid-stream (after a 200) is classified and raised;
-- the stream ends with ``data: [DONE]``; a chunk that holds nothing but choices
-  other than index 0 (``n > 1``) or delta fields nobody maps goes to
-  ``on_unmapped_raw_event``; a chunk that was mapped never does (the contract).
+- the stream ends with ``data: [DONE]``; a chunk that gave nothing typed but holds
+  choices other than index 0 (``n > 1``), delta fields or content parts nobody
+  maps, or top-level fields beyond the framing (Azure's ``prompt_filter_results``,
+  Groq's ``x_groq``) goes to ``on_unmapped_raw_event``; a chunk that was mapped
+  never does (the contract).
 """
 
 from __future__ import annotations

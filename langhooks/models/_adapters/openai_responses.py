@@ -12,7 +12,12 @@ Quirks handled (see ``docs/guide/streams.md``):
 - function calls announced by ``response.output_item.added`` (the ``call_id`` is
   the id to echo back, the item ``id`` is what deltas refer to), argument deltas,
   completed by ``response.function_call_arguments.done`` (or the item's
-  ``.done``); calls are numbered 0, 1, ... in order;
+  ``.done``), whose restated arguments are delivered as a last fragment when the
+  deltas did not spell them (LM Studio sends no deltas); calls are numbered 0, 1,
+  ... in order;
+- a ``custom_tool_call`` (freeform input) is a tool call whose arguments are
+  ``{"input": ...}``, its input deltas streamed as fragments of that JSON; its
+  ``call_id`` is listed in ``message.metadata["custom_tool_calls"]``;
 - the stream ends at ``response.completed`` / ``response.incomplete`` (``LENGTH``
   or ``CONTENT_FILTER``) / ``response.failed`` (raised), with no ``[DONE]``;
 - ``error`` events in both shapes: nested ``{"error": {...}}`` (the live API) and
