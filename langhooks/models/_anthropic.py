@@ -13,8 +13,8 @@ from typing_extensions import override
 
 from .._messages import LangHooksError, Message, Tool
 from ._base import ChatRequest
-from ._openai import tool_schema
 from ._sdk import SDKChatModel
+from ._tool_schema import tool_schema
 from ._transport import mapping_items, require, sdk_http_client
 
 __all__ = ["AnthropicChatModel", "anthropic_messages", "anthropic_tools"]

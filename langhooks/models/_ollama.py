@@ -6,14 +6,14 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, Final, Literal, cast
 
-from .._messages import ChatResponse, LangHooksError, Message, Tool
+from .._messages import ChatResponse, LangHooksError, Message
 from .._streaming import (
     AsyncStreamingChatResponseHandler,
     StreamingChatResponseHandler,
     StreamingHandle,
 )
 from ._base import ChatRequest
-from ._openai import chat_completions_tools
+from ._tool_schema import function_tools
 from ._transport import (
     AsyncBody,
     Body,
@@ -95,10 +95,6 @@ def ollama_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
     return wire
 
 
-def _tools(tools: tuple[Tool, ...]) -> list[dict[str, Any]]:
-    return chat_completions_tools(tools)
-
-
 class OllamaChatModel:
     """A model served by Ollama, through its native ``/api/chat`` stream.
 
@@ -149,7 +145,7 @@ class OllamaChatModel:
             "stream": True,
         }
         if request.tools:
-            payload["tools"] = _tools(request.tools)
+            payload["tools"] = function_tools(request.tools)
         if self.think is not None:
             payload["think"] = self.think
         options: dict[str, Any] = {}

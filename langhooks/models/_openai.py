@@ -8,31 +8,23 @@ and every failure reaches the handler.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
 
 from typing_extensions import override
 
 from .._messages import ContentPart, LangHooksError, Message, Tool, ToolCall
 from ._base import ChatRequest
 from ._sdk import SDKChatModel
+from ._tool_schema import function_tools, tool_schema
 from ._transport import mapping_items, require, sdk_http_client
 
 __all__ = [
     "OpenAIChatModel",
     "OpenAIResponsesModel",
     "chat_completions_messages",
-    "chat_completions_tools",
     "responses_input",
     "responses_tools",
 ]
-
-_EMPTY_SCHEMA: Final[Mapping[str, Any]] = {"type": "object", "properties": {}}
-
-
-def tool_schema(tool: Tool) -> dict[str, Any]:
-    """A tool's JSON Schema for its arguments (an empty object schema if none)."""
-    return dict(tool.parameters_schema or _EMPTY_SCHEMA)
 
 
 def _unsupported(part: ContentPart, provider: str) -> LangHooksError:
@@ -102,21 +94,6 @@ def chat_completions_messages(messages: tuple[Message, ...]) -> list[dict[str, A
         else:
             wire.append({"role": message.role, "content": _chat_content(message)})
     return wire
-
-
-def chat_completions_tools(tools: tuple[Tool, ...]) -> list[dict[str, Any]]:
-    """``tools`` as Chat Completions function tools."""
-    return [
-        {
-            "type": "function",
-            "function": {
-                "name": tool.name,
-                "description": tool.description,
-                "parameters": tool_schema(tool),
-            },
-        }
-        for tool in tools
-    ]
 
 
 def _responses_content(message: Message) -> str | list[dict[str, Any]]:
@@ -285,7 +262,7 @@ class OpenAIChatModel(_OpenAIModel):
             "stream_options": {"include_usage": True},
         }
         if request.tools:
-            params["tools"] = chat_completions_tools(request.tools)
+            params["tools"] = function_tools(request.tools)
         return self._with_options(params, "max_tokens")
 
 
