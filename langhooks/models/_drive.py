@@ -183,6 +183,12 @@ class _Driver:
                 methods[name] = None
         self._methods: Final = methods
 
+    def _use_adapter(self, adapter: StreamAdapter) -> None:
+        """Take ``adapter``'s actions instead of the format's adapter's, before the
+        first event: ``ScriptedChatModel``'s turns are no wire format, but they are
+        delivered, assembled and cancelled by the same driver."""
+        self._adapter = adapter
+
     def _add_metadata(self, metadata: Mapping[str, Any]) -> None:
         """Add response details learnt after the driver was made (the headers)."""
         self._metadata.update(metadata)
