@@ -279,12 +279,12 @@ class _Driver:
 
     def _accept(self, action: Action) -> _Call | None:
         """Record ``action`` in the response; the handler call it needs, if any."""
-        kind = action[0]
         methods = self._methods
-        if kind is TEXT or kind is THINKING:
-            text: str = action[1]
-            self._append("text" if kind is TEXT else "thinking", text)
-            if kind is TEXT:
+        if action[0] is TEXT or action[0] is THINKING:
+            text = action[1]
+            is_text = action[0] is TEXT
+            self._append("text" if is_text else "thinking", text)
+            if is_text:
                 method = methods["on_partial_response"]
                 if method is None:
                     return None
@@ -301,7 +301,7 @@ class _Driver:
                 (PartialThinking(text=text), self._thinking_context),
                 method[1],
             )
-        if kind is TOOL_PARTIAL:
+        if action[0] is TOOL_PARTIAL:
             method = methods["on_partial_tool_call"]
             if method is None:
                 return None
@@ -312,8 +312,8 @@ class _Driver:
                 partial_arguments=action[4],
             )
             return (method[0], (partial, self._tool_context), method[1])
-        if kind is TOOL_COMPLETE:
-            call: ToolCall = action[1]
+        if action[0] is TOOL_COMPLETE:
+            call = action[1]
             self._tool_calls.append(call)
             method = methods["on_complete_tool_call"]
             if method is None:

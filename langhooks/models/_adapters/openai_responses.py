@@ -43,6 +43,7 @@ from ._base import (
     UNMAPPED,
     Action,
     StreamAdapter,
+    ToolPartialAction,
     ToolSlot,
     WireEvent,
     malformed,
@@ -300,7 +301,13 @@ def _restated(slot: ToolSlot, arguments: str | None) -> list[Action]:
     if arguments.startswith(sent):
         rest = arguments[len(sent) :]
         slot.pieces.append(rest)
-        partial = (TOOL_PARTIAL, slot.index, slot.call_id, slot.name, rest)
+        partial: ToolPartialAction = (
+            TOOL_PARTIAL,
+            slot.index,
+            slot.call_id,
+            slot.name,
+            rest,
+        )
         return [partial, slot.finish()]
     try:
         same = json.loads(sent) == json.loads(arguments)
