@@ -469,3 +469,21 @@ class TestCrossThreadCancel:
         streaming.join(_PATIENCE)
         assert not cancelling.is_alive()
         assert not streaming.is_alive()
+
+    def test_iterate_stream_left_while_the_stream_waits(self) -> None:
+        """Leaving iterate_stream while its stream waits for room does not deadlock
+        (cancel() waits for the callback in progress, which waits for room)."""
+        text = " ".join(f"w{i}" for i in range(5000))
+        model = ScriptedChatModel([ScriptedTurn(text=text)])
+        left = threading.Event()
+
+        def consume() -> None:
+            with lh.iterate_stream(model, REQUEST) as items:
+                for _ in items:
+                    threading.Event().wait(0.05)  # the stream fills the buffer
+                    break
+            left.set()
+
+        thread = threading.Thread(target=consume, daemon=True)
+        thread.start()
+        assert left.wait(_PATIENCE)
