@@ -133,6 +133,11 @@ class ChainCallbackHandler(HandlerBase, _langhooks_interface=True):
 
         ``model`` is the model about to be called (the chain's own or a fallback).
         Each attempt ends with ``on_llm_call_complete`` or ``on_llm_error``.
+
+        Runs in the attempt's own copy of the context, where the model then runs,
+        with the run's invocation current: what it sets in a context variable (the
+        current tracing span) is seen by the model's code during this attempt and
+        by nothing after it.
         """
 
     def on_llm_call_complete(self, chain: LLMChain, response: ChatResponse, /) -> None:

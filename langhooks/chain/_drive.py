@@ -5,17 +5,20 @@ Each advances the run's generator, performs the operation it yielded (deliver an
 event, stream a model call, sleep, execute tools) and sends the result back, or
 throws a model's ``LangHooksError`` or a handler's fault into it. Handlers are
 called through ``HandlerWithoutInvocation`` except ``on_tool_pre_execution``, which
-runs where the tool runs (``_execute``).
+runs where the tool runs (``_execute``), and ``on_llm_call_start``, which runs in
+the model attempt's own copy of the context, before the model streams there.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._chain_callbacks import ChainCallbackHandler
 from .._compose import AsyncCompositeChainHandler, CompositeChainHandler
-from .._messages import LangHooksError
+from .._messages import ChatResponse, LangHooksError
 from .._wrappers import HandlerWithoutInvocation
 from ._bridge import (
     AsyncBridge,
@@ -85,6 +88,19 @@ def drive_sync(chain: LLMChain, run: Run, steps: Steps[RunResult]) -> RunResult:
                 return index, fault
         return None
 
+    def attempt(op: Stream) -> tuple[ChatResponse, BridgeState]:
+        # In the attempt's own context: what on_llm_call_start sets is seen by the
+        # model's code and by nothing after the attempt.
+        deliver_sync(pre, op.start)
+        state = BridgeState(run)
+        try:
+            response = op.model.stream(op.request, SyncBridge(state, handlers))
+        except (LangHooksError, HandlerFault):
+            raise
+        except Exception as exc:
+            raise model_failure(op.model, exc) from exc
+        return checked_response(op.model, response), state
+
     def perform(op: Op) -> Any:
         if isinstance(op, Fire):
             if not op.skip:
@@ -95,14 +111,7 @@ def drive_sync(chain: LLMChain, run: Run, steps: Steps[RunResult]) -> RunResult:
         if isinstance(op, Complete):
             return complete(op)
         if isinstance(op, Stream):
-            state = BridgeState(run)
-            try:
-                response = op.model.stream(op.request, SyncBridge(state, handlers))
-            except (LangHooksError, HandlerFault):
-                raise
-            except Exception as exc:
-                raise model_failure(op.model, exc) from exc
-            return checked_response(op.model, response), state
+            return contextvars.copy_context().run(attempt, op)
         if isinstance(op, Sleep):
             run.policy.sleep(op.seconds)
             return None
@@ -149,6 +158,17 @@ async def drive_async(chain: LLMChain, run: Run, steps: Steps[RunResult]) -> Run
                 return index, fault
         return None
 
+    async def attempt(op: Stream) -> tuple[ChatResponse, BridgeState]:
+        await deliver_async(pre, op.start)
+        state = BridgeState(run)
+        try:
+            response = await op.model.astream(op.request, AsyncBridge(state, handlers))
+        except (LangHooksError, HandlerFault):
+            raise
+        except Exception as exc:
+            raise model_failure(op.model, exc) from exc
+        return checked_response(op.model, response), state
+
     async def perform(op: Op) -> Any:
         if isinstance(op, Fire):
             if not op.skip:
@@ -159,16 +179,8 @@ async def drive_async(chain: LLMChain, run: Run, steps: Steps[RunResult]) -> Run
         if isinstance(op, Complete):
             return await complete(op)
         if isinstance(op, Stream):
-            state = BridgeState(run)
-            try:
-                response = await op.model.astream(
-                    op.request, AsyncBridge(state, handlers)
-                )
-            except (LangHooksError, HandlerFault):
-                raise
-            except Exception as exc:
-                raise model_failure(op.model, exc) from exc
-            return checked_response(op.model, response), state
+            # A task of its own copies the context, as for a tool call.
+            return await asyncio.create_task(attempt(op))
         if isinstance(op, Sleep):
             await run.policy.async_sleep(op.seconds)
             return None

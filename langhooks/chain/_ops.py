@@ -105,10 +105,17 @@ class Complete:
 @final
 @attrs.frozen
 class Stream:
-    """Stream one model call; the result is ``(response, bridge state)``."""
+    """One model attempt: in its own copy of the context, deliver ``start``
+    (``on_llm_call_start``) there, then stream the call; the result is
+    ``(response, bridge state)``.
+
+    What ``start`` sets in a context variable (the current tracing span) is seen
+    by the model's code during this attempt and by nothing after it.
+    """
 
     model: ChatModel
     request: ChatRequest
+    start: Fire
 
 
 @final

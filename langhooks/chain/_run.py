@@ -239,9 +239,9 @@ class Run:
                 request = ChatRequest(
                     messages=self.chain.messages, tools=self.chain.tools
                 )
-                yield fire(_H.on_llm_call_start, self.chain, model, request)
+                start = fire(_H.on_llm_call_start, self.chain, model, request)
                 try:
-                    response, stream = yield Stream(model, request)
+                    response, stream = yield Stream(model, request, start)
                 except LangHooksError as error:
                     last = error
                     delay = yield from self.after_failed_call(attempt, error)
