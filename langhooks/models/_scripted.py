@@ -161,12 +161,12 @@ class _ScriptedAdapter(StreamAdapter):
             return [(THINKING, event["text"])]
         if kind == "text":
             return [(TEXT, event["text"])]
-        call: ToolCall = event.get("call")  # type: ignore[assignment]  # see _events
         if kind == "fragment":
-            piece = event["piece"]
-            return [(TOOL_PARTIAL, event["index"], call.call_id, call.name, piece)]
+            call = event["call"]
+            index, piece = event["index"], event["piece"]
+            return [(TOOL_PARTIAL, index, call.call_id, call.name, piece)]
         if kind == "complete":
-            return [(TOOL_COMPLETE, call)]
+            return [(TOOL_COMPLETE, event["call"])]
         # The end: the driver reports TOOL_EXECUTION when calls completed.
         self.finish_reason = FinishReason.STOP
         self.done = True
