@@ -1,6 +1,8 @@
 """langhooks: typed, class-based event handlers for LLM applications."""
 
-from ._background import in_background
+from importlib import import_module as _import_module
+from typing import TYPE_CHECKING
+
 from ._chain_callbacks import (
     Allow,
     AsyncChainCallbackHandler,
@@ -25,7 +27,6 @@ from ._functions import (
     streaming_callbacks,
 )
 from ._invocation import Invocation, current_invocation, invocation
-from ._iterate import StreamEvent, aiterate_stream, iterate_stream
 from ._messages import (
     ChatResponse,
     CompleteToolCall,
@@ -60,6 +61,11 @@ from ._wrappers import (
     filtered,
     isolate,
 )
+
+if TYPE_CHECKING:
+    from ._background import in_background
+    from ._iterate import StreamEvent, aiterate_stream, iterate_stream
+del TYPE_CHECKING
 
 __all__ = [
     "Allow",
@@ -115,3 +121,42 @@ __all__ = [
     "iterate_stream",
     "streaming_callbacks",
 ]
+
+# Names whose modules need asyncio (and its ssl, socket, subprocess and
+# concurrent.futures): loaded on first use, so ``import langhooks`` and a plain sync
+# handler do not pay for them. Type checkers read the imports above.
+_LAZY: dict[str, str] = {
+    "StreamEvent": "._iterate",
+    "aiterate_stream": "._iterate",
+    "in_background": "._background",
+    "iterate_stream": "._iterate",
+}
+
+
+def __getattr__(name: str) -> object:
+    """Import a lazily loaded public name on first use (PEP 562).
+
+    Args:
+        name: The attribute looked up on the package.
+
+    Returns:
+        The public object of that name.
+
+    Raises:
+        AttributeError: ``name`` is not a lazily loaded public name.
+    """
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'langhooks' has no attribute {name!r}")
+    value = getattr(_import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The package's attributes, lazily loaded public names included.
+
+    Returns:
+        Every attribute name, sorted.
+    """
+    return sorted({*globals(), *__all__})

@@ -35,6 +35,7 @@ from ._messages import (
     Tool,
     ToolContext,
 )
+from ._model import ChatModel, ChatRequest
 from ._records import EventRecord
 from ._streaming import (
     AsyncStreamingChatResponseHandler,
@@ -45,7 +46,6 @@ from ._streaming import (
     StreamingHandle,
 )
 from .chain._chain import LLMChain, RunResult, run_result
-from .models._base import ChatModel, ChatRequest
 
 __all__ = [
     "EventRecord",

@@ -26,6 +26,7 @@ from ._messages import (
     PartialThinking,
     PartialToolCall,
 )
+from ._model import ChatModel, ChatRequest
 from ._streaming import (
     AsyncStreamingChatResponseHandler,
     PartialResponseContext,
@@ -34,7 +35,6 @@ from ._streaming import (
     StreamingChatResponseHandler,
     StreamingHandle,
 )
-from .models._base import ChatModel, ChatRequest
 
 __all__ = ["StreamEvent", "aiterate_stream", "iterate_stream"]
 

@@ -8,7 +8,6 @@ the events the wrapped handler handles: an event it does not override stays free
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import logging
 import threading
@@ -28,6 +27,9 @@ from typing import (
 )
 
 from typing_extensions import override
+
+if TYPE_CHECKING:
+    import asyncio
 
 from ._chain_callbacks import (
     AsyncChainCallbackHandler,
@@ -465,6 +467,8 @@ class Synchronized(_Wrapper):
         guard = threading.Lock()
 
         def loop_lock() -> asyncio.Lock:
+            import asyncio  # only an async method gets here: asyncio is loaded
+
             loop = asyncio.get_running_loop()
             with guard:
                 async_lock = async_locks.get(loop)

@@ -30,13 +30,13 @@ from ._messages import (
     ToolCall,
     ToolResult,
 )
+from ._model import ChatModel, ChatRequest
 from ._streaming import (
     PartialResponseContext,
     PartialThinkingContext,
     PartialToolCallContext,
     StreamingChatResponseHandler,
 )
-from .models._base import ChatModel, ChatRequest
 from .models._scripted import ScriptedChatModel, ScriptedTurn
 
 if TYPE_CHECKING:

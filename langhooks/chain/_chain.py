@@ -26,7 +26,7 @@ from .._messages import (
     message_tuple,
     tool_tuple,
 )
-from ..models._base import ChatModel
+from .._model import ChatModel
 from ._decision import Decision, RetryPolicy
 from ._processors import MessageProcessor, processor_tuple
 from ._runtime import (

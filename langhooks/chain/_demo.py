@@ -31,7 +31,7 @@ from ._decision import Decision
 
 if TYPE_CHECKING:
     from .._chain_callbacks import ReviewDecision
-    from ..models._base import ChatModel
+    from .._model import ChatModel
 
 __all__ = ["add_arguments", "run"]
 

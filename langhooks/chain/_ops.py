@@ -22,7 +22,7 @@ from .._messages import LangHooksError, Tool, ToolCall
 from ._tool_results import describe
 
 if TYPE_CHECKING:
-    from ..models._base import ChatModel, ChatRequest
+    from .._model import ChatModel, ChatRequest
     from ._chain import LLMChain, RunResult
 
 __all__ = [

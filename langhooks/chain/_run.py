@@ -23,7 +23,7 @@ from .._messages import (
     ToolContext,
     ToolResult,
 )
-from ..models._base import ChatRequest
+from .._model import ChatRequest
 from ._batch import ToolBatch
 from ._decision import Decision, RetryPolicy
 from ._ops import (

@@ -1,7 +1,7 @@
 """Chat models: the ``ChatModel`` protocol, the scripted model and provider models."""
 
+from .._model import ChatModel, ChatRequest
 from ._anthropic import AnthropicChatModel
-from ._base import ChatModel, ChatRequest
 from ._drive import STREAM_FORMATS, AsyncStreamDriver, StreamDriver, StreamFormat
 from ._ollama import OllamaChatModel
 from ._openai import OpenAIChatModel, OpenAIResponsesModel

@@ -7,12 +7,12 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any, Final, Literal, cast
 
 from .._messages import ChatResponse, LangHooksError, Message
+from .._model import ChatRequest
 from .._streaming import (
     AsyncStreamingChatResponseHandler,
     StreamingChatResponseHandler,
     StreamingHandle,
 )
-from ._base import ChatRequest
 from ._tool_schema import function_tools
 from ._transport import (
     AsyncBody,

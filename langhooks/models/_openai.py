@@ -13,7 +13,7 @@ from typing import Any
 from typing_extensions import override
 
 from .._messages import ContentPart, LangHooksError, Message, Tool, ToolCall
-from ._base import ChatRequest
+from .._model import ChatRequest
 from ._sdk import SDKChatModel
 from ._tool_schema import function_tools, tool_schema
 from ._transport import mapping_items, require, sdk_http_client

@@ -32,6 +32,7 @@ from .._messages import (
     ToolCall,
     _frozen_mapping,
 )
+from .._model import ChatRequest
 from .._streaming import (
     AsyncStreamingChatResponseHandler,
     StreamingChatResponseHandler,
@@ -45,7 +46,6 @@ from ._adapters._base import (
     Action,
     StreamAdapter,
 )
-from ._base import ChatRequest
 from ._drive import AsyncStreamDriver, StreamDriver
 
 __all__ = ["ScriptedChatModel", "ScriptedTurn"]

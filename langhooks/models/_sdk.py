@@ -13,12 +13,12 @@ from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Any, ClassVar, Final, cast
 
 from .._messages import ChatResponse
+from .._model import ChatRequest
 from .._streaming import (
     AsyncStreamingChatResponseHandler,
     StreamingChatResponseHandler,
     StreamingHandle,
 )
-from ._base import ChatRequest
 from ._drive import StreamFormat
 from ._transport import AsyncBody, Body, arun_stream, model_name, run_stream
 

@@ -1,4 +1,8 @@
-"""The model protocol every chat model implements, and its request type."""
+"""The model protocol every chat model implements, and its request type.
+
+In the core (not in ``langhooks.models``) so the runtime, the streams and
+``langhooks.testing`` depend on the protocol without loading the provider models.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,8 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
-from .._messages import ChatResponse, Message, Tool, message_tuple, tool_tuple
-from .._streaming import (
+from ._messages import ChatResponse, Message, Tool, message_tuple, tool_tuple
+from ._streaming import (
     AsyncStreamingChatResponseHandler,
     StreamingChatResponseHandler,
     StreamingHandle,
