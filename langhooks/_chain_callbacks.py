@@ -25,13 +25,13 @@ from ._messages import (
     _arguments,
     _custom_context,
     _frozen_mapping,
-    _instance_of,
     _reduce,
 )
+from ._validators import instance_of
 
 if TYPE_CHECKING:
+    from ._model import ChatModel, ChatRequest
     from .chain import LLMChain, RunResult
-    from .models import ChatModel, ChatRequest
 
 __all__ = [
     "Allow",
@@ -65,7 +65,7 @@ class Deny:
     A denial is not a failure: its result has ``is_error=False``.
     """
 
-    reason: str = attrs.field(validator=_instance_of(str))
+    reason: str = attrs.field(validator=instance_of(str))
 
 
 def _data(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -80,7 +80,7 @@ class Interrupt:
     resume with ``LLMChain.execute_tool_calls_with_decisions``.
     """
 
-    message: str = attrs.field(validator=_instance_of(str))
+    message: str = attrs.field(validator=instance_of(str))
     data: Mapping[str, Any] = attrs.field(factory=dict, converter=_data)
 
     __reduce__ = _reduce

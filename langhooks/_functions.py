@@ -52,8 +52,8 @@ from ._streaming import (
 )
 
 if TYPE_CHECKING:
+    from ._model import ChatModel, ChatRequest
     from .chain import LLMChain, RunResult
-    from .models import ChatModel, ChatRequest
 
 __all__ = [
     "AsyncChainCallbackFunctions",

@@ -17,7 +17,8 @@ from typing import Any, Final
 
 import attrs
 
-from ._messages import _custom_context, _instance_of, _reduce
+from ._messages import _custom_context, _reduce
+from ._validators import instance_of
 
 __all__ = ["Invocation", "current_invocation", "entered", "invocation"]
 
@@ -35,7 +36,7 @@ class Invocation:
     """
 
     id: str = attrs.field(factory=lambda: uuid.uuid4().hex)
-    name: str = attrs.field(validator=_instance_of(str))
+    name: str = attrs.field(validator=instance_of(str))
     parent_id: str | None = None
     custom_context: Mapping[str, Any] = attrs.field(
         factory=dict, converter=_custom_context

@@ -19,6 +19,14 @@ import attrs
 from typing_extensions import override
 
 from ._handler import arity_problem
+from ._validators import (
+    callable_value,
+    count,
+    instance_of,
+    non_empty_str,
+    one_of,
+    optional_str,
+)
 
 if TYPE_CHECKING:
     from ._invocation import Invocation
@@ -87,50 +95,6 @@ _EMPTY: Final[Mapping[str, Any]] = types.MappingProxyType({})
 _T = TypeVar("_T")
 
 
-def _one_of(
-    allowed: frozenset[str],
-) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
-    def check(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-        if value not in allowed:
-            raise ValueError(
-                f"{attribute.name} must be one of {sorted(allowed)}, got {value!r}"
-            )
-
-    return check
-
-
-def _instance_of(
-    kind: type, *, optional: bool = False
-) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
-    """Like ``attrs.validators.instance_of`` (or ``optional(...)``), with a
-    one-sentence message: "message must be a Message, got str"."""
-    article = "an" if kind.__name__[0] in "AEIOUaeiou" else "a"
-    expected = f"{article} {kind.__name__}{' or None' if optional else ''}"
-
-    def check(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-        if not isinstance(value, kind) and not (optional and value is None):
-            raise TypeError(
-                f"{attribute.name} must be {expected}, got {type(value).__name__}"
-            )
-
-    return check
-
-
-def _non_empty_str(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{attribute.name} must be a non-empty str, got {value!r}")
-
-
-def _optional_str(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and not isinstance(value, str):
-        raise TypeError(f"{attribute.name} must be a str or None, got {value!r}")
-
-
-def _count(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{attribute.name} must be a non-negative int, got {value!r}")
-
-
 def _reduce(self: Any) -> str | tuple[Any, ...]:
     """``__reduce__`` for value types with read-only mapping fields.
 
@@ -182,8 +146,8 @@ class ContentPart:
         content: the text, or the URL / reference for media parts.
     """
 
-    type: ContentType = attrs.field(validator=_one_of(_CONTENT_TYPES))
-    content: str = attrs.field(validator=_instance_of(str))
+    type: ContentType = attrs.field(validator=one_of(_CONTENT_TYPES))
+    content: str = attrs.field(validator=instance_of(str))
 
     @classmethod
     def text(cls, content: str) -> ContentPart:
@@ -241,11 +205,11 @@ class ToolCall:
         display_text: a human-readable label for the call, if any.
     """
 
-    call_id: str = attrs.field(validator=_non_empty_str)
-    name: str = attrs.field(validator=_non_empty_str)
+    call_id: str = attrs.field(validator=non_empty_str)
+    name: str = attrs.field(validator=non_empty_str)
     arguments: Mapping[str, Any] = attrs.field(factory=dict, converter=_arguments)
-    index: int = attrs.field(default=0, validator=_count)
-    display_text: str | None = attrs.field(default=None, validator=_optional_str)
+    index: int = attrs.field(default=0, validator=count)
+    display_text: str | None = attrs.field(default=None, validator=optional_str)
 
 
 @attrs.frozen(kw_only=True)
@@ -264,10 +228,10 @@ class ToolResult:
         exception: the exception the tool raised, if any. Never sent to a model.
     """
 
-    tool_call_id: str = attrs.field(validator=_non_empty_str)
-    name: str = attrs.field(validator=_non_empty_str)
+    tool_call_id: str = attrs.field(validator=non_empty_str)
+    name: str = attrs.field(validator=non_empty_str)
     content: tuple[ContentPart, ...] = attrs.field(default=(), converter=_content)
-    display_text: str | None = attrs.field(default=None, validator=_optional_str)
+    display_text: str | None = attrs.field(default=None, validator=optional_str)
     is_error: bool = False
     is_interrupt: bool = False
     interrupt_data: Mapping[str, Any] | None = None
@@ -302,15 +266,13 @@ class Message:
         metadata: provider details (response id, headers, signatures, ...).
     """
 
-    role: Role = attrs.field(validator=_one_of(_ROLES))
+    role: Role = attrs.field(validator=one_of(_ROLES))
     content: tuple[ContentPart, ...] = attrs.field(default=(), converter=_content)
     tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=_tool_calls)
     tool_results: tuple[ToolResult, ...] = attrs.field(
         default=(), converter=_tool_results
     )
-    status: MessageStatus = attrs.field(
-        default="complete", validator=_one_of(_STATUSES)
-    )
+    status: MessageStatus = attrs.field(default="complete", validator=one_of(_STATUSES))
     metadata: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_metadata)
 
     __reduce__ = _reduce
@@ -399,18 +361,18 @@ class PartialToolCall:
             on the fragment that announces the call).
     """
 
-    index: int = attrs.field(validator=_count)
-    id: str | None = attrs.field(validator=_optional_str)
-    name: str = attrs.field(validator=_non_empty_str)
-    partial_arguments: str = attrs.field(validator=_instance_of(str))
+    index: int = attrs.field(validator=count)
+    id: str | None = attrs.field(validator=optional_str)
+    name: str = attrs.field(validator=non_empty_str)
+    partial_arguments: str = attrs.field(validator=instance_of(str))
 
 
 @attrs.frozen(kw_only=True)
 class CompleteToolCall:
     """A tool call whose arguments have all arrived and parsed."""
 
-    index: int = attrs.field(validator=_count)
-    tool_call: ToolCall = attrs.field(validator=_instance_of(ToolCall))
+    index: int = attrs.field(validator=count)
+    tool_call: ToolCall = attrs.field(validator=instance_of(ToolCall))
 
 
 @attrs.frozen(kw_only=True)
@@ -425,8 +387,8 @@ class TokenUsage:
             Anthropic's ``message_delta`` reports them), so merging replaces.
     """
 
-    input_tokens: int = attrs.field(default=0, validator=_count)
-    output_tokens: int = attrs.field(default=0, validator=_count)
+    input_tokens: int = attrs.field(default=0, validator=count)
+    output_tokens: int = attrs.field(default=0, validator=count)
     raw: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_raw)
     cumulative: bool = False
 
@@ -483,15 +445,15 @@ class MessageDelta:
         status: the message's status when this increment ends it.
     """
 
-    text: str = attrs.field(default="", validator=_instance_of(str))
-    thinking: str = attrs.field(default="", validator=_instance_of(str))
+    text: str = attrs.field(default="", validator=instance_of(str))
+    thinking: str = attrs.field(default="", validator=instance_of(str))
     tool_call: PartialToolCall | None = attrs.field(
         default=None,
-        validator=_instance_of(PartialToolCall, optional=True),
+        validator=instance_of(PartialToolCall, optional=True),
     )
     usage: TokenUsage | None = attrs.field(
         default=None,
-        validator=_instance_of(TokenUsage, optional=True),
+        validator=instance_of(TokenUsage, optional=True),
     )
     status: MessageStatus | None = attrs.field(default=None, validator=_optional_status)
 
@@ -532,16 +494,16 @@ class ChatResponse:
             the model saw them.
     """
 
-    message: Message = attrs.field(validator=_instance_of(Message))
-    id: str | None = attrs.field(default=None, validator=_optional_str)
-    model_name: str | None = attrs.field(default=None, validator=_optional_str)
+    message: Message = attrs.field(validator=instance_of(Message))
+    id: str | None = attrs.field(default=None, validator=optional_str)
+    model_name: str | None = attrs.field(default=None, validator=optional_str)
     token_usage: TokenUsage | None = attrs.field(
         default=None,
-        validator=_instance_of(TokenUsage, optional=True),
+        validator=instance_of(TokenUsage, optional=True),
     )
     finish_reason: FinishReason | None = attrs.field(
         default=None,
-        validator=_instance_of(FinishReason, optional=True),
+        validator=instance_of(FinishReason, optional=True),
     )
     metadata: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_metadata)
 
@@ -688,11 +650,6 @@ def _tool_name(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> N
         )
 
 
-def _callable(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if not callable(value):
-        raise TypeError(f"{attribute.name} must be callable, got {value!r}")
-
-
 def _tool_function(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     problem = arity_problem(value, 2)
     if problem is not None:
@@ -721,15 +678,13 @@ class Tool:
     """
 
     name: str = attrs.field(validator=_tool_name)
-    function: ToolFunction = attrs.field(validator=[_callable, _tool_function])
-    description: str = attrs.field(
-        default="", kw_only=True, validator=_instance_of(str)
-    )
+    function: ToolFunction = attrs.field(validator=[callable_value, _tool_function])
+    description: str = attrs.field(default="", kw_only=True, validator=instance_of(str))
     parameters_schema: Mapping[str, Any] | None = attrs.field(
         default=None, kw_only=True, converter=_schema
     )
     display_text: str | None = attrs.field(
-        default=None, kw_only=True, validator=_optional_str
+        default=None, kw_only=True, validator=optional_str
     )
     concurrent: bool = attrs.field(default=False, kw_only=True)
 

@@ -12,14 +12,10 @@ from typing import Any
 
 import attrs
 
-from ._messages import _count, _frozen_mapping, _instance_of, _non_empty_str, _reduce
+from ._messages import _frozen_mapping, _reduce
+from ._validators import count, instance_of, non_empty_str, optional_str
 
 __all__ = ["EventRecord"]
-
-
-def _optional_id(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and not isinstance(value, str):
-        raise TypeError(f"{attribute.name} must be a str or None, got {value!r}")
 
 
 def _payload(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -43,14 +39,14 @@ class EventRecord:
             ``langhooks.codec`` (JSON data).
     """
 
-    seq: int = attrs.field(validator=_count)
-    event: str = attrs.field(validator=_non_empty_str)
-    run_id: str | None = attrs.field(default=None, validator=_optional_id)
-    invocation_id: str | None = attrs.field(default=None, validator=_optional_id)
-    parent_id: str | None = attrs.field(default=None, validator=_optional_id)
+    seq: int = attrs.field(validator=count)
+    event: str = attrs.field(validator=non_empty_str)
+    run_id: str | None = attrs.field(default=None, validator=optional_str)
+    invocation_id: str | None = attrs.field(default=None, validator=optional_str)
+    parent_id: str | None = attrs.field(default=None, validator=optional_str)
     time: datetime.datetime = attrs.field(
         factory=lambda: datetime.datetime.now(datetime.UTC),
-        validator=_instance_of(datetime.datetime),
+        validator=instance_of(datetime.datetime),
     )
     payload: Mapping[str, Any] = attrs.field(factory=dict, converter=_payload)
 

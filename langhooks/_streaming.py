@@ -31,8 +31,8 @@ from ._messages import (
     PartialResponse,
     PartialThinking,
     PartialToolCall,
-    _instance_of,
 )
+from ._validators import instance_of
 
 __all__ = [
     "AsyncStreamingChatResponseHandler",
@@ -125,21 +125,21 @@ def _run_cancel_callback(callback: Callable[[], object]) -> None:
 class PartialResponseContext:
     """Passed with each ``PartialResponse``: the stream's cancel handle."""
 
-    handle: StreamingHandle = attrs.field(validator=_instance_of(StreamingHandle))
+    handle: StreamingHandle = attrs.field(validator=instance_of(StreamingHandle))
 
 
 @attrs.frozen(kw_only=True)
 class PartialThinkingContext:
     """Passed with each ``PartialThinking``: the stream's cancel handle."""
 
-    handle: StreamingHandle = attrs.field(validator=_instance_of(StreamingHandle))
+    handle: StreamingHandle = attrs.field(validator=instance_of(StreamingHandle))
 
 
 @attrs.frozen(kw_only=True)
 class PartialToolCallContext:
     """Passed with each ``PartialToolCall``: the stream's cancel handle."""
 
-    handle: StreamingHandle = attrs.field(validator=_instance_of(StreamingHandle))
+    handle: StreamingHandle = attrs.field(validator=instance_of(StreamingHandle))
 
 
 class StreamingChatResponseHandler(HandlerBase, _langhooks_interface=True):

@@ -22,11 +22,11 @@ from .._messages import (
     ToolCall,
     ToolResult,
     _frozen_mapping,
-    _instance_of,
     message_tuple,
     tool_tuple,
 )
 from .._model import ChatModel
+from .._validators import count, instance_of, positive_int
 from ._decision import Decision, RetryPolicy
 from ._processors import MessageProcessor, processor_tuple
 from ._runtime import (
@@ -83,16 +83,6 @@ def _models(values: Iterable[ChatModel]) -> tuple[ChatModel, ...]:
     return models
 
 
-def _positive(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{attribute.name} must be an int >= 1, got {value!r}")
-
-
-def _count(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{attribute.name} must be an int >= 0, got {value!r}")
-
-
 @attrs.frozen(kw_only=True)
 class LLMChain:
     """An immutable conversation with a model, its tools and its handlers.
@@ -129,8 +119,8 @@ class LLMChain:
     custom_context: Mapping[str, Any] = attrs.field(
         default=None, converter=_frozen_mapping
     )
-    max_retry_count: int = attrs.field(default=3, validator=_positive)
-    current_failure_count: int = attrs.field(default=0, validator=_count)
+    max_retry_count: int = attrs.field(default=3, validator=positive_int)
+    current_failure_count: int = attrs.field(default=0, validator=count)
     fallbacks: tuple[ChatModel, ...] = attrs.field(default=(), converter=_models)
     retry: RetryPolicy | None = attrs.field(
         default=None,
@@ -582,7 +572,7 @@ class InterruptedResult(_RunResultBase):
         default="interrupted", validator=_status_is("interrupted")
     )
     chain: LLMChain
-    interrupt_data: Mapping[str, Any] = attrs.field(validator=_instance_of(Mapping))
+    interrupt_data: Mapping[str, Any] = attrs.field(validator=instance_of(Mapping))
     error: None = attrs.field(default=None, validator=_none_unless("error"))
 
 
@@ -604,7 +594,7 @@ class ErrorResult(_RunResultBase):
     interrupt_data: None = attrs.field(
         default=None, validator=_none_unless("interrupted")
     )
-    error: LangHooksError = attrs.field(validator=_instance_of(LangHooksError))
+    error: LangHooksError = attrs.field(validator=instance_of(LangHooksError))
 
 
 _BY_STATUS: dict[str, type[_RunResultBase]] = {

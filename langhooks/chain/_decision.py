@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import math
 import random
-import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Literal
@@ -13,6 +11,7 @@ from typing import Any, Literal
 import attrs
 
 from .._messages import _ERROR_TYPES, LangHooksError, _arguments
+from .._validators import fraction, non_negative, positive_int, sleepable
 
 __all__ = ["Decision", "RetryPolicy"]
 
@@ -89,36 +88,6 @@ def _error_types(values: Iterable[str]) -> frozenset[str]:
     return types
 
 
-def _positive_int(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{attribute.name} must be an int >= 1, got {value!r}")
-
-
-def _non_negative(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{attribute.name} must be a number >= 0, got {value!r}")
-    if not 0 <= value < math.inf:  # also rejects NaN
-        raise ValueError(
-            f"{attribute.name} must be a number >= 0 and finite, got {value!r}"
-        )
-
-
-def _sleepable(_instance: Any, attribute: attrs.Attribute[Any], value: float) -> None:
-    # time.sleep overflows past this, which must not make a retry raise out of run().
-    if value > threading.TIMEOUT_MAX:
-        raise ValueError(
-            f"{attribute.name} must be at most {threading.TIMEOUT_MAX:g} seconds "
-            f"(the longest wait this platform can make), got {value!r}"
-        )
-
-
-def _fraction(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{attribute.name} must be a number in [0, 1], got {value!r}")
-    if not 0 <= value <= 1:
-        raise ValueError(f"{attribute.name} must be in [0, 1], got {value!r}")
-
-
 @attrs.frozen(kw_only=True)
 class RetryPolicy:
     """How a run retries a failed model call before failing over.
@@ -147,11 +116,11 @@ class RetryPolicy:
         random: a source of floats in [0, 1) for the jitter.
     """
 
-    max_attempts: int = attrs.field(default=2, validator=_positive_int)
-    initial_delay: float = attrs.field(default=0.5, validator=_non_negative)
-    multiplier: float = attrs.field(default=2.0, validator=_non_negative)
-    max_delay: float = attrs.field(default=30.0, validator=[_non_negative, _sleepable])
-    jitter: float = attrs.field(default=0.2, validator=_fraction)
+    max_attempts: int = attrs.field(default=2, validator=positive_int)
+    initial_delay: float = attrs.field(default=0.5, validator=non_negative)
+    multiplier: float = attrs.field(default=2.0, validator=non_negative)
+    max_delay: float = attrs.field(default=30.0, validator=[non_negative, sleepable])
+    jitter: float = attrs.field(default=0.2, validator=fraction)
     retry_types: frozenset[str] = attrs.field(
         default=frozenset(), converter=_error_types
     )
