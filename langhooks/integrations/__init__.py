@@ -1,0 +1,1 @@
+"""Integrations with tools users already run; each module imports its optional library."""
