@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 from langhooks import __version__
+
+# The docs' own extension: pictures drawn at build time (docs/_ext/lh_diagrams.py).
+sys.path.insert(0, str(Path(__file__).parent / "_ext"))
 
 project = "langhooks"
 author = "The langhooks developers"
@@ -15,7 +21,10 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
     "sphinx.ext.viewcode",
+    "lh_diagrams",
 ]
+lh_firing_order_pages = ["guide/runtime"]
+html_static_path = ["_static"]
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 root_doc = "index"
 exclude_patterns = ["_build"]

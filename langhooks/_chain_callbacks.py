@@ -14,6 +14,7 @@ import attrs
 
 from ._handler import HandlerBase
 from ._messages import (
+    ChatResponse,
     LangHooksError,
     Message,
     MessageDelta,
@@ -25,10 +26,12 @@ from ._messages import (
     _custom_context,
     _frozen_mapping,
     _instance_of,
+    _reduce,
 )
 
 if TYPE_CHECKING:
     from .chain import LLMChain, RunResult
+    from .models import ChatModel, ChatRequest
 
 __all__ = [
     "Allow",
@@ -79,6 +82,8 @@ class Interrupt:
     message: str = attrs.field(validator=_instance_of(str))
     data: Mapping[str, Any] = attrs.field(factory=dict, converter=_data)
 
+    __reduce__ = _reduce
+
 
 ReviewDecision: TypeAlias = Allow | UpdateArguments | Deny | Interrupt
 
@@ -101,6 +106,8 @@ class ReviewContext:
         factory=dict, converter=_custom_context
     )
 
+    __reduce__ = _reduce
+
 
 class ChainCallbackHandler(HandlerBase, _langhooks_interface=True):
     """Receives a chain run's events. Override the methods you need.
@@ -118,6 +125,21 @@ class ChainCallbackHandler(HandlerBase, _langhooks_interface=True):
 
     def on_run_start(self, chain: LLMChain, /) -> None:
         """A run began. The first event of every run."""
+
+    def on_llm_call_start(
+        self, chain: LLMChain, model: ChatModel, request: ChatRequest, /
+    ) -> None:
+        """A model attempt begins: before every call, each retry and fallback too.
+
+        ``model`` is the model about to be called (the chain's own or a fallback).
+        Each attempt ends with ``on_llm_call_complete`` or ``on_llm_error``.
+        """
+
+    def on_llm_call_complete(self, chain: LLMChain, response: ChatResponse, /) -> None:
+        """A model attempt succeeded; fires before its message is processed.
+
+        ``response`` carries the response's id, model name, usage and finish reason.
+        """
 
     def on_llm_new_delta(
         self, chain: LLMChain, deltas: Sequence[MessageDelta], /
@@ -231,6 +253,16 @@ class AsyncChainCallbackHandler(HandlerBase, _langhooks_interface=True):
 
     async def on_run_start(self, chain: LLMChain, /) -> None:
         """A run began. The first event of every run."""
+
+    async def on_llm_call_start(
+        self, chain: LLMChain, model: ChatModel, request: ChatRequest, /
+    ) -> None:
+        """A model attempt begins: before every call, each retry and fallback too."""
+
+    async def on_llm_call_complete(
+        self, chain: LLMChain, response: ChatResponse, /
+    ) -> None:
+        """A model attempt succeeded; fires before its message is processed."""
 
     async def on_llm_new_delta(
         self, chain: LLMChain, deltas: Sequence[MessageDelta], /

@@ -53,6 +53,7 @@ from ._streaming import (
 
 if TYPE_CHECKING:
     from .chain import LLMChain, RunResult
+    from .models import ChatModel, ChatRequest
 
 __all__ = [
     "AsyncChainCallbackFunctions",
@@ -76,6 +77,8 @@ class ChainCallbackFunctions(TypedDict, total=False):
     """The keywords ``chain_callbacks`` accepts: ``ChainCallbackHandler``'s events."""
 
     on_run_start: Callable[[LLMChain], None]
+    on_llm_call_start: Callable[[LLMChain, ChatModel, ChatRequest], None]
+    on_llm_call_complete: Callable[[LLMChain, ChatResponse], None]
     on_llm_new_delta: Callable[[LLMChain, Sequence[MessageDelta]], None]
     on_llm_new_message: Callable[[LLMChain, Message], None]
     on_llm_ratelimit_info: Callable[[LLMChain, Mapping[str, object]], None]
@@ -109,6 +112,8 @@ class AsyncChainCallbackFunctions(TypedDict, total=False):
     """The keywords ``async_chain_callbacks`` accepts (async or plain functions)."""
 
     on_run_start: Callable[[LLMChain], _Async]
+    on_llm_call_start: Callable[[LLMChain, ChatModel, ChatRequest], _Async]
+    on_llm_call_complete: Callable[[LLMChain, ChatResponse], _Async]
     on_llm_new_delta: Callable[[LLMChain, Sequence[MessageDelta]], _Async]
     on_llm_new_message: Callable[[LLMChain, Message], _Async]
     on_llm_ratelimit_info: Callable[[LLMChain, Mapping[str, object]], _Async]

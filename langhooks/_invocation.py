@@ -17,9 +17,9 @@ from typing import Any, Final
 
 import attrs
 
-from ._messages import _custom_context, _instance_of
+from ._messages import _custom_context, _instance_of, _reduce
 
-__all__ = ["Invocation", "current_invocation", "invocation"]
+__all__ = ["Invocation", "current_invocation", "entered", "invocation"]
 
 
 @attrs.frozen(kw_only=True)
@@ -43,6 +43,8 @@ class Invocation:
     started_at: datetime.datetime = attrs.field(
         factory=lambda: datetime.datetime.now(datetime.UTC)
     )
+
+    __reduce__ = _reduce
 
 
 _CURRENT: Final[contextvars.ContextVar[Invocation | None]] = contextvars.ContextVar(
@@ -85,5 +87,19 @@ def invocation(
     token = _CURRENT.set(current)
     try:
         yield current
+    finally:
+        _CURRENT.reset(token)
+
+
+@contextmanager
+def entered(existing: Invocation) -> Iterator[Invocation]:
+    """Make an existing invocation current again for the body of a ``with`` block.
+
+    A resumed run uses it to keep the id of the run it resumes; on exit the previous
+    invocation is current again.
+    """
+    token = _CURRENT.set(existing)
+    try:
+        yield existing
     finally:
         _CURRENT.reset(token)

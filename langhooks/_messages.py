@@ -126,6 +126,25 @@ def _count(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         raise ValueError(f"{attribute.name} must be a non-negative int, got {value!r}")
 
 
+def _reduce(self: Any) -> tuple[Any, ...]:
+    """``__reduce__`` for value types with read-only mapping fields.
+
+    A ``mappingproxy`` does not pickle: its contents go as a dict, and the class's
+    converter freezes them again when the copy is built.
+    """
+    cls = type(self)
+    values = {
+        field.alias: dict(value) if isinstance(value, types.MappingProxyType) else value
+        for field in attrs.fields(cls)
+        for value in (getattr(self, field.name),)
+    }
+    return (_rebuild, (cls, values))
+
+
+def _rebuild(cls: Callable[..., _T], values: Mapping[str, Any]) -> _T:
+    return cls(**values)
+
+
 def _frozen_mapping(
     value: Mapping[str, Any] | None, field: str = "value"
 ) -> Mapping[str, Any]:
@@ -283,6 +302,8 @@ class Message:
     )
     metadata: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_metadata)
 
+    __reduce__ = _reduce
+
     def __attrs_post_init__(self) -> None:
         if self.tool_calls and self.role != "assistant":
             raise ValueError(f"tool_calls need role 'assistant', got {self.role!r}")
@@ -398,6 +419,8 @@ class TokenUsage:
     raw: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_raw)
     cumulative: bool = False
 
+    __reduce__ = _reduce
+
     @property
     def total_tokens(self) -> int:
         """Input plus output tokens."""
@@ -506,6 +529,8 @@ class ChatResponse:
         validator=_instance_of(FinishReason, optional=True),
     )
     metadata: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_metadata)
+
+    __reduce__ = _reduce
 
 
 def _is_seconds(value: object) -> bool:
@@ -627,6 +652,8 @@ class ToolContext:
     invocation: Invocation | None = None
     chain: Any = None
 
+    __reduce__ = _reduce
+
 
 ToolFunction: TypeAlias = Callable[
     [Mapping[str, Any], ToolContext],
@@ -675,6 +702,8 @@ class Tool:
         default=None, kw_only=True, validator=_optional_str
     )
     concurrent: bool = attrs.field(default=False, kw_only=True)
+
+    __reduce__ = _reduce
 
     @property
     def is_async(self) -> bool:

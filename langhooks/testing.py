@@ -36,6 +36,7 @@ from ._streaming import (
     PartialToolCallContext,
     StreamingChatResponseHandler,
 )
+from .models._base import ChatModel, ChatRequest
 from .models._scripted import ScriptedChatModel, ScriptedTurn
 
 if TYPE_CHECKING:
@@ -120,6 +121,16 @@ class RecordingChainHandler(_Recorder, ChainCallbackHandler):
     @override
     def on_run_start(self, chain: LLMChain) -> None:
         self._record("on_run_start", chain)
+
+    @override
+    def on_llm_call_start(
+        self, chain: LLMChain, model: ChatModel, request: ChatRequest
+    ) -> None:
+        self._record("on_llm_call_start", chain, model, request)
+
+    @override
+    def on_llm_call_complete(self, chain: LLMChain, response: ChatResponse) -> None:
+        self._record("on_llm_call_complete", chain, response)
 
     @override
     def on_llm_new_delta(self, chain: LLMChain, deltas: Sequence[MessageDelta]) -> None:

@@ -16,6 +16,7 @@ from langhooks import (
     Allow,
     AsyncChainCallbackHandler,
     ChainCallbackHandler,
+    ChatResponse,
     Deny,
     Interrupt,
     LangHooksError,
@@ -30,7 +31,7 @@ from langhooks import (
     UpdateArguments,
 )
 from langhooks.chain import LLMChain, RunResult
-from langhooks.models import ChatModel
+from langhooks.models import ChatModel, ChatRequest
 
 log = logging.getLogger("my_app")
 
@@ -45,6 +46,16 @@ class AuditTrail(ChainCallbackHandler):
     @override
     def on_run_start(self, chain: LLMChain) -> None:
         self.lines.append(f"run {chain.invocation}")
+
+    @override
+    def on_llm_call_start(
+        self, chain: LLMChain, model: ChatModel, request: ChatRequest
+    ) -> None:
+        self.lines.append(f"call {model!r} with {len(request.messages)} messages")
+
+    @override
+    def on_llm_call_complete(self, chain: LLMChain, response: ChatResponse) -> None:
+        self.lines.append(f"answered by {response.model_name}")
 
     @override
     def on_llm_new_delta(self, chain: LLMChain, deltas: Sequence[MessageDelta]) -> None:
@@ -184,6 +195,12 @@ class AsyncMetrics(AsyncChainCallbackHandler):
         self, chain: LLMChain, deltas: Sequence[MessageDelta]
     ) -> None:
         await self.events.put(str(len(deltas)))
+
+    @override
+    async def on_llm_call_complete(
+        self, chain: LLMChain, response: ChatResponse
+    ) -> None:
+        await self.events.put(str(response.id))
 
     @override
     async def on_llm_token_usage(self, chain: LLMChain, usage: TokenUsage) -> None:

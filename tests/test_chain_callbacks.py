@@ -21,6 +21,8 @@ from langhooks import (
 EVENTS = sorted(
     [
         "on_run_start",
+        "on_llm_call_start",
+        "on_llm_call_complete",
         "on_llm_new_delta",
         "on_llm_new_message",
         "on_llm_ratelimit_info",

@@ -49,7 +49,7 @@ from langhooks._functions import (
 )
 from langhooks._handler import HandlerBase, interfaces_of, overridden_events
 from langhooks.chain import LLMChain, RunResult
-from langhooks.models import ChatRequest, ScriptedChatModel, ScriptedTurn
+from langhooks.models import ChatModel, ChatRequest, ScriptedChatModel, ScriptedTurn
 
 CALL = ToolCall(call_id="call_1", name="search", arguments={"q": "elixir"})
 
@@ -340,7 +340,13 @@ class TestValidation:
         """Each TypedDict has one key per event of its interface, in the same order."""
         assert list(functions.__annotations__) == list(interface._langhooks_own_events)
         hints = get_type_hints(
-            functions, localns={"LLMChain": LLMChain, "RunResult": RunResult}
+            functions,
+            localns={
+                "LLMChain": LLMChain,
+                "RunResult": RunResult,
+                "ChatModel": ChatModel,
+                "ChatRequest": ChatRequest,
+            },
         )
         assert set(hints) == set(interface._langhooks_own_events)
 

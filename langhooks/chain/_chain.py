@@ -8,12 +8,13 @@ snapshots; ``chain.invocation`` is the run's ``Invocation``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 import attrs
 
 from .._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
-from .._invocation import Invocation, invocation
+from .._invocation import Invocation, entered, invocation
 from .._messages import (
     LangHooksError,
     Message,
@@ -198,6 +199,92 @@ class LLMChain:
             f"no tool message carries a result for tool_call_id {tool_call_id!r}"
         )
 
+    # --- saving and loading ----------------------------------------------------------
+
+    def to_state(self) -> dict[str, Any]:
+        """What the chain needs to go on in another process, as JSON types.
+
+        Messages, ``custom_context``, the counters, the run's invocation (so a
+        resumed run keeps its run id), the tools' names and the calls waiting for
+        a human decision. Code (model, tools, handlers, processors) is not saved:
+        ``from_state`` takes it again.
+
+        Returns:
+            A dict of JSON types (``json.dumps`` takes it as it is).
+
+        Raises:
+            TypeError: caller data (tool arguments, metadata, custom_context, ...)
+                is not JSON; the message names the path to it.
+            ValueError: a float in caller data is NaN or infinite.
+        """
+        from .._codec import encode_state
+
+        return encode_state(self)
+
+    @classmethod
+    def from_state(
+        cls,
+        state: Mapping[str, Any],
+        model: ChatModel,
+        *,
+        tools: Sequence[Tool] = (),
+        callbacks: Sequence[Handler] = (),
+        fallbacks: Sequence[ChatModel] = (),
+        retry: RetryPolicy | None = None,
+        max_retry_count: int | None = None,
+        message_processors: Sequence[MessageProcessor] = (),
+    ) -> LLMChain:
+        """The chain ``to_state()`` saved, with its code given again.
+
+        Args:
+            state: what ``to_state()`` returned (for instance through JSON).
+            model: the model to call.
+            tools: the tools, at least every tool the saved chain had.
+            callbacks: the chain handlers.
+            fallbacks: the fallback models.
+            retry: the retry policy.
+            max_retry_count: None keeps the saved value.
+            message_processors: the message processors.
+
+        Returns:
+            The chain: resume it with ``execute_tool_calls_with_decisions(
+            chain.pending_tool_calls, decisions)`` when it was interrupted.
+
+        Raises:
+            ValueError: not a saved chain, a newer schema version, invalid fields,
+                or a saved tool missing from ``tools`` (the message names it).
+            TypeError: ``state`` is not a mapping, or a bad model, tool or handler.
+        """
+        from .._codec import decode_state
+
+        fields = decode_state(state)
+        saved_tools: list[str] = fields.pop("tools")
+        pending: list[ToolCall] = fields.pop("pending_tool_calls")
+        given = {tool.name for tool in tool_tuple(tools)}
+        missing = [name for name in saved_tools if name not in given]
+        if missing:
+            raise ValueError(
+                f"the saved chain has tools that are not given: {missing}; pass "
+                f"them in tools= (code is not saved with the state)"
+            )
+        if max_retry_count is not None:
+            fields["max_retry_count"] = max_retry_count
+        chain = cls(
+            model,
+            tools=tools,
+            callbacks=callbacks,
+            fallbacks=fallbacks,
+            retry=retry,
+            message_processors=message_processors,
+            **fields,
+        )
+        if list(chain.pending_tool_calls) != pending:
+            raise ValueError(
+                "the saved chain's pending tool calls do not match its messages: "
+                "the state was changed after to_state()"
+            )
+        return chain
+
     # --- running ------------------------------------------------------------------
 
     def _prepare(
@@ -220,6 +307,15 @@ class LLMChain:
                 "decisions) or settle them with replace_tool_result()"
             )
         return cast(Mode, mode), tool_name, max_runs
+
+    def _invocation(self, name: str) -> AbstractContextManager[Invocation]:
+        """The invocation a run or resume works in: a new one, or, when the chain
+        continues a run that stopped at its tool calls (the last message is a tool
+        message), that run's own again, so a resumed run keeps its run id."""
+        kept = self.invocation
+        if kept is not None and self.messages and self.messages[-1].role == "tool":
+            return entered(attrs.evolve(kept, custom_context=self.custom_context))
+        return invocation(name, custom_context=self.custom_context)
 
     def _started(self, current: Invocation) -> LLMChain:
         return attrs.evolve(self, invocation=current, current_failure_count=0)
@@ -255,7 +351,7 @@ class LLMChain:
         """
         mode, tool_name, max_runs = self._prepare(mode, tool_name, max_runs)
         sync_callbacks(self)
-        with invocation("run", custom_context=self.custom_context) as current:
+        with self._invocation("run") as current:
             run = Run(
                 self._started(current),
                 mode=mode,
@@ -281,7 +377,7 @@ class LLMChain:
             ValueError: as ``run``.
         """
         mode, tool_name, max_runs = self._prepare(mode, tool_name, max_runs)
-        with invocation("run", custom_context=self.custom_context) as current:
+        with self._invocation("run") as current:
             run = Run(
                 self._started(current),
                 mode=mode,
@@ -362,7 +458,7 @@ class LLMChain:
         """
         self._check_decisions(calls, decisions)
         sync_callbacks(self)
-        with invocation("resume", custom_context=self.custom_context) as current:
+        with self._invocation("resume") as current:
             run = Run(self._started(current))
             return drive_sync(run.chain, run, self._resume(run, calls, decisions))
 
@@ -376,7 +472,7 @@ class LLMChain:
             TypeError: as the sync twin.
         """
         self._check_decisions(calls, decisions)
-        with invocation("resume", custom_context=self.custom_context) as current:
+        with self._invocation("resume") as current:
             run = Run(self._started(current))
             return await drive_async(
                 run.chain, run, self._resume(run, calls, decisions)

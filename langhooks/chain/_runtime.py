@@ -395,6 +395,7 @@ class Run:
                 request = ChatRequest(
                     messages=self.chain.messages, tools=self.chain.tools
                 )
+                yield _Fire("on_llm_call_start", (self.chain, model, request))
                 try:
                     response, stream = yield _Stream(model, request)
                 except LangHooksError as error:
@@ -412,6 +413,7 @@ class Run:
                         yield _Sleep(self.policy.delay(attempt, error))
                         continue
                     break
+                yield _Fire("on_llm_call_complete", (self.chain, response))
                 return (yield from self.process_response(response, stream))
         assert last is not None  # the loop above ran at least once and failed
         if len(models) == 1:
@@ -901,7 +903,12 @@ def drive_sync(chain: LLMChain, run: Run, steps: _Steps[RunResult]) -> RunResult
             run.policy.sleep(op.seconds)
             return None
         if not op.parallel:
-            return [_execute_sync(run, pre, planned) for planned in op.planned]
+            # Each call runs in its own copy of the context, as a worker would: what
+            # on_tool_pre_execution sets is seen by the tool and by nothing after it.
+            return [
+                contextvars.copy_context().run(_execute_sync, run, pre, planned)
+                for planned in op.planned
+            ]
         with ThreadPoolExecutor(max_workers=len(op.planned)) as pool:
             futures = [
                 pool.submit(
@@ -997,8 +1004,12 @@ async def drive_async(chain: LLMChain, run: Run, steps: _Steps[RunResult]) -> Ru
             await run.policy.async_sleep(op.seconds)
             return None
         if not op.parallel:
+            # A task of its own copies the context (as gather does for concurrent
+            # calls): what on_tool_pre_execution sets stays with this call.
             return [
-                await _execute_async(run, pre, pre_sync, planned, thread=False)
+                await asyncio.create_task(
+                    _execute_async(run, pre, pre_sync, planned, thread=False)
+                )
                 for planned in op.planned
             ]
         tasks: list[Coroutine[Any, Any, _Outcome]] = [

@@ -252,6 +252,8 @@ class TestRejection:
         chain.run("single")
         assert recorder.summary() == [
             "on_run_start",
+            "on_llm_call_start",
+            "on_llm_call_complete",
             "on_llm_new_message",
             "on_message_processing_error",
             "on_error_message_created",
@@ -530,4 +532,4 @@ class TestAsync:
         result = await chain.arun()
         assert result.chain.messages[-1].text == "Sunny.!"
         assert model.calls == 1
-        assert recorder.summary()[1:3] == ["on_llm_new_message", "on_message_processed"]
+        assert recorder.summary()[3:5] == ["on_llm_new_message", "on_message_processed"]

@@ -756,6 +756,44 @@ class TestRetryPolicy:
             RetryPolicy(**options)
 
 
+class TestModelCallEvents:
+    """on_llm_call_start / on_llm_call_complete bracket every model attempt."""
+
+    def test_each_attempt_and_fallback_starts_with_its_model(self) -> None:
+        """Every attempt (retries, fallbacks) starts with its model and request."""
+        primary = ScriptedChatModel([transient(), transient()])
+        backup = ScriptedChatModel([says("Sunny.")])
+        recorder = RecordingChainHandler()
+        chain = LLMChain(
+            primary, fallbacks=[backup], callbacks=[recorder], retry=no_wait()
+        ).add_message(Message.user("Weather?"))
+        result = chain.run()
+        assert result.status == "ok"
+        starts = recorder.of("on_llm_call_start")
+        assert [args[1] for args in starts] == [primary, primary, backup]
+        for args in starts:
+            assert args[2] == ChatRequest(messages=chain.messages, tools=())
+        (complete,) = recorder.of("on_llm_call_complete")
+        assert complete[1].message == result.chain.messages[-1]
+        assert complete[0].messages == chain.messages  # before the answer is added
+
+    async def test_async_attempts(self) -> None:
+        """Under arun each attempt starts once and the successful one completes."""
+        chain, recorder = make_chain([transient(), says()])
+        assert (await chain.arun()).status == "ok"
+        names = [
+            name
+            for name in recorder.names
+            if name.startswith("on_llm_call") or name == "on_llm_error"
+        ]
+        assert names == [
+            "on_llm_call_start",
+            "on_llm_error",
+            "on_llm_call_start",
+            "on_llm_call_complete",
+        ]
+
+
 class TestModelFailures:
     """How model failures are retried, failed over and reported."""
 
@@ -782,7 +820,8 @@ class TestModelFailures:
         )
         chain, recorder = make_chain([error, says()])
         chain.run()
-        assert recorder.names[1:4] == [
+        assert recorder.names[1:5] == [
+            "on_llm_call_start",
             "on_llm_response_headers",
             "on_llm_ratelimit_info",
             "on_llm_error",
@@ -834,7 +873,12 @@ class TestModelFailures:
         assert result.error is not None
         assert result.error.type == "protocol_error"
         assert isinstance(result.error.original, ZeroDivisionError)
-        assert recorder.names == ["on_run_start", "on_llm_error", "on_error"]
+        assert recorder.names == [
+            "on_run_start",
+            "on_llm_call_start",
+            "on_llm_error",
+            "on_error",
+        ]
 
     def test_a_model_returning_garbage(self) -> None:
         """A model whose stream returns a non-response is a protocol_error."""
@@ -873,6 +917,8 @@ class TestModelFailures:
         chain.run()
         assert recorder.names == [
             "on_run_start",
+            "on_llm_call_start",
+            "on_llm_call_complete",
             "on_llm_new_message",
             "on_message_processed",
             "on_llm_token_usage",
@@ -935,8 +981,10 @@ class TestIdentification:
         chain.run("single")
         identified = recorder.of("on_tool_call_identified")
         assert [args[1] for args in identified] == [calls[0]]
-        assert recorder.names[1:4] == [
+        assert recorder.names[1:6] == [
+            "on_llm_call_start",
             "on_tool_call_identified",
+            "on_llm_call_complete",
             "on_llm_new_message",
             "on_message_processed",
         ]
@@ -959,7 +1007,7 @@ class TestIdentification:
         chain.run("single")
         identified = recorder.of("on_tool_call_identified")
         assert [args[1] for args in identified] == [calls[0], calls[2]]
-        assert recorder.names[1:5] == [
+        assert recorder.names[3:7] == [
             "on_llm_new_message",
             "on_tool_call_identified",
             "on_tool_call_identified",

@@ -1,8 +1,7 @@
 """Tests of langhooks.models, and the helpers they share.
 
-``shared_fixture(name)`` finds a file of the shared fixture set, which lives beside
-the repository (``<repo>/../shared/fixtures``, as CI lays it out);
-``local_fixture(name)`` one written for these tests (``tests/models/fixtures``).
+``local_fixture(name)`` finds a wire-format fixture written for this project
+(``tests/models/fixtures``: the suite needs nothing outside the repository).
 ``Recorder`` is a handler that records every event and checks the streaming
 contract as it goes; ``drive(format, *events)`` feeds decoded wire events to a
 ``StreamDriver`` into a new ``Recorder``.
@@ -21,31 +20,13 @@ from langhooks.models import StreamDriver, StreamFormat
 
 __all__ = [
     "LOCAL_FIXTURES",
-    "SHARED_FIXTURES",
     "AsyncRecorder",
     "Recorder",
     "drive",
     "local_fixture",
-    "shared_fixture",
 ]
 
-# tests/models/__init__.py -> parents[2] is the repository root.
-SHARED_FIXTURES: Final = (
-    Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures"
-).resolve()
 LOCAL_FIXTURES: Final = Path(__file__).resolve().parent / "fixtures"
-
-
-def shared_fixture(name: str) -> Path:
-    """The path of a shared fixture; fails with a clear message if it is missing."""
-    path = SHARED_FIXTURES / name
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"shared fixture {name!r} not found at {path}: the shared fixtures must "
-            f"sit beside the repository, in <repo>/../shared/fixtures "
-            f"(looked in {SHARED_FIXTURES})"
-        )
-    return path
 
 
 def local_fixture(name: str) -> Path:

@@ -1,7 +1,7 @@
 """A real HTTP server on 127.0.0.1 that plays recorded provider responses.
 
 The provider-model tests point the official SDK clients (and httpx, for Ollama) at
-this server. It serves the shared fixture bytes in small chunked pieces with the
+this server. It serves the fixture bytes in small chunked pieces with the
 fixture's headers, records every request it gets, and notices when the client goes
 away (a write fails), so a test can assert that cancelling closed the connection.
 """
@@ -24,7 +24,7 @@ from typing_extensions import override
 from langhooks import Message, StreamingHandle, Tool
 from langhooks.models import ChatRequest
 
-from . import Recorder, shared_fixture
+from . import Recorder, local_fixture
 
 __all__ = [
     "WEATHER_TOOL",
@@ -124,7 +124,7 @@ def _parse_http(path: Path) -> tuple[int, tuple[tuple[str, str], ...], bytes]:
 
 def http_reply(name: str, **changes: Any) -> Reply:
     """A reply built from a raw ``.http`` fixture (status, headers and body)."""
-    status, headers, body = _parse_http(shared_fixture(name))
+    status, headers, body = _parse_http(local_fixture(name))
     return Reply(status=status, headers=headers, body=body, **changes)
 
 
@@ -138,8 +138,8 @@ def stream_reply(
     """A 200 reply streaming a fixture's bytes, with a ``.http`` head's headers."""
     headers: tuple[tuple[str, str], ...] = (("content-type", content_type),)
     if headers_from is not None:
-        _, headers, _ = _parse_http(shared_fixture(headers_from))
-    return Reply(headers=headers, body=shared_fixture(name).read_bytes(), **changes)
+        _, headers, _ = _parse_http(local_fixture(headers_from))
+    return Reply(headers=headers, body=local_fixture(name).read_bytes(), **changes)
 
 
 class FixtureServer:

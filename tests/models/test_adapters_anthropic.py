@@ -9,7 +9,7 @@ import pytest
 import langhooks as lh
 from langhooks.models import StreamDriver, replay_stream
 
-from . import Recorder, drive, local_fixture, shared_fixture
+from . import Recorder, drive, local_fixture
 
 FORMAT: Final = "anthropic"
 _START = {
@@ -42,7 +42,7 @@ class TestSharedFixture:
         """Thinking with signature, text, a tool call, cumulative usage."""
         recorder = Recorder()
         response = replay_stream(
-            shared_fixture("anthropic_thinking_tool.sse"),
+            local_fixture("anthropic_thinking_tool.sse"),
             format=FORMAT,
             handler=recorder,
         )
@@ -87,7 +87,7 @@ class TestSharedFixture:
         """The ping is unmapped; thinking, text, tool fragments, then completion."""
         recorder = Recorder()
         replay_stream(
-            shared_fixture("anthropic_thinking_tool.sse"),
+            local_fixture("anthropic_thinking_tool.sse"),
             format=FORMAT,
             handler=recorder,
         )
@@ -172,7 +172,7 @@ class TestUsage:
 
     def test_usage_of_two_responses_adds_up(self) -> None:
         """Summing two Anthropic responses' usage adds them, as for any provider."""
-        path = shared_fixture("anthropic_thinking_tool.sse")
+        path = local_fixture("anthropic_thinking_tool.sse")
         first = replay_stream(path, format=FORMAT, handler=Recorder())
         second = replay_stream(path, format=FORMAT, handler=Recorder())
         assert first.token_usage is not None

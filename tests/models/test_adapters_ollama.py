@@ -9,7 +9,7 @@ import pytest
 import langhooks as lh
 from langhooks.models import StreamDriver, replay_stream
 
-from . import Recorder, drive, local_fixture, shared_fixture
+from . import Recorder, drive, local_fixture
 
 FORMAT: Final = "ollama"
 
@@ -35,7 +35,7 @@ class TestSharedFixtures:
         """message.thinking then message.content; usage from the final line."""
         recorder = Recorder()
         response = replay_stream(
-            shared_fixture("ollama_chat.ndjson"), format=FORMAT, handler=recorder
+            local_fixture("ollama_chat.ndjson"), format=FORMAT, handler=recorder
         )
         assert response.message.thinking == (
             "Okay, the user asks for 17 \u00d7 23. 17 \u00d7 20 = 340, "
@@ -58,7 +58,7 @@ class TestSharedFixtures:
         """Two complete calls on two lines; Ollama's "stop" becomes TOOL_EXECUTION."""
         recorder = Recorder()
         response = replay_stream(
-            shared_fixture("ollama_chat_tools.ndjson"), format=FORMAT, handler=recorder
+            local_fixture("ollama_chat_tools.ndjson"), format=FORMAT, handler=recorder
         )
         assert response.message.thinking == (
             "The user wants the weather in Tokyo and Paris. I'll call get_weather "

@@ -10,7 +10,7 @@ import pytest
 import langhooks as lh
 from langhooks.models import StreamDriver, replay_stream
 
-from . import Recorder, drive, local_fixture, shared_fixture
+from . import Recorder, drive, local_fixture
 
 FORMAT: Final = "openai-chat"
 
@@ -34,7 +34,7 @@ class TestSharedFixtures:
         """Text, then two tool calls split across chunks, then usage and [DONE]."""
         recorder = Recorder()
         response = replay_stream(
-            shared_fixture("openai_chat_tools.sse"), format=FORMAT, handler=recorder
+            local_fixture("openai_chat_tools.sse"), format=FORMAT, handler=recorder
         )
         text = "I'll check the weather in Edinburgh and the latest AAPL price for you."
         assert response.message.text == text
@@ -77,7 +77,7 @@ class TestSharedFixtures:
         """Each call's fragments share its index; its completion follows them."""
         recorder = Recorder()
         replay_stream(
-            shared_fixture("openai_chat_tools.sse"), format=FORMAT, handler=recorder
+            local_fixture("openai_chat_tools.sse"), format=FORMAT, handler=recorder
         )
         tool_events = [
             (name, payload.index)
@@ -102,7 +102,7 @@ class TestSharedFixtures:
         recorder = Recorder()
         with pytest.raises(lh.LangHooksError) as caught:
             replay_stream(
-                shared_fixture("openai_chat_error_midstream.sse"),
+                local_fixture("openai_chat_error_midstream.sse"),
                 format=FORMAT,
                 handler=recorder,
             )
@@ -118,7 +118,7 @@ class TestSharedFixtures:
         """DeepSeek reasoning_content is thinking; usage rides on the finish chunk."""
         recorder = Recorder()
         response = replay_stream(
-            shared_fixture("openai_compat_reasoning_content.sse"),
+            local_fixture("openai_compat_reasoning_content.sse"),
             format=FORMAT,
             handler=recorder,
         )

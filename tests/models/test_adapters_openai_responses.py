@@ -9,7 +9,7 @@ import pytest
 import langhooks as lh
 from langhooks.models import StreamDriver, replay_stream
 
-from . import Recorder, drive, local_fixture, shared_fixture
+from . import Recorder, drive, local_fixture
 
 FORMAT: Final = "openai-responses"
 _RESPONSE = {"id": "resp_1", "model": "gpt-x", "status": "in_progress", "output": []}
@@ -48,7 +48,7 @@ class TestSharedFixture:
         """Reasoning summary, text and a function call, usage at completion."""
         recorder = Recorder()
         response = replay_stream(
-            shared_fixture("openai_responses.sse"), format=FORMAT, handler=recorder
+            local_fixture("openai_responses.sse"), format=FORMAT, handler=recorder
         )
         summary = (
             "**Checking the weather**\n\nThe user asks about Paris; I'll call "

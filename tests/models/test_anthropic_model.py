@@ -19,7 +19,7 @@ from langhooks import (
 )
 from langhooks.models import AnthropicChatModel, ChatRequest
 
-from . import AsyncRecorder, Recorder, shared_fixture
+from . import AsyncRecorder, Recorder, local_fixture
 from ._server import (
     WEATHER_TOOL,
     FixtureServer,
@@ -47,7 +47,7 @@ def model(server: FixtureServer, **options: Any) -> AnthropicChatModel:
 
 def stalled_reply(events: int) -> Reply:
     """The first ``events`` SSE events of the fixture, then silence."""
-    data = shared_fixture(STREAM).read_bytes()
+    data = local_fixture(STREAM).read_bytes()
     return Reply(
         headers=(("content-type", "text/event-stream"),),
         body=data[: first_bytes_until(data, b"\n\n", count=events)],
@@ -339,7 +339,7 @@ class TestErrors:
 
     def test_in_stream_error_event(self, server: FixtureServer) -> None:
         """An ``event: error`` after a 200 is classified by its type and raised."""
-        data = shared_fixture(STREAM).read_bytes()
+        data = local_fixture(STREAM).read_bytes()
         head = data[: first_bytes_until(data, b"\n\n", count=3)]
         error = (
             b"event: error\ndata: "
@@ -357,7 +357,7 @@ class TestErrors:
 
     def test_connection_dropped_mid_stream(self, server: FixtureServer) -> None:
         """A connection cut mid-body is one connection error after the partials."""
-        data = shared_fixture(STREAM).read_bytes()
+        data = local_fixture(STREAM).read_bytes()
         cut = first_bytes_until(data, b"\n\n", count=10)
         server.add(stream_reply(STREAM, drop_after=cut))
         recorder = Recorder()

@@ -18,7 +18,7 @@ from langhooks.models import (
 )
 from langhooks.models._sse import stream_events
 
-from . import AsyncRecorder, Recorder, shared_fixture
+from . import AsyncRecorder, Recorder, local_fixture
 
 _TEXT = {"choices": [{"index": 0, "delta": {"content": "Hi"}}]}
 _TEXT2 = {"choices": [{"index": 0, "delta": {"content": " there"}}]}
@@ -27,7 +27,7 @@ _STOP = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
 
 def _events(name: str, format: str) -> list[object]:
     decoder = stream_events(format)
-    return [*decoder.feed(shared_fixture(name).read_bytes()), *decoder.end()]
+    return [*decoder.feed(local_fixture(name).read_bytes()), *decoder.end()]
 
 
 class _Boom(Exception):
@@ -242,7 +242,7 @@ class TestHandlerErrors:
 
         with pytest.raises(_Boom, match="tool"):
             replay_stream(
-                shared_fixture("ollama_chat_tools.ndjson"),
+                local_fixture("ollama_chat_tools.ndjson"),
                 format="ollama",
                 handler=Raising(),
             )
@@ -263,7 +263,7 @@ class TestCancel:
     def test_cancel_from_every_callback(self, name: str, format: str) -> None:
         """Cancelling inside the n-th callback stops right there, for every n."""
         full = Recorder()
-        replay_stream(shared_fixture(name), format=format, handler=full)  # type: ignore[arg-type]
+        replay_stream(local_fixture(name), format=format, handler=full)  # type: ignore[arg-type]
         with_context = [
             i
             for i, (event, _) in enumerate(full.events, 1)
@@ -272,7 +272,7 @@ class TestCancel:
         for n in with_context:
             recorder = Recorder(cancel_after=n)
             response = replay_stream(
-                shared_fixture(name),
+                local_fixture(name),
                 format=format,  # type: ignore[arg-type]
                 handler=recorder,
             )
@@ -290,7 +290,7 @@ class TestCancel:
         handle.cancel()
         recorder = Recorder()
         response = replay_stream(
-            shared_fixture("openai_chat_tools.sse"),
+            local_fixture("openai_chat_tools.sse"),
             format="openai-chat",
             handler=recorder,
             handle=handle,
@@ -384,7 +384,7 @@ class TestSelectiveDelivery:
     def test_no_overrides(self) -> None:
         """A handler that overrides nothing still gets the whole response back."""
         response = replay_stream(
-            shared_fixture("anthropic_thinking_tool.sse"),
+            local_fixture("anthropic_thinking_tool.sse"),
             format="anthropic",
             handler=lh.StreamingChatResponseHandler(),
         )
@@ -396,7 +396,7 @@ class TestSelectiveDelivery:
         first, second = Recorder(), Recorder()
         composite = lh.CompositeStreamingHandler([first, second])
         replay_stream(
-            shared_fixture("ollama_chat_tools.ndjson"),
+            local_fixture("ollama_chat_tools.ndjson"),
             format="ollama",
             handler=composite,
         )
@@ -531,7 +531,7 @@ class TestAsyncDriver:
         """An async handler receives the same events as a sync one would."""
         sync, async_ = Recorder(), AsyncRecorder()
         replay_stream(
-            shared_fixture("openai_chat_tools.sse"), format="openai-chat", handler=sync
+            local_fixture("openai_chat_tools.sse"), format="openai-chat", handler=sync
         )
         driver = AsyncStreamDriver("openai-chat", async_)
         for event in _events("openai_chat_tools.sse", "openai-chat"):

@@ -14,7 +14,7 @@ from langhooks.models._errors import (
     retry_after_seconds,
 )
 
-from . import shared_fixture
+from . import local_fixture
 
 
 def _http(path: Path) -> tuple[int, dict[str, str], str]:
@@ -72,7 +72,7 @@ class TestClassifyError:
 
     def test_openai_429_fixture(self) -> None:
         """The OpenAI 429 gives rate_limited with parsed headers in metadata."""
-        status, headers, _ = _http(shared_fixture("openai_429_rate_limit.http"))
+        status, headers, _ = _http(local_fixture("openai_429_rate_limit.http"))
         error = classify_error(
             status=status,
             code="rate_limit_exceeded",
@@ -95,7 +95,7 @@ class TestClassifyError:
 
     def test_anthropic_429_fixture(self) -> None:
         """The Anthropic 429 carries retry-after and x-should-retry."""
-        status, headers, _ = _http(shared_fixture("anthropic_429_rate_limit.http"))
+        status, headers, _ = _http(local_fixture("anthropic_429_rate_limit.http"))
         error = classify_error(
             status=status, code="rate_limit_error", message="", headers=headers
         )
@@ -107,7 +107,7 @@ class TestClassifyError:
 
     def test_anthropic_529_fixture(self) -> None:
         """The Anthropic 529 (no reason phrase) is overloaded."""
-        status, headers, _ = _http(shared_fixture("anthropic_529_overloaded.http"))
+        status, headers, _ = _http(local_fixture("anthropic_529_overloaded.http"))
         error = classify_error(
             status=status, code=None, message="Overloaded", headers=headers
         )
@@ -134,7 +134,7 @@ class TestParseRatelimit:
 
     def test_openai_headers(self) -> None:
         """Counts become ints and Go durations seconds."""
-        _, headers, _ = _http(shared_fixture("openai_200_stream_headers.http"))
+        _, headers, _ = _http(local_fixture("openai_200_stream_headers.http"))
         assert parse_ratelimit(headers) == {
             "requests_limit": 5000,
             "tokens_limit": 800000,
@@ -146,7 +146,7 @@ class TestParseRatelimit:
 
     def test_anthropic_headers(self) -> None:
         """Counts become ints; reset timestamps are kept as given."""
-        _, headers, _ = _http(shared_fixture("anthropic_200_stream_headers.http"))
+        _, headers, _ = _http(local_fixture("anthropic_200_stream_headers.http"))
         parsed = parse_ratelimit(headers)
         assert parsed["requests_limit"] == 4000
         assert parsed["input_tokens_remaining"] == 1999000

@@ -20,30 +20,30 @@ from hypothesis import strategies as st
 import langhooks as lh
 from langhooks.models import replay_stream
 
-from . import Recorder, local_fixture, shared_fixture
+from . import Recorder, local_fixture
 
 FIXTURES: dict[str, list[Path]] = {
     "openai-chat": [
-        shared_fixture("openai_chat_tools.sse"),
-        shared_fixture("openai_compat_reasoning_content.sse"),
-        shared_fixture("openai_chat_error_midstream.sse"),
+        local_fixture("openai_chat_tools.sse"),
+        local_fixture("openai_compat_reasoning_content.sse"),
+        local_fixture("openai_chat_error_midstream.sse"),
         local_fixture("openai_chat_interleaved_tools.sse"),
         local_fixture("openai_chat_whole_tool_call.sse"),
         local_fixture("openai_chat_keepalive_crlf.sse"),
     ],
     "openai-responses": [
-        shared_fixture("openai_responses.sse"),
+        local_fixture("openai_responses.sse"),
         local_fixture("openai_responses_error_nested.sse"),
         local_fixture("openai_responses_incomplete.sse"),
     ],
     "anthropic": [
-        shared_fixture("anthropic_thinking_tool.sse"),
+        local_fixture("anthropic_thinking_tool.sse"),
         local_fixture("anthropic_max_tokens_tool.sse"),
         local_fixture("anthropic_refusal.sse"),
     ],
     "ollama": [
-        shared_fixture("ollama_chat.ndjson"),
-        shared_fixture("ollama_chat_tools.ndjson"),
+        local_fixture("ollama_chat.ndjson"),
+        local_fixture("ollama_chat_tools.ndjson"),
         local_fixture("ollama_error_midstream.ndjson"),
     ],
 }

@@ -20,7 +20,7 @@ from langhooks import (
 )
 from langhooks.models import ChatRequest, OllamaChatModel
 
-from . import AsyncRecorder, Recorder, shared_fixture
+from . import AsyncRecorder, Recorder, local_fixture
 from ._server import (
     WEATHER_TOOL,
     FixtureServer,
@@ -56,7 +56,7 @@ def ndjson(name: str, **changes: Any) -> Reply:
 
 def stalled_reply(name: str, lines: int) -> Reply:
     """The first ``lines`` lines of a fixture, then silence."""
-    data = shared_fixture(name).read_bytes()
+    data = local_fixture(name).read_bytes()
     return Reply(
         headers=(("content-type", NDJSON),),
         body=data[: first_bytes_until(data, b"\n", count=lines)],
@@ -245,14 +245,14 @@ class TestStreaming:
 
     def test_last_line_without_newline(self, server: FixtureServer) -> None:
         """A body whose final line lacks its newline still completes."""
-        data = shared_fixture(CHAT).read_bytes().rstrip(b"\n")
+        data = local_fixture(CHAT).read_bytes().rstrip(b"\n")
         server.add(Reply(headers=(("content-type", NDJSON),), body=data))
         response = model(server).stream(REQUEST, Recorder())
         assert response.message.text == ANSWER
 
     def test_body_ending_before_done_is_an_error(self, server: FixtureServer) -> None:
         """A stream that closes cleanly before its ``done`` line is one error."""
-        data = shared_fixture(CHAT).read_bytes()
+        data = local_fixture(CHAT).read_bytes()
         body = data[: first_bytes_until(data, b"\n", count=4)].rstrip(b"\n")
         server.add(Reply(headers=(("content-type", NDJSON),), body=body))
         recorder = Recorder()
@@ -264,7 +264,7 @@ class TestStreaming:
 
     async def test_async_body_ending_before_done(self, server: FixtureServer) -> None:
         """``astream`` reports a stream cut short of its ``done`` line once."""
-        data = shared_fixture(CHAT).read_bytes()
+        data = local_fixture(CHAT).read_bytes()
         body = data[: first_bytes_until(data, b"\n", count=4)]
         server.add(Reply(headers=(("content-type", NDJSON),), body=body))
         recorder = AsyncRecorder()
@@ -335,7 +335,7 @@ class TestErrors:
 
     def test_mid_stream_error_line(self, server: FixtureServer) -> None:
         """A ``{"error": ...}`` line after a 200 is reported once and raised."""
-        data = shared_fixture(CHAT).read_bytes()
+        data = local_fixture(CHAT).read_bytes()
         body = data[: first_bytes_until(data, b"\n", count=3)]
         body += b'{"error":"an error was encountered while running the model"}\n'
         server.add(Reply(headers=(("content-type", NDJSON),), body=body))
@@ -347,7 +347,7 @@ class TestErrors:
 
     def test_connection_dropped_mid_stream(self, server: FixtureServer) -> None:
         """A connection cut mid-body is one connection error after the partials."""
-        data = shared_fixture(CHAT).read_bytes()
+        data = local_fixture(CHAT).read_bytes()
         server.add(ndjson(CHAT, drop_after=first_bytes_until(data, b"\n", count=5)))
         recorder = Recorder()
         with pytest.raises(LangHooksError) as raised:

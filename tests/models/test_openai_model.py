@@ -23,7 +23,7 @@ from langhooks import (
 )
 from langhooks.models import ChatRequest, OpenAIChatModel
 
-from . import AsyncRecorder, Recorder, shared_fixture
+from . import AsyncRecorder, Recorder, local_fixture
 from ._server import (
     FixtureServer,
     Reply,
@@ -340,7 +340,7 @@ class TestStreaming:
 
 def stalled_reply(events: int) -> Reply:
     """The first ``events`` SSE events of the tool fixture, then silence."""
-    data = shared_fixture(TOOLS).read_bytes()
+    data = local_fixture(TOOLS).read_bytes()
     return Reply(
         headers=(("content-type", "text/event-stream"),),
         body=data[: first_bytes_until(data, b"\n\n", count=events)],
@@ -413,7 +413,7 @@ class TestErrors:
 
     def test_connection_dropped_mid_stream(self, server: FixtureServer) -> None:
         """A connection cut mid-body is one connection error after the partials."""
-        data = shared_fixture(TOOLS).read_bytes()
+        data = local_fixture(TOOLS).read_bytes()
         server.add(
             stream_reply(TOOLS, drop_after=first_bytes_until(data, b"\n\n", count=4))
         )

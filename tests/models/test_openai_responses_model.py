@@ -18,7 +18,7 @@ from langhooks import (
 )
 from langhooks.models import ChatRequest, OpenAIResponsesModel
 
-from . import AsyncRecorder, Recorder, shared_fixture
+from . import AsyncRecorder, Recorder, local_fixture
 from ._server import (
     WEATHER_TOOL,
     FixtureServer,
@@ -50,7 +50,7 @@ def model(server: FixtureServer, **options: Any) -> OpenAIResponsesModel:
 
 def stalled_reply(events: int) -> Reply:
     """The first ``events`` SSE events of the fixture, then silence."""
-    data = shared_fixture(STREAM).read_bytes()
+    data = local_fixture(STREAM).read_bytes()
     return Reply(
         headers=(("content-type", "text/event-stream"),),
         body=data[: first_bytes_until(data, b"\n\n", count=events)],
@@ -225,7 +225,7 @@ class TestErrors:
 
     def test_in_stream_error_event(self, server: FixtureServer) -> None:
         """A nested ``error`` event after a 200 is classified and raised."""
-        data = shared_fixture(STREAM).read_bytes()
+        data = local_fixture(STREAM).read_bytes()
         error = (
             b"event: error\ndata: "
             b'{"type":"error","sequence_number":2,"error":{"type":"too_many_requests",'
@@ -242,7 +242,7 @@ class TestErrors:
 
     def test_connection_dropped_mid_stream(self, server: FixtureServer) -> None:
         """A connection cut mid-body is one connection error after the partials."""
-        data = shared_fixture(STREAM).read_bytes()
+        data = local_fixture(STREAM).read_bytes()
         cut = first_bytes_until(data, b"\n\n", count=17)
         server.add(stream_reply(STREAM, drop_after=cut))
         recorder = Recorder()

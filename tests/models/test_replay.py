@@ -12,9 +12,9 @@ import langhooks as lh
 from langhooks._cli import main
 from langhooks.models import replay_stream
 
-from . import Recorder, local_fixture, shared_fixture
+from . import Recorder, local_fixture
 
-SHARED = [
+RECORDED = [
     ("openai_chat_tools.sse", "openai-chat"),
     ("openai_chat_error_midstream.sse", "openai-chat"),
     ("openai_compat_reasoning_content.sse", "openai-chat"),
@@ -52,25 +52,21 @@ def _outcome(source: object, format: str) -> tuple[list[tuple[str, object]], obj
     return events, result
 
 
-def _path(name: str) -> Path:
-    return shared_fixture(name) if name in dict(SHARED) else local_fixture(name)
-
-
 class TestSources:
     """Paths, str and bytes chunks give the same replay."""
 
-    @pytest.mark.parametrize(("name", "format"), SHARED + LOCAL)
+    @pytest.mark.parametrize(("name", "format"), RECORDED + LOCAL)
     def test_split_at_every_byte(self, name: str, format: str) -> None:
         """Byte-sized chunks replay exactly like the whole file."""
-        path = _path(name)
+        path = local_fixture(name)
         data = path.read_bytes()
         whole = _outcome(path, format)
         assert _outcome([data[i : i + 1] for i in range(len(data))], format) == whole
 
-    @pytest.mark.parametrize(("name", "format"), SHARED + LOCAL)
+    @pytest.mark.parametrize(("name", "format"), RECORDED + LOCAL)
     def test_random_splits(self, name: str, format: str) -> None:
         """Random splits, as bytes or as str, replay like the whole file."""
-        path = _path(name)
+        path = local_fixture(name)
         data = path.read_bytes()
         text = data.decode()
         whole = _outcome(str(path), format)
@@ -85,7 +81,7 @@ class TestSources:
 
     def test_pathlike_and_str_path(self) -> None:
         """A pathlib.Path and a str path are both files to read."""
-        path = shared_fixture("ollama_chat.ndjson")
+        path = local_fixture("ollama_chat.ndjson")
         assert _outcome(path, "ollama") == _outcome(str(path), "ollama")
 
     def test_bytes_source_is_rejected(self) -> None:
@@ -209,7 +205,7 @@ class TestCLI:
         self, capsys: pytest.CaptureFixture[str]
     ) -> None:
         """One line per event, then the aggregate; exit 0."""
-        path = shared_fixture("anthropic_thinking_tool.sse")
+        path = local_fixture("anthropic_thinking_tool.sse")
         status = main(["replay", str(path), "--format", "anthropic"])
         out = capsys.readouterr().out
         assert status == 0
@@ -240,7 +236,7 @@ class TestCLI:
 
     def test_stream_error_exits_1(self, capsys: pytest.CaptureFixture[str]) -> None:
         """A failing stream prints the error event and the error; exit 1."""
-        path = shared_fixture("openai_chat_error_midstream.sse")
+        path = local_fixture("openai_chat_error_midstream.sse")
         status = main(["replay", str(path), "--format", "openai-chat"])
         captured = capsys.readouterr()
         assert status == 1
@@ -251,7 +247,7 @@ class TestCLI:
 
     def test_unknown_format_exits_2(self, capsys: pytest.CaptureFixture[str]) -> None:
         """An unknown format is a clear message and exit 2."""
-        path = shared_fixture("ollama_chat.ndjson")
+        path = local_fixture("ollama_chat.ndjson")
         assert main(["replay", str(path), "--format", "grpc"]) == 2
         err = capsys.readouterr().err
         assert "unknown format 'grpc'" in err

@@ -17,7 +17,7 @@ from langhooks.models._sse import (
     stream_events,
 )
 
-from . import Recorder, shared_fixture
+from . import Recorder, local_fixture
 
 
 def _sse(*chunks: Chunk) -> list[tuple[str | None, str]]:
@@ -116,9 +116,9 @@ class TestSSEDecoder:
         with pytest.raises(TypeError, match="bytes or str"):
             SSEDecoder().feed(5)  # type: ignore[arg-type]
 
-    def test_shared_fixture_split_everywhere(self) -> None:
+    def test_fixture_split_everywhere(self) -> None:
         """A recorded stream decodes the same in one chunk and byte by byte."""
-        body = shared_fixture("anthropic_thinking_tool.sse").read_bytes()
+        body = local_fixture("anthropic_thinking_tool.sse").read_bytes()
         whole = _sse(body)
         assert len(whole) == 22
         assert _sse(*_split_everywhere(body)) == whole
@@ -250,7 +250,7 @@ class TestNDJSONDecoder:
 
     def test_split_everywhere(self) -> None:
         """A recorded stream decodes the same byte by byte."""
-        body = shared_fixture("ollama_chat_tools.ndjson").read_bytes()
+        body = local_fixture("ollama_chat_tools.ndjson").read_bytes()
         decoder = NDJSONDecoder()
         lines = [
             line for piece in _split_everywhere(body) for line in decoder.feed(piece)

@@ -1,0 +1,127 @@
+"""Benchmark: the cost of ``import langhooks``, against its own dependencies.
+
+Run by hand (not a test)::
+
+    python bench/imports.py [--rounds 15]
+
+Each round starts fresh interpreters (``python -X importtime -c ...``) and reads the
+cumulative import time the interpreter itself reports, for:
+
+- the reference: ``import attrs, typing_extensions`` (langhooks' two dependencies,
+  the least any import of langhooks can cost);
+- ``import langhooks``;
+- ``import langhooks`` followed by defining and using a plain sync handler (what a
+  user who never touches the runtime, the models or asyncio pays).
+
+The two runs of one round are interleaved, so a slow patch of the shared machine slows
+both alike. A result is the median over the rounds; the ratio is the median of the
+per-round ratios. The goal is at most 1.5. It also lists how many modules each import
+loads and which heavy standard-library modules (asyncio, ssl, socket, subprocess,
+concurrent.futures) ``import langhooks`` pulls in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from typing import Final
+
+_REFERENCE: Final = "import attrs, typing_extensions"
+_LANGHOOKS: Final = "import langhooks"
+_HANDLER: Final = (
+    "import langhooks as lh\n"
+    "class H(lh.StreamingChatResponseHandler):\n"
+    "    def on_partial_response(self, partial, context): pass\n"
+    "lh.CompositeStreamingHandler([H()])"
+)
+_HEAVY: Final = ("asyncio", "ssl", "socket", "subprocess", "concurrent.futures")
+
+
+def import_time_us(code: str) -> int:
+    """The cumulative import time, in microseconds, of ``code`` in a new interpreter.
+
+    Only top-level imports are summed: each one's cumulative time already includes
+    the modules it imported.
+    """
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    # The interpreter's own start-up imports (encodings, site) come first: count
+    # only the packages the code imports itself.
+    names = {
+        word.strip(",")
+        for line in code.splitlines()
+        if line.startswith("import ")
+        for word in line.split()[1:]
+        if word.strip(",") not in ("as", "lh")
+    }
+    total = 0
+    for line in done.stderr.splitlines():
+        if not line.startswith("import time:") or "cumulative" in line:
+            continue
+        _, cumulative, name = line.split("|")
+        # A nested import is indented under its importer, whose cumulative time
+        # already counts it: sum the top-level lines only.
+        if not name[1:].startswith(" ") and name.strip() in names:
+            total += int(cumulative)
+    return total
+
+
+def loaded_modules(code: str) -> list[str]:
+    """The modules loaded by ``code`` beyond a bare interpreter's own."""
+    probe = (
+        "import sys; before = set(sys.modules)\n"
+        f"{code}\n"
+        "import json; print(json.dumps(sorted(set(sys.modules) - before)))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    modules: list[str] = json.loads(done.stdout.splitlines()[-1])
+    return modules
+
+
+def main() -> None:
+    """Measure, print a table, and the modules the import loads."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    args = parser.parse_args()
+    reference: list[int] = []
+    runs: dict[str, list[int]] = {"import langhooks": [], "plain sync handler": []}
+    ratios: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(args.rounds):
+        base = import_time_us(_REFERENCE)
+        reference.append(base)
+        for name, code in (
+            ("import langhooks", _LANGHOOKS),
+            ("plain sync handler", _HANDLER),
+        ):
+            took = import_time_us(code)
+            runs[name].append(took)
+            ratios[name].append(took / base)
+    print(f"{'what':<32} {'median ms':>10} {'ratio':>7}  modules")
+    print(
+        f"{_REFERENCE:<32} {statistics.median(reference) / 1000:>10.1f} {'1.00':>7}  "
+        f"{len(loaded_modules(_REFERENCE))}"
+    )
+    for name, code in (
+        ("import langhooks", _LANGHOOKS),
+        ("plain sync handler", _HANDLER),
+    ):
+        print(
+            f"{name:<32} {statistics.median(runs[name]) / 1000:>10.1f} "
+            f"{statistics.median(ratios[name]):>7.2f}  {len(loaded_modules(code))}"
+        )
+    loaded = set(loaded_modules(_LANGHOOKS))
+    heavy = [name for name in _HEAVY if name in loaded]
+    print(f"heavy modules loaded by import langhooks: {', '.join(heavy) or 'none'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,785 @@
+"""JSON for langhooks' value types: hand-written encoders and decoders.
+
+``encode(value)`` gives a dict of JSON types whose ``"type"`` key names the value's
+class and whose ``"version"`` key is the schema version; fields follow, nested value
+types as plain dicts (their class is known from the field). Fields that hold caller
+data (tool arguments, metadata, custom context, ...) must already be JSON: anything
+else is refused with the path to it, never turned into a string.
+
+Why hand-written (not cattrs): the value types are few and fixed, the runtime
+dependencies are attrs and typing-extensions only, and the contract asks for things a
+generic converter does not give for free (a type tag beside a field named ``type``,
+a schema version, the path to an unencodable value, JSON-only data fields). Written
+out, each class is one small encoder and one decoder, and the hot path (an event
+record per streamed token) does no reflection.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+from ._chain_callbacks import Allow, Deny, Interrupt, ReviewContext, UpdateArguments
+from ._invocation import Invocation
+from ._messages import (
+    ChatResponse,
+    CompleteToolCall,
+    ContentPart,
+    FinishReason,
+    LangHooksError,
+    Message,
+    MessageDelta,
+    PartialResponse,
+    PartialThinking,
+    PartialToolCall,
+    TokenUsage,
+    ToolCall,
+    ToolResult,
+)
+from ._records import EventRecord
+from .chain._decision import Decision
+
+if TYPE_CHECKING:
+    from .chain._chain import LLMChain
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "STATE_TAG",
+    "check_version",
+    "decode",
+    "decode_fields",
+    "decode_state",
+    "dumps",
+    "encode",
+    "encode_fields",
+    "encode_state",
+    "json_data",
+    "loads",
+    "message_from_data",
+]
+
+#: The schema version ``encode`` writes; ``decode`` reads it and every older one.
+SCHEMA_VERSION: Final = 1
+
+_T = TypeVar("_T")
+
+
+class _Unencodable(Exception):
+    """A value that cannot be encoded; ``path`` grows while the stack unwinds."""
+
+    def __init__(self, error: type[Exception], reason: str) -> None:
+        super().__init__(reason)
+        self.error = error
+        self.reason = reason
+        self.path: list[str] = []  # innermost first
+
+    def raise_public(self, root: str = "") -> None:
+        """Raise the public error (TypeError or ValueError) naming the path."""
+        path = root + "".join(reversed(self.path))
+        where = path.removeprefix(".") or "the value"
+        raise self.error(f"cannot encode {where}: {self.reason}") from None
+
+
+# --- JSON data (arguments, metadata, custom context, ...) -------------------------
+
+
+def _json(value: Any) -> Any:
+    """``value`` as fresh JSON types (tuples become lists), or ``_Unencodable``."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        if math.isfinite(value):
+            return value
+        raise _Unencodable(ValueError, f"{value!r} is not a JSON number")
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise _Unencodable(
+                    TypeError,
+                    f"the key {key!r} is a {type(key).__name__}; JSON object keys "
+                    f"are str",
+                )
+            try:
+                out[key] = _json(item)
+            except _Unencodable as error:
+                error.path.append(f"[{json.dumps(key)}]")
+                raise
+        return out
+    if isinstance(value, list | tuple):
+        items: list[Any] = []
+        try:
+            for item in value:
+                items.append(_json(item))
+        except _Unencodable as error:
+            error.path.append(f"[{len(items)}]")
+            raise
+        return items
+    if isinstance(value, str | int | float):  # subclasses (bool was handled above)
+        return _json(str(value) if isinstance(value, str) else value.real)
+    raise _Unencodable(
+        TypeError,
+        f"{type(value).__qualname__} is not JSON data (use str, int, float, bool, "
+        f"None, and lists and str-keyed mappings of them)",
+    )
+
+
+def _data(value: Any, field: str) -> Any:
+    try:
+        return _json(value)
+    except _Unencodable as error:
+        error.path.append(f".{field}")
+        raise
+
+
+def json_data(value: Any, what: str) -> Any:
+    """``value`` checked and copied as JSON data.
+
+    Raises:
+        TypeError: a part of it is not JSON data (the message names its path
+            under ``what``).
+        ValueError: a float is NaN or infinite.
+    """
+    try:
+        return _json(value)
+    except _Unencodable as error:
+        error.raise_public(what)
+        raise  # pragma: no cover  # raise_public always raises
+
+
+def _each(items: Any, encode_one: Callable[[Any], Any], field: str) -> list[Any]:
+    out: list[Any] = []
+    try:
+        for item in items:
+            out.append(encode_one(item))
+    except _Unencodable as error:
+        error.path.append(f"[{len(out)}]")
+        error.path.append(f".{field}")
+        raise
+    return out
+
+
+def _nested(value: Any, encode_one: Callable[[Any], Any], field: str) -> Any:
+    if value is None:
+        return None
+    try:
+        return encode_one(value)
+    except _Unencodable as error:
+        error.path.append(f".{field}")
+        raise
+
+
+# --- encoders: value -> dict of fields (no tag) -----------------------------------
+
+
+def _e_part(part: ContentPart) -> dict[str, Any]:
+    return {"content_type": part.type, "content": part.content}
+
+
+def _e_call(call: ToolCall) -> dict[str, Any]:
+    return {
+        "call_id": call.call_id,
+        "name": call.name,
+        "arguments": _data(call.arguments, "arguments"),
+        "index": call.index,
+        "display_text": call.display_text,
+    }
+
+
+def _e_result(result: ToolResult) -> dict[str, Any]:
+    return {
+        "tool_call_id": result.tool_call_id,
+        "name": result.name,
+        "content": [_e_part(part) for part in result.content],
+        "display_text": result.display_text,
+        "is_error": result.is_error,
+        "is_interrupt": result.is_interrupt,
+        "interrupt_data": _data(result.interrupt_data, "interrupt_data"),
+        "processed_content": _data(result.processed_content, "processed_content"),
+    }
+
+
+def _e_message(message: Message) -> dict[str, Any]:
+    return {
+        "role": message.role,
+        "content": [_e_part(part) for part in message.content],
+        "tool_calls": _each(message.tool_calls, _e_call, "tool_calls"),
+        "tool_results": _each(message.tool_results, _e_result, "tool_results"),
+        "status": message.status,
+        "metadata": _data(message.metadata, "metadata"),
+    }
+
+
+def _e_usage(usage: TokenUsage) -> dict[str, Any]:
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "raw": _data(usage.raw, "raw"),
+        "cumulative": usage.cumulative,
+    }
+
+
+def _e_partial_call(partial: PartialToolCall) -> dict[str, Any]:
+    return {
+        "index": partial.index,
+        "id": partial.id,
+        "name": partial.name,
+        "partial_arguments": partial.partial_arguments,
+    }
+
+
+def _e_delta(delta: MessageDelta) -> dict[str, Any]:
+    return {
+        "text": delta.text,
+        "thinking": delta.thinking,
+        "tool_call": None
+        if delta.tool_call is None
+        else _e_partial_call(delta.tool_call),
+        "usage": _nested(delta.usage, _e_usage, "usage"),
+        "status": delta.status,
+    }
+
+
+def _e_response(response: ChatResponse) -> dict[str, Any]:
+    reason = response.finish_reason
+    return {
+        "message": _nested(response.message, _e_message, "message"),
+        "id": response.id,
+        "model_name": response.model_name,
+        "token_usage": _nested(response.token_usage, _e_usage, "token_usage"),
+        "finish_reason": None if reason is None else reason.value,
+        "metadata": _data(response.metadata, "metadata"),
+    }
+
+
+def _e_error(error: LangHooksError) -> dict[str, Any]:
+    return {
+        "error_type": error.type,
+        "message": error.message,
+        "retryable": error.retryable,
+        "retry_after": error.retry_after,
+        "metadata": _data(error.metadata, "metadata"),
+    }
+
+
+def _e_invocation(current: Invocation) -> dict[str, Any]:
+    return {
+        "id": current.id,
+        "name": current.name,
+        "parent_id": current.parent_id,
+        "custom_context": _data(current.custom_context, "custom_context"),
+        "started_at": current.started_at.isoformat(),
+    }
+
+
+def _e_record(record: EventRecord) -> dict[str, Any]:
+    return {
+        "seq": record.seq,
+        "event": record.event,
+        "run_id": record.run_id,
+        "invocation_id": record.invocation_id,
+        "parent_id": record.parent_id,
+        "time": record.time.isoformat(),
+        "payload": _data(record.payload, "payload"),
+    }
+
+
+# --- decoders: dict of fields -> value ----------------------------------------------
+
+
+def _d_part(data: Mapping[str, Any]) -> ContentPart:
+    return ContentPart(type=data["content_type"], content=data["content"])
+
+
+def _d_parts(items: Any) -> list[ContentPart]:
+    return [_d_part(item) for item in items]
+
+
+def _d_call(data: Mapping[str, Any]) -> ToolCall:
+    return ToolCall(
+        call_id=data["call_id"],
+        name=data["name"],
+        arguments=data["arguments"],
+        index=data["index"],
+        display_text=data["display_text"],
+    )
+
+
+def _d_result(data: Mapping[str, Any]) -> ToolResult:
+    return ToolResult(
+        tool_call_id=data["tool_call_id"],
+        name=data["name"],
+        content=_d_parts(data["content"]),
+        display_text=data["display_text"],
+        is_error=_bool(data["is_error"], "is_error"),
+        is_interrupt=_bool(data["is_interrupt"], "is_interrupt"),
+        interrupt_data=_mapping_or_none(data["interrupt_data"], "interrupt_data"),
+        processed_content=data["processed_content"],
+    )
+
+
+def _d_message(data: Mapping[str, Any]) -> Message:
+    return Message(
+        role=data["role"],
+        content=_d_parts(data["content"]),
+        tool_calls=[_d_call(item) for item in data["tool_calls"]],
+        tool_results=[_d_result(item) for item in data["tool_results"]],
+        status=data["status"],
+        metadata=data["metadata"],
+    )
+
+
+def _d_usage(data: Mapping[str, Any]) -> TokenUsage:
+    return TokenUsage(
+        input_tokens=data["input_tokens"],
+        output_tokens=data["output_tokens"],
+        raw=data["raw"],
+        cumulative=_bool(data["cumulative"], "cumulative"),
+    )
+
+
+def _d_partial_call(data: Mapping[str, Any]) -> PartialToolCall:
+    return PartialToolCall(
+        index=data["index"],
+        id=data["id"],
+        name=data["name"],
+        partial_arguments=data["partial_arguments"],
+    )
+
+
+def _d_delta(data: Mapping[str, Any]) -> MessageDelta:
+    call, usage = data["tool_call"], data["usage"]
+    return MessageDelta(
+        text=data["text"],
+        thinking=data["thinking"],
+        tool_call=None if call is None else _d_partial_call(call),
+        usage=None if usage is None else _d_usage(usage),
+        status=data["status"],
+    )
+
+
+def _d_response(data: Mapping[str, Any]) -> ChatResponse:
+    usage, reason = data["token_usage"], data["finish_reason"]
+    return ChatResponse(
+        message=_d_message(data["message"]),
+        id=data["id"],
+        model_name=data["model_name"],
+        token_usage=None if usage is None else _d_usage(usage),
+        finish_reason=None if reason is None else FinishReason(reason),
+        metadata=data["metadata"],
+    )
+
+
+def _d_error(data: Mapping[str, Any]) -> LangHooksError:
+    return LangHooksError(
+        data["error_type"],
+        data["message"],
+        retryable=_bool(data["retryable"], "retryable"),
+        retry_after=data["retry_after"],
+        metadata=data["metadata"],
+    )
+
+
+def _d_time(value: Any, field: str) -> datetime.datetime:
+    if not isinstance(value, str):
+        raise TypeError(f"{field} must be an ISO 8601 str, got {value!r}")
+    return datetime.datetime.fromisoformat(value)
+
+
+def _d_invocation(data: Mapping[str, Any]) -> Invocation:
+    return Invocation(
+        id=_str(data["id"], "id"),
+        name=data["name"],
+        parent_id=_optional_str(data["parent_id"], "parent_id"),
+        custom_context=data["custom_context"],
+        started_at=_d_time(data["started_at"], "started_at"),
+    )
+
+
+def _d_record(data: Mapping[str, Any]) -> EventRecord:
+    return EventRecord(
+        seq=data["seq"],
+        event=data["event"],
+        run_id=data["run_id"],
+        invocation_id=data["invocation_id"],
+        parent_id=data["parent_id"],
+        time=_d_time(data["time"], "time"),
+        payload=data["payload"],
+    )
+
+
+def _d_decision(data: Mapping[str, Any]) -> Decision:
+    return Decision(
+        kind=data["kind"],
+        arguments=_mapping_or_none(data["arguments"], "arguments"),
+        reason=data["reason"],
+    )
+
+
+# Checks for fields whose classes do not validate them (plain attrs fields).
+def _bool(value: Any, field: str) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{field} must be a bool, got {value!r}")
+    return value
+
+
+def _str(value: Any, field: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{field} must be a str, got {value!r}")
+    return value
+
+
+def _optional_str(value: Any, field: str) -> str | None:
+    return None if value is None else _str(value, field)
+
+
+def _mapping_or_none(value: Any, field: str) -> Mapping[str, Any] | None:
+    if value is not None and not isinstance(value, Mapping):
+        raise TypeError(f"{field} must be an object or null, got {value!r}")
+    return value
+
+
+# --- the registry -----------------------------------------------------------------
+
+_Encoder = Callable[[Any], dict[str, Any]]
+_Decoder = Callable[[Mapping[str, Any]], Any]
+
+# class -> (tag, encoder); tag -> decoder. The tag is the public class name.
+_ENCODERS: Final[dict[type, tuple[str, _Encoder]]] = {}
+_DECODERS: Final[dict[str, _Decoder]] = {}
+
+
+def _register(cls: type[_T], encoder: _Encoder, decoder: _Decoder) -> None:
+    _ENCODERS[cls] = (cls.__name__, encoder)
+    _DECODERS[cls.__name__] = decoder
+
+
+_register(ContentPart, _e_part, _d_part)
+_register(ToolCall, _e_call, _d_call)
+_register(ToolResult, _e_result, _d_result)
+_register(Message, _e_message, _d_message)
+_register(MessageDelta, _e_delta, _d_delta)
+_register(TokenUsage, _e_usage, _d_usage)
+_register(
+    FinishReason,
+    lambda reason: {"value": reason.value},
+    lambda data: FinishReason(data["value"]),
+)
+_register(ChatResponse, _e_response, _d_response)
+_register(LangHooksError, _e_error, _d_error)
+_register(Invocation, _e_invocation, _d_invocation)
+_register(
+    PartialResponse,
+    lambda partial: {"text": partial.text},
+    lambda data: PartialResponse(text=data["text"]),
+)
+_register(
+    PartialThinking,
+    lambda partial: {"text": partial.text},
+    lambda data: PartialThinking(text=data["text"]),
+)
+_register(PartialToolCall, _e_partial_call, _d_partial_call)
+_register(
+    CompleteToolCall,
+    lambda complete: {
+        "index": complete.index,
+        "tool_call": _nested(complete.tool_call, _e_call, "tool_call"),
+    },
+    lambda data: CompleteToolCall(
+        index=data["index"], tool_call=_d_call(data["tool_call"])
+    ),
+)
+_register(Allow, lambda _decision: {}, lambda _data: Allow())
+_register(
+    UpdateArguments,
+    lambda decision: {"arguments": _data(decision.arguments, "arguments")},
+    lambda data: UpdateArguments(data["arguments"]),
+)
+_register(
+    Deny,
+    lambda decision: {"reason": decision.reason},
+    lambda data: Deny(data["reason"]),
+)
+_register(
+    Interrupt,
+    lambda decision: {
+        "message": decision.message,
+        "data": _data(decision.data, "data"),
+    },
+    lambda data: Interrupt(data["message"], data["data"]),
+)
+_register(
+    ReviewContext,
+    lambda review: {
+        "human_decision": review.human_decision,
+        "custom_context": _data(review.custom_context, "custom_context"),
+    },
+    lambda data: ReviewContext(
+        human_decision=data["human_decision"], custom_context=data["custom_context"]
+    ),
+)
+_register(
+    Decision,
+    lambda decision: {
+        "kind": decision.kind,
+        "arguments": _data(decision.arguments, "arguments"),
+        "reason": decision.reason,
+    },
+    _d_decision,
+)
+_register(EventRecord, _e_record, _d_record)
+
+
+# --- the public functions ---------------------------------------------------------
+
+
+def encode_fields(value: Any) -> tuple[str, dict[str, Any]]:
+    """``value``'s tag and fields, without the tag and version keys.
+
+    Raises:
+        TypeError: ``value`` is not a value type, or a part of it is not JSON
+            data (the message names its path).
+        ValueError: a float in it is NaN or infinite.
+    """
+    entry = _ENCODERS.get(type(value))
+    if entry is None:
+        known = ", ".join(sorted(_DECODERS))
+        raise TypeError(
+            f"cannot encode a {type(value).__qualname__}: langhooks.codec encodes "
+            f"its value types ({known})"
+        )
+    tag, encoder = entry
+    try:
+        return tag, encoder(value)
+    except _Unencodable as error:
+        error.raise_public()
+        raise  # pragma: no cover  # raise_public always raises
+
+
+def encode(value: Any) -> dict[str, Any]:
+    """``value`` as a dict of JSON types, tagged with its type and schema version.
+
+    Args:
+        value: a langhooks value type (``Message``, ``ToolCall``, ``EventRecord``,
+            ...). ``ToolResult.exception`` and ``LangHooksError.original`` are not
+            encoded (they are never sent anywhere); tuples in caller data come back
+            as lists.
+
+    Returns:
+        ``{"type": <class name>, "version": SCHEMA_VERSION, <fields>...}``.
+
+    Raises:
+        TypeError: ``value`` is not a value type, or caller data in it (tool
+            arguments, metadata, custom context, ...) is not JSON: the message
+            names the path, as ``tool_calls[0].arguments["when"]``.
+        ValueError: a float in caller data is NaN or infinite.
+    """
+    tag, fields = encode_fields(value)
+    out: dict[str, Any] = {"type": tag, "version": SCHEMA_VERSION}
+    out.update(fields)
+    return out
+
+
+def decode_fields(tag: str, data: Mapping[str, Any]) -> Any:
+    """The value of class ``tag`` from its fields (no version check).
+
+    Raises:
+        ValueError: an unknown tag, or fields that do not make a valid value.
+    """
+    decoder = _DECODERS.get(tag)
+    if decoder is None:
+        raise ValueError(
+            f"unknown type tag {tag!r}: langhooks.codec knows "
+            f"{', '.join(sorted(_DECODERS))} (was it written by a newer langhooks?)"
+        )
+    try:
+        return decoder(data)
+    except KeyError as error:
+        raise ValueError(
+            f"not a valid encoded {tag}: the field {error} is missing"
+        ) from None
+    except (TypeError, ValueError, AttributeError) as error:
+        raise ValueError(f"not a valid encoded {tag}: {error}") from error
+
+
+def check_version(data: Mapping[str, Any], what: str) -> None:
+    """Check ``data["version"]`` is a schema version this code reads.
+
+    Raises:
+        ValueError: the version is missing, not an int, or newer than
+            ``SCHEMA_VERSION``.
+    """
+    version = data.get("version")
+    if type(version) is not int or version < 1:
+        raise ValueError(
+            f"{what} has no valid schema version (an int >= 1 under 'version'), "
+            f"got {version!r}"
+        )
+    if version > SCHEMA_VERSION:
+        raise ValueError(
+            f"{what} has schema version {version}, newer than this langhooks reads "
+            f"({SCHEMA_VERSION}): upgrade langhooks to read it"
+        )
+
+
+def decode(data: Mapping[str, Any]) -> Any:
+    """The value ``encode`` made ``data`` from (equal to the original).
+
+    Args:
+        data: a dict as ``encode`` returns it (for instance from ``json.loads``).
+
+    Returns:
+        The value: a ``Message``, ``ToolCall``, ``EventRecord``, ...
+
+    Raises:
+        TypeError: ``data`` is not a mapping.
+        ValueError: an unknown type tag, a schema version newer than this code
+            reads, or fields that do not make a valid value.
+    """
+    if not isinstance(data, Mapping):
+        raise TypeError(
+            f"decode takes a mapping as encode returns it, got {type(data).__name__}"
+        )
+    tag = data.get("type")
+    if not isinstance(tag, str):
+        raise ValueError(f"no type tag (a str under 'type') in {_preview(data)}")
+    check_version(data, f"the encoded {tag}")
+    return decode_fields(tag, data)
+
+
+def _preview(data: Any) -> str:
+    text = repr(data)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def dumps(value: Any) -> str:
+    """``encode(value)`` as JSON text (ASCII: lone surrogates are escaped, so any
+    str round-trips).
+
+    Raises:
+        TypeError: as ``encode``.
+        ValueError: as ``encode``; also an int too long for ``int`` to ``str``
+            conversion (see ``sys.set_int_max_str_digits``).
+    """
+    return json.dumps(encode(value), separators=(",", ":"))
+
+
+def loads(text: str | bytes) -> Any:
+    """The value ``dumps`` wrote as ``text``.
+
+    Raises:
+        ValueError: the text is not JSON, or as ``decode``.
+        TypeError: the JSON is not an object.
+    """
+    return decode(json.loads(text))
+
+
+# --- messages as data, for run state and event records ------------------------------
+
+
+def message_from_data(data: Mapping[str, Any]) -> Message:
+    """The message whose fields (as ``encode_fields`` gives them) are ``data``.
+
+    Raises:
+        ValueError: fields that do not make a valid message.
+    """
+    return decode_fields("Message", data)  # type: ignore[no-any-return]
+
+
+# --- run state --------------------------------------------------------------------
+
+#: The tag of ``LLMChain.to_state()``'s dict.
+STATE_TAG: Final = "LLMChainState"
+
+
+def encode_state(chain: LLMChain) -> dict[str, Any]:
+    """``chain.to_state()``: what a run needs to go on elsewhere, as JSON types.
+
+    Raises:
+        TypeError: caller data in the chain is not JSON (the message names its
+            path, as ``messages[3].tool_calls[0].arguments["when"]``).
+        ValueError: a float in caller data is NaN or infinite.
+    """
+    current = chain.invocation
+    try:
+        return {
+            "type": STATE_TAG,
+            "version": SCHEMA_VERSION,
+            "messages": _each(chain.messages, _e_message, "messages"),
+            "custom_context": _data(chain.custom_context, "custom_context"),
+            "max_retry_count": chain.max_retry_count,
+            "current_failure_count": chain.current_failure_count,
+            "invocation": _nested(current, _e_invocation, "invocation"),
+            "tools": [tool.name for tool in chain.tools],
+            "pending_tool_calls": _each(
+                chain.pending_tool_calls, _e_call, "pending_tool_calls"
+            ),
+        }
+    except _Unencodable as error:
+        error.raise_public()
+        raise  # pragma: no cover  # raise_public always raises
+
+
+def decode_state(state: Mapping[str, Any]) -> dict[str, Any]:
+    """The saved fields of ``state`` as ``LLMChain`` keyword arguments (messages,
+    custom_context, max_retry_count, current_failure_count, invocation), and the
+    saved tool names and pending calls under ``"tools"`` and
+    ``"pending_tool_calls"``.
+
+    Raises:
+        TypeError: ``state`` is not a mapping.
+        ValueError: not a saved chain, a newer schema version, or fields that do
+            not make valid values (the message names the first bad one).
+    """
+    if not isinstance(state, Mapping):
+        raise TypeError(
+            f"from_state takes the dict chain.to_state() returned, got "
+            f"{type(state).__name__}"
+        )
+    if state.get("type") != STATE_TAG:
+        raise ValueError(
+            f"not a saved chain: the type tag is {state.get('type')!r}, not "
+            f"{STATE_TAG!r} (save one with chain.to_state())"
+        )
+    check_version(state, "the saved chain")
+    try:
+        fields = {
+            "custom_context": state["custom_context"],
+            "max_retry_count": state["max_retry_count"],
+            "current_failure_count": state["current_failure_count"],
+            "tools": [_str(name, "tools[]") for name in state["tools"]],
+        }
+        current = state["invocation"]
+        fields["invocation"] = None if current is None else _d_invocation(current)
+    except KeyError as error:
+        raise ValueError(f"not a valid saved chain: {error} is missing") from None
+    except (TypeError, ValueError, AttributeError) as error:
+        raise ValueError(f"not a valid saved chain: {error}") from error
+    fields["messages"] = _decode_each(state, "messages", _d_message)
+    fields["pending_tool_calls"] = _decode_each(state, "pending_tool_calls", _d_call)
+    return fields
+
+
+def _decode_each(
+    state: Mapping[str, Any], field: str, decoder: Callable[[Any], _T]
+) -> list[_T]:
+    items = state.get(field)
+    if not isinstance(items, list):
+        raise ValueError(f"not a valid saved chain: {field} must be a list")
+    out: list[_T] = []
+    for position, item in enumerate(items):
+        try:
+            out.append(decoder(item))
+        except KeyError as error:
+            raise ValueError(
+                f"not a valid saved chain: {field}[{position}] has no {error}"
+            ) from None
+        except (TypeError, ValueError, AttributeError) as error:
+            raise ValueError(
+                f"not a valid saved chain: {field}[{position}]: {error}"
+            ) from error
+    return out

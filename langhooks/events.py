@@ -1,0 +1,14 @@
+"""Event records: every handler event as data that can leave the process.
+
+``EventRecorder(sink)`` is a chain and streaming handler that turns each event into
+an ``EventRecord`` (numbered by ``seq``, with the run's id, the time and the event's
+arguments encoded with ``langhooks.codec``) and writes it to a JSON Lines file, a
+text file or a callable. ``read_events`` reads a recording back, lazily;
+``replay_events`` drives any handler with it.
+"""
+
+from __future__ import annotations
+
+from ._events import EventRecord, EventRecorder, Sink, read_events, replay_events
+
+__all__ = ["EventRecord", "EventRecorder", "Sink", "read_events", "replay_events"]
