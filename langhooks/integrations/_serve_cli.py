@@ -88,7 +88,7 @@ def run(
     args: argparse.Namespace,
     out: TextIO | None = None,
     *,
-    on_started: Callable[[Any], None] | None = None,
+    on_started: Callable[[Any], object] = lambda server: None,
 ) -> int:
     """Serve the page and the demo agent until interrupted.
 
@@ -159,8 +159,7 @@ def run(
         file=out,
         flush=True,
     )
-    if on_started is not None:
-        on_started(server)
+    on_started(server)
     with listener:
         server.run(sockets=[listener])
     return 0

@@ -248,7 +248,9 @@ class _WebApp:
         sink = RecordSink(backend, prompt)
         started = asyncio.get_running_loop().create_future()
         sink.on_first(started)
-        self._spawn(self._first_run(chain.add_callback(sink.recorder), sink))
+        marker, recorder = sink.handlers
+        chain = chain.add_callback(marker).add_callback(recorder)
+        self._spawn(self._first_run(chain, sink))
         run_id = await started
         self._sinks[run_id] = sink
         return JSONResponse({"run_id": run_id}, status_code=201)

@@ -7,6 +7,7 @@ this process (for ``langhooks serve`` and for an app that runs its own agent).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from typing import TYPE_CHECKING, Final, Literal, Protocol, final
@@ -233,7 +234,8 @@ class MemoryBackend:
 
 
 def _wake(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
+    # The reader may have stopped waiting (timed out, went away) in the meantime.
+    with contextlib.suppress(asyncio.InvalidStateError):
         waiter.set_result(None)
 
 

@@ -367,9 +367,8 @@ class TestEvents:
                     break
         assert seen[0] == {"retry": "1000"}
         assert seen[-2]["event"] == "on_run_complete"
-        assert json.loads(seen[-2]["data"])["payload"]["result"] == {
-            "status": "interrupted"
-        }
+        result = json.loads(seen[-2]["data"])["payload"]["result"]
+        assert result["status"] == "interrupted"
 
     def test_a_stream_follows_a_run_live(self) -> None:
         """A stream opened while the run waits gets the resumed part as it happens."""
@@ -425,6 +424,23 @@ class TestDecisions:
         assert failed[0]["payload"]["result"]["is_error"] is False
         assert reason in json.dumps(failed[0]["payload"]["result"])
         assert not [r for r in records if r["event"] == "on_tool_execution_completed"]
+
+    def test_a_call_left_undecided_keeps_the_run_waiting(self) -> None:
+        """Deciding one of two waiting calls runs it; the run waits for the other."""
+        first = weather_turns()[0]
+        calls = [*first.tool_calls, attrs.evolve(first.tool_calls[0], call_id="call_2")]
+        turns = [attrs.evolve(first, tool_calls=calls), weather_turns()[1]]
+        with serving(create_app(agent=agent_of(turns))) as base:
+            run_id = interrupted(base)
+            approve = {"decision": "approve"}
+            first_answer = decide(base, run_id, {"tool_call_id": "call_1", **approve})
+            assert first_answer.status_code == 202
+            wait_state(base, run_id, "interrupted")
+            answer = decide(base, run_id, {"tool_call_id": "call_2", **approve})
+            assert answer.status_code == 202
+            wait_state(base, run_id, "ok")
+            records = [json.loads(e["data"]) for e in events(base, run_id)]
+        assert text_of(records) == FIRST_TEXT + ANSWER
 
     def test_an_unknown_run_is_404(self, url: str) -> None:
         """Decisions for a run nobody started: 404."""

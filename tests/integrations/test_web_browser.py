@@ -20,7 +20,8 @@ from langhooks.models import ScriptedTurn
 from ._web_harness import ANSWER, FIRST_TEXT, QUESTION, agent_of, serving, weather_turns
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Locator, LocatorAssertions, Page
+    from playwright.sync_api import Browser, Locator, Page
+    from playwright.sync_api._generated import LocatorAssertions
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 

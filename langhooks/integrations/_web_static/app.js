@@ -245,8 +245,7 @@
       for (const result of payload.results || []) {
         const card = this.card({ call_id: result.tool_call_id, name: result.name });
         this.setToolState(card, "awaiting", "awaiting approval");
-        const data = result.interrupt_data || {};
-        card.note.textContent = typeof data.message === "string" ? data.message : resultText(result);
+        card.note.textContent = result.display_text || resultText(result);
         this.offerDecision(card, result.tool_call_id);
       }
     }
