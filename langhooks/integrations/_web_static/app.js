@@ -182,6 +182,7 @@
       // is finished when its stream ends.
       this.lastStatus = payload.result && payload.result.status;
       if (this.lastStatus === "interrupted") setRunState("interrupted");
+      setTimeout(refreshRuns, 250);
     }
 
     // --- tool calls ---
