@@ -12,7 +12,7 @@ import argparse
 import socket
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from .._messages import Message
 from ..chain import LLMChain
@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from ..models._base import ChatModel
 
 __all__ = ["add_arguments", "demo_agent", "run"]
+
+# Hosts that only this machine reaches, and the names a browser uses for them.
+_LOOPBACK: Final = frozenset({"127.0.0.1", "localhost"})
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -144,8 +147,15 @@ def run(
             file=sys.stderr,
         )
         return 1
+    app = create_app(agent=agent)
+    if args.host in _LOOPBACK:
+        # A page elsewhere could rebind its own name to 127.0.0.1 and then talk to
+        # this server as if it were same-origin: answer only to local names.
+        from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=sorted(_LOOPBACK))
     config = uvicorn.Config(
-        create_app(agent=agent),
+        app,
         log_level="warning",
         lifespan="on",
         # Open event streams end at once on Ctrl-C instead of holding the server.

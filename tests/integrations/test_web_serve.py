@@ -57,6 +57,19 @@ class TestServe:
             assert runs["agent"] is True
             assert runs["runs"][0]["run_id"] == started.json()["run_id"]
 
+    def test_answers_only_to_local_names(self) -> None:
+        """A request naming another host (DNS rebinding) is refused."""
+        with served("--port", "0") as (url, _):
+            assert httpx.get(url, headers={"Host": "evil.example"}).status_code == 400
+            local = url.replace("127.0.0.1", "localhost")
+            assert httpx.get(local).status_code == 200
+
+    def test_another_address_answers_to_any_name(self) -> None:
+        """Bound to an address the user chose, the server takes any Host header
+        (the names it is reached by are the user's to know)."""
+        with served("--host", "127.0.0.2", "--port", "0") as (url, _):
+            assert httpx.get(url, headers={"Host": "box"}).status_code == 200
+
     def test_runs_on_a_server_model(self) -> None:
         """--base-url and --model put the demo agent on an OpenAI-compatible server."""
         base = "http://127.0.0.1:9/v1"
