@@ -11,23 +11,22 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from typing_extensions import override
 
 from .._chain_callbacks import ChainCallbackHandler, Interrupt, ReviewContext
 from .._messages import (
-    LangHooksError,
     Message,
-    MessageDelta,
     TokenUsage,
     Tool,
     ToolCall,
     ToolContext,
-    ToolResult,
 )
-from ._chain import LLMChain, RunResult
+from ..integrations.console import ConsoleHandler, _arguments
+from ..integrations.console import _Style as _Style  # the demo tests build printers
+from ._chain import LLMChain
 from ._decision import Decision
 
 if TYPE_CHECKING:
@@ -44,30 +43,6 @@ SYSTEM: Final = (
 
 # A real model could keep asking for the tool; the demo approves this many rounds.
 MAX_APPROVALS: Final = 3
-
-_COLORS: Final = {
-    "dim": "2",
-    "bold": "1",
-    "cyan": "36",
-    "green": "32",
-    "yellow": "33",
-    "red": "31",
-    "magenta": "35",
-    "blue": "34",
-}
-
-
-class _Style:
-    """ANSI colours, or none."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-
-    def __call__(self, text: str, *styles: str) -> str:
-        if not self.enabled or not styles:
-            return text
-        codes = ";".join(_COLORS[style] for style in styles)
-        return f"\033[{codes}m{text}\033[0m"
 
 
 def weather(arguments: Mapping[str, Any], context: ToolContext) -> str:
@@ -137,184 +112,11 @@ class ApprovalGate(ChainCallbackHandler):
         )
 
 
-class EventPrinter(ChainCallbackHandler):
-    """Prints each chain event on one line; streamed text continues its line."""
+class EventPrinter(ConsoleHandler):
+    """The demo's printer: ``ConsoleHandler`` with the demo's colour choice."""
 
     def __init__(self, out: TextIO, style: _Style) -> None:
-        self._out = out
-        self._style = style
-        self._streaming: str | None = None  # what the open line is streaming
-        self.count = 0
-
-    def _end_line(self) -> None:
-        if self._streaming is not None:
-            self._out.write("\n")
-            self._streaming = None
-
-    def line(self, event: str, detail: str = "", color: str = "cyan") -> None:
-        """Print one event."""
-        self._end_line()
-        self.count += 1
-        name = self._style(f"{event:<28}", color)
-        self._out.write(f"  {name} {detail}".rstrip() + "\n")
-        self._out.flush()
-
-    def note(self, text: str, color: str = "bold") -> None:
-        """Print a line that is not an event (the story around the run)."""
-        self._end_line()
-        self._out.write(self._style(text, color) + "\n")
-        self._out.flush()
-
-    def _stream(self, kind: str, label: str, text: str, color: str) -> None:
-        if self._streaming != kind:
-            self._end_line()
-            self._streaming = kind
-            head = self._style(f"{'on_llm_new_delta':<28}", "cyan")
-            self._out.write(f"  {head} {self._style(label, color)} ")
-        self._out.write(self._style(text, color) if kind == "thinking" else text)
-        self._out.flush()
-
-    @override
-    def on_run_start(self, chain: LLMChain) -> None:
-        invocation = chain.invocation
-        name = "" if invocation is None else f"{invocation.name} {invocation.id[:8]}"
-        self.line("on_run_start", self._style(name, "dim"), "magenta")
-
-    @override
-    def on_llm_new_delta(self, chain: LLMChain, deltas: Sequence[MessageDelta]) -> None:
-        for delta in deltas:
-            self.count += 1
-            if delta.thinking:
-                self._stream("thinking", "thinking:", delta.thinking, "dim")
-            if delta.text:
-                self._stream("text", "text:", delta.text, "bold")
-            if delta.tool_call is not None:
-                kind = f"tool:{delta.tool_call.index}"
-                label = f"tool call {delta.tool_call.name}:"
-                self._stream(kind, label, delta.tool_call.partial_arguments, "blue")
-            if delta.status is not None:
-                self.count -= 1
-                usage = ""
-                if delta.usage is not None:
-                    usage = (
-                        f" (tokens in {delta.usage.input_tokens}, "
-                        f"out {delta.usage.output_tokens})"
-                    )
-                self.line("on_llm_new_delta", f"stream {delta.status}{usage}")
-
-    @override
-    def on_tool_call_identified(
-        self, chain: LLMChain, call: ToolCall, tool: Tool
-    ) -> None:
-        self.line("on_tool_call_identified", f"{tool.name} ({tool.display_text})")
-
-    @override
-    def on_llm_response_headers(
-        self, chain: LLMChain, headers: Mapping[str, str]
-    ) -> None:
-        self.line("on_llm_response_headers", f"{len(headers)} header(s)")
-
-    @override
-    def on_llm_ratelimit_info(
-        self, chain: LLMChain, info: Mapping[str, object]
-    ) -> None:
-        self.line(
-            "on_llm_ratelimit_info", ", ".join(f"{k}={v}" for k, v in info.items())
-        )
-
-    @override
-    def on_message_processed(self, chain: LLMChain, message: Message) -> None:
-        if message.role == "tool":
-            detail = f"tool message, {len(message.tool_results)} result(s)"
-        else:
-            calls = len(message.tool_calls)
-            detail = f"assistant message, {calls} tool call(s)"
-        self.line("on_message_processed", detail)
-
-    @override
-    def on_llm_token_usage(self, chain: LLMChain, usage: TokenUsage) -> None:
-        self.line(
-            "on_llm_token_usage",
-            f"in {usage.input_tokens}, out {usage.output_tokens}, "
-            f"total {usage.total_tokens}",
-        )
-
-    @override
-    def on_tool_call_review(
-        self, chain: LLMChain, call: ToolCall, tool: Tool, review: ReviewContext
-    ) -> ReviewDecision | None:
-        human = f" (human: {review.human_decision})" if review.human_decision else ""
-        self.line("on_tool_call_review", f"{call.name}({_arguments(call)}){human}")
-        return None
-
-    @override
-    def on_tool_execution_started(
-        self, chain: LLMChain, call: ToolCall, tool: Tool
-    ) -> None:
-        self.line("on_tool_execution_started", f"{call.name}({_arguments(call)})")
-
-    @override
-    def on_tool_pre_execution(
-        self, chain: LLMChain, call: ToolCall, tool: Tool
-    ) -> None:
-        from .._invocation import current_invocation
-
-        current = current_invocation()
-        where = "" if current is None else f"in invocation {current.name}"
-        self.line("on_tool_pre_execution", f"{call.name} {self._style(where, 'dim')}")
-
-    @override
-    def on_tool_execution_completed(
-        self, chain: LLMChain, call: ToolCall, result: ToolResult
-    ) -> None:
-        self.line(
-            "on_tool_execution_completed", f"{call.name} -> {result.text}", "green"
-        )
-
-    @override
-    def on_tool_execution_failed(
-        self, chain: LLMChain, call: ToolCall, result: ToolResult
-    ) -> None:
-        self.line("on_tool_execution_failed", f"{call.name}: {result.text}", "red")
-
-    @override
-    def on_tool_execution_exception(
-        self, chain: LLMChain, call: ToolCall, exception: BaseException
-    ) -> None:
-        self.line("on_tool_execution_exception", repr(exception), "red")
-
-    @override
-    def on_tool_interrupted(
-        self, chain: LLMChain, results: Sequence[ToolResult]
-    ) -> None:
-        names = ", ".join(result.name for result in results)
-        self.line("on_tool_interrupted", f"{names} waits for a human", "yellow")
-
-    @override
-    def on_tool_response_created(self, chain: LLMChain, message: Message) -> None:
-        self.line("on_tool_response_created", f"{len(message.tool_results)} result(s)")
-
-    @override
-    def on_llm_error(self, chain: LLMChain, error: LangHooksError) -> None:
-        self.line("on_llm_error", str(error), "red")
-
-    @override
-    def on_retries_exceeded(self, chain: LLMChain) -> None:
-        self.line(
-            "on_retries_exceeded", f"{chain.current_failure_count} failures", "red"
-        )
-
-    @override
-    def on_error(self, chain: LLMChain, error: LangHooksError) -> None:
-        self.line("on_error", str(error), "red")
-
-    @override
-    def on_run_complete(self, chain: LLMChain, result: RunResult) -> None:
-        self.line("on_run_complete", f"status {result.status}", "magenta")
-
-
-def _arguments(call: ToolCall) -> str:
-    return ", ".join(f"{key}={value!r}" for key, value in call.arguments.items())
+        super().__init__(out, color=style.enabled)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

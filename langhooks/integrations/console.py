@@ -1,0 +1,291 @@
+"""``ConsoleHandler``: every chain event as one readable line on a terminal.
+
+This is what ``langhooks demo`` prints. Streamed text and thinking continue their
+line as they arrive; every other event gets a line of its own. Colour is used only
+on a terminal and never when ``NO_COLOR`` is set (https://no-color.org). Needs no
+optional library.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Final, TextIO
+
+from typing_extensions import override
+
+from .._chain_callbacks import ChainCallbackHandler, ReviewContext
+from .._invocation import current_invocation
+from .._messages import (
+    LangHooksError,
+    Message,
+    MessageDelta,
+    TokenUsage,
+    Tool,
+    ToolCall,
+    ToolResult,
+)
+
+if TYPE_CHECKING:
+    from .._chain_callbacks import ReviewDecision
+    from ..chain import LLMChain, RunResult
+
+__all__ = ["ConsoleHandler"]
+
+_COLORS: Final = {
+    "dim": "2",
+    "bold": "1",
+    "cyan": "36",
+    "green": "32",
+    "yellow": "33",
+    "red": "31",
+    "magenta": "35",
+    "blue": "34",
+}
+
+
+class _Style:
+    """ANSI colours, or none."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def __call__(self, text: str, *styles: str) -> str:
+        if not self.enabled or not styles:
+            return text
+        codes = ";".join(_COLORS[style] for style in styles)
+        return f"\033[{codes}m{text}\033[0m"
+
+
+def _wants_color(stream: TextIO) -> bool:
+    # no-color.org: NO_COLOR set to a non-empty value turns colour off.
+    if os.environ.get("NO_COLOR"):
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty is not None and isatty())
+
+
+def _arguments(call: ToolCall) -> str:
+    """A call's arguments as ``key='value', ...``."""
+    return ", ".join(f"{key}={value!r}" for key, value in call.arguments.items())
+
+
+class ConsoleHandler(ChainCallbackHandler):
+    """Prints each chain event on one line; streamed text continues its line.
+
+    Safe to share across threads (tools running concurrently): lines are written
+    whole, under a lock.
+
+    Args:
+        stream: where to write (default: ``sys.stdout`` when the handler is made).
+        color: ANSI colours on or off; None (the default) means on when ``stream``
+            is a terminal and ``NO_COLOR`` is not set.
+
+    Attributes:
+        count: how many events were printed (each streamed increment counts).
+    """
+
+    def __init__(self, stream: TextIO | None = None, *, color: bool | None = None):
+        self._out: Final = sys.stdout if stream is None else stream
+        if color is not None and not isinstance(color, bool):
+            raise TypeError(f"color must be True, False or None, got {color!r}")
+        self._style: Final = _Style(_wants_color(self._out) if color is None else color)
+        self._lock: Final = threading.RLock()
+        self._streaming: str | None = None  # what the open line is streaming
+        self.count = 0
+
+    def _end_line(self) -> None:
+        if self._streaming is not None:
+            self._out.write("\n")
+            self._streaming = None
+
+    def line(self, event: str, detail: str = "", color: str = "cyan") -> None:
+        """Print one event: its name in a column, then ``detail``.
+
+        Args:
+            event: the event's name.
+            detail: what happened.
+            color: the name's colour (one of dim, bold, cyan, green, yellow, red,
+                magenta, blue).
+        """
+        with self._lock:
+            self._end_line()
+            self.count += 1
+            name = self._style(f"{event:<28}", color)
+            self._out.write(f"  {name} {detail}".rstrip() + "\n")
+            self._out.flush()
+
+    def note(self, text: str, color: str = "bold") -> None:
+        """Print a line that is not an event (the story around a run).
+
+        Args:
+            text: the line.
+            color: its colour (as for ``line``).
+        """
+        with self._lock:
+            self._end_line()
+            self._out.write(self._style(text, color) + "\n")
+            self._out.flush()
+
+    def _stream(self, kind: str, label: str, text: str, color: str) -> None:
+        if self._streaming != kind:
+            self._end_line()
+            self._streaming = kind
+            head = self._style(f"{'on_llm_new_delta':<28}", "cyan")
+            self._out.write(f"  {head} {self._style(label, color)} ")
+        self._out.write(self._style(text, color) if kind == "thinking" else text)
+        self._out.flush()
+
+    @override
+    def on_run_start(self, chain: LLMChain) -> None:
+        invocation = chain.invocation
+        name = "" if invocation is None else f"{invocation.name} {invocation.id[:8]}"
+        self.line("on_run_start", self._style(name, "dim"), "magenta")
+
+    @override
+    def on_llm_new_delta(self, chain: LLMChain, deltas: Sequence[MessageDelta]) -> None:
+        with self._lock:
+            for delta in deltas:
+                self._delta(delta)
+
+    def _delta(self, delta: MessageDelta) -> None:
+        self.count += 1
+        if delta.thinking:
+            self._stream("thinking", "thinking:", delta.thinking, "dim")
+        if delta.text:
+            self._stream("text", "text:", delta.text, "bold")
+        if delta.tool_call is not None:
+            kind = f"tool:{delta.tool_call.index}"
+            label = f"tool call {delta.tool_call.name}:"
+            self._stream(kind, label, delta.tool_call.partial_arguments, "blue")
+        if delta.status is not None:
+            self.count -= 1  # line() counts it
+            usage = ""
+            if delta.usage is not None:
+                usage = (
+                    f" (tokens in {delta.usage.input_tokens}, "
+                    f"out {delta.usage.output_tokens})"
+                )
+            self.line("on_llm_new_delta", f"stream {delta.status}{usage}")
+
+    @override
+    def on_tool_call_identified(
+        self, chain: LLMChain, call: ToolCall, tool: Tool
+    ) -> None:
+        self.line("on_tool_call_identified", f"{tool.name} ({tool.display_text})")
+
+    @override
+    def on_llm_response_headers(
+        self, chain: LLMChain, headers: Mapping[str, str]
+    ) -> None:
+        self.line("on_llm_response_headers", f"{len(headers)} header(s)")
+
+    @override
+    def on_llm_ratelimit_info(
+        self, chain: LLMChain, info: Mapping[str, object]
+    ) -> None:
+        self.line(
+            "on_llm_ratelimit_info", ", ".join(f"{k}={v}" for k, v in info.items())
+        )
+
+    @override
+    def on_message_processed(self, chain: LLMChain, message: Message) -> None:
+        if message.role == "tool":
+            detail = f"tool message, {len(message.tool_results)} result(s)"
+        else:
+            calls = len(message.tool_calls)
+            detail = f"assistant message, {calls} tool call(s)"
+        self.line("on_message_processed", detail)
+
+    @override
+    def on_llm_new_message(self, chain: LLMChain, message: Message) -> None:
+        self.line("on_llm_new_message", f"{len(message.tool_calls)} tool call(s)")
+
+    @override
+    def on_message_processing_error(self, chain: LLMChain, message: Message) -> None:
+        self.line("on_message_processing_error", "a processor rejected it", "red")
+
+    @override
+    def on_error_message_created(self, chain: LLMChain, message: Message) -> None:
+        self.line("on_error_message_created", message.text, "yellow")
+
+    @override
+    def on_llm_token_usage(self, chain: LLMChain, usage: TokenUsage) -> None:
+        self.line(
+            "on_llm_token_usage",
+            f"in {usage.input_tokens}, out {usage.output_tokens}, "
+            f"total {usage.total_tokens}",
+        )
+
+    @override
+    def on_tool_call_review(
+        self, chain: LLMChain, call: ToolCall, tool: Tool, review: ReviewContext
+    ) -> ReviewDecision | None:
+        human = f" (human: {review.human_decision})" if review.human_decision else ""
+        self.line("on_tool_call_review", f"{call.name}({_arguments(call)}){human}")
+        return None
+
+    @override
+    def on_tool_execution_started(
+        self, chain: LLMChain, call: ToolCall, tool: Tool
+    ) -> None:
+        self.line("on_tool_execution_started", f"{call.name}({_arguments(call)})")
+
+    @override
+    def on_tool_pre_execution(
+        self, chain: LLMChain, call: ToolCall, tool: Tool
+    ) -> None:
+        current = current_invocation()
+        where = "" if current is None else f"in invocation {current.name}"
+        self.line("on_tool_pre_execution", f"{call.name} {self._style(where, 'dim')}")
+
+    @override
+    def on_tool_execution_completed(
+        self, chain: LLMChain, call: ToolCall, result: ToolResult
+    ) -> None:
+        self.line(
+            "on_tool_execution_completed", f"{call.name} -> {result.text}", "green"
+        )
+
+    @override
+    def on_tool_execution_failed(
+        self, chain: LLMChain, call: ToolCall, result: ToolResult
+    ) -> None:
+        self.line("on_tool_execution_failed", f"{call.name}: {result.text}", "red")
+
+    @override
+    def on_tool_execution_exception(
+        self, chain: LLMChain, call: ToolCall, exception: BaseException
+    ) -> None:
+        self.line("on_tool_execution_exception", repr(exception), "red")
+
+    @override
+    def on_tool_interrupted(
+        self, chain: LLMChain, results: Sequence[ToolResult]
+    ) -> None:
+        names = ", ".join(result.name for result in results)
+        self.line("on_tool_interrupted", f"{names} waits for a human", "yellow")
+
+    @override
+    def on_tool_response_created(self, chain: LLMChain, message: Message) -> None:
+        self.line("on_tool_response_created", f"{len(message.tool_results)} result(s)")
+
+    @override
+    def on_llm_error(self, chain: LLMChain, error: LangHooksError) -> None:
+        self.line("on_llm_error", str(error), "red")
+
+    @override
+    def on_retries_exceeded(self, chain: LLMChain) -> None:
+        self.line(
+            "on_retries_exceeded", f"{chain.current_failure_count} failures", "red"
+        )
+
+    @override
+    def on_error(self, chain: LLMChain, error: LangHooksError) -> None:
+        self.line("on_error", str(error), "red")
+
+    @override
+    def on_run_complete(self, chain: LLMChain, result: RunResult) -> None:
+        self.line("on_run_complete", f"status {result.status}", "magenta")
