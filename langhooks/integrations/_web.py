@@ -7,34 +7,32 @@ is a small method of ``_WebApp``; where runs live is a ``Backend``.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import Any, Final, final
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ..chain import Decision, LLMChain, RunResult
-from ._web_backend import Backend, MemoryBackend, RunConflict, RunNotFound, RunSummary
-from ._web_record import RecordSink
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from .._messages import ToolCall
+from ..chain import Decision, LLMChain
+from ._web_backend import (
+    Agent,
+    Backend,
+    DecisionMismatch,
+    RunConflict,
+    RunNotFound,
+    RunSummary,
+)
+from ._web_memory import MemoryBackend
 
 __all__ = ["MAX_BODY_BYTES", "MAX_PROMPT_CHARS", "Agent", "create_app"]
 
 _log = logging.getLogger("langhooks.integrations.web")
-
-Agent = Callable[[str], LLMChain]
-"""Builds the chain that answers a prompt: model, tools, handlers, messages."""
 
 # Request bodies larger than this are refused unread (413).
 MAX_BODY_BYTES: Final = 64 * 1024
@@ -150,29 +148,6 @@ def _decisions(body: object) -> list[tuple[str, Decision]]:
     return [_decision(item, position) for position, item in enumerate(items)]
 
 
-def _match(
-    waiting: Sequence[ToolCall], decisions: Sequence[tuple[str, Decision]]
-) -> tuple[list[ToolCall], list[Decision]]:
-    """The waiting calls the decisions settle, in the decisions' order.
-
-    Raises:
-        _BadRequest: 422 for a call that is not waiting or is given twice.
-    """
-    by_id = {call.call_id: call for call in waiting}
-    calls: list[ToolCall] = []
-    for call_id, _ in decisions:
-        if call_id not in by_id:
-            raise _BadRequest(
-                422,
-                f"tool call {call_id!r} is not waiting for a decision; waiting: "
-                f"{', '.join(sorted(by_id)) or 'none'}",
-            )
-        if any(call.call_id == call_id for call in calls):
-            raise _BadRequest(422, f"tool call {call_id!r} is given more than once")
-        calls.append(by_id[call_id])
-    return calls, [decision for _, decision in decisions]
-
-
 def _summary(summary: RunSummary) -> dict[str, Any]:
     return {
         "run_id": summary.run_id,
@@ -192,8 +167,6 @@ class _WebApp:
         self._backend = backend
         self._agent = agent
         self._heartbeat = heartbeat
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._sinks: dict[str, RecordSink] = {}  # run id -> where its records go
         self._page = _asset("index.html")
         self._static = {name: _asset(name) for name in _STATIC}
 
@@ -220,7 +193,7 @@ class _WebApp:
 
     async def list_runs(self, request: Request) -> Response:
         """GET /runs: every run, newest first, and whether runs can be started."""
-        runs = [_summary(summary) for summary in self._backend.runs()]
+        runs = [_summary(summary) for summary in await self._backend.runs()]
         return JSONResponse({"agent": self._agent is not None, "runs": runs})
 
     async def start_run(self, request: Request) -> Response:
@@ -242,57 +215,8 @@ class _WebApp:
         chain = agent(prompt)
         if not isinstance(chain, LLMChain):
             raise TypeError(f"the agent must return an LLMChain, got {chain!r}")
-        backend = self._backend
-        if not isinstance(backend, MemoryBackend):  # pragma: no cover - Redis: later
-            raise NotImplementedError
-        sink = RecordSink(backend, prompt)
-        started = asyncio.get_running_loop().create_future()
-        sink.on_first(started)
-        marker, recorder = sink.handlers
-        chain = chain.add_callback(marker).add_callback(recorder)
-        self._spawn(self._first_run(chain, sink))
-        run_id = await started
-        self._sinks[run_id] = sink
+        run_id = await self._backend.start(chain, prompt)
         return JSONResponse({"run_id": run_id}, status_code=201)
-
-    def _spawn(self, work: Any) -> None:
-        task = asyncio.get_running_loop().create_task(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _first_run(self, chain: LLMChain, sink: RecordSink) -> None:
-        await self._drive(sink, chain.arun())
-
-    async def _drive(self, sink: RecordSink, work: Any) -> None:
-        """Await a run (or a resume and the run after it) and record how it ended."""
-        try:
-            result: RunResult = await work
-        except BaseException as exc:
-            sink.failed(exc)
-            if sink.run_id is not None:
-                self._backend.settle(sink.run_id, "error", None)
-            if not isinstance(exc, Exception):
-                raise
-            _log.exception("langhooks web: run %s raised", sink.run_id)
-            return
-        assert sink.run_id is not None  # a run records on_run_start first
-        interrupted = result.status == "interrupted"
-        self._backend.settle(
-            sink.run_id, result.status, result.chain if interrupted else None
-        )
-
-    async def _resume(
-        self,
-        sink: RecordSink,
-        chain: LLMChain,
-        calls: Sequence[ToolCall],
-        decisions: Sequence[Decision],
-    ) -> RunResult:
-        result = await chain.aexecute_tool_calls_with_decisions(calls, decisions)
-        if result.status == "ok":
-            # The tools ran: the model gets their results and answers.
-            result = await result.chain.arun()
-        return result
 
     # --- events -----------------------------------------------------------------
 
@@ -301,13 +225,13 @@ class _WebApp:
         run_id = request.path_params["run_id"]
         last = request.headers.get("last-event-id")
         try:
-            self._backend.summary(run_id)
+            await self._backend.summary(run_id)
             after = None if last is None else self._backend.check_id(last.strip())
         except RunNotFound:
             return _error(404, f"no run {run_id!r}")
         except ValueError as exc:
             return _error(400, f"Last-Event-ID: {exc}")
-        if self._backend.ended(run_id, after):
+        if await self._backend.ended(run_id, after):
             # Nothing more will come; 204 also stops a browser's reconnecting.
             return Response(status_code=204)
         return StreamingResponse(
@@ -336,30 +260,17 @@ class _WebApp:
         run_id = request.path_params["run_id"]
         try:
             decisions = _decisions(await _json_body(request))
-            chain = self._backend.claim(run_id)
         except _BadRequest as bad:
             return _error(bad.status, bad.message)
+        try:
+            await self._backend.resume(run_id, decisions, self._agent)
         except RunNotFound:
             return _error(404, f"no run {run_id!r}")
         except RunConflict as exc:
             return _error(409, str(exc))
-        try:
-            calls, settled = _match(chain.pending_tool_calls, decisions)
-        except _BadRequest as bad:
-            self._backend.settle(run_id, "interrupted", chain)
-            return _error(bad.status, bad.message)
-        sink = self._sinks[run_id]
-        self._spawn(self._drive(sink, self._resume(sink, chain, calls, settled)))
+        except DecisionMismatch as exc:
+            return _error(422, str(exc))
         return JSONResponse({"run_id": run_id, "state": "resuming"}, status_code=202)
-
-    async def shutdown(self) -> None:
-        """Cancel the runs still going when the server stops."""
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
 
 def create_app(
@@ -398,12 +309,13 @@ def create_app(
         raise ValueError(f"heartbeat must be positive, got {heartbeat!r}")
     if redis is not None:
         raise NotImplementedError
-    web = _WebApp(MemoryBackend(), agent, heartbeat=float(heartbeat))
+    backend = MemoryBackend()
+    web = _WebApp(backend, agent, heartbeat=float(heartbeat))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
-        await web.shutdown()
+        await backend.close()
 
     run = "/runs/{run_id:str}"
     return Starlette(

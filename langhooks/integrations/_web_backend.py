@@ -1,31 +1,34 @@
-"""Where the web app keeps runs: their event streams and the state of interrupted runs.
+"""What the web app needs from where runs live: ``Backend``, and the values it uses.
 
-``Backend`` is what the app needs from a store; ``MemoryBackend`` keeps everything in
-this process (for ``langhooks serve`` and for an app that runs its own agent).
+``MemoryBackend`` (``_web_memory``) keeps runs in this process.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import threading
-import time
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Final, Literal, Protocol, final
 
 import attrs
 
 if TYPE_CHECKING:
-    from ..chain import LLMChain
+    from .._messages import ToolCall
+    from ..chain import Decision, LLMChain
 
 __all__ = [
+    "Agent",
     "Backend",
+    "DecisionMismatch",
     "Entry",
-    "MemoryBackend",
     "RunConflict",
     "RunNotFound",
     "RunState",
     "RunSummary",
+    "match_decisions",
+    "not_waiting",
 ]
+
+Agent = Callable[[str], "LLMChain"]
+"""Builds the chain that answers a prompt: model, tools, handlers, messages."""
 
 RunState = Literal["running", "interrupted", "resuming", "ok", "error"]
 # States a run reaches for good: its stream has ended.
@@ -38,6 +41,10 @@ class RunNotFound(LookupError):
 
 class RunConflict(Exception):
     """The run is not waiting for decisions (running, being resumed, or finished)."""
+
+
+class DecisionMismatch(ValueError):
+    """Decisions that name a call the run does not wait for, or one call twice."""
 
 
 @final
@@ -70,182 +77,66 @@ class RunSummary:
 
 
 class Backend(Protocol):
-    """A store of run streams and interrupted runs, shared by the app's requests."""
+    """Where runs live: their event streams, and the runs waiting for a human."""
 
-    def append(self, run_id: str, event: str, data: str, *, ends: bool) -> str:
-        """Add one record to a run's stream (any thread); returns its stream id."""
+    def check_id(self, text: str) -> str:
+        """``text`` as a stream id of this backend; ValueError when it is not one."""
+
+    async def summary(self, run_id: str) -> RunSummary:
+        """One run (RunNotFound when there is none)."""
+
+    async def runs(self) -> list[RunSummary]:
+        """Every run, newest first."""
 
     async def read(self, run_id: str, after: str | None, timeout: float) -> list[Entry]:
         """The entries after stream id ``after`` (None: from the first), waiting up
         to ``timeout`` seconds for one; empty when none came."""
 
-    def check_id(self, text: str) -> str:
-        """``text`` as a stream id of this backend; ValueError when it is not one."""
-
-    def ended(self, run_id: str, after: str | None) -> bool:
+    async def ended(self, run_id: str, after: str | None) -> bool:
         """Whether the entry that ends the run is at or before ``after``."""
 
-    def runs(self) -> list[RunSummary]:
-        """Every run, newest first."""
+    async def start(self, chain: LLMChain, prompt: str) -> str:
+        """Run ``chain`` in the background, recording its events; returns the run
+        id once the run has begun."""
 
-    def summary(self, run_id: str) -> RunSummary:
-        """One run (RunNotFound when there is none)."""
+    async def resume(
+        self,
+        run_id: str,
+        decisions: Sequence[tuple[str, Decision]],
+        agent: Agent | None,
+    ) -> None:
+        """Resume an interrupted run with decisions by tool call id, in the
+        background; returns once they are accepted. Raises RunNotFound,
+        RunConflict (not waiting, or being resumed) or DecisionMismatch."""
 
-    def claim(self, run_id: str) -> LLMChain:
-        """Take an interrupted run's chain to resume it; the run is "resuming" until
-        ``settle``. Raises RunNotFound, or RunConflict when the run is not
-        interrupted (running, being resumed, finished)."""
-
-    def settle(self, run_id: str, state: RunState, chain: LLMChain | None) -> None:
-        """Record how a run (or a resume) ended; ``chain`` for "interrupted"."""
-
-
-@attrs.define
-class _Run:
-    prompt: str
-    state: RunState = "running"
-    chain: LLMChain | None = None
-    created: float = attrs.field(factory=time.time)
-    entries: list[Entry] = attrs.field(factory=list)
-    end: int | None = None  # position of the entry that ends the run
-    waiters: set[asyncio.Future[None]] = attrs.field(factory=set)
+    async def close(self) -> None:
+        """Stop the runs still going (the server is stopping)."""
 
 
-@final
-class MemoryBackend:
-    """Runs kept in this process: stream ids are "1", "2", ... per run."""
+def match_decisions(
+    waiting: Sequence[ToolCall], decisions: Sequence[tuple[str, Decision]]
+) -> tuple[list[ToolCall], list[Decision]]:
+    """The waiting calls the decisions settle, in the decisions' order.
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._runs: dict[str, _Run] = {}
-
-    def create(self, run_id: str, prompt: str) -> None:
-        """Register a new run with an empty stream."""
-        with self._lock:
-            self._runs[run_id] = _Run(prompt=prompt)
-
-    def _run(self, run_id: str) -> _Run:
-        run = self._runs.get(run_id)
-        if run is None:
-            raise RunNotFound(run_id)
-        return run
-
-    def append(self, run_id: str, event: str, data: str, *, ends: bool) -> str:
-        """Add one record to a run's stream; waiting readers wake up.
-
-        Raises:
-            RunNotFound: no run has this id.
-        """
-        with self._lock:
-            run = self._run(run_id)
-            entry_id = str(len(run.entries) + 1)
-            run.entries.append(Entry(id=entry_id, event=event, data=data, ends=ends))
-            if ends and run.end is None:
-                run.end = len(run.entries)
-            waiters, run.waiters = run.waiters, set()
-        for waiter in waiters:
-            waiter.get_loop().call_soon_threadsafe(_wake, waiter)
-        return entry_id
-
-    def check_id(self, text: str) -> str:
-        """``text`` when it is a stream id of this backend.
-
-        Raises:
-            ValueError: it is not a non-negative decimal number.
-        """
-        if not (text.isascii() and text.isdecimal()) or len(text) > 18:
-            raise ValueError(f"not a stream id of this server: {text[:40]!r}")
-        return text
-
-    async def read(self, run_id: str, after: str | None, timeout: float) -> list[Entry]:
-        """The entries after ``after``, waiting up to ``timeout`` seconds for one.
-
-        Raises:
-            RunNotFound: no run has this id.
-        """
-        start = 0 if after is None else int(after)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            with self._lock:
-                run = self._run(run_id)
-                if len(run.entries) > start:
-                    return run.entries[start:]
-                waiter = loop.create_future()
-                run.waiters.add(waiter)
-            try:
-                await asyncio.wait_for(waiter, deadline - loop.time())
-            except TimeoutError:
-                return []
-            finally:
-                with self._lock:
-                    run.waiters.discard(waiter)
-
-    def ended(self, run_id: str, after: str | None) -> bool:
-        """Whether the run's last entry is at or before ``after``.
-
-        Raises:
-            RunNotFound: no run has this id.
-        """
-        with self._lock:
-            end = self._run(run_id).end
-        return end is not None and after is not None and int(after) >= end
-
-    def runs(self) -> list[RunSummary]:
-        """Every run, newest first."""
-        with self._lock:
-            items = list(self._runs.items())
-        summaries = [_summary(run_id, run) for run_id, run in items]
-        return sorted(summaries, key=lambda s: s.created, reverse=True)
-
-    def summary(self, run_id: str) -> RunSummary:
-        """One run.
-
-        Raises:
-            RunNotFound: no run has this id.
-        """
-        with self._lock:
-            return _summary(run_id, self._run(run_id))
-
-    def claim(self, run_id: str) -> LLMChain:
-        """Take an interrupted run's chain; the run is "resuming" until ``settle``.
-
-        Raises:
-            RunNotFound: no run has this id.
-            RunConflict: the run is not waiting for decisions.
-        """
-        with self._lock:
-            run = self._run(run_id)
-            if run.state != "interrupted" or run.chain is None:
-                raise RunConflict(_not_waiting(run.state))
-            chain, run.chain, run.state = run.chain, None, "resuming"
-        return chain
-
-    def settle(self, run_id: str, state: RunState, chain: LLMChain | None) -> None:
-        """Record how a run or a resume ended; keep ``chain`` when "interrupted".
-
-        Raises:
-            RunNotFound: no run has this id.
-        """
-        with self._lock:
-            run = self._run(run_id)
-            run.state = state
-            run.chain = chain if state == "interrupted" else None
+    Raises:
+        DecisionMismatch: a call that is not waiting, or one given twice.
+    """
+    by_id = {call.call_id: call for call in waiting}
+    calls: list[ToolCall] = []
+    for call_id, _ in decisions:
+        if call_id not in by_id:
+            raise DecisionMismatch(
+                f"tool call {call_id!r} is not waiting for a decision; waiting: "
+                f"{', '.join(sorted(by_id)) or 'none'}"
+            )
+        if any(call.call_id == call_id for call in calls):
+            raise DecisionMismatch(f"tool call {call_id!r} is given more than once")
+        calls.append(by_id[call_id])
+    return calls, [decision for _, decision in decisions]
 
 
-def _wake(waiter: asyncio.Future[None]) -> None:
-    # The reader may have stopped waiting (timed out, went away) in the meantime.
-    with contextlib.suppress(asyncio.InvalidStateError):
-        waiter.set_result(None)
-
-
-def _summary(run_id: str, run: _Run) -> RunSummary:
-    return RunSummary(
-        run_id=run_id, prompt=run.prompt, state=run.state, created=run.created
-    )
-
-
-def _not_waiting(state: RunState) -> str:
+def not_waiting(state: RunState) -> str:
+    """Why a run in ``state`` takes no decision."""
     if state == "resuming":
         return "the run is already being resumed: decisions are accepted once"
     if state in _FINAL:

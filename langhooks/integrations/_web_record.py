@@ -16,7 +16,7 @@ from ..events import EventRecord, EventRecorder
 
 if TYPE_CHECKING:
     from ..chain import LLMChain, RunResult
-    from ._web_backend import MemoryBackend
+    from ._web_memory import MemoryBackend
 
 __all__ = ["RecordSink"]
 
@@ -73,7 +73,7 @@ class RecordSink:
             # The first record is the run's on_run_start, which names the run.
             assert record.run_id is not None
             self.run_id = record.run_id
-            self._backend.create(self.run_id, self._prompt)
+            self._backend.create(self.run_id, self._prompt, self)
             self._resolve(self.run_id, None)
         ends = record.event in _ENDS or (
             record.event == "on_run_complete" and self._marker.ending()
