@@ -25,6 +25,10 @@ _COMMANDS: Final = {
         "langhooks.models._replay_cli",
         "show the handler events a recorded provider stream produces",
     ),
+    "events": (
+        "langhooks._events_cli",
+        "print an event recording (EventRecorder's JSON Lines, demo --record)",
+    ),
     "serve": (
         "langhooks.integrations._serve_cli",
         "run the demo agent behind a live web page (needs langhooks[web])",

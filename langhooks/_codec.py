@@ -56,7 +56,9 @@ __all__ = [
     "encode",
     "encode_fields",
     "encode_state",
+    "is_value_type",
     "json_data",
+    "json_text",
     "loads",
     "message_from_data",
 ]
@@ -65,6 +67,13 @@ __all__ = [
 SCHEMA_VERSION: Final = 1
 
 _T = TypeVar("_T")
+
+#: Compact JSON text of already-encoded data. One encoder, made once: ``json.dumps``
+#: with options builds a new one per call. Encoded data is a fresh tree checked by
+#: ``encode`` (no cycles, no NaN), so those checks are off.
+json_text: Final = json.JSONEncoder(
+    separators=(",", ":"), check_circular=False, allow_nan=False
+).encode
 
 
 class _Unencodable(Exception):
@@ -537,6 +546,11 @@ _register(EventRecord, _e_record, _d_record)
 # --- the public functions ---------------------------------------------------------
 
 
+def is_value_type(kind: type) -> bool:
+    """Whether ``encode`` takes instances of ``kind``."""
+    return kind in _ENCODERS
+
+
 def encode_fields(value: Any) -> tuple[str, dict[str, Any]]:
     """``value``'s tag and fields, without the tag and version keys.
 
@@ -665,7 +679,7 @@ def dumps(value: Any) -> str:
         ValueError: as ``encode``; also an int too long for ``int`` to ``str``
             conversion (see ``sys.set_int_max_str_digits``).
     """
-    return json.dumps(encode(value), separators=(",", ":"))
+    return json_text(encode(value))
 
 
 def loads(text: str | bytes) -> Any:

@@ -155,7 +155,7 @@ class _Encoder:
     def value(self, value: Any, run_id: str | None, chain: LLMChain | None) -> Any:
         """``value`` as a payload value; ``chain`` is the event's chain, if any."""
         kind = type(value)
-        if kind in _codec._ENCODERS:
+        if _codec.is_value_type(kind):
             tag, fields = _codec.encode_fields(value)
             out: dict[str, Any] = {"type": tag}
             out.update(fields)
@@ -194,11 +194,14 @@ class _Encoder:
             return request
         if isinstance(value, ChatModel):
             return _describe_model(value)
+        return _codec.json_data(value, "value")
+
+    def raw_event(self, value: Any) -> Any:
+        """A provider's raw event: JSON data as such; anything else (an SDK object)
+        as its repr, marked so, rather than failing the stream."""
         try:
-            return _codec.json_data(value, "value")
-        except TypeError:
-            # A provider's raw event that is not JSON (an SDK object): recorded
-            # as its repr, marked so, rather than failing the stream.
+            return self.value(value, None, None)
+        except (TypeError, ValueError):
             return {
                 "type": "Repr",
                 "class": type(value).__qualname__,
@@ -299,7 +302,7 @@ class EventRecorder(ChainCallbackHandler, StreamingChatResponseHandler):
             time = datetime.datetime.now(datetime.UTC)
             if self._file is not None:
                 self._file.write(
-                    json.dumps(
+                    _codec.json_text(
                         {
                             "type": "EventRecord",
                             "version": _codec.SCHEMA_VERSION,
@@ -310,8 +313,7 @@ class EventRecorder(ChainCallbackHandler, StreamingChatResponseHandler):
                             "parent_id": parent_id,
                             "time": time.isoformat(),
                             "payload": payload,
-                        },
-                        separators=(",", ":"),
+                        }
                     )
                     + "\n"
                 )
@@ -345,7 +347,11 @@ class EventRecorder(ChainCallbackHandler, StreamingChatResponseHandler):
             if param == "context" and name in _CONTEXTS:
                 continue  # a cancel handle: replay makes a fresh one
             try:
-                payload[param] = value(arg, run_id, chain)
+                payload[param] = (
+                    self._encoder.raw_event(arg)
+                    if param == "raw_event"
+                    else value(arg, run_id, chain)
+                )
             except (TypeError, ValueError) as error:
                 raise type(error)(
                     f"EventRecorder cannot record {name}({param}=...): {error}"

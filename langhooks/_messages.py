@@ -65,6 +65,7 @@ ErrorType: TypeAlias = Literal[
     "all_fallbacks_failed",
     "handler_error",
     "cancelled",
+    "conflict",
 ]
 
 _CONTENT_TYPES: Final = frozenset(get_args(ContentType))

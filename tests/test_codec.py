@@ -6,6 +6,7 @@ import datetime
 import enum
 import json
 import pickle
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -30,7 +31,9 @@ from langhooks import (
     PartialToolCall,
     ReviewContext,
     TokenUsage,
+    Tool,
     ToolCall,
+    ToolContext,
     ToolResult,
     UpdateArguments,
 )
@@ -128,6 +131,11 @@ ERROR = LangHooksError(
     retry_after=1.5,
     metadata={"status_code": 429},
 )
+
+
+def _weather(arguments: Mapping[str, Any], context: ToolContext) -> str:
+    """A tool function pickle can find by name."""
+    return "sunny"
 
 
 def _fields(error: LangHooksError) -> tuple[Any, ...]:
@@ -387,6 +395,11 @@ class TestPickle:
         """LangHooksError pickles with its fields."""
         copy = pickle.loads(pickle.dumps(ERROR))
         assert _fields(copy) == _fields(ERROR)
+
+    def test_tool_pickles(self) -> None:
+        """A Tool whose function is importable pickles (its schema is read-only)."""
+        tool = Tool("get_weather", _weather, parameters_schema={"type": "object"})
+        assert pickle.loads(pickle.dumps(tool)) == tool
 
     def test_message_list_pickles(self) -> None:
         """The issue's example: a chain's messages pickle."""

@@ -458,10 +458,23 @@ class TestPayloads:
         _, json_event = self.record(lambda r: r.on_unmapped_raw_event({"type": "ping"}))
         _, text_event = self.record(lambda r: r.on_unmapped_raw_event("ping"))
         record, other = self.record(lambda r: r.on_unmapped_raw_event(SdkEvent()))
+        _, nan = self.record(lambda r: r.on_unmapped_raw_event({"x": float("nan")}))
+        assert nan[0][1] == ("{'x': nan}",)
         assert json_event[0][1] == ({"type": "ping"},)
         assert text_event[0][1] == ("ping",)
         assert record.payload["raw_event"]["type"] == "Repr"
         assert other[0][1] == ("SdkEvent(kind='ping')",)
+
+    def test_unknown_argument_type(self) -> None:
+        """An argument of a type the recorder does not know is a TypeError naming
+        the event, never its str()."""
+        recorder = EventRecorder(lambda _record: None)
+        with pytest.raises(TypeError, match=r"on_tool_pre_execution\(tool=...\)"):
+            recorder.on_tool_pre_execution(
+                fresh_chain(),
+                ToolCall(call_id="c", name="f"),
+                object(),  # type: ignore[arg-type]
+            )
 
     def test_request_with_other_messages(self) -> None:
         """A request whose messages are not the chain's is recorded in full."""

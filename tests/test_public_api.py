@@ -108,6 +108,11 @@ class TestSubpackages:
         [
             ("langhooks.models", {"ChatModel", "ChatRequest"}),
             ("langhooks.chain", {"LLMChain", "RunResult", "Tool"}),
+            ("langhooks.codec", {"decode", "dumps", "encode", "loads"}),
+            (
+                "langhooks.events",
+                {"EventRecord", "EventRecorder", "read_events", "replay_events"},
+            ),
         ],
     )
     def test_contains_contract_names(self, module: str, names: set[str]) -> None:

@@ -140,6 +140,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--api-key", help="the server's API key (default: $OPENAI_API_KEY or 'none')"
     )
+    parser.add_argument(
+        "--record",
+        metavar="FILE",
+        help="also record every event to FILE (JSON Lines, appended); print it "
+        "with 'langhooks events FILE'",
+    )
 
 
 def _server_model(args: argparse.Namespace) -> ChatModel | None:
@@ -185,12 +191,35 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         source = "the scripted model"
 
     printer = EventPrinter(out, style)
+    callbacks: list[ChainCallbackHandler] = [printer]
+    recorder = None
+    record = getattr(args, "record", None)  # callers may build args by hand
+    if record is not None:
+        from ..events import EventRecorder
+
+        try:
+            recorder = EventRecorder(record)
+        except OSError as exc:
+            print(
+                f"langhooks demo: cannot record to {record!r}: {exc.strerror or exc}",
+                file=sys.stderr,
+            )
+            return 2
+        callbacks.append(recorder)
     chain = LLMChain(
         model,
         tools=[WEATHER_TOOL],
-        callbacks=[printer, ApprovalGate()],
+        callbacks=[*callbacks, ApprovalGate()],
     ).add_messages([Message.system(SYSTEM), Message.user(QUESTION)])
+    try:
+        return _converse(chain, printer, source)
+    finally:
+        if recorder is not None:
+            recorder.close()
 
+
+def _converse(chain: LLMChain, printer: EventPrinter, source: str) -> int:
+    """Run the agent, approving what it asks for, and print the story."""
     printer.note(f"langhooks demo: an agent on {source}; each line is a chain event")
     printer.note(f"user: {QUESTION}", "bold")
     result = chain.run()

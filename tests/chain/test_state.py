@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -342,3 +343,16 @@ class TestRunId:
         await resumed.chain.arun()
         assert chain.invocation is not None
         assert {r.run_id for r in got} == {chain.invocation.id}
+
+
+GUIDE = ROOT / "docs" / "guide" / "persistence.md"
+
+
+class TestGuide:
+    def test_examples_run(self) -> None:
+        """docs/guide/persistence.md's examples run as written, in order."""
+        blocks = re.findall(r"```python\n(.*?)```", GUIDE.read_text(), re.S)
+        assert len(blocks) >= 5
+        namespace: dict[str, Any] = {"__name__": "persistence_guide"}
+        for index, block in enumerate(blocks):
+            exec(compile(block, f"persistence.md example {index}", "exec"), namespace)

@@ -1,0 +1,274 @@
+"""``langhooks events FILE``: print a recording, one line per event.
+
+The lines look like ``langhooks demo``'s: the event name padded to a column, then
+what it carried; consecutive streamed pieces of one kind share a line::
+
+    run 3f2a9c1e
+      on_run_start                 2 message(s)
+      on_llm_call_start            ScriptedChatModel, 2 message(s), 1 tool(s)
+      on_llm_new_delta             thinking: 'The user asks about rain in Paris.'
+      on_tool_call_review          get_weather {"city": "Paris"}
+      on_run_complete              status interrupted
+
+Text that came from a model or a tool is shown escaped (``repr`` for text, JSON
+for data), as ``langhooks replay`` shows it, so a recording cannot drive the
+terminal. Exit status: 0 when the recording was read, 2 when the file cannot be
+read or is not a recording.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any, Final, TextIO
+
+from ._events import read_events
+from ._records import EventRecord
+
+__all__ = ["add_arguments", "run"]
+
+_WIDTH: Final = 28
+_LIMIT: Final = 200
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare the events command's arguments."""
+    parser.add_argument(
+        "file", help="a recording (JSON Lines written by EventRecorder or --record)"
+    )
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Print the recording ``args.file``.
+
+    Returns:
+        0 when it was read, 2 when it cannot be read or is not a recording.
+    """
+    out = sys.stdout if out is None else out
+    printer = _Printer(out)
+    try:
+        for record in read_events(args.file):
+            printer.record(record)
+    except OSError as exc:
+        print(
+            f"langhooks events: cannot read {args.file!r}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return 2
+    except ValueError as exc:
+        printer.end()
+        print(f"langhooks events: {exc}", file=sys.stderr)
+        return 2
+    printer.end()
+    return 0
+
+
+def _short(value: object) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= _LIMIT else text[: _LIMIT - 3] + "..."
+
+
+def _text(value: str) -> str:
+    text = repr(value)
+    return text if len(text) <= _LIMIT else text[: _LIMIT - 4] + "...'"
+
+
+def _value(value: Any) -> Any:
+    """A payload value for the generic line: tagged data shown as the data."""
+    if isinstance(value, Mapping) and value.get("type") == "Mapping":
+        return value["value"]
+    return value
+
+
+# --- what each event shows ---------------------------------------------------------
+
+
+def _call(payload: Mapping[str, Any]) -> str:
+    call = payload["call"]
+    return f"{call['name']} {_short(call['arguments'])}"
+
+
+def _result_text(result: Mapping[str, Any]) -> str:
+    return "".join(
+        part["content"] for part in result["content"] if part["content_type"] == "text"
+    )
+
+
+def _message(message: Mapping[str, Any]) -> str:
+    if message["role"] == "tool":
+        return f"tool message, {len(message['tool_results'])} result(s)"
+    calls = len(message["tool_calls"])
+    return f"{message['role']} message, {calls} tool call(s)"
+
+
+def _error(error: Mapping[str, Any]) -> str:
+    if error.get("type") == "LangHooksError":
+        return f"{error['error_type']}: {_text(error['message'])}"
+    return f"{error.get('class', '?')}: {_text(str(error.get('message', '')))}"
+
+
+def _usage(usage: Mapping[str, Any]) -> str:
+    total = usage["input_tokens"] + usage["output_tokens"]
+    return f"in {usage['input_tokens']}, out {usage['output_tokens']}, total {total}"
+
+
+def _model_call(payload: Mapping[str, Any]) -> str:
+    model, request = payload["model"], payload["request"]
+    name = model.get("name")
+    count = (
+        payload["chain"]["message_count"]
+        if request.get("messages_of_chain")
+        else len(request["messages"])
+    )
+    label = model.get("class", "?") + (f" {name!r}" if name else "")
+    return f"{label}, {count} message(s), {len(request['tools'])} tool(s)"
+
+
+def _response(response: Mapping[str, Any]) -> str:
+    reason = response["finish_reason"] or "-"
+    return f"finish={reason} status={response['message']['status']}"
+
+
+_DETAILS: Final[dict[str, Callable[[Mapping[str, Any]], str]]] = {
+    "on_run_start": lambda p: f"{p['chain']['message_count']} message(s)",
+    "on_llm_call_start": _model_call,
+    "on_llm_call_complete": lambda p: _response(p["response"]),
+    "on_llm_new_message": lambda p: _message(p["message"]),
+    "on_message_processed": lambda p: _message(p["message"]),
+    "on_message_processing_error": lambda p: _message(p["message"]),
+    "on_error_message_created": lambda p: _message(p["message"]),
+    "on_llm_token_usage": lambda p: _usage(p["usage"]),
+    "on_llm_response_headers": lambda p: f"{len(p['headers']['value'])} header(s)",
+    "on_tool_call_identified": lambda p: (
+        p["tool"]["name"]
+        + (f" ({p['tool']['display_text']})" if p["tool"]["display_text"] else "")
+    ),
+    "on_tool_call_review": lambda p: (
+        _call(p)
+        + (
+            f" (human: {p['review']['human_decision']})"
+            if p["review"]["human_decision"]
+            else ""
+        )
+    ),
+    "on_tool_execution_started": _call,
+    "on_tool_pre_execution": lambda p: p["call"]["name"],
+    "on_tool_execution_completed": lambda p: (
+        f"{p['call']['name']} -> {_text(_result_text(p['result']))}"
+    ),
+    "on_tool_execution_failed": lambda p: (
+        f"{p['call']['name']}: {_text(_result_text(p['result']))}"
+    ),
+    "on_tool_execution_exception": lambda p: _error(p["exception"]),
+    "on_tool_interrupted": lambda p: (
+        ", ".join(r["name"] for r in p["results"]) + " waits for a human"
+    ),
+    "on_tool_response_created": lambda p: (
+        f"{len(p['message']['tool_results'])} result(s)"
+    ),
+    "on_llm_error": lambda p: _error(p["error"]),
+    "on_error": lambda p: _error(p["error"]),
+    "on_retries_exceeded": lambda p: f"{p['chain']['current_failure_count']} failures",
+    "on_run_complete": lambda p: f"status {p['result']['status']}",
+    "on_complete_tool_call": lambda p: (
+        f"#{p['complete']['index']} {p['complete']['tool_call']['name']} "
+        f"{_short(p['complete']['tool_call']['arguments'])}"
+    ),
+    "on_complete_response": lambda p: _response(p["response"]),
+}
+
+
+class _Printer:
+    """Prints records; joins consecutive streamed pieces of one kind."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+        self._run: str | None = None
+        self._open: tuple[str, str] | None = None  # (event, kind) being joined
+        self._pieces: list[str] = []
+
+    def record(self, record: EventRecord) -> None:
+        if record.run_id is not None and record.run_id != self._run:
+            self.end()
+            self._run = record.run_id
+            self._out.write(f"run {record.run_id}\n")
+        for kind, piece in _pieces(record):
+            if self._open != (record.event, kind):
+                self.end()
+                self._open = (record.event, kind)
+            self._pieces.append(piece)
+        if not _pieces(record) or _ends_stream(record):
+            self.end()
+        detail = _detail(record)
+        if detail is not None:
+            self.line(record.event, detail)
+
+    def line(self, event: str, detail: str) -> None:
+        self._out.write(f"  {event:<{_WIDTH}} {detail}".rstrip() + "\n")
+
+    def end(self) -> None:
+        """Print the streamed pieces joined so far, if any."""
+        if self._open is None:
+            return
+        event, kind = self._open
+        self.line(event, f"{kind}: {_text(''.join(self._pieces))}")
+        self._open = None
+        self._pieces = []
+
+
+def _pieces(record: EventRecord) -> list[tuple[str, str]]:
+    """The streamed text a record carries, by kind."""
+    payload = record.payload
+    if record.event == "on_llm_new_delta":
+        pieces: list[tuple[str, str]] = []
+        for delta in payload["deltas"]:
+            if delta["thinking"]:
+                pieces.append(("thinking", delta["thinking"]))
+            if delta["text"]:
+                pieces.append(("text", delta["text"]))
+            call = delta["tool_call"]
+            if call is not None and call["partial_arguments"]:
+                pieces.append((f"tool call {call['name']}", call["partial_arguments"]))
+        return pieces
+    if record.event == "on_partial_response":
+        return [("text", payload["partial"]["text"])]
+    if record.event == "on_partial_thinking":
+        return [("thinking", payload["partial"]["text"])]
+    if record.event == "on_partial_tool_call":
+        partial = payload["partial"]
+        return [(f"tool call {partial['name']}", partial["partial_arguments"])]
+    return []
+
+
+def _ends_stream(record: EventRecord) -> bool:
+    return record.event == "on_llm_new_delta" and any(
+        delta["status"] is not None for delta in record.payload["deltas"]
+    )
+
+
+def _detail(record: EventRecord) -> str | None:
+    """The line for a record, or None for a delta that only streamed text."""
+    if record.event == "on_llm_new_delta":
+        ends = [d for d in record.payload["deltas"] if d["status"] is not None]
+        if not ends:
+            return None
+        usage = ends[-1]["usage"]
+        tokens = (
+            ""
+            if usage is None
+            else f" (tokens in {usage['input_tokens']}, out {usage['output_tokens']})"
+        )
+        return f"stream {ends[-1]['status']}{tokens}"
+    if _pieces(record):
+        return None
+    show = _DETAILS.get(record.event)
+    if show is not None:
+        return show(record.payload)
+    # An event this command has no line for (a newer one): its arguments as data.
+    return " ".join(
+        f"{name}={_short(_value(value))}"
+        for name, value in record.payload.items()
+        if name != "chain"
+    )

@@ -1,0 +1,232 @@
+"""``RedisEventConsumer``: consumer groups over the firehose stream."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any, Final, final
+
+import redis
+
+from .._handler import HandlerBase
+from ..events import EventRecord
+from ._redis_replay import Replayer
+from ._redis_wire import (
+    check_count,
+    check_sync_client,
+    firehose_key,
+    publisher_of,
+    record_of,
+    run_key,
+    text,
+)
+
+__all__ = ["RedisEventConsumer"]
+
+# How many handled records ``dedupe`` keeps.
+_REMEMBERED: Final = 100_000
+# How many runs' rebuilt chains a member keeps.
+_RUNS: Final = 1000
+
+
+@final
+class RedisEventConsumer:
+    """Delivers every record of the firehose stream to a handler, as one member
+    of a consumer group.
+
+    Every publisher also appends each record to the firehose ``{prefix}events``,
+    and groups read that one stream: a group (an audit writer, a metrics exporter)
+    sees the records of every run without knowing the run ids, and its members
+    share the work. Within a group each record is delivered once under normal
+    operation, and acknowledged (``XACK``) only after the handler returned. Records
+    a member took and never acknowledged (it died) are claimed by another member
+    once they have been pending ``claim_idle_ms`` (``XAUTOCLAIM``): delivery is at
+    least once across a crash. With ``dedupe=True`` a member skips a record it has
+    already handled (by its publisher and ``seq``), which covers a record claimed
+    back from it; make effects idempotent by ``record.seq`` where a crash between
+    the handler and its acknowledgement must not repeat them.
+
+    The group is created on first use, from the start of the firehose (a new group
+    reads what the firehose still holds).
+
+    Args:
+        client: a synchronous ``redis.Redis`` client.
+        group: the consumer group's name.
+        consumer: this member's name, stable across restarts (a restarted member
+            first takes back its own pending records).
+        handler: a langhooks handler; each record drives its ``on_*`` method as
+            ``replay_events`` does.
+        prefix: the key prefix the publishers use.
+        claim_idle_ms: how long a record stays pending on another member before
+            this one claims it.
+        dedupe: skip records this member already handled.
+        count: the most records one read (or claim) takes.
+
+    Raises:
+        TypeError: a bad client, handler or option.
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        group: str,
+        consumer: str,
+        handler: HandlerBase,
+        prefix: str = "langhooks:",
+        claim_idle_ms: int = 30_000,
+        dedupe: bool = False,
+        count: int = 100,
+    ) -> None:
+        check_sync_client(client, "RedisEventConsumer")
+        names: tuple[tuple[str, object], ...] = (
+            ("group", group),
+            ("consumer", consumer),
+        )
+        for name, value in names:
+            if not isinstance(value, str) or not value:
+                raise TypeError(f"{name} must be a non-empty str, got {value!r}")
+        check_count("claim_idle_ms", claim_idle_ms, 0)
+        check_count("count", count, 1)
+        self._count: Final = count
+        self._client: Final = client
+        self._group: Final = group
+        self._consumer: Final = consumer
+        self._replays: Final = _RunReplays(client, handler, prefix)
+        self._key: Final = firehose_key(prefix)
+        self._claim_idle_ms: Final = claim_idle_ms
+        self._seen: OrderedDict[tuple[str, int], None] | None = (
+            OrderedDict() if dedupe else None
+        )
+        self._ready = False
+        self._own_pending = True
+        self._claim_from = "0-0"
+
+    def run_once(self, block_ms: int = 1000) -> int:
+        """Handle what is available: records claimed from dead members first, then
+        new ones, waiting up to ``block_ms`` for new ones when there are none.
+
+        Returns:
+            How many records the handler received in this call.
+
+        Raises:
+            Exception: what the handler raised; its record stays pending (another
+                member claims it after ``claim_idle_ms``) and nothing after it in
+                this call is handled.
+        """
+        self._ensure_group()
+        handled = 0
+        if self._own_pending:
+            # After a restart: what this member took before and never acknowledged.
+            entries = self._read("0", None)
+            self._own_pending = bool(entries)
+            handled += self._handle(entries)
+        handled += self._handle(self._claim())
+        if handled:
+            return handled
+        return self._handle(self._read(">", block_ms))
+
+    def run(self, stop: threading.Event | None = None) -> None:
+        """Call ``run_once`` until ``stop`` is set (forever without one)."""
+        while stop is None or not stop.is_set():
+            self.run_once()
+
+    def _ensure_group(self) -> None:
+        if self._ready:
+            return
+        try:
+            self._client.xgroup_create(self._key, self._group, "0", mkstream=True)
+        except redis.ResponseError as error:
+            if not str(error).startswith("BUSYGROUP"):
+                raise
+        self._ready = True
+
+    def _read(self, start: str, block_ms: int | None) -> Sequence[Any]:
+        reply: Any = self._client.xreadgroup(
+            self._group,
+            self._consumer,
+            {self._key: start},
+            count=self._count,
+            block=block_ms,
+        )
+        return reply[0][1] if reply else []
+
+    def _claim(self) -> Sequence[Any]:
+        reply: Any = self._client.xautoclaim(
+            self._key,
+            self._group,
+            self._consumer,
+            self._claim_idle_ms,
+            self._claim_from,
+            count=self._count,
+        )
+        # The cursor walks the pending list; "0-0" means it went round once.
+        self._claim_from = text(reply[0])
+        claimed: Sequence[Any] = reply[1]
+        return claimed
+
+    def _handle(self, entries: Sequence[Any]) -> int:
+        handled = 0
+        for entry_id, fields in entries:
+            record = record_of(fields)
+            key = (publisher_of(fields), record.seq)
+            if self._seen is None or key not in self._seen:
+                self._replays.replay(record, key)
+                handled += 1
+                self._remember(key)
+            self._client.xack(self._key, self._group, entry_id)
+        return handled
+
+    def _remember(self, key: tuple[str, int]) -> None:
+        # Only after the handler returned: a record whose handler raised must be
+        # handled when it comes back.
+        if self._seen is not None:
+            self._seen[key] = None
+            if len(self._seen) > _REMEMBERED:
+                self._seen.popitem(last=False)
+
+
+@final
+class _RunReplays:
+    """Delivers records of many runs, each run's chain rebuilt from its records.
+
+    A member of a group sees only some of a run's records (the others went to
+    other members): when a record refers to messages this member never saw, the
+    run's earlier records are read from its stream to rebuild them.
+    """
+
+    def __init__(self, client: redis.Redis, handler: HandlerBase, prefix: str) -> None:
+        Replayer(handler, "RedisEventConsumer", is_async=False)  # checks the handler
+        self._client: Final = client
+        self._handler: Final = handler
+        self._prefix: Final = prefix
+        self._runs: OrderedDict[str | None, Replayer] = OrderedDict()
+
+    def replay(self, record: EventRecord, key: tuple[str, int]) -> None:
+        run = record.run_id
+        replayer = self._runs.get(run)
+        if replayer is None:
+            replayer = self._runs[run] = self._new()
+            if len(self._runs) > _RUNS:
+                self._runs.popitem(last=False)
+        try:
+            replayer.replay(record)
+        except ValueError:
+            if run is None:
+                raise
+            self._runs[run] = replayer = self._rebuilt(run, key)
+            replayer.replay(record)
+
+    def _new(self) -> Replayer:
+        return Replayer(self._handler, "RedisEventConsumer", is_async=False)
+
+    def _rebuilt(self, run_id: str, key: tuple[str, int]) -> Replayer:
+        replayer = self._new()
+        entries: Any = self._client.xrange(run_key(self._prefix, run_id))
+        for _entry_id, fields in entries:
+            record = record_of(fields)
+            if (publisher_of(fields), record.seq) == key:
+                break
+            replayer.prime(record)
+        return replayer

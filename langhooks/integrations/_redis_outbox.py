@@ -1,0 +1,231 @@
+"""The publisher's outbox: a bounded buffer that one thread pipelines to Redis.
+
+Handlers call ``put`` on the thread that fires the event; a flusher thread takes
+whatever is buffered and sends it in one pipeline (two ``XADD``s per record: the run's
+stream and the firehose, both ``MAXLEN ~``; then one ``EXPIRE`` per run stream the
+batch touched, so a run's stream expires ``expire_after`` seconds after its last
+record). A batch leaves when ``batch_size`` records wait, when the oldest has waited
+``flush_interval``, or at once when a caller asks for a flush (before a terminal or
+review event). While a round trip is in flight, new records accumulate: under load
+batches grow by themselves, and a quiet stream costs one round trip per record.
+
+What happens when Redis is slower than the model: the buffer holds ``max_buffer``
+records; a full buffer blocks the producer (back-pressure) for up to
+``block_timeout`` seconds, then drops the record, counted in ``lost``; while the
+buffer stays full after such a timeout, further records are dropped at once instead
+of waiting again. A batch Redis refuses or that times out is lost as a whole and
+counted. The first loss is logged once at WARNING. Nothing grows without bound and
+nothing is lost silently.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any, Final, final
+
+import attrs
+import redis
+
+__all__ = ["Outbox", "Pending"]
+
+logger: Final = logging.getLogger("langhooks")
+
+
+@attrs.frozen
+class Pending:
+    """One record waiting to be sent: its run's stream (None: the firehose only)
+    and the entry's fields."""
+
+    key: str | None
+    fields: dict[str, str]
+
+
+@final
+class Outbox:
+    """Bounded buffer + flusher thread; see the module docstring for the policy."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        firehose: str,
+        maxlen: int,
+        expire_after: int,
+        batch_size: int,
+        flush_interval: float,
+        max_buffer: int,
+        block_timeout: float,
+    ) -> None:
+        self._client: Final = client
+        self._firehose: Final = firehose
+        self._maxlen: Final = maxlen
+        self._expire_after: Final = expire_after
+        self._batch_size: Final = batch_size
+        self._flush_interval: Final = flush_interval
+        self._max_buffer: Final = max_buffer
+        self._block_timeout: Final = block_timeout
+        self._lock: Final = threading.Condition(threading.Lock())
+        self._buffer: list[Pending] = []
+        # Records ever put (dropped ones too), and ever settled (sent or lost):
+        # flush waits for these to meet.
+        self._put = 0
+        self._settled = 0
+        self._urgent = False
+        self._overflowing = False
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self.sent = 0
+        self.lost = 0
+        self._warned = False
+
+    # --- producer side ------------------------------------------------------------
+
+    def put(self, pending: Pending) -> None:
+        """Buffer one record, waiting for room as the overflow policy says."""
+        with self._lock:
+            self._put += 1
+            if self._closed:
+                self._lose(1, "the publisher is closed")
+                return
+            if self._thread is None:
+                self._start()
+            if len(self._buffer) >= self._max_buffer and not self._wait_for_room():
+                self._lose(
+                    1,
+                    f"Redis did not keep up: the buffer of {self._max_buffer} records "
+                    f"stayed full for {self._block_timeout}s",
+                )
+                return
+            self._buffer.append(pending)
+            if len(self._buffer) == 1 or len(self._buffer) >= self._batch_size:
+                self._lock.notify_all()
+
+    def _wait_for_room(self) -> bool:
+        # Called with the lock held and the buffer full.
+        if self._overflowing:
+            return False
+        deadline = time.monotonic() + self._block_timeout
+        while len(self._buffer) >= self._max_buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or self._closed:
+                self._overflowing = True
+                return False
+            self._lock.wait(left)
+        return True
+
+    def flush(self, timeout: float | None) -> bool:
+        """Send everything put so far now; wait until it is sent or lost.
+
+        Returns:
+            True when every record put before the call is settled, False when
+            ``timeout`` (seconds) passed first.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            target = self._put
+            if self._settled >= target:
+                return True
+            self._urgent = True
+            self._lock.notify_all()
+            while self._settled < target:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._lock.wait(left)
+            return True
+
+    def close(self, timeout: float | None) -> bool:
+        """Flush, then stop the flusher thread. Later records are lost (counted).
+
+        Returns:
+            Whether everything was settled within ``timeout``.
+        """
+        settled = self.flush(timeout)
+        with self._lock:
+            self._closed = True
+            self._lock.notify_all()
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+        return settled
+
+    def _lose(self, count: int, reason: str) -> None:
+        # Called with the lock held.
+        self.lost += count
+        self._settled += count
+        if not self._warned:
+            self._warned = True
+            logger.warning(
+                "langhooks: RedisEventPublisher lost %d event record(s): %s; the run "
+                "goes on, further losses are counted in RedisEventPublisher.lost "
+                "and not logged again",
+                count,
+                reason,
+            )
+        self._lock.notify_all()
+
+    # --- flusher side -------------------------------------------------------------
+
+    def _start(self) -> None:
+        self._thread = threading.Thread(
+            target=self._run, name="langhooks-redis-publisher", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            batch = self._next_batch()
+            if batch is None:
+                return
+            error = self._send(batch)
+            with self._lock:
+                if error is None:
+                    self.sent += len(batch)
+                    self._settled += len(batch)
+                    self._overflowing = False
+                    self._lock.notify_all()
+                else:
+                    self._lose(len(batch), f"{type(error).__name__}: {error}")
+
+    def _next_batch(self) -> list[Pending] | None:
+        with self._lock:
+            while not self._buffer:
+                if self._closed:
+                    return None
+                self._lock.wait()
+            deadline = time.monotonic() + self._flush_interval
+            while (
+                not self._urgent
+                and not self._closed
+                and len(self._buffer) < self._batch_size
+            ):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._lock.wait(left)
+            batch = self._buffer[: self._batch_size]
+            del self._buffer[: self._batch_size]
+            if not self._buffer:
+                self._urgent = False
+            self._lock.notify_all()
+            return batch
+
+    def _send(self, batch: Sequence[Pending]) -> Exception | None:
+        pipe = self._client.pipeline(transaction=False)
+        keys: dict[str, None] = {}
+        for pending in batch:
+            fields: Any = pending.fields
+            if pending.key is not None:
+                pipe.xadd(pending.key, fields, maxlen=self._maxlen, approximate=True)
+                keys[pending.key] = None
+            pipe.xadd(self._firehose, fields, maxlen=self._maxlen, approximate=True)
+        for key in keys:
+            pipe.expire(key, self._expire_after)
+        try:
+            pipe.execute()
+        except redis.RedisError as error:
+            return error
+        return None

@@ -1,0 +1,258 @@
+"""``RedisEventPublisher``: every event as an ``EventRecord`` in a Redis stream."""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import threading
+import uuid
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final, final, overload
+
+import redis
+from typing_extensions import override
+
+from .._chain_callbacks import ChainCallbackHandler
+from .._events import _CHAIN_EVENTS, _STREAM_EVENTS, _TERMINAL
+from .._messages import LangHooksError
+from .._streaming import StreamingChatResponseHandler
+from ..events import EventRecord, EventRecorder
+from ._redis_outbox import Outbox, Pending
+from ._redis_wire import (
+    check_count,
+    check_seconds,
+    check_sync_client,
+    entry_fields,
+    firehose_key,
+    run_key,
+)
+
+if TYPE_CHECKING:
+    from ..chain import LLMChain, RunResult
+
+__all__ = ["RedisEventPublisher"]
+
+# Records after which the buffer is flushed at once: the run or stream returns, or a
+# tool call waits on its review (a human may be about to look at the stream).
+_URGENT: Final = _TERMINAL | {"on_tool_call_review"}
+
+# Records that end their run (a chain's on_error) or stream for good.
+_ENDS: Final = frozenset({"on_error", "on_complete_response"})
+
+# Publishers with a flusher thread, flushed (briefly) when the interpreter exits.
+_LIVE: Final[weakref.WeakSet[RedisEventPublisher]] = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_at_exit() -> None:  # pragma: no cover  # runs as the interpreter exits
+    for publisher in list(_LIVE):
+        publisher.flush(timeout=1.0)
+
+
+def _forwarding(name: str) -> Callable[..., None]:
+    def forward(self: RedisEventPublisher, *args: Any) -> None:
+        getattr(self._recorder, name)(*args)
+
+    forward.__name__ = forward.__qualname__ = name
+    forward.__doc__ = f"Publish ``{name}``."
+    return forward
+
+
+@final
+class RedisEventPublisher(ChainCallbackHandler, StreamingChatResponseHandler):
+    """A chain and streaming handler that publishes every event to Redis Streams.
+
+    Each event becomes an ``EventRecord`` (made by an ``EventRecorder``) appended,
+    in ``seq`` order, to the stream ``{prefix}run:{run_id}`` (a record outside a
+    chain run goes to the stream of its current invocation, ``with
+    invocation(...)``, or only to the firehose when there is none) and to the
+    capped firehose ``{prefix}events`` that ``RedisEventConsumer`` groups read.
+    Entry fields: ``record`` (the record, ``langhooks.codec`` JSON), ``event``,
+    ``publisher`` (this publisher's id: ``seq`` is unique per publisher), and
+    ``end`` on the record that ends a run for good (its ``on_error``, or its
+    ``on_run_complete`` with status "ok" when the model answered).
+
+    Records are sent in pipelined batches by one background thread: a batch
+    leaves when ``batch_size`` records wait, after ``flush_interval`` seconds,
+    and at once before the run or stream returns and when a tool call is up for
+    review (the publisher waits up to ``flush_timeout`` for that flush, except on a
+    thread running an event loop, which it never blocks). Both streams are trimmed
+    with ``MAXLEN ~ maxlen``; a run's stream expires ``expire_after`` seconds after
+    its last record.
+
+    When Redis is slower than the model, at most ``max_buffer`` records wait; a
+    full buffer blocks the event for up to ``block_timeout`` seconds
+    (back-pressure), then the record is dropped. When Redis is down or times out,
+    the batch is dropped. Either way the run goes on: the loss is logged once at
+    WARNING on the ``langhooks`` logger and counted in ``lost``. With
+    ``fail_run=True`` the next event after a loss raises ``LangHooksError``
+    (type "connection") instead, which ends the run with a handler error.
+
+    Args:
+        client: a synchronous ``redis.Redis`` client (also for ``arun`` and
+            ``astream``: the I/O happens on the publisher's thread).
+        prefix: prepended to every key.
+        maxlen: the approximate cap of each stream.
+        expire_after: seconds a run's stream lives after its last record.
+        batch_size: the most records in one pipeline.
+        flush_interval: the longest a record waits for others to join its batch.
+        max_buffer: the most records waiting to be sent.
+        block_timeout: the longest an event waits for room in a full buffer.
+        flush_timeout: the longest an urgent flush waits for Redis.
+        fail_run: raise after a loss instead of going on.
+
+    Raises:
+        TypeError: a bad client or option.
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        prefix: str = "langhooks:",
+        maxlen: int = 100_000,
+        expire_after: int = 24 * 3600,
+        batch_size: int = 500,
+        flush_interval: float = 0.005,
+        max_buffer: int = 10_000,
+        block_timeout: float = 1.0,
+        flush_timeout: float = 5.0,
+        fail_run: bool = False,
+    ) -> None:
+        check_sync_client(client, "RedisEventPublisher")
+        if not isinstance(prefix, str):
+            raise TypeError(f"prefix must be a str, got {prefix!r}")
+        for name, count in (
+            ("maxlen", maxlen),
+            ("expire_after", expire_after),
+            ("batch_size", batch_size),
+            ("max_buffer", max_buffer),
+        ):
+            check_count(name, count, 1)
+        for name, seconds in (
+            ("flush_interval", flush_interval),
+            ("block_timeout", block_timeout),
+            ("flush_timeout", flush_timeout),
+        ):
+            check_seconds(name, seconds)
+        self._prefix: Final = prefix
+        self._fail_run: Final = bool(fail_run)
+        self._flush_timeout: Final = float(flush_timeout)
+        self.id: Final = uuid.uuid4().hex
+        """This publisher's id, in every entry's ``publisher`` field."""
+        self._outbox: Final = Outbox(
+            client,
+            firehose=firehose_key(prefix),
+            maxlen=maxlen,
+            expire_after=expire_after,
+            batch_size=batch_size,
+            flush_interval=float(flush_interval),
+            max_buffer=max_buffer,
+            block_timeout=float(block_timeout),
+        )
+        self._ending = threading.local()
+        self._raised_at = 0
+        self._recorder: Final = EventRecorder(self._publish)
+        _LIVE.add(self)
+
+    @property
+    def published(self) -> int:
+        """How many records Redis accepted so far."""
+        return self._outbox.sent
+
+    @property
+    def lost(self) -> int:
+        """How many records were dropped (Redis down, timing out, or too slow)."""
+        return self._outbox.lost
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Send every record made so far, and wait until each is sent or lost.
+
+        Returns:
+            False when ``timeout`` seconds passed first.
+        """
+        return self._outbox.flush(timeout)
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Flush, then stop the background thread; later events are lost (counted).
+
+        Returns:
+            False when ``timeout`` seconds passed before everything was sent.
+        """
+        _LIVE.discard(self)
+        return self._outbox.close(timeout)
+
+    def __enter__(self) -> RedisEventPublisher:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    @override
+    def __repr__(self) -> str:
+        return f"RedisEventPublisher(prefix={self._prefix!r})"
+
+    def _publish(self, record: EventRecord) -> None:
+        if self._fail_run and self._outbox.lost > self._raised_at:
+            self._raised_at = self._outbox.lost
+            raise LangHooksError(
+                "connection",
+                f"RedisEventPublisher lost {self._raised_at} event record(s) "
+                f"(fail_run=True)",
+            )
+        stream = record.run_id or record.invocation_id
+        end = record.event in _ENDS or (
+            record.event == "on_run_complete" and getattr(self._ending, "value", False)
+        )
+        self._outbox.put(
+            Pending(
+                key=None if stream is None else run_key(self._prefix, stream),
+                fields=entry_fields(record, self.id, end=end),
+            )
+        )
+        if record.event in _URGENT:
+            if _on_event_loop():
+                self._outbox.flush(0.0)  # sends now, without blocking the loop
+            else:
+                self._outbox.flush(self._flush_timeout)
+
+    # One forwarding method per event of both interfaces, as EventRecorder has.
+    locals().update(
+        {
+            name: _forwarding(name)
+            for name in {*_CHAIN_EVENTS, *_STREAM_EVENTS}
+            - {"on_error", "on_run_complete"}
+        }
+    )
+
+    @override
+    def on_run_complete(self, chain: LLMChain, result: RunResult, /) -> None:
+        """Publish ``on_run_complete``, marked as the run's end when the run
+        ended for good (status "ok" and the model answered: not a resume that
+        leaves tool results for the model)."""
+        messages = result.chain.messages
+        self._ending.value = result.status == "ok" and not (
+            messages and messages[-1].role == "tool"
+        )
+        try:
+            self._recorder.on_run_complete(chain, result)
+        finally:
+            self._ending.value = False
+
+    @overload
+    def on_error(self, error: BaseException, /) -> None: ...
+    @overload
+    def on_error(self, chain: LLMChain, error: LangHooksError, /) -> None: ...
+    @override
+    def on_error(self, *args: Any) -> None:
+        """Publish ``on_error``: a stream's ``(error)``, a run's ``(chain, error)``."""
+        self._recorder.on_error(*args)
+
+
+def _on_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True

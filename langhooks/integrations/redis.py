@@ -1,0 +1,34 @@
+"""Events across processes and machines over Redis Streams (``langhooks[redis]``).
+
+- ``RedisEventPublisher``: a handler that appends each run's ``EventRecord``s to
+  the stream ``{prefix}run:{run_id}`` (and to the capped firehose
+  ``{prefix}events``), pipelined in batches.
+- ``follow`` / ``afollow``: re-drive a local handler from a run's stream, in
+  another process or on another host.
+- ``RedisEventConsumer``: consumer groups over the firehose, at least once.
+- ``RedisRunStore``: save an interrupted run, resume it in any worker, once.
+
+One client object is passed in by the caller, never created from a URL here.
+"""
+
+from __future__ import annotations
+
+try:
+    import redis as _redis  # noqa: F401  # fail here, with the extra to install
+except ImportError as error:  # pragma: no cover  # the test environment has redis
+    raise ImportError(
+        "langhooks.integrations.redis needs redis-py: pip install 'langhooks[redis]'"
+    ) from error
+
+from ._redis_consumer import RedisEventConsumer
+from ._redis_follow import afollow, follow
+from ._redis_publisher import RedisEventPublisher
+from ._redis_store import RedisRunStore
+
+__all__ = [
+    "RedisEventConsumer",
+    "RedisEventPublisher",
+    "RedisRunStore",
+    "afollow",
+    "follow",
+]

@@ -1,0 +1,466 @@
+"""RedisEventConsumer and RedisRunStore, against a real Redis server."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+import redis
+from typing_extensions import override
+
+from langhooks import ChainCallbackHandler, LangHooksError, Message, ToolContext, codec
+from langhooks.chain import Decision, LLMChain, RunResult, Tool
+from langhooks.chain._demo import QUESTION, SYSTEM, WEATHER_TOOL, ApprovalGate
+from langhooks.events import EventRecord
+from langhooks.integrations.redis import (
+    RedisEventConsumer,
+    RedisEventPublisher,
+    RedisRunStore,
+    follow,
+)
+from langhooks.models import ScriptedChatModel, ScriptedTurn
+from langhooks.testing import RecordingChainHandler
+from tests.integrations.test_redis_publish import (
+    ROOT,
+    client,
+    prefix,
+    run_id_of,
+    simple_run,
+)
+from tests.test_events import assert_same_events
+
+__all__ = ["client", "prefix"]  # fixtures used here
+
+
+def drain(consumer: RedisEventConsumer, expected: int, handler: Any) -> None:
+    """Run ``consumer`` until ``handler`` holds ``expected`` events."""
+    for _ in range(200):
+        if len(handler.events) >= expected:
+            return
+        consumer.run_once(block_ms=50)
+    raise AssertionError(f"got {len(handler.events)} of {expected} events")
+
+
+class TestConsumerGroups:
+    """Each group sees every record once, acknowledged after its handler."""
+
+    def test_one_member(self, client: redis.Redis, prefix: str) -> None:
+        """A single member gets every event of a run, as live, and acknowledges
+        each."""
+        live = RecordingChainHandler()
+        simple_run(RedisEventPublisher(client, prefix=prefix), live)
+        got = RecordingChainHandler()
+        consumer = RedisEventConsumer(
+            client, group="audit", consumer="a", handler=got, prefix=prefix
+        )
+        assert consumer.run_once(block_ms=10) == len(live.events)
+        assert_same_events(live.events, got.events)
+        assert client.xpending(f"{prefix}events", "audit")["pending"] == 0
+        assert consumer.run_once(block_ms=10) == 0
+
+    def test_two_groups_two_members(self, client: redis.Redis, prefix: str) -> None:
+        """Two groups each see everything; two members of one group share it,
+        each run's chain rebuilt for whichever member gets a record."""
+        live = RecordingChainHandler()
+        simple_run(RedisEventPublisher(client, prefix=prefix), live)
+        other = RecordingChainHandler()
+        RedisEventConsumer(
+            client, group="metrics", consumer="m", handler=other, prefix=prefix
+        ).run_once(block_ms=10)
+        assert_same_events(live.events, other.events)
+        shared = RecordingChainHandler()
+        members = [
+            RedisEventConsumer(
+                client,
+                group="audit",
+                consumer=name,
+                handler=shared,
+                prefix=prefix,
+                count=1,
+            )
+            for name in ("a", "b")
+        ]
+        handled = [0, 0]
+        while len(shared.events) < len(live.events):
+            for i, member in enumerate(members):
+                handled[i] += member.run_once(block_ms=10)
+        assert handled[0] > 0
+        assert handled[1] > 0
+        assert_same_events(live.events, shared.events)
+
+    def test_killed_member(self, client: redis.Redis, prefix: str) -> None:
+        """A member killed mid-stream leaves records pending; another claims them
+        after claim_idle_ms and finishes, with nothing lost."""
+        live = RecordingChainHandler()
+        simple_run(RedisEventPublisher(client, prefix=prefix), live)
+        child = subprocess.Popen(
+            [sys.executable, "-c", SLOW_MEMBER, prefix],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert child.stdout is not None
+        done = [child.stdout.readline().strip() for _ in range(5)]
+        child.kill()
+        child.wait()
+        child.stdout.close()
+        names = [name for name, _ in live.events]
+        assert done == names[:5]
+        rest = RecordingChainHandler()
+        survivor = RedisEventConsumer(
+            client,
+            group="audit",
+            consumer="b",
+            handler=rest,
+            prefix=prefix,
+            claim_idle_ms=100,
+        )
+        deadline = time.monotonic() + 30
+        while len(rest.events) < len(live.events) - 5:
+            assert time.monotonic() < deadline
+            survivor.run_once(block_ms=50)
+        # At least once: the record being acknowledged at the kill comes again.
+        start = len(live.events) - len(rest.events)
+        assert start in (4, 5)
+        assert_same_events(live.events[start:], rest.events)
+        assert client.xpending(f"{prefix}events", "audit")["pending"] == 0
+
+    def test_expired_run_cannot_be_rebuilt(
+        self, client: redis.Redis, prefix: str
+    ) -> None:
+        """A member that missed a run's earlier records and finds its stream
+        gone raises ValueError saying so (the record stays pending)."""
+        result = simple_run(RedisEventPublisher(client, prefix=prefix))
+        client.delete(f"{prefix}run:{run_id_of(result)}")
+        first, second = (
+            RedisEventConsumer(
+                client,
+                group="g",
+                consumer=name,
+                handler=RecordingChainHandler(),
+                prefix=prefix,
+                count=1,
+            )
+            for name in ("a", "b")
+        )
+
+        def alternate() -> None:
+            for _ in range(10):
+                first.run_once(block_ms=10)
+                second.run_once(block_ms=10)
+
+        with pytest.raises(ValueError, match="from its start"):
+            alternate()
+
+    def test_restarted_member_takes_back_its_records(
+        self, client: redis.Redis, prefix: str
+    ) -> None:
+        """A member whose handler raised has the exception propagate; restarted
+        under the same name it handles that record first."""
+        live = RecordingChainHandler()
+        simple_run(RedisEventPublisher(client, prefix=prefix), live)
+
+        class Failing(RecordingChainHandler):
+            @override
+            def _record(self, event: str, *args: Any) -> None:
+                if len(self.events) == 3:
+                    raise RuntimeError("handler down")
+                super()._record(event, *args)
+
+        failing = Failing()
+        first = RedisEventConsumer(
+            client, group="audit", consumer="a", handler=failing, prefix=prefix
+        )
+        with pytest.raises(RuntimeError, match="handler down"):
+            first.run_once(block_ms=10)
+        again = RecordingChainHandler()
+        restarted = RedisEventConsumer(
+            client, group="audit", consumer="a", handler=again, prefix=prefix
+        )
+        drain(restarted, len(live.events) - 3, again)
+        assert_same_events(live.events[3:], again.events)
+
+    def test_dedupe(self, client: redis.Redis, prefix: str) -> None:
+        """With dedupe=True a record published twice is handled once (and still
+        acknowledged); without, twice."""
+        simple_run(RedisEventPublisher(client, prefix=prefix))
+        key = f"{prefix}events"
+        first: Any = client.xrange(key, count=1)
+        client.xadd(key, first[0][1])
+        counts = []
+        for dedupe in (True, False):
+            handler = RecordingChainHandler()
+            consumer = RedisEventConsumer(
+                client,
+                group=f"g{dedupe}",
+                consumer="a",
+                handler=handler,
+                prefix=prefix,
+                dedupe=dedupe,
+            )
+            consumer.run_once(block_ms=10)
+            counts.append(handler.names.count("on_run_start"))
+        assert counts == [1, 2]
+        assert client.xpending(key, "gTrue")["pending"] == 0
+
+    def test_dedupe_forgets_old_records(
+        self, client: redis.Redis, prefix: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """dedupe remembers a bounded number of records."""
+        from langhooks.integrations import _redis_consumer
+
+        monkeypatch.setattr(_redis_consumer, "_REMEMBERED", 2)
+        monkeypatch.setattr(_redis_consumer, "_RUNS", 1)
+        live = RecordingChainHandler()
+        publisher = RedisEventPublisher(client, prefix=prefix)
+        simple_run(publisher, live)
+        simple_run(publisher, live)
+        handler = RecordingChainHandler()
+        RedisEventConsumer(
+            client,
+            group="g",
+            consumer="a",
+            handler=handler,
+            prefix=prefix,
+            dedupe=True,
+        ).run_once(block_ms=10)
+        assert_same_events(live.events, handler.events)
+
+    def test_run_until_stopped(self, client: redis.Redis, prefix: str) -> None:
+        """run() handles records until its stop event is set."""
+        stop = threading.Event()
+
+        class Stopper(ChainCallbackHandler):
+            @override
+            def on_run_complete(self, chain: LLMChain, result: RunResult) -> None:
+                stop.set()
+
+        simple_run(RedisEventPublisher(client, prefix=prefix))
+        RedisEventConsumer(
+            client, group="g", consumer="a", handler=Stopper(), prefix=prefix
+        ).run(stop)
+        assert stop.is_set()
+
+    def test_bad_arguments(self, client: redis.Redis, prefix: str) -> None:
+        """Names are non-empty strings, the handler a sync langhooks handler; a
+        foreign group error is not hidden."""
+        with pytest.raises(TypeError, match="group"):
+            RedisEventConsumer(client, group="", consumer="a", handler=Stopper())
+        with pytest.raises(TypeError, match="claim_idle_ms"):
+            RedisEventConsumer(
+                client, group="g", consumer="a", handler=Stopper(), claim_idle_ms=-1
+            )
+        with pytest.raises(TypeError, match="langhooks handler"):
+            RedisEventConsumer(
+                client,
+                group="g",
+                consumer="a",
+                handler=object(),  # type: ignore[arg-type]
+            )
+        client.xadd(
+            f"{prefix}events",
+            {"record": codec.dumps(EventRecord(seq=0, event="on_nothing"))},
+        )
+        foreign = RedisEventConsumer(
+            client, group="g", consumer="a", handler=Stopper(), prefix=prefix
+        )
+        with pytest.raises(ValueError, match="not an event"):
+            foreign.run_once(block_ms=10)
+        client.delete(f"{prefix}events")
+        client.set(f"{prefix}events", "not a stream")
+        consumer = RedisEventConsumer(
+            client, group="g", consumer="a", handler=Stopper(), prefix=prefix
+        )
+        with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+            consumer.run_once(block_ms=10)
+
+
+class Stopper(ChainCallbackHandler):
+    """A handler that handles nothing."""
+
+
+SLOW_MEMBER = textwrap.dedent(
+    """
+    import sys, time
+    import redis
+    from langhooks.integrations.redis import RedisEventConsumer
+    from langhooks.testing import RecordingChainHandler
+
+    class Slow(RecordingChainHandler):
+        def _record(self, event, *args):
+            print(event, flush=True)
+            time.sleep(0.05)
+
+    RedisEventConsumer(redis.Redis(host="127.0.0.1", port=6379), group="audit",
+                       consumer="a", handler=Slow(), prefix=sys.argv[1]).run()
+    """
+)
+
+
+# --- the run store ------------------------------------------------------------------
+
+
+class Counted:
+    """The demo's weather tool, counting its runs (slowly, to overlap)."""
+
+    def __init__(self, seconds: float = 0.0) -> None:
+        self.runs = 0
+        self.seconds = seconds
+        self.tool = Tool(
+            "get_weather",
+            self,
+            description=WEATHER_TOOL.description,
+            parameters_schema=WEATHER_TOOL.parameters_schema,
+        )
+
+    def __call__(self, arguments: Mapping[str, Any], context: ToolContext) -> str:
+        self.runs += 1
+        time.sleep(self.seconds)
+        return "Paris: 14°C, light rain"
+
+
+def demo_model() -> ScriptedChatModel:
+    """The demo's scripted model (a fresh one per worker)."""
+    from langhooks.chain._demo import scripted_model
+
+    model: ScriptedChatModel = scripted_model(0.0)  # type: ignore[assignment]
+    return model
+
+
+def interrupted(client: redis.Redis, prefix: str, *handlers: Any) -> str:
+    """Start the demo agent until it waits for approval; save it; its run id."""
+    chain = LLMChain(
+        demo_model(), tools=[WEATHER_TOOL], callbacks=[*handlers, ApprovalGate()]
+    ).add_messages([Message.system(SYSTEM), Message.user(QUESTION)])
+    result = chain.run()
+    assert result.status == "interrupted"
+    return RedisRunStore(client, prefix=prefix).save(result.chain)
+
+
+def answered_model() -> ScriptedChatModel:
+    """The model a worker resumes on: the demo's second turn."""
+    return ScriptedChatModel([ScriptedTurn(text="Yes, take an umbrella.")])
+
+
+class TestRunStore:
+    """A run interrupted in one worker is resumed in another, once."""
+
+    def test_save_and_load(self, client: redis.Redis, prefix: str) -> None:
+        """load gives the saved conversation and its waiting calls, with the
+        worker's code."""
+        run_id = interrupted(client, prefix)
+        store = RedisRunStore(client, prefix=prefix)
+        chain = store.load(run_id, answered_model(), tools=[WEATHER_TOOL])
+        assert chain.invocation is not None
+        assert chain.invocation.id == run_id
+        assert [c.name for c in chain.pending_tool_calls] == ["get_weather"]
+        assert 0 < client.ttl(f"{prefix}state:{run_id}") <= 7 * 24 * 3600
+
+    def test_resume_once(self, client: redis.Redis, prefix: str) -> None:
+        """An approval runs the tool once and continues to the answer; a second
+        approval runs nothing and is a conflict."""
+        run_id = interrupted(client, prefix)
+        store = RedisRunStore(client, prefix=prefix)
+        tool = Counted()
+        result = store.resume(
+            run_id, [Decision.approve()], answered_model(), tools=[tool.tool]
+        )
+        assert result.status == "ok"
+        assert result.chain.messages[-1].text == "Yes, take an umbrella."
+        with pytest.raises(LangHooksError, match="waits for no decision") as caught:
+            store.resume(
+                run_id, [Decision.approve()], answered_model(), tools=[tool.tool]
+            )
+        assert caught.value.type == "conflict"
+        assert tool.runs == 1
+
+    def test_concurrent_resumes(self, client: redis.Redis, prefix: str) -> None:
+        """Two workers resume one run at once: one runs the tool, the other gets
+        a conflict and runs nothing."""
+        run_id = interrupted(client, prefix)
+        tool = Counted(seconds=0.3)
+        barrier = threading.Barrier(2)
+        outcomes: list[object] = []
+
+        def worker() -> None:
+            store = RedisRunStore(client, prefix=prefix)
+            barrier.wait()
+            try:
+                outcomes.append(
+                    store.resume(
+                        run_id,
+                        {"call_weather_1": Decision.approve()},
+                        answered_model(),
+                        tools=[tool.tool],
+                    ).status
+                )
+            except LangHooksError as error:
+                outcomes.append(error.type)
+
+        threads = [threading.Thread(target=worker) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted(map(str, outcomes)) == ["conflict", "ok"]
+        assert tool.runs == 1
+
+    def test_events_continue_in_the_run_stream(
+        self, client: redis.Redis, prefix: str
+    ) -> None:
+        """Events of a resume in another worker go to the same run stream, which
+        ends with the answer: follow sees the whole conversation."""
+        first = RecordingChainHandler()
+        run_id = interrupted(
+            client, prefix, RedisEventPublisher(client, prefix=prefix), first
+        )
+        second = RecordingChainHandler()
+        RedisRunStore(client, prefix=prefix).resume(
+            run_id,
+            [Decision.approve()],
+            answered_model(),
+            tools=[WEATHER_TOOL],
+            callbacks=[RedisEventPublisher(client, prefix=prefix), second],
+        )
+        followed = RecordingChainHandler()
+        follow(client, run_id, followed, prefix=prefix, block_ms=1000)
+        assert_same_events(first.events + second.events, followed.events)
+
+    def test_errors(self, client: redis.Redis, prefix: str) -> None:
+        """An unknown run, a call that is not waiting, an unrun chain and a bad
+        client are errors that say so; a failed resume releases its lock."""
+        store = RedisRunStore(client, prefix=prefix)
+        with pytest.raises(LangHooksError, match="no saved run") as caught:
+            store.load("nope", answered_model())
+        assert caught.value.type == "invalid_request"
+        run_id = interrupted(client, prefix)
+        with pytest.raises(ValueError, match="do not wait"):
+            store.resume(
+                run_id,
+                {"other": Decision.approve()},
+                answered_model(),
+                tools=[WEATHER_TOOL],
+            )
+        result = store.resume(
+            run_id,
+            [Decision.reject()],
+            answered_model(),
+            tools=[WEATHER_TOOL],
+            continue_run=False,
+        )
+        assert result.status == "ok"
+        assert result.chain.messages[-1].role == "tool"
+        with pytest.raises(ValueError, match="has not run"):
+            store.save(LLMChain(answered_model()))
+        with pytest.raises(TypeError, match="LLMChain"):
+            store.save("chain")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="synchronous"):
+            RedisRunStore(object())  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="prefix"):
+            RedisRunStore(client, prefix=1)  # type: ignore[arg-type]

@@ -1,0 +1,230 @@
+"""``langhooks events FILE`` prints a recording; ``demo --record`` makes one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from langhooks import (
+    ChatResponse,
+    CompleteToolCall,
+    FinishReason,
+    LangHooksError,
+    Message,
+    MessageDelta,
+    PartialResponse,
+    PartialResponseContext,
+    PartialThinking,
+    PartialThinkingContext,
+    PartialToolCall,
+    PartialToolCallContext,
+    ReviewContext,
+    StreamingHandle,
+    TokenUsage,
+    Tool,
+    ToolCall,
+    ToolResult,
+)
+from langhooks._cli import main
+from langhooks.chain import LLMChain, RunResult
+from langhooks.chain._demo import WEATHER_TOOL
+from langhooks.events import EventRecorder
+from langhooks.models import ChatRequest, ScriptedChatModel
+
+
+def show(path: Path, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """The lines ``langhooks events path`` prints."""
+    assert main(["events", str(path)]) == 0
+    return capsys.readouterr().out.splitlines()
+
+
+class TestDemoRecord:
+    def test_record_then_print(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """demo --record writes a recording that events prints like the demo."""
+        path = tmp_path / "demo.jsonl"
+        assert main(["demo", "--no-color", "--record", str(path)]) == 0
+        capsys.readouterr()
+        lines = show(path, capsys)
+        assert lines[0].startswith("run ")
+        assert sum(line.startswith("run ") for line in lines) == 1  # one run id
+        expected = [
+            "  on_run_start                 2 message(s)",
+            "  on_llm_call_start            ScriptedChatModel, 2 message(s), 1 tool(s)",
+            "  on_llm_new_delta             text: 'Let me check the weather in Paris.'",
+            "  on_tool_call_identified      get_weather (Weather lookup)",
+            "  on_llm_new_delta             stream complete (tokens in 48, out 36)",
+            '  on_tool_call_review          get_weather {"city": "Paris"}',
+            "  on_tool_interrupted          get_weather waits for a human",
+            "  on_run_complete              status interrupted",
+            '  on_tool_call_review          get_weather {"city": "Paris"} '
+            "(human: approve)",
+            "  on_tool_execution_completed  get_weather -> "
+            "'Paris: 14°C, light rain until 16:00'",
+            "  on_llm_token_usage           in 97, out 21, total 118",
+        ]
+        for line in expected:
+            assert line in lines
+
+    def test_unwritable_record_path(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A --record path that cannot be opened exits 2 with a message."""
+        bad = tmp_path / "missing" / "demo.jsonl"
+        assert main(["demo", "--no-color", "--record", str(bad)]) == 2
+        assert "cannot record to" in capsys.readouterr().err
+
+
+def chain() -> LLMChain:
+    """A chain to record events of."""
+    return LLMChain(ScriptedChatModel([])).add_message(Message.user("hi"))
+
+
+CALL = ToolCall(call_id="c", name="get_weather", arguments={"city": "\x1b[31mRed"})
+FAILED = ToolResult(
+    tool_call_id="c", name="get_weather", content="\x1b[2Jdown", is_error=True
+)
+
+
+def record_everything(path: Path) -> None:
+    """One record of every event, with text a terminal would obey."""
+    c = chain()
+    error = LangHooksError("timeout", "too \x1b[31mslow")
+    response = ChatResponse(
+        message=Message.assistant("x"), finish_reason=FinishReason.STOP
+    )
+    handle = StreamingHandle()
+    with EventRecorder(path) as r:
+        r.on_run_start(c)
+        r.on_llm_call_start(
+            c, ScriptedChatModel([]), ChatRequest(messages=[], tools=[WEATHER_TOOL])
+        )
+        r.on_llm_new_delta(c, [MessageDelta(thinking="hm"), MessageDelta(text="a")])
+        r.on_llm_new_delta(c, [MessageDelta(text="\x1b[31m b")])
+        r.on_llm_new_delta(
+            c,
+            [
+                MessageDelta(
+                    tool_call=PartialToolCall(
+                        index=0, id=None, name="get_weather", partial_arguments=""
+                    )
+                )
+            ],
+        )
+        r.on_llm_new_delta(c, [MessageDelta(status="complete")])
+        r.on_llm_call_complete(c, response)
+        r.on_llm_new_message(c, Message.user("x"))
+        r.on_llm_ratelimit_info(c, {"remaining": 3})
+        r.on_llm_response_headers(c, {"x-a": "1"})
+        r.on_message_processing_error(c, Message.assistant("bad"))
+        r.on_error_message_created(c, Message.user("fix it"))
+        r.on_tool_call_identified(c, CALL, Tool("plain", WEATHER_TOOL.function))
+        r.on_tool_call_review(c, CALL, WEATHER_TOOL, ReviewContext())
+        r.on_tool_execution_started(c, CALL, WEATHER_TOOL)
+        r.on_tool_pre_execution(c, CALL, WEATHER_TOOL)
+        r.on_tool_execution_failed(c, CALL, FAILED)
+        r.on_tool_execution_exception(c, CALL, ValueError("\x1b[31mboom"))
+        r.on_tool_interrupted(c, [FAILED])
+        r.on_tool_response_created(c, Message.tool([FAILED]))
+        r.on_llm_token_usage(c, TokenUsage(input_tokens=1, output_tokens=2))
+        r.on_llm_error(c, error)
+        r.on_retries_exceeded(c)
+        r.on_error(c, error)
+        r.on_run_complete(c, RunResult(status="ok", chain=c))
+        r.on_partial_thinking(
+            PartialThinking(text="t"), PartialThinkingContext(handle=handle)
+        )
+        r.on_partial_response(
+            PartialResponse(text="x" * 300), PartialResponseContext(handle=handle)
+        )
+        r.on_partial_tool_call(
+            PartialToolCall(index=0, id="c", name="f", partial_arguments='{"a'),
+            PartialToolCallContext(handle=handle),
+        )
+        r.on_complete_tool_call(CompleteToolCall(index=0, tool_call=CALL))
+        r.on_unmapped_raw_event({"type": "ping", "long": "y" * 300})
+        r.on_unmapped_raw_event(["ping", 1])
+        r.on_complete_response(response)
+        r.on_error(error)
+
+
+class TestEventsCommand:
+    def test_every_event_has_a_line(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Every event prints one line under its name; streamed pieces join."""
+        path = tmp_path / "all.jsonl"
+        record_everything(path)
+        lines = show(path, capsys)
+        names = [line.split()[0] for line in lines]
+        assert names[:6] == [
+            "on_run_start",
+            "on_llm_call_start",
+            "on_llm_new_delta",
+            "on_llm_new_delta",
+            "on_llm_new_delta",
+            "on_llm_call_complete",
+        ]
+        assert "  on_llm_new_delta             thinking: 'hm'" in lines
+        assert "  on_llm_new_delta             text: 'a\\x1b[31m b'" in lines
+        assert "  on_llm_new_delta             stream complete" in lines
+        for name in [
+            "on_llm_new_message",
+            "on_llm_ratelimit_info",
+            "on_llm_response_headers",
+            "on_message_processing_error",
+            "on_error_message_created",
+            "on_tool_call_identified",
+            "on_tool_execution_failed",
+            "on_tool_execution_exception",
+            "on_retries_exceeded",
+            "on_run_complete",
+            "on_partial_thinking",
+            "on_partial_response",
+            "on_partial_tool_call",
+            "on_complete_tool_call",
+            "on_unmapped_raw_event",
+            "on_complete_response",
+        ]:
+            assert name in names, name
+        assert names.count("on_error") == 2
+        assert '  on_unmapped_raw_event        raw_event=["ping", 1]' in lines
+
+    def test_wire_text_escaped(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Text from the model or a tool cannot drive the terminal: it is shown
+        escaped, and long values are cut."""
+        path = tmp_path / "all.jsonl"
+        record_everything(path)
+        lines = show(path, capsys)
+        assert not any("\x1b" in line for line in lines)
+        assert any("too \\x1b[31mslow" in line for line in lines)
+        assert any("\\u001b[31mRed" in line for line in lines)
+        assert max(len(line) for line in lines) < 260
+
+    def test_unreadable(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A file that cannot be read exits 2 with a message."""
+        assert main(["events", str(tmp_path / "nope.jsonl")]) == 2
+        assert "cannot read" in capsys.readouterr().err
+
+    def test_not_a_recording(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A file that is not a recording exits 2 after what it could print."""
+        path = tmp_path / "bad.jsonl"
+        good = tmp_path / "good.jsonl"
+        with EventRecorder(good) as recorder:
+            recorder.on_partial_response(
+                PartialResponse(text="hi"),
+                PartialResponseContext(handle=StreamingHandle()),
+            )
+        path.write_text(good.read_text() + "not json\n" + good.read_text())
+        assert main(["events", str(path)]) == 2
+        captured = capsys.readouterr()
+        assert "line 2 is not JSON" in captured.err
+        assert "text: 'hi'" in captured.out
