@@ -271,7 +271,8 @@ class _RaisingLater(LLMChain):
     async def arun(self, *args: Any, **kwargs: Any) -> Any:
         recorder = self.callbacks[-1]
         assert isinstance(recorder, ChainCallbackHandler)
-        recorder.on_run_start(attrs.evolve(self, invocation=Invocation(name="run")))
+        began = LLMChain(self.model, invocation=Invocation(name="run"))
+        recorder.on_run_start(began)
         raise RuntimeError("the model went away")
 
 
