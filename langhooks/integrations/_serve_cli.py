@@ -12,22 +12,22 @@ import argparse
 import socket
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, TextIO
+from typing import TYPE_CHECKING, Any, Final, TextIO, final
 
-from .._messages import Message
+from .._messages import ChatResponse, Message
 from ..chain import LLMChain
-from ..chain._demo import (
-    SYSTEM,
-    WEATHER_TOOL,
-    ApprovalGate,
-    _server_model,
-    scripted_model,
-)
+from ..chain._demo import SYSTEM, WEATHER_TOOL, ApprovalGate, _server_model, demo_turns
+from ..models._scripted import ScriptedChatModel
 
 if TYPE_CHECKING:
-    from ..models._base import ChatModel
+    from .._streaming import (
+        AsyncStreamingChatResponseHandler,
+        StreamingChatResponseHandler,
+        StreamingHandle,
+    )
+    from ..models._base import ChatModel, ChatRequest
 
-__all__ = ["add_arguments", "demo_agent", "run"]
+__all__ = ["DemoModel", "add_arguments", "demo_agent", "run"]
 
 # Hosts that only this machine reaches, and the names a browser uses for them.
 _LOOPBACK: Final = frozenset({"127.0.0.1", "localhost"})
@@ -47,6 +47,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--redis",
         metavar="URL",
         help="keep runs in Redis at URL instead of in this process",
+    )
+    parser.add_argument(
+        "--prefix",
+        default="langhooks:",
+        help="the key prefix of the runs in Redis (default: langhooks:)",
     )
     parser.add_argument(
         "--delay",
@@ -81,6 +86,70 @@ def demo_agent(model: Callable[[], ChatModel]) -> Callable[[str], LLMChain]:
         ).add_messages([Message.system(SYSTEM), Message.user(prompt)])
 
     return agent
+
+
+@final
+class DemoModel:
+    """The demo's scripted answers, chosen by the conversation rather than by how
+    often the model was called: a run resumed from saved state (in another
+    process, with a new model object) gets the answer that comes next.
+
+    Args:
+        delay: seconds between streamed pieces.
+    """
+
+    def __init__(self, delay: float) -> None:
+        self._delay = delay
+
+    def _script(self, request: ChatRequest) -> ScriptedChatModel:
+        answered = 0
+        for message in reversed(request.messages):
+            if message.role == "user":
+                break
+            answered += message.role == "assistant"
+        turns = demo_turns()
+        return ScriptedChatModel(
+            [turns[min(answered, len(turns) - 1)]], delay=self._delay
+        )
+
+    def stream(
+        self,
+        request: ChatRequest,
+        handler: StreamingChatResponseHandler,
+        *,
+        handle: StreamingHandle | None = None,
+    ) -> ChatResponse:
+        """Stream the answer the conversation is at."""
+        return self._script(request).stream(request, handler, handle=handle)
+
+    async def astream(
+        self,
+        request: ChatRequest,
+        handler: AsyncStreamingChatResponseHandler | StreamingChatResponseHandler,
+        *,
+        handle: StreamingHandle | None = None,
+    ) -> ChatResponse:
+        """The async twin of ``stream``."""
+        return await self._script(request).astream(request, handler, handle=handle)
+
+
+def _redis_client(url: str) -> Any:
+    """A client of the Redis at ``url`` that answers, or None (said on stderr)."""
+    try:
+        import redis
+    except ImportError:
+        print(
+            "langhooks serve: --redis needs redis-py (pip install 'langhooks[redis]')",
+            file=sys.stderr,
+        )
+        return None
+    try:
+        client = redis.Redis.from_url(url)
+        client.ping()
+    except (redis.RedisError, ValueError) as exc:
+        print(f"langhooks serve: cannot use Redis at {url}: {exc}", file=sys.stderr)
+        return None
+    return client
 
 
 def _url(host: str, port: int) -> str:
@@ -120,9 +189,6 @@ def run(
             file=sys.stderr,
         )
         return 2
-    if args.redis is not None:
-        print("langhooks serve: --redis is not supported yet", file=sys.stderr)
-        return 2
     if args.base_url is not None:
         server_model = _server_model(args)
         if server_model is None:
@@ -137,7 +203,13 @@ def run(
     else:
         delay = max(0.0, args.delay)
         source = "the scripted model"
-        agent = demo_agent(lambda: scripted_model(delay))
+        demo = DemoModel(delay)
+        agent = demo_agent(lambda: demo)
+    client = None
+    if args.redis is not None:
+        client = _redis_client(args.redis)
+        if client is None:
+            return 2
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     try:
         listener = socket.create_server((args.host, args.port), family=family)
@@ -147,7 +219,7 @@ def run(
             file=sys.stderr,
         )
         return 1
-    app = create_app(agent=agent)
+    app = create_app(agent=agent, redis=client, prefix=args.prefix)
     if args.host in _LOOPBACK:
         # A page elsewhere could rebind its own name to 127.0.0.1 and then talk to
         # this server as if it were same-origin: answer only to local names.
@@ -164,7 +236,8 @@ def run(
     server = uvicorn.Server(config)
     port = listener.getsockname()[1]
     print(
-        f"langhooks serve: {_url(args.host, port)} (the demo agent on {source}; "
+        f"langhooks serve: {_url(args.host, port)} (the demo agent on {source}"
+        f"{'' if client is None else f'; runs in Redis at {args.redis}'}; "
         "Ctrl-C stops)",
         file=out,
         flush=True,

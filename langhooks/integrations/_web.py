@@ -12,7 +12,7 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from importlib import resources
-from typing import Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, final
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -29,6 +29,9 @@ from ._web_backend import (
     RunSummary,
 )
 from ._web_memory import MemoryBackend
+
+if TYPE_CHECKING:
+    from redis import Redis
 
 __all__ = ["MAX_BODY_BYTES", "MAX_PROMPT_CHARS", "Agent", "create_app"]
 
@@ -275,7 +278,7 @@ class _WebApp:
 
 def create_app(
     *,
-    redis: object | None = None,
+    redis: Redis | None = None,
     prefix: str = "langhooks:",
     agent: Agent | None = None,
     heartbeat: float = 15.0,
@@ -283,9 +286,11 @@ def create_app(
     """The ASGI app that shows runs live and takes human decisions.
 
     Args:
-        redis: a Redis client whose streams hold the runs (not yet supported: the
-            in-process store is used when None).
-        prefix: the key prefix of those streams.
+        redis: a synchronous ``redis.Redis`` client: runs live in Redis (the
+            streams of ``RedisEventPublisher``, the state of ``RedisRunStore``),
+            so processes other than this one can run the agents; None keeps runs
+            in this process.
+        prefix: the key prefix of those streams and states.
         agent: builds the chain that answers a prompt (model, tools, handlers and
             the prompt as a user message); with it the app starts runs
             (``POST /runs``) and resumes interrupted ones.
@@ -296,7 +301,9 @@ def create_app(
         A Starlette app: serve it with uvicorn or mount it in another app.
 
     Raises:
-        TypeError: ``agent`` is not callable or ``heartbeat`` is not a number.
+        TypeError: ``agent`` is not callable, ``heartbeat`` is not a number,
+            ``prefix`` is not a str, or ``redis`` is not a ``redis.Redis``.
+        ImportError: ``redis`` is given without the redis extra installed.
         ValueError: ``heartbeat`` is not positive.
     """
     if agent is not None and not callable(agent):
@@ -307,9 +314,15 @@ def create_app(
         raise TypeError(f"heartbeat must be a number of seconds, got {heartbeat!r}")
     if not heartbeat > 0:
         raise ValueError(f"heartbeat must be positive, got {heartbeat!r}")
-    if redis is not None:
-        raise NotImplementedError
-    backend = MemoryBackend()
+    if not isinstance(prefix, str):
+        raise TypeError(f"prefix must be a str, got {prefix!r}")
+    backend: Backend
+    if redis is None:
+        backend = MemoryBackend()
+    else:
+        from ._web_redis import RedisBackend  # needs the redis extra
+
+        backend = RedisBackend(redis, prefix)
     web = _WebApp(backend, agent, heartbeat=float(heartbeat))
 
     @contextlib.asynccontextmanager

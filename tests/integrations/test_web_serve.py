@@ -7,15 +7,20 @@ import socket
 import subprocess
 import sys
 import threading
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import httpx
 import pytest
+import redis
 
+from langhooks import Message, StreamingChatResponseHandler
 from langhooks._cli import _parser
 from langhooks.integrations import _serve_cli
+from langhooks.integrations._serve_cli import DemoModel
+from langhooks.models import ChatRequest
 
 
 @contextmanager
@@ -76,6 +81,17 @@ class TestServe:
         with served("--port", "0", "--base-url", base, "--model", "m") as (_, line):
             assert f"the demo agent on m at {base}" in line
 
+    def test_the_demo_model_answers_by_the_conversation(self) -> None:
+        """The demo model picks its answer from the conversation, not from how often
+        it was called: a conversation with no user message starts at the first."""
+        model = DemoModel(0.0)
+        system = ChatRequest([Message.system("s")])
+        first = model.stream(system, StreamingChatResponseHandler())
+        assert first.message.tool_calls
+        answered = ChatRequest([*system.messages, first.message, first.message])
+        last = model.stream(answered, StreamingChatResponseHandler())
+        assert last.message.text.startswith("It is 14°C")
+
     def test_binds_this_machine_only_by_default(self) -> None:
         """The default host is 127.0.0.1."""
         args = _parser().parse_args(["serve"])
@@ -116,11 +132,41 @@ class TestServe:
         assert _serve_cli.run(_parser().parse_args(["serve"])) == 2
         assert "pip install 'langhooks[web]'" in capsys.readouterr().err
 
-    def test_redis_is_refused_for_now(self, capsys: pytest.CaptureFixture[str]) -> None:
-        """--redis says it is not supported rather than ignoring it."""
-        args = _parser().parse_args(["serve", "--redis", "redis://127.0.0.1:6379/0"])
+    def test_keeps_runs_in_redis(self) -> None:
+        """--redis URL keeps the runs in Redis, under --prefix."""
+        prefix = f"langhooks-test:{uuid.uuid4().hex}:"
+        argv = ["--port", "0", "--redis", "redis://127.0.0.1:6379/0"]
+        client = redis.Redis(host="127.0.0.1", port=6379)
+        try:
+            with served(*argv, "--prefix", prefix) as (url, line):
+                assert "runs in Redis at redis://127.0.0.1:6379/0" in line
+                started = httpx.post(f"{url}runs", json={"prompt": "Paris?"})
+                run_id = started.json()["run_id"]
+                assert client.hexists(f"{prefix}web:runs", run_id)
+        finally:
+            keys = list(client.scan_iter(match=f"{prefix}*"))
+            if keys:
+                client.delete(*keys)
+            client.close()
+
+    def test_an_unreachable_redis_exits_2(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A Redis that does not answer is said at once."""
+        with socket.create_server(("127.0.0.1", 0)) as nothing:
+            port = nothing.getsockname()[1]
+        args = _parser().parse_args(["serve", "--redis", f"redis://127.0.0.1:{port}"])
         assert _serve_cli.run(args) == 2
-        assert "--redis" in capsys.readouterr().err
+        assert "cannot use Redis at" in capsys.readouterr().err
+
+    def test_a_missing_redis_extra_exits_2(
+        self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Without redis-py, --redis names the extra to install."""
+        monkeypatch.setitem(sys.modules, "redis", None)
+        args = _parser().parse_args(["serve", "--redis", "redis://127.0.0.1:6379"])
+        assert _serve_cli.run(args) == 2
+        assert "pip install 'langhooks[redis]'" in capsys.readouterr().err
 
     def test_the_command_line_serves(self) -> None:
         """`langhooks serve --port 0` prints its URL first and serves the page."""
