@@ -221,3 +221,34 @@ class TestUntrustedContent:
             assert page.locator("#run img, #run script, #runs img").count() == 0
             assert page.evaluate("window.pwned") is None
             page.close()
+
+
+class TestOnRedis:
+    def test_approve_on_a_page_whose_runs_live_in_redis(self, page: Page) -> None:
+        """The same page works when runs live in Redis and resume from saved state."""
+        import uuid
+
+        import redis
+
+        from langhooks.integrations._serve_cli import DemoModel, demo_agent
+
+        client = redis.Redis(host="127.0.0.1", port=6379)
+        prefix = f"langhooks-test:{uuid.uuid4().hex}:"
+        agent = demo_agent(lambda: DemoModel(0.01))
+        app = create_app(redis=client, prefix=prefix, agent=agent, heartbeat=0.5)
+        try:
+            with serving(app) as url:
+                start_run(page, url)
+                page.click("button.approve")
+                page.wait_for_selector("#run-state.ok")
+                texts = page.locator(".turn .text").all_text_contents()
+                assert texts[-1] == (
+                    "It is 14°C in Paris with light rain until 16:00, so yes: take "
+                    "an umbrella."
+                )
+                page.close()
+        finally:
+            keys = list(client.scan_iter(match=f"{prefix}*"))
+            if keys:
+                client.delete(*keys)
+            client.close()

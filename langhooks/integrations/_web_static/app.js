@@ -328,13 +328,15 @@
       button.dataset.runId = run.run_id;
       if (view && view.runId === run.run_id) {
         button.className = "selected";
-        $("question").hidden = false;
+        $("question").hidden = !run.prompt;
         $("question").textContent = run.prompt;
         if (!["running", "resuming"].includes(run.state) && view.lastStatus) {
           setRunState(run.state);
         }
       }
-      button.append(make("span", "prompt", run.prompt), make("span", "state", describeState(run.state)));
+      // A run another process started has no prompt here: name it by its id.
+      const title = run.prompt || `run ${run.run_id.slice(0, 8)}`;
+      button.append(make("span", "prompt", title), make("span", "state", describeState(run.state)));
       button.onclick = () => { location.hash = run.run_id; };
       item.append(button);
       return item;
