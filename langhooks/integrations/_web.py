@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 from collections.abc import AsyncIterator
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Final, final
@@ -34,8 +33,6 @@ if TYPE_CHECKING:
     from redis import Redis
 
 __all__ = ["MAX_BODY_BYTES", "MAX_PROMPT_CHARS", "Agent", "create_app"]
-
-_log = logging.getLogger("langhooks.integrations.web")
 
 # Request bodies larger than this are refused unread (413).
 MAX_BODY_BYTES: Final = 64 * 1024
