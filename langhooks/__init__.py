@@ -1,5 +1,6 @@
 """langhooks: typed, class-based event handlers for LLM applications."""
 
+from ._background import in_background
 from ._chain_callbacks import (
     Allow,
     AsyncChainCallbackHandler,
@@ -23,6 +24,7 @@ from ._functions import (
     streaming_callbacks,
 )
 from ._invocation import Invocation, current_invocation, invocation
+from ._iterate import StreamEvent, aiterate_stream, iterate_stream
 from ._messages import (
     ChatResponse,
     CompleteToolCall,
@@ -86,6 +88,7 @@ __all__ = [
     "PartialToolCallContext",
     "ReviewContext",
     "ReviewDecision",
+    "StreamEvent",
     "StreamingChatResponseHandler",
     "StreamingHandle",
     "Synchronized",
@@ -96,12 +99,15 @@ __all__ = [
     "ToolResult",
     "UpdateArguments",
     "__version__",
+    "aiterate_stream",
     "async_chain_callbacks",
     "async_streaming_callbacks",
     "chain_callbacks",
     "current_invocation",
     "filtered",
+    "in_background",
     "invocation",
     "isolate",
+    "iterate_stream",
     "streaming_callbacks",
 ]

@@ -133,6 +133,11 @@ class ChainCallbackHandler(HandlerBase, _langhooks_interface=True):
 
         ``model`` is the model about to be called (the chain's own or a fallback).
         Each attempt ends with ``on_llm_call_complete`` or ``on_llm_error``.
+
+        Runs in the attempt's own copy of the context, where the model then runs,
+        with the run's invocation current: what it sets in a context variable (the
+        current tracing span) is seen by the model's code during this attempt and
+        by nothing after it.
         """
 
     def on_llm_call_complete(self, chain: LLMChain, response: ChatResponse, /) -> None:
@@ -235,6 +240,16 @@ class ChainCallbackHandler(HandlerBase, _langhooks_interface=True):
 
     def on_llm_error(self, chain: LLMChain, error: LangHooksError, /) -> None:
         """A model call failed, transiently or not (it may be retried)."""
+
+    def on_llm_retry(
+        self, chain: LLMChain, error: LangHooksError, delay: float, /
+    ) -> None:
+        """The call that failed with ``error`` will be retried on the same model.
+
+        Fires after that failure's ``on_llm_error``, before the run waits ``delay``
+        seconds (never more than the retry policy's ``max_delay``). A call moving
+        on to a fallback, or not retried at all, fires no ``on_llm_retry``.
+        """
 
     def on_retries_exceeded(self, chain: LLMChain, /) -> None:
         """The failure counter reached ``max_retry_count``."""
@@ -346,6 +361,12 @@ class AsyncChainCallbackHandler(HandlerBase, _langhooks_interface=True):
 
     async def on_llm_error(self, chain: LLMChain, error: LangHooksError, /) -> None:
         """A model call failed, transiently or not (it may be retried)."""
+
+    async def on_llm_retry(
+        self, chain: LLMChain, error: LangHooksError, delay: float, /
+    ) -> None:
+        """The failed call will be retried after ``delay`` seconds (see the sync
+        twin)."""
 
     async def on_retries_exceeded(self, chain: LLMChain, /) -> None:
         """The failure counter reached ``max_retry_count``."""

@@ -237,9 +237,18 @@ def _settle(
     if isinstance(decision, Deny | Interrupt):
         return call, decision, False
     raise TypeError(
-        f"{owner!r}.on_tool_call_review returned {decision!r}: return None, Allow(), "
-        f"UpdateArguments(...), Deny(...) or Interrupt(...)"
+        f"{_users(owner)!r}.on_tool_call_review returned {decision!r}: return None, "
+        f"Allow(), UpdateArguments(...), Deny(...) or Interrupt(...)"
     )
+
+
+def _users(handler: object) -> object:
+    """The user's handler inside any wrappers, to name it in an error message."""
+    inner = getattr(handler, "_langhooks_inner", None)
+    while inner is not None:
+        handler = inner
+        inner = getattr(handler, "_langhooks_inner", None)
+    return handler
 
 
 def _result(call: ToolCall, rewrote: bool) -> ReviewDecision:

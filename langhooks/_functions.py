@@ -28,7 +28,7 @@ from ._chain_callbacks import (
     ReviewContext,
     ReviewDecision,
 )
-from ._handler import HandlerBase, event_hint
+from ._handler import HandlerBase, arity_problem, event_hint
 from ._messages import (
     ChatResponse,
     CompleteToolCall,
@@ -99,6 +99,7 @@ class ChainCallbackFunctions(TypedDict, total=False):
     on_tool_interrupted: Callable[[LLMChain, Sequence[ToolResult]], None]
     on_tool_response_created: Callable[[LLMChain, Message], None]
     on_llm_error: Callable[[LLMChain, LangHooksError], None]
+    on_llm_retry: Callable[[LLMChain, LangHooksError, float], None]
     on_retries_exceeded: Callable[[LLMChain], None]
     on_error: Callable[[LLMChain, LangHooksError], None]
     on_run_complete: Callable[[LLMChain, RunResult], None]
@@ -135,6 +136,7 @@ class AsyncChainCallbackFunctions(TypedDict, total=False):
     on_tool_interrupted: Callable[[LLMChain, Sequence[ToolResult]], _Async]
     on_tool_response_created: Callable[[LLMChain, Message], _Async]
     on_llm_error: Callable[[LLMChain, LangHooksError], _Async]
+    on_llm_retry: Callable[[LLMChain, LangHooksError, float], _Async]
     on_retries_exceeded: Callable[[LLMChain], _Async]
     on_error: Callable[[LLMChain, LangHooksError], _Async]
     on_run_complete: Callable[[LLMChain, RunResult], _Async]
@@ -234,18 +236,13 @@ def _awaiting(function: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
 def _check_arity(
     factory: str, name: str, function: Callable[..., object], arity: int
 ) -> None:
-    try:
-        signature = inspect.signature(function)
-    except (TypeError, ValueError):  # some builtins have no signature: trust them
-        return
-    try:
-        signature.bind(*range(arity))
-    except TypeError as error:
+    problem = arity_problem(function, arity)
+    if problem is not None:
         raise TypeError(
             f"{factory}(): {name} is called with {arity} argument(s) "
             f"(the method's signature minus self), but {function!r} cannot take "
-            f"them: {error}"
-        ) from None
+            f"them: {problem}"
+        )
 
 
 _FACTORY_KINDS: Final[dict[str, tuple[type[HandlerBase], type[_FunctionHandler]]]] = {

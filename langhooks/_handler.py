@@ -79,6 +79,7 @@ class HandlerBase:
                 events[name] = (*events.get(name, ()), spec)
         cls._langhooks_events = events
         if not _langhooks_interface:
+            _check_twins(cls)
             # The class itself, and plain mixins, whose methods it inherits unchecked
             # (a HandlerBase subclass in the MRO was checked when it was created).
             for owner in cls.__mro__:
@@ -97,6 +98,23 @@ class HandlerBase:
     def _langhooks_overridden_events(self) -> frozenset[str]:
         """The events this handler handles; composites call it for no other."""
         return type(self)._langhooks_overrides
+
+
+def _check_twins(cls: type[HandlerBase]) -> None:
+    """Reject a class that subclasses both the sync and the async interface of one
+    kind: its methods cannot be both plain and ``async def``, so one side would be
+    called wrongly."""
+    interfaces = interfaces_of_class(cls)
+    for sync in interfaces:
+        for other in interfaces:
+            # Each async interface is named after its sync twin.
+            if other.__name__ == f"Async{sync.__name__}":
+                raise TypeError(
+                    f"{cls.__qualname__} subclasses both {sync.__name__} and "
+                    f"{other.__name__}: a handler is synchronous or asynchronous, "
+                    f"not both; write one class per interface (an async run accepts "
+                    f"a sync handler too)"
+                )
 
 
 def _check_event(
@@ -138,11 +156,36 @@ def _check_event(
     )
 
 
+def arity_problem(function: Callable[..., object], arity: int) -> str | None:
+    """Why ``function`` cannot be called with ``arity`` positional arguments.
+
+    Args:
+        function: the callable to check.
+        arity: how many positional arguments it will be called with.
+
+    Returns:
+        The binding error's text, or None when the call binds (or the callable has
+        no signature to check, as some builtins: those are trusted).
+    """
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return None
+    try:
+        signature.bind(*range(arity))
+    except TypeError as error:
+        return str(error)
+    return None
+
+
 def interfaces_of(handler: object) -> tuple[type[HandlerBase], ...]:
     """The interface classes ``handler`` is an instance of, in MRO order."""
-    return tuple(
-        base for base in type(handler).__mro__ if "_langhooks_own_events" in vars(base)
-    )
+    return interfaces_of_class(type(handler))
+
+
+def interfaces_of_class(cls: type) -> tuple[type[HandlerBase], ...]:
+    """The interface classes ``cls`` subclasses, in MRO order."""
+    return tuple(base for base in cls.__mro__ if "_langhooks_own_events" in vars(base))
 
 
 def overridden_events(handler: object) -> frozenset[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import inspect
+import math
 import re
 import types
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -16,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, get_a
 
 import attrs
 from typing_extensions import override
+
+from ._handler import arity_problem
 
 if TYPE_CHECKING:
     from ._invocation import Invocation
@@ -216,6 +219,12 @@ def _arguments(value: Mapping[str, Any]) -> Mapping[str, Any]:
             f"arguments must be a mapping (parsed JSON object), got "
             f"{type(value).__name__}"
         )
+    for key in value:
+        if not isinstance(key, str):
+            raise TypeError(
+                f"arguments must be a JSON object: its keys must be str, got the "
+                f"{type(key).__name__} key {key!r}"
+            )
     return dict(value)
 
 
@@ -535,8 +544,12 @@ class ChatResponse:
 
 
 def _is_seconds(value: object) -> bool:
-    """A non-negative int or float (NaN and bool are not durations)."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+    """A finite non-negative int or float (NaN, infinity and bool are not durations)."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and 0 <= value < math.inf
+    )
 
 
 class LangHooksError(Exception):
@@ -581,7 +594,7 @@ class LangHooksError(Exception):
             raise TypeError(f"message must be a str, got {message!r}")
         if retry_after is not None and not _is_seconds(retry_after):
             raise ValueError(
-                f"retry_after must be a number of seconds >= 0 or None, "
+                f"retry_after must be a number of seconds >= 0 and finite, or None, "
                 f"got {retry_after!r}"
             )
         if retryable is not None and not isinstance(retryable, bool):
@@ -674,6 +687,16 @@ def _callable(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> No
         raise TypeError(f"{attribute.name} must be callable, got {value!r}")
 
 
+def _tool_function(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    problem = arity_problem(value, 2)
+    if problem is not None:
+        raise TypeError(
+            f"{attribute.name} {value!r} cannot take the two arguments a tool "
+            f"function is called with, (arguments, context): {problem}; write it "
+            f"as def {getattr(value, '__name__', 'tool')}(arguments, context)"
+        )
+
+
 def _schema(value: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     return None if value is None else _frozen_mapping(value, "parameters_schema")
 
@@ -692,7 +715,7 @@ class Tool:
     """
 
     name: str = attrs.field(validator=_tool_name)
-    function: ToolFunction = attrs.field(validator=_callable)
+    function: ToolFunction = attrs.field(validator=[_callable, _tool_function])
     description: str = attrs.field(
         default="", kw_only=True, validator=_instance_of(str)
     )

@@ -226,6 +226,12 @@ class RecordingChainHandler(_Recorder, ChainCallbackHandler):
         self._record("on_llm_error", chain, error)
 
     @override
+    def on_llm_retry(
+        self, chain: LLMChain, error: LangHooksError, delay: float
+    ) -> None:
+        self._record("on_llm_retry", chain, error, delay)
+
+    @override
     def on_retries_exceeded(self, chain: LLMChain) -> None:
         self._record("on_retries_exceeded", chain)
 

@@ -150,6 +150,12 @@ class AuditTrail(ChainCallbackHandler):
         self.lines.append(f"{error.type} retryable={error.retryable}")
 
     @override
+    def on_llm_retry(
+        self, chain: LLMChain, error: LangHooksError, delay: float
+    ) -> None:
+        self.lines.append(f"retrying {error.type} in {delay:.1f}s")
+
+    @override
     def on_retries_exceeded(self, chain: LLMChain) -> None:
         self.lines.append(str(chain.current_failure_count))
 

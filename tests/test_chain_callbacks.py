@@ -41,6 +41,7 @@ EVENTS = sorted(
         "on_tool_interrupted",
         "on_tool_response_created",
         "on_llm_error",
+        "on_llm_retry",
         "on_error",
         "on_retries_exceeded",
         "on_run_complete",

@@ -7,6 +7,7 @@ import io
 import json
 import logging
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +16,21 @@ import pytest
 from typing_extensions import override
 
 from langhooks import (
+    AsyncCompositeChainHandler,
+    AsyncCompositeStreamingHandler,
     ChainCallbackHandler,
     LangHooksError,
     Message,
+    PartialResponse,
+    PartialResponseContext,
     StreamingChatResponseHandler,
+    StreamingHandle,
     TokenUsage,
     Tool,
     ToolCall,
+    ToolContext,
 )
-from langhooks.chain import Decision, LLMChain, RunResult
+from langhooks.chain import Decision, LLMChain, RetryPolicy, RunResult
 from langhooks.chain._demo import (
     QUESTION,
     SYSTEM,
@@ -214,6 +221,18 @@ class TestRecorder:
         assert "on_run_complete" in events
         assert events[-1] == "on_complete_response"
 
+    async def test_in_async_composites(self) -> None:
+        """Async composites of both kinds call the recorder inline."""
+        got: list[EventRecord] = []
+        recorder = EventRecorder(got.append)
+        streaming = AsyncCompositeStreamingHandler([recorder])
+        chains = AsyncCompositeChainHandler([recorder])
+        await streaming.on_partial_response(
+            PartialResponse(text="x"), PartialResponseContext(handle=StreamingHandle())
+        )
+        await chains.on_run_start(fresh_chain())
+        assert [r.event for r in got] == ["on_partial_response", "on_run_start"]
+
     def test_stream_error_recorded(self) -> None:
         """A stream's on_error is recorded with the error alone (no chain)."""
         got: list[EventRecord] = []
@@ -231,8 +250,6 @@ class TestConcurrency:
         """seq is gap-free and matches the order of the sink, from many threads."""
         out = io.StringIO()
         recorder = EventRecorder(out)
-        from langhooks import PartialResponse, PartialResponseContext, StreamingHandle
-
         context = PartialResponseContext(handle=StreamingHandle())
 
         def work(n: int) -> None:
@@ -250,6 +267,35 @@ class TestConcurrency:
         for n in range(8):
             mine = [t for t in texts if t.startswith(f"{n}:")]
             assert mine == [f"{n}:{i}" for i in range(200)]
+
+    def test_concurrent_tools(self) -> None:
+        """Concurrent tools record from their worker threads; seq stays gap-free
+        and each call's pre-execution record names the tool's invocation."""
+        got: list[EventRecord] = []
+        barrier = threading.Barrier(4, timeout=10)
+
+        def slow(arguments: Mapping[str, Any], context: ToolContext) -> str:
+            barrier.wait()  # all four run at once
+            return "done"
+
+        tool = Tool("slow", slow, concurrent=True)
+        calls = [
+            ToolCall(call_id=f"c{i}", name="slow", arguments={}, index=i)
+            for i in range(4)
+        ]
+        chain = LLMChain(
+            ScriptedChatModel(
+                [ScriptedTurn(tool_calls=calls), ScriptedTurn(text="ok")]
+            ),
+            tools=[tool],
+            callbacks=[EventRecorder(got.append)],
+        ).add_message(Message.user("go"))
+        assert chain.run().status == "ok"
+        assert [r.seq for r in got] == list(range(len(got)))
+        pre = [r for r in got if r.event == "on_tool_pre_execution"]
+        assert len(pre) == 4
+        assert len({r.invocation_id for r in pre}) == 4
+        assert {r.parent_id for r in pre} == {got[0].run_id}
 
     async def test_tasks(self) -> None:
         """seq is gap-free across concurrent async runs sharing one recorder."""
@@ -279,6 +325,31 @@ class TestReplay:
         replayed = RecordingChainHandler()
         replay_events(read_events(path), replayed)
         assert_same_events(live.events, replayed.events)
+
+    @pytest.mark.parametrize(
+        "turns",
+        [
+            [LangHooksError("overloaded", "busy"), ScriptedTurn(text="fine")],
+            [LangHooksError("authentication", "bad key")],
+        ],
+        ids=["retried", "failed"],
+    )
+    def test_retries_and_errors_replay_equal(self, turns: list[Any]) -> None:
+        """A retried model call and a failed run replay with equal arguments
+        (errors by their fields, the retry's delay as recorded)."""
+        live = RecordingChainHandler()
+        got: list[EventRecord] = []
+        policy = RetryPolicy(sleep=lambda _seconds: None, jitter=0)
+        chain = LLMChain(
+            ScriptedChatModel(turns),
+            callbacks=[live, EventRecorder(got.append)],
+            retry=policy,
+        ).add_message(Message.user("hi"))
+        chain.run()
+        replayed = RecordingChainHandler()
+        replay_events(got, replayed)
+        assert_same_events(live.events, replayed.events)
+        assert {"on_llm_error"} <= set(live.names)
 
     def test_stream_replays_equal(self) -> None:
         """Replaying a recorded stream gives the same partials and response."""

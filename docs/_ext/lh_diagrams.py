@@ -200,7 +200,9 @@ def graph_svg(
                 f"{x1 + 40} {y1 - box_h * 1.6} {x1 + 30} {y1 - box_h / 2}"
             )
             lx, ly = x1, y1 - box_h * 1.35
+            anchor = "middle"
         else:
+            anchor = "middle"
             # Leave each box from the side facing the other one.
             scale = min(
                 (box_w / 2 + 4) / abs(dx) if dx else float("inf"),
@@ -212,16 +214,24 @@ def graph_svg(
             bend = 0.12 if (end, start) in pairs else 0.0
             mx, my = (sx + ex) / 2 - dy * bend, (sy + ey) / 2 + dx * bend
             path = f"M {sx:.1f} {sy:.1f} Q {mx:.1f} {my:.1f} {ex:.1f} {ey:.1f}"
-            # The label sits on the curve's midpoint, just above it.
-            lx, ly = (sx + 2 * mx + ex) / 4, (sy + 2 * my + ey) / 4 - 7
+            # The label sits by the curve's midpoint: above a flat arrow, beside a
+            # steep one, on the side the arrow bends to.
+            lx, ly = (sx + 2 * mx + ex) / 4, (sy + 2 * my + ey) / 4
+            if abs(dy) > abs(dx):
+                side = 1 if -dy * bend > 0 or not bend else -1
+                anchor = "start" if side > 0 else "end"
+                lx, ly = lx + 6 * side, ly + 4
+            else:
+                ly += 14 if dx * bend > 0 else -7
         parts.append(
             f'<path d="{path}" fill="none" stroke="#64748b" stroke-width="1.4" '
             f'marker-end="url(#garrow)"/>'
         )
         if label:
             labels.append(
-                f'<text x="{lx:.1f}" y="{ly:.1f}" font-size="11" text-anchor="middle" '
-                f'fill="#334155" stroke="#fff" stroke-width="3" paint-order="stroke" '
+                f'<text x="{lx:.1f}" y="{ly:.1f}" font-size="11" '
+                f'text-anchor="{anchor}" fill="#334155" stroke="#fff" '
+                f'stroke-width="3" paint-order="stroke" '
                 f'style="{_FONT}">{escape(label)}</text>'
             )
     fills = {"start": "#dbeafe", "final": "#dcfce7", "error": "#fee2e2", "": "#f8fafc"}

@@ -99,10 +99,13 @@ class LLMChain:
             added: each may change it, or reject it with a reply the model
             gets (a failure; the default mode asks the model again).
         custom_context: caller data passed to tools, reviews and invocations.
-        max_retry_count: failures a run may have (failed model calls, and in
-            "until_success" failed tool batches) before it gives up with
-            ``on_retries_exceeded`` and an "exceeded_failure_count" error.
-        current_failure_count: failures counted so far in the current run.
+        max_retry_count: consecutive conversation failures a run may have (a
+            tool message with an error result, a rejected answer; model call
+            failures are bounded by ``retry`` and ``fallbacks`` instead) before it
+            gives up with ``on_retries_exceeded`` and an "exceeded_failure_count"
+            error.
+        current_failure_count: consecutive failures counted so far in the
+            current run (a clean tool message or an accepted answer resets it).
         fallbacks: models tried in order when the model keeps failing.
         retry: the ``RetryPolicy`` for failed model calls (None: the default).
         invocation: the run's ``Invocation`` in the snapshots handlers receive.
@@ -332,7 +335,7 @@ class LLMChain:
         Modes: "single" (one model call and the tools it asks for),
         "while_needs_response" (call the model and run tools until it answers
         without tool calls), "until_success" (like it, but stop after a tool
-        batch that fully succeeds; a failed batch counts as a failure), and
+        batch that fully succeeds), and
         "until_tool_used" (until a call of ``tool_name`` has run).
 
         Args:

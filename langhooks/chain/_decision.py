@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import random
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Literal
 
 import attrs
 
-from .._messages import _ERROR_TYPES, LangHooksError
+from .._messages import _ERROR_TYPES, LangHooksError, _arguments
 
 __all__ = ["Decision", "RetryPolicy"]
 
@@ -18,13 +20,7 @@ DecisionKind = Literal["approve", "edit", "reject"]
 
 
 def _optional_arguments(value: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    if value is None:
-        return None
-    if not isinstance(value, Mapping):
-        raise TypeError(
-            f"arguments must be a mapping (a JSON object), got {type(value).__name__}"
-        )
-    return dict(value)
+    return None if value is None else _arguments(value)
 
 
 @attrs.frozen(kw_only=True)
@@ -99,8 +95,21 @@ def _positive_int(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -
 
 
 def _non_negative(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"{attribute.name} must be a number >= 0, got {value!r}")
+    if not 0 <= value < math.inf:  # also rejects NaN
+        raise ValueError(
+            f"{attribute.name} must be a number >= 0 and finite, got {value!r}"
+        )
+
+
+def _sleepable(_instance: Any, attribute: attrs.Attribute[Any], value: float) -> None:
+    # time.sleep overflows past this, which must not make a retry raise out of run().
+    if value > threading.TIMEOUT_MAX:
+        raise ValueError(
+            f"{attribute.name} must be at most {threading.TIMEOUT_MAX:g} seconds "
+            f"(the longest wait this platform can make), got {value!r}"
+        )
 
 
 def _fraction(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -119,8 +128,10 @@ class RetryPolicy:
     wait before attempt ``n + 1`` is the provider's ``retry_after`` when it gave one,
     else ``initial_delay * multiplier ** (n - 1)`` capped at ``max_delay``, spread by
     ``jitter`` (a fraction: 0.2 means +/-20%). Then the next fallback model is
-    tried. Inject ``sleep`` / ``async_sleep`` / ``random`` in tests so nothing
-    really waits.
+    tried. No wait exceeds ``max_delay``: when a provider asks for a longer one
+    the call is not retried on that model, and the next fallback is tried at once
+    (or the run gives up with the provider's error). Inject ``sleep`` /
+    ``async_sleep`` / ``random`` in tests so nothing really waits.
 
     Attributes:
         max_attempts: calls per model per step (1 means no retry).
@@ -139,7 +150,7 @@ class RetryPolicy:
     max_attempts: int = attrs.field(default=2, validator=_positive_int)
     initial_delay: float = attrs.field(default=0.5, validator=_non_negative)
     multiplier: float = attrs.field(default=2.0, validator=_non_negative)
-    max_delay: float = attrs.field(default=30.0, validator=_non_negative)
+    max_delay: float = attrs.field(default=30.0, validator=[_non_negative, _sleepable])
     jitter: float = attrs.field(default=0.2, validator=_fraction)
     retry_types: frozenset[str] = attrs.field(
         default=frozenset(), converter=_error_types
@@ -154,15 +165,34 @@ class RetryPolicy:
         """Whether ``error`` is worth another attempt (or a fallback)."""
         return error.retryable or error.type in self.retry_types
 
+    def retry_delay(self, attempt: int, error: LangHooksError) -> float | None:
+        """Seconds to wait before retrying on the same model, or None to move on.
+
+        Args:
+            attempt: the number of the attempt that failed (from 1).
+            error: why it failed.
+
+        Returns:
+            ``delay(attempt, error)``; None when ``error`` is not worth retrying,
+            ``max_attempts`` are spent, or the provider asked to wait longer than
+            ``max_delay`` (then the next fallback is tried at once, or the run
+            gives up with the provider's error).
+        """
+        if not self.should_retry(error) or attempt >= self.max_attempts:
+            return None
+        if error.retry_after is not None and error.retry_after > self.max_delay:
+            return None
+        return self.delay(attempt, error)
+
     def delay(self, attempt: int, error: LangHooksError) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (from 1).
 
         Returns:
             ``error.retry_after`` when the provider set it, else the jittered
-            exponential backoff.
+            exponential backoff; never more than ``max_delay``.
         """
         if error.retry_after is not None:
-            return error.retry_after
+            return min(error.retry_after, self.max_delay)
         growth = self.multiplier ** (attempt - 1)
         base = min(self.max_delay, self.initial_delay * growth)
         spread = 1 + self.jitter * (2 * self.random() - 1)

@@ -248,5 +248,9 @@ def _converse(chain: LLMChain, printer: EventPrinter, source: str) -> int:
         printer.note(f"the agent failed: {result.error}", "red")
         return 1
     printer.note(f"answer: {result.chain.messages[-1].text}", "green")
-    printer.note(f"{printer.count} events", "dim")
+    printer.note(
+        f"{printer.lines} lines for {printer.count} printed events "
+        f"(each streamed delta is one; deltas of one kind share a line)",
+        "dim",
+    )
     return 0

@@ -9,10 +9,10 @@ from typing import Any, Final, final
 
 import redis
 
-from .._handler import HandlerBase
 from ..events import EventRecord
-from ._redis_replay import Replayer
+from ._redis_replay import Replayer, SyncHandler
 from ._redis_wire import (
+    block_step,
     check_count,
     check_sync_client,
     firehose_key,
@@ -48,7 +48,8 @@ class RedisEventConsumer:
     the handler and its acknowledgement must not repeat them.
 
     The group is created on first use, from the start of the firehose (a new group
-    reads what the firehose still holds).
+    reads what the firehose still holds). A consumer is one member: call it from
+    one thread; run more members (with their own names) for more throughput.
 
     Args:
         client: a synchronous ``redis.Redis`` client.
@@ -73,7 +74,7 @@ class RedisEventConsumer:
         *,
         group: str,
         consumer: str,
-        handler: HandlerBase,
+        handler: SyncHandler,
         prefix: str = "langhooks:",
         claim_idle_ms: int = 30_000,
         dedupe: bool = False,
@@ -105,7 +106,9 @@ class RedisEventConsumer:
 
     def run_once(self, block_ms: int = 1000) -> int:
         """Handle what is available: records claimed from dead members first, then
-        new ones, waiting up to ``block_ms`` for new ones when there are none.
+        new ones, waiting up to ``block_ms`` for new ones when there are none (at
+        most half a second less than the client's ``socket_timeout``; 0 waits
+        without end when the client has none).
 
         Returns:
             How many records the handler received in this call.
@@ -125,7 +128,7 @@ class RedisEventConsumer:
         handled += self._handle(self._claim())
         if handled:
             return handled
-        return self._handle(self._read(">", block_ms))
+        return self._handle(self._read(">", block_step(self._client, block_ms)))
 
     def run(self, stop: threading.Event | None = None) -> None:
         """Call ``run_once`` until ``stop`` is set (forever without one)."""
@@ -196,7 +199,7 @@ class _RunReplays:
     run's earlier records are read from its stream to rebuild them.
     """
 
-    def __init__(self, client: redis.Redis, handler: HandlerBase, prefix: str) -> None:
+    def __init__(self, client: redis.Redis, handler: SyncHandler, prefix: str) -> None:
         Replayer(handler, "RedisEventConsumer", is_async=False)  # checks the handler
         self._client: Final = client
         self._handler: Final = handler

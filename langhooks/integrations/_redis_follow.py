@@ -1,27 +1,199 @@
-"""``follow`` and ``afollow``: re-drive a local handler from a run's stream."""
+"""Reading a run's stream: ``run_entries`` (the records with their stream ids) and
+``follow``, which re-drives a local handler with them; each with an async twin."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Final
+import time
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any, Final, final
 
+import attrs
 import redis
 import redis.asyncio
 
-from .._handler import HandlerBase
-from ._redis_replay import Replayer
-from ._redis_wire import check_sync_client, ends_run, record_of, run_key, text
+from ..events import EventRecord
+from ._redis_replay import Handler, Replayer, SyncHandler
+from ._redis_wire import (
+    block_step,
+    check_sync_client,
+    ends_run,
+    publisher_of,
+    record_of,
+    run_key,
+    text,
+)
 
-__all__ = ["afollow", "follow"]
+__all__ = ["RunEntry", "afollow", "arun_entries", "follow", "run_entries"]
 
 # Entries one read takes at most.
 _COUNT: Final = 1000
 
 
+@final
+@attrs.frozen(kw_only=True)
+class RunEntry:
+    """One record of a run's stream.
+
+    Attributes:
+        id: its stream id (give it as ``last_id`` to go on after it).
+        record: the ``EventRecord``.
+        ends_run: whether it is the record that ends the run for good.
+    """
+
+    id: str
+    record: EventRecord
+    ends_run: bool
+
+
+@final
+class _Entries:
+    """Turns a run's stream entries into ``RunEntry``s, once each.
+
+    A batch the publisher's client retried after a timeout (redis-py retries on
+    timeouts) can be in the stream twice; ``seq`` increases per publisher, so an
+    entry whose publisher already gave a seq as high is a repeat, and skipped.
+    """
+
+    def __init__(self) -> None:
+        self._last: dict[str, int] = {}
+
+    def entry(self, entry_id: Any, fields: Any) -> RunEntry | None:
+        """The entry, or None for a repeat."""
+        record = record_of(fields)
+        publisher = publisher_of(fields)
+        if record.seq <= self._last.get(publisher, -1):
+            return None
+        self._last[publisher] = record.seq
+        return RunEntry(id=text(entry_id), record=record, ends_run=ends_run(fields))
+
+
+@final
+class _Patience:
+    """How long a reader still waits for a new record: ``block_ms`` after the
+    last one, in reads no longer than the client's socket timeout allows."""
+
+    def __init__(self, client: redis.Redis | redis.asyncio.Redis, block_ms: int):
+        self._block_ms: Final = block_ms
+        self._step: Final = block_step(client, block_ms)
+        self._deadline: float | None = None
+        self.renew()
+
+    def renew(self) -> None:
+        """Something new came: wait ``block_ms`` from now."""
+        if self._block_ms:
+            self._deadline = time.monotonic() + self._block_ms / 1000
+
+    def next_block(self) -> int | None:
+        """The ``BLOCK`` of the next read, or None when the wait is over."""
+        if self._deadline is None:
+            return self._step
+        left = int((self._deadline - time.monotonic()) * 1000)
+        return min(self._step, left) if left > 0 else None
+
+
+def _entries(reply: Any) -> Sequence[Any]:
+    # XREAD of one stream: [[key, [(id, fields), ...]]], or empty after the block.
+    return reply[0][1] if reply else ()
+
+
+def run_entries(
+    client: redis.Redis,
+    run_id: str,
+    *,
+    prefix: str = "langhooks:",
+    last_id: str = "0-0",
+    block_ms: int = 5000,
+) -> Iterator[RunEntry]:
+    """The records of run ``run_id`` after ``last_id``, as they are published.
+
+    Lazy: blocks for new records while iterated; stops after the record that ends
+    the run for good, or when ``block_ms`` passed with nothing new. What a web
+    page's event stream needs (``id``, ``event``, the record).
+
+    Args:
+        client: a synchronous ``redis.Redis`` client.
+        run_id: the run (its invocation id, ``chain.invocation.id``).
+        prefix: the key prefix the publisher uses.
+        last_id: the stream id after which to start (exclusive); "0-0" for the
+            run's first record.
+        block_ms: how long to wait for a new record before stopping (0 waits
+            without end).
+
+    Raises:
+        TypeError: a bad client.
+        ValueError: the stream holds something that is not a langhooks record.
+    """
+    check_sync_client(client, "run_entries")
+    key = run_key(prefix, run_id)
+    return _run_entries(client, key, last_id, block_ms, _Entries())
+
+
+def _run_entries(
+    client: redis.Redis, key: str, position: str, block_ms: int, once: _Entries
+) -> Iterator[RunEntry]:
+    patience = _Patience(client, block_ms)
+    while (block := patience.next_block()) is not None:
+        reply: Any = client.xread({key: position}, count=_COUNT, block=block)
+        entries = _entries(reply)
+        if entries:
+            patience.renew()
+            position = text(entries[-1][0])
+        for entry_id, fields in entries:
+            entry = once.entry(entry_id, fields)
+            if entry is None:
+                continue
+            yield entry
+            if entry.ends_run:
+                return
+
+
+async def arun_entries(
+    client: redis.asyncio.Redis,
+    run_id: str,
+    *,
+    prefix: str = "langhooks:",
+    last_id: str = "0-0",
+    block_ms: int = 5000,
+) -> AsyncIterator[RunEntry]:
+    """The async twin of ``run_entries``, on a ``redis.asyncio`` client.
+
+    Raises:
+        TypeError: a bad client.
+        ValueError: as ``run_entries``.
+    """
+    _check_async_client(client, "arun_entries")
+    key = run_key(prefix, run_id)
+    async for entry in _arun_entries(client, key, last_id, block_ms, _Entries()):
+        yield entry
+
+
+async def _arun_entries(
+    client: redis.asyncio.Redis,
+    key: str,
+    position: str,
+    block_ms: int,
+    once: _Entries,
+) -> AsyncIterator[RunEntry]:
+    patience = _Patience(client, block_ms)
+    while (block := patience.next_block()) is not None:
+        reply: Any = await client.xread({key: position}, count=_COUNT, block=block)
+        entries = _entries(reply)
+        if entries:
+            patience.renew()
+            position = text(entries[-1][0])
+        for entry_id, fields in entries:
+            entry = once.entry(entry_id, fields)
+            if entry is None:
+                continue
+            yield entry
+            if entry.ends_run:
+                return
+
+
 def follow(
     client: redis.Redis,
     run_id: str,
-    handler: HandlerBase,
+    handler: SyncHandler,
     *,
     prefix: str = "langhooks:",
     last_id: str = "0-0",
@@ -57,29 +229,22 @@ def follow(
     """
     check_sync_client(client, "follow")
     replayer = Replayer(handler, "follow", is_async=False)
-    key = run_key(prefix, run_id)
+    key, once = run_key(prefix, run_id), _Entries()
     if last_id != "0-0":
         # The chains of the records to come are rebuilt from the ones before.
         history: Any = client.xrange(key, "-", last_id)
-        for _entry_id, fields in history:
-            replayer.prime(record_of(fields))
+        _prime(replayer, once, history)
     position = last_id
-    while True:
-        reply: Any = client.xread({key: position}, count=_COUNT, block=block_ms)
-        entries = _entries(reply)
-        if not entries:
-            return position
-        for entry_id, fields in entries:
-            position = text(entry_id)
-            replayer.replay(record_of(fields))
-            if ends_run(fields):
-                return position
+    for entry in _run_entries(client, key, last_id, block_ms, once):
+        position = entry.id
+        replayer.replay(entry.record)
+    return position
 
 
 async def afollow(
     client: redis.asyncio.Redis,
     run_id: str,
-    handler: HandlerBase,
+    handler: Handler,
     *,
     prefix: str = "langhooks:",
     last_id: str = "0-0",
@@ -96,30 +261,29 @@ async def afollow(
         ValueError: as ``follow``.
         Exception: what the handler raised.
     """
-    if not isinstance(client, redis.asyncio.Redis):
-        raise TypeError(
-            f"afollow takes a redis.asyncio.Redis client (follow takes a "
-            f"redis.Redis), got {client!r}"
-        )
+    _check_async_client(client, "afollow")
     replayer = Replayer(handler, "afollow", is_async=True)
-    key = run_key(prefix, run_id)
+    key, once = run_key(prefix, run_id), _Entries()
     if last_id != "0-0":
         history: Any = await client.xrange(key, "-", last_id)
-        for _entry_id, fields in history:
-            replayer.prime(record_of(fields))
+        _prime(replayer, once, history)
     position = last_id
-    while True:
-        areply: Any = await client.xread({key: position}, count=_COUNT, block=block_ms)
-        entries = _entries(areply)
-        if not entries:
-            return position
-        for entry_id, fields in entries:
-            position = text(entry_id)
-            await replayer.areplay(record_of(fields))
-            if ends_run(fields):
-                return position
+    async for entry in _arun_entries(client, key, last_id, block_ms, once):
+        position = entry.id
+        await replayer.areplay(entry.record)
+    return position
 
 
-def _entries(reply: Any) -> Sequence[Any]:
-    # XREAD of one stream: [[key, [(id, fields), ...]]], or empty after the block.
-    return reply[0][1] if reply else ()
+def _prime(replayer: Replayer, once: _Entries, history: Sequence[Any]) -> None:
+    for entry_id, fields in history:
+        entry = once.entry(entry_id, fields)
+        if entry is not None:
+            replayer.prime(entry.record)
+
+
+def _check_async_client(client: object, what: str) -> None:
+    if not isinstance(client, redis.asyncio.Redis):
+        raise TypeError(
+            f"{what} takes a redis.asyncio.Redis client (the sync twin takes a "
+            f"redis.Redis), got {client!r}"
+        )

@@ -1,10 +1,16 @@
-"""The publisher's outbox: a bounded buffer that one thread pipelines to Redis.
+"""The publisher's outbox: a bounded buffer that one thread sends to Redis in batches.
 
 Handlers call ``put`` on the thread that fires the event; a flusher thread takes
-whatever is buffered and sends it in one pipeline (two ``XADD``s per record: the run's
-stream and the firehose, both ``MAXLEN ~``; then one ``EXPIRE`` per run stream the
-batch touched, so a run's stream expires ``expire_after`` seconds after its last
-record). A batch leaves when ``batch_size`` records wait, when the oldest has waited
+whatever is buffered and sends it as one call of a Lua script, which does per record
+what a pipeline would (two ``XADD``s: the run's stream and the firehose, both
+``MAXLEN ~``) and then one ``EXPIRE`` per run stream the batch touched, so a run's
+stream expires ``expire_after`` seconds after its last record. One command per batch
+instead of two per record: redis-py packs and parses 2N commands in Python, which
+costs more than everything else the publisher does (see docs/performance.md). The
+script names every key it touches, so a Redis Cluster needs them in one slot: a
+prefix with a hash tag, ``"{langhooks}:"``.
+
+A batch leaves when ``batch_size`` records wait, when the oldest has waited
 ``flush_interval``, or at once when a caller asks for a flush (before a terminal or
 review event). While a round trip is in flight, new records accumulate: under load
 batches grow by themselves, and a quiet stream costs one round trip per record.
@@ -24,7 +30,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any, Final, final
+from typing import Final, final
 
 import attrs
 import redis
@@ -34,13 +40,40 @@ __all__ = ["Outbox", "Pending"]
 logger: Final = logging.getLogger("langhooks")
 
 
+# KEYS: the firehose, then the run streams of the batch. ARGV: maxlen, expire_after,
+# the publisher id, then per record: its stream's index in KEYS (1: none), event
+# name, record JSON, "1" when it ends its run.
+_SEND: Final = """
+local maxlen, publisher = ARGV[1], ARGV[3]
+for i = 4, #ARGV, 4 do
+    local fields = {'event', ARGV[i + 1], 'publisher', publisher,
+                    'record', ARGV[i + 2]}
+    if ARGV[i + 3] == '1' then
+        fields[7] = 'end'
+        fields[8] = '1'
+    end
+    local run = tonumber(ARGV[i])
+    if run > 1 then
+        redis.call('XADD', KEYS[run], 'MAXLEN', '~', maxlen, '*', unpack(fields))
+    end
+    redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxlen, '*', unpack(fields))
+end
+for k = 2, #KEYS do
+    redis.call('EXPIRE', KEYS[k], ARGV[2])
+end
+return 0
+"""
+
+
 @attrs.frozen
 class Pending:
-    """One record waiting to be sent: its run's stream (None: the firehose only)
-    and the entry's fields."""
+    """One record waiting to be sent: its run's stream (None: the firehose only),
+    its event name, the record as JSON, and whether it ends its run."""
 
     key: str | None
-    fields: dict[str, str]
+    event: str
+    record: str
+    end: bool
 
 
 @final
@@ -51,6 +84,7 @@ class Outbox:
         self,
         client: redis.Redis,
         *,
+        publisher: str,
         firehose: str,
         maxlen: int,
         expire_after: int,
@@ -59,7 +93,8 @@ class Outbox:
         max_buffer: int,
         block_timeout: float,
     ) -> None:
-        self._client: Final = client
+        self._script: Final = client.register_script(_SEND)
+        self._publisher: Final = publisher
         self._firehose: Final = firehose
         self._maxlen: Final = maxlen
         self._expire_after: Final = expire_after
@@ -79,6 +114,8 @@ class Outbox:
         self._thread: threading.Thread | None = None
         self.sent = 0
         self.lost = 0
+        # False from a failed batch to the next one Redis accepts.
+        self.healthy = True
         self._warned = False
 
     # --- producer side ------------------------------------------------------------
@@ -144,13 +181,21 @@ class Outbox:
             Whether everything was settled within ``timeout``.
         """
         settled = self.flush(timeout)
-        with self._lock:
-            self._closed = True
-            self._lock.notify_all()
-            thread = self._thread
+        thread = self.stop()
         if thread is not None:
             thread.join(timeout)
         return settled
+
+    def stop(self) -> threading.Thread | None:
+        """Let the flusher thread send what is buffered and end; take no more.
+
+        Returns:
+            The flusher thread, if it was started.
+        """
+        with self._lock:
+            self._closed = True
+            self._lock.notify_all()
+            return self._thread
 
     def _lose(self, count: int, reason: str) -> None:
         # Called with the lock held.
@@ -186,8 +231,10 @@ class Outbox:
                     self.sent += len(batch)
                     self._settled += len(batch)
                     self._overflowing = False
+                    self.healthy = True
                     self._lock.notify_all()
                 else:
+                    self.healthy = False
                     self._lose(len(batch), f"{type(error).__name__}: {error}")
 
     def _next_batch(self) -> list[Pending] | None:
@@ -214,18 +261,17 @@ class Outbox:
             return batch
 
     def _send(self, batch: Sequence[Pending]) -> Exception | None:
-        pipe = self._client.pipeline(transaction=False)
-        keys: dict[str, None] = {}
+        keys: dict[str, int] = {self._firehose: 1}
+        args: list[str | int] = [self._maxlen, self._expire_after, self._publisher]
         for pending in batch:
-            fields: Any = pending.fields
-            if pending.key is not None:
-                pipe.xadd(pending.key, fields, maxlen=self._maxlen, approximate=True)
-                keys[pending.key] = None
-            pipe.xadd(self._firehose, fields, maxlen=self._maxlen, approximate=True)
-        for key in keys:
-            pipe.expire(key, self._expire_after)
+            run = (
+                1
+                if pending.key is None
+                else keys.setdefault(pending.key, len(keys) + 1)
+            )
+            args += (run, pending.event, pending.record, "1" if pending.end else "")
         try:
-            pipe.execute()
+            self._script(keys=list(keys), args=args)
         except redis.RedisError as error:
             return error
         return None

@@ -23,8 +23,8 @@ from ._redis_wire import (
     check_count,
     check_seconds,
     check_sync_client,
-    entry_fields,
     firehose_key,
+    record_json,
     run_key,
 )
 
@@ -73,13 +73,15 @@ class RedisEventPublisher(ChainCallbackHandler, StreamingChatResponseHandler):
     ``end`` on the record that ends a run for good (its ``on_error``, or its
     ``on_run_complete`` with status "ok" when the model answered).
 
-    Records are sent in pipelined batches by one background thread: a batch
+    Records are sent in batches by one background thread (one Lua script call per
+    batch, which appends each record to both streams; a Redis Cluster needs every
+    key in one slot: use a prefix with a hash tag, ``"{langhooks}:"``): a batch
     leaves when ``batch_size`` records wait, after ``flush_interval`` seconds,
     and at once before the run or stream returns and when a tool call is up for
     review (the publisher waits up to ``flush_timeout`` for that flush, except on a
-    thread running an event loop, which it never blocks). Both streams are trimmed
-    with ``MAXLEN ~ maxlen``; a run's stream expires ``expire_after`` seconds after
-    its last record.
+    thread running an event loop, which it never blocks, and while Redis fails).
+    Both streams are trimmed with ``MAXLEN ~ maxlen``; a run's stream expires
+    ``expire_after`` seconds after its last record.
 
     When Redis is slower than the model, at most ``max_buffer`` records wait; a
     full buffer blocks the event for up to ``block_timeout`` seconds
@@ -95,7 +97,7 @@ class RedisEventPublisher(ChainCallbackHandler, StreamingChatResponseHandler):
         prefix: prepended to every key.
         maxlen: the approximate cap of each stream.
         expire_after: seconds a run's stream lives after its last record.
-        batch_size: the most records in one pipeline.
+        batch_size: the most records in one batch (one script call).
         flush_interval: the longest a record waits for others to join its batch.
         max_buffer: the most records waiting to be sent.
         block_timeout: the longest an event waits for room in a full buffer.
@@ -143,6 +145,7 @@ class RedisEventPublisher(ChainCallbackHandler, StreamingChatResponseHandler):
         """This publisher's id, in every entry's ``publisher`` field."""
         self._outbox: Final = Outbox(
             client,
+            publisher=self.id,
             firehose=firehose_key(prefix),
             maxlen=maxlen,
             expire_after=expire_after,
@@ -154,6 +157,8 @@ class RedisEventPublisher(ChainCallbackHandler, StreamingChatResponseHandler):
         self._ending = threading.local()
         self._raised_at = 0
         self._recorder: Final = EventRecorder(self._publish)
+        # A publisher dropped without close() must not leave its thread behind.
+        weakref.finalize(self, self._outbox.stop)
         _LIVE.add(self)
 
     @property
@@ -208,14 +213,16 @@ class RedisEventPublisher(ChainCallbackHandler, StreamingChatResponseHandler):
         self._outbox.put(
             Pending(
                 key=None if stream is None else run_key(self._prefix, stream),
-                fields=entry_fields(record, self.id, end=end),
+                event=record.event,
+                record=record_json(record),
+                end=end,
             )
         )
         if record.event in _URGENT:
-            if _on_event_loop():
-                self._outbox.flush(0.0)  # sends now, without blocking the loop
-            else:
-                self._outbox.flush(self._flush_timeout)
+            # Sent now; waited for only off an event loop, and not while Redis
+            # fails (each run would wait flush_timeout for nothing).
+            wait = self._outbox.healthy and not _on_event_loop()
+            self._outbox.flush(self._flush_timeout if wait else 0.0)
 
     # One forwarding method per event of both interfaces, as EventRecorder has.
     locals().update(

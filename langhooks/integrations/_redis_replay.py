@@ -11,18 +11,27 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any, Final, final
+from typing import Any, Final, TypeAlias, final
 
 from .._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
 from .._events import _CONTEXTS, _Decoder, _interface_of
-from .._handler import HandlerBase
 from .._streaming import (
     AsyncStreamingChatResponseHandler,
     StreamingChatResponseHandler,
 )
 from ..events import EventRecord
 
-__all__ = ["Replayer"]
+__all__ = ["Handler", "Replayer", "SyncHandler"]
+
+#: What ``follow`` and the consumer drive.
+SyncHandler: TypeAlias = ChainCallbackHandler | StreamingChatResponseHandler
+#: What ``afollow`` drives.
+Handler: TypeAlias = (
+    ChainCallbackHandler
+    | StreamingChatResponseHandler
+    | AsyncChainCallbackHandler
+    | AsyncStreamingChatResponseHandler
+)
 
 _ASYNC: Final = (AsyncChainCallbackHandler, AsyncStreamingChatResponseHandler)
 _INTERFACES: Final = (
@@ -37,7 +46,7 @@ _INTERFACES: Final = (
 class Replayer:
     """Turns records into calls of one handler's ``on_*`` methods."""
 
-    def __init__(self, handler: HandlerBase, what: str, *, is_async: bool) -> None:
+    def __init__(self, handler: Handler, what: str, *, is_async: bool) -> None:
         if not isinstance(handler, _INTERFACES):
             raise TypeError(
                 f"{what} drives a langhooks handler (a ChainCallbackHandler, a "

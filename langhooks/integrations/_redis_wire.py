@@ -6,8 +6,10 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 import redis
+import redis.asyncio
 
 from .. import codec
+from .._codec import SCHEMA_VERSION, json_text
 from ..events import EventRecord
 
 __all__ = [
@@ -15,13 +17,14 @@ __all__ = [
     "EVENT_FIELD",
     "PUBLISHER_FIELD",
     "RECORD_FIELD",
+    "block_step",
     "check_count",
     "check_seconds",
     "check_sync_client",
     "ends_run",
-    "entry_fields",
     "firehose_key",
     "publisher_of",
+    "record_json",
     "record_of",
     "run_key",
     "text",
@@ -46,16 +49,23 @@ def firehose_key(prefix: str) -> str:
     return f"{prefix}events"
 
 
-def entry_fields(record: EventRecord, publisher: str, *, end: bool) -> dict[str, str]:
-    """The fields of the stream entry that carries ``record``."""
-    fields = {
-        EVENT_FIELD: record.event,
-        PUBLISHER_FIELD: publisher,
-        RECORD_FIELD: codec.dumps(record),
-    }
-    if end:
-        fields[END_FIELD] = "1"
-    return fields
+def record_json(record: EventRecord) -> str:
+    """``codec.dumps(record)``, the same text, for a record an ``EventRecorder``
+    made: its payload is JSON data already (the recorder encoded it), so it is not
+    checked and copied again, as the recorder's own file sink writes it."""
+    return json_text(
+        {
+            "type": "EventRecord",
+            "version": SCHEMA_VERSION,
+            "seq": record.seq,
+            "event": record.event,
+            "run_id": record.run_id,
+            "invocation_id": record.invocation_id,
+            "parent_id": record.parent_id,
+            "time": record.time.isoformat(),
+            "payload": dict(record.payload),
+        }
+    )
 
 
 def text(value: bytes | str) -> str:
@@ -109,3 +119,17 @@ def check_sync_client(client: object, what: str) -> None:
             f"{what} takes a synchronous redis.Redis client (redis.asyncio clients "
             f"are for follow's async twin), got {client!r}"
         )
+
+
+def block_step(client: redis.Redis | redis.asyncio.Redis, block_ms: int) -> int:
+    """The longest ``BLOCK`` (ms) one read may ask for on ``client``.
+
+    A blocking read must return before the client's ``socket_timeout`` (5 s by
+    default in recent redis-py) or it fails with a timeout: longer waits are made
+    of several reads, each this long at most. ``block_ms`` 0 means without end.
+    """
+    timeout = client.connection_pool.connection_kwargs.get("socket_timeout")
+    limit = None if not timeout else max(1, int(timeout * 1000) - 500)
+    if limit is None:
+        return block_ms
+    return limit if block_ms == 0 else min(block_ms, limit)

@@ -31,6 +31,7 @@ from .._messages import (
 if TYPE_CHECKING:
     from .._chain_callbacks import ReviewDecision
     from ..chain import LLMChain, RunResult
+    from ..models import ChatModel, ChatRequest
 
 __all__ = ["ConsoleHandler"]
 
@@ -67,6 +68,12 @@ def _wants_color(stream: TextIO) -> bool:
     return bool(isatty is not None and isatty())
 
 
+def _run_key(chain: LLMChain) -> str:
+    """The key of a run's attempt numbers: its invocation id."""
+    invocation = chain.invocation
+    return "" if invocation is None else invocation.id
+
+
 def _arguments(call: ToolCall) -> str:
     """A call's arguments as ``key='value', ...``."""
     return ", ".join(f"{key}={value!r}" for key, value in call.arguments.items())
@@ -85,6 +92,8 @@ class ConsoleHandler(ChainCallbackHandler):
 
     Attributes:
         count: how many events were printed (each streamed increment counts).
+        lines: how many lines those events took (streamed increments of one kind
+            continue one line).
     """
 
     def __init__(self, stream: TextIO | None = None, *, color: bool | None = None):
@@ -94,7 +103,12 @@ class ConsoleHandler(ChainCallbackHandler):
         self._style: Final = _Style(_wants_color(self._out) if color is None else color)
         self._lock: Final = threading.RLock()
         self._streaming: str | None = None  # what the open line is streaming
+        # Per run id: the number of the model attempt under way, and the number
+        # of the attempt an announced retry will make.
+        self._attempt: dict[str, int] = {}
+        self._retrying: dict[str, int] = {}
         self.count = 0
+        self.lines = 0
 
     def _end_line(self) -> None:
         if self._streaming is not None:
@@ -113,6 +127,7 @@ class ConsoleHandler(ChainCallbackHandler):
         with self._lock:
             self._end_line()
             self.count += 1
+            self.lines += 1
             name = self._style(f"{event:<28}", color)
             self._out.write(f"  {name} {detail}".rstrip() + "\n")
             self._out.flush()
@@ -133,6 +148,7 @@ class ConsoleHandler(ChainCallbackHandler):
         if self._streaming != kind:
             self._end_line()
             self._streaming = kind
+            self.lines += 1
             head = self._style(f"{'on_llm_new_delta':<28}", "cyan")
             self._out.write(f"  {head} {self._style(label, color)} ")
         self._out.write(self._style(text, color) if kind == "thinking" else text)
@@ -273,8 +289,34 @@ class ConsoleHandler(ChainCallbackHandler):
         self.line("on_tool_response_created", f"{len(message.tool_results)} result(s)")
 
     @override
+    def on_llm_call_start(
+        self, chain: LLMChain, model: ChatModel, request: ChatRequest
+    ) -> None:
+        # Not printed: it numbers the attempts for on_llm_retry's line.
+        key = _run_key(chain)
+        with self._lock:
+            self._attempt[key] = self._retrying.pop(key, 1)
+
+    @override
     def on_llm_error(self, chain: LLMChain, error: LangHooksError) -> None:
         self.line("on_llm_error", str(error), "red")
+
+    @override
+    def on_llm_retry(
+        self, chain: LLMChain, error: LangHooksError, delay: float
+    ) -> None:
+        key = _run_key(chain)
+        with self._lock:
+            attempt = self._attempt.get(key, 1) + 1
+            self._retrying[key] = attempt
+        detail = f"attempt {attempt} in {delay:.2f} s (after {error.type})"
+        self.line("on_llm_retry", detail, "yellow")
+
+    def _forget(self, chain: LLMChain) -> None:
+        key = _run_key(chain)
+        with self._lock:
+            self._attempt.pop(key, None)
+            self._retrying.pop(key, None)
 
     @override
     def on_retries_exceeded(self, chain: LLMChain) -> None:
@@ -284,8 +326,10 @@ class ConsoleHandler(ChainCallbackHandler):
 
     @override
     def on_error(self, chain: LLMChain, error: LangHooksError) -> None:
+        self._forget(chain)
         self.line("on_error", str(error), "red")
 
     @override
     def on_run_complete(self, chain: LLMChain, result: RunResult) -> None:
+        self._forget(chain)
         self.line("on_run_complete", f"status {result.status}", "magenta")

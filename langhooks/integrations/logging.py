@@ -8,14 +8,15 @@ Every record carries, in its ``extra``:
   invocation in ``on_tool_pre_execution``), else the run's id;
 
 and, where the event has them, ``tool``, ``tool_call_id``, ``input_tokens``,
-``output_tokens`` and ``error_type``. The key is ``langhooks_event`` rather than
-``event`` because structlog keeps the message under ``event``.
+``output_tokens``, ``error_type`` and ``retry_delay`` (seconds). The key is
+``langhooks_event`` rather than ``event`` because structlog keeps the message under
+``event``.
 
 Levels: streamed increments, the start of each model call and raw provider details
-at DEBUG; runs, model answers, messages and tool calls at the handler's ``level``
-(INFO by default); failures that a run may
-survive (a model error, a failed tool call, a rejected answer) at WARNING; a run
-or stream that gives up, and a tool's exception, at ERROR with the exception
+at DEBUG; runs, model answers, messages, tool calls and the retry of a failed model
+call (``on_llm_retry``) at the handler's ``level`` (INFO by default); failures that
+a run may survive (a model error, a failed tool call, a rejected answer) at WARNING;
+a run or stream that gives up, and a tool's exception, at ERROR with the exception
 attached. Message content (prompts, answers, tool arguments and results) is never
 logged, except the streamed text of DEBUG records. Needs no optional library.
 """
@@ -265,6 +266,16 @@ class LoggingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
     def on_llm_error(self, chain: LLMChain, error: LangHooksError) -> None:
         extra = {"error_type": error.type}
         self._log(WARNING, "on_llm_error", str(error), chain, extra)
+
+    @override
+    def on_llm_retry(
+        self, chain: LLMChain, error: LangHooksError, delay: float
+    ) -> None:
+        # At ``level``, not WARNING: the failure already has its WARNING record;
+        # this one says the run is recovering from it.
+        extra = {"error_type": error.type, "retry_delay": delay}
+        detail = f"retrying in {delay:.2f} s after {error.type}"
+        self._log(self.level, "on_llm_retry", detail, chain, extra)
 
     @override
     def on_retries_exceeded(self, chain: LLMChain) -> None:

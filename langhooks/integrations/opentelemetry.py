@@ -7,8 +7,10 @@ semantic conventions for generative AI (attribute names come from
 
 - ``invoke_agent {agent_name}`` (INTERNAL), one per run, a child of the caller's
   current span; the caller's current span is unchanged afterwards;
-- ``chat {model}`` (CLIENT), one per model attempt, a child of the run's span; a
-  failed attempt, each retry and each fallback is its own span, with ``error.type``;
+- ``chat {model}`` (CLIENT), one per model attempt, a child of the run's span and
+  the current span while the model streams (an instrumented HTTP client's spans
+  nest under it); a failed attempt, each retry and each fallback is its own span,
+  with ``error.type``; a retry is also a ``langhooks.retry`` event on the run's span;
 - ``execute_tool {tool}`` (INTERNAL), one per tool call, opened in the tool's own
   thread or task and made current there, so spans the tool's code makes are its
   children; a denied, rejected or interrupted call gets one too, with an error
@@ -101,6 +103,11 @@ _EXECUTE_TOOL: Final = gen_ai.GenAiOperationNameValues.EXECUTE_TOOL.value
 _INPUT: Final = gen_ai.GenAiTokenTypeValues.INPUT.value
 _OUTPUT: Final = gen_ai.GenAiTokenTypeValues.OUTPUT.value
 _ERROR_TYPE: Final = error_attributes.ERROR_TYPE
+# The event on a run's span saying a failed model call will be retried, and its
+# attributes: langhooks' own names, as the conventions define none for a retry.
+_RETRY_EVENT: Final = "langhooks.retry"
+_RETRY_ATTEMPT: Final = "langhooks.retry.attempt"
+_RETRY_DELAY: Final = "langhooks.retry.delay"
 
 # The bucket boundaries the conventions advise for each histogram.
 _DURATION_BUCKETS: Final = (
@@ -333,9 +340,11 @@ class _Run:
     """The spans of one chain run: its own, the model call's, the tool calls'."""
 
     __slots__ = (
+        "attempt",
         "chat",
         "context",
         "input_tokens",
+        "next_attempt",
         "output_tokens",
         "run_id",
         "span",
@@ -347,6 +356,10 @@ class _Run:
         self.span = span
         self.context = trace.set_span_in_context(span)
         self.chat: _ChatCall | None = None
+        # The number of the model attempt under way, and of the next one (above 1
+        # only when a retry was announced).
+        self.attempt = 1
+        self.next_attempt = 1
         self.tools: dict[str, Span] = {}
         self.input_tokens = 0
         self.output_tokens = 0
@@ -488,10 +501,15 @@ class _Telemetry:
             return
         if run.chat is not None:  # pragma: no cover  # the runtime ends each attempt
             run.chat.fail(LangHooksError("cancelled", "a new attempt began"))
+        run.attempt, run.next_attempt = run.next_attempt, 1
         call = _ChatCall(self, model, request, run.context, run.run_id)
         run.chat = call
         with self._lock:
             self.awaiting_chunk[run.run_id] = call
+        # The runtime calls this in the model attempt's own copy of the context:
+        # the span is current for the model's code (an instrumented HTTP client's
+        # spans nest under it) and for nothing after the attempt.
+        attach(trace.set_span_in_context(call.span))
 
     def chunk(self, chain: LLMChain) -> None:
         invocation = chain.invocation
@@ -517,6 +535,22 @@ class _Telemetry:
         call, run.chat = run.chat, None
         self.awaiting_chunk.pop(run.run_id, None)
         call.fail(error)
+
+    def retry(self, chain: LLMChain, error: LangHooksError, delay: float) -> None:
+        """The failed call will be retried: an event on the run's span (the failed
+        attempt's ``chat`` span has already ended)."""
+        run = self._run(chain)
+        if run is None:
+            return
+        run.next_attempt = run.attempt + 1
+        run.span.add_event(
+            _RETRY_EVENT,
+            {
+                _ERROR_TYPE: error.type,
+                _RETRY_ATTEMPT: run.next_attempt,
+                _RETRY_DELAY: delay,
+            },
+        )
 
     # --- tool calls -------------------------------------------------------------
 
@@ -744,6 +778,12 @@ class OpenTelemetryHandler(_TracingOptions, ChainCallbackHandler):
         self._telemetry.call_error(chain, error)
 
     @override
+    def on_llm_retry(
+        self, chain: LLMChain, error: LangHooksError, delay: float
+    ) -> None:
+        self._telemetry.retry(chain, error, delay)
+
+    @override
     def on_tool_pre_execution(
         self, chain: LLMChain, call: ToolCall, tool: Tool
     ) -> None:
@@ -808,6 +848,12 @@ class AsyncOpenTelemetryHandler(_TracingOptions, AsyncChainCallbackHandler):
     @override
     async def on_llm_error(self, chain: LLMChain, error: LangHooksError) -> None:
         self._telemetry.call_error(chain, error)
+
+    @override
+    async def on_llm_retry(
+        self, chain: LLMChain, error: LangHooksError, delay: float
+    ) -> None:
+        self._telemetry.retry(chain, error, delay)
 
     @override
     async def on_tool_pre_execution(

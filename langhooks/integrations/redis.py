@@ -2,9 +2,10 @@
 
 - ``RedisEventPublisher``: a handler that appends each run's ``EventRecord``s to
   the stream ``{prefix}run:{run_id}`` (and to the capped firehose
-  ``{prefix}events``), pipelined in batches.
+  ``{prefix}events``), in batches.
 - ``follow`` / ``afollow``: re-drive a local handler from a run's stream, in
-  another process or on another host.
+  another process or on another host; ``run_entries`` / ``arun_entries``: the
+  stream's records with their ids (what a web page's event stream sends).
 - ``RedisEventConsumer``: consumer groups over the firehose, at least once.
 - ``RedisRunStore``: save an interrupted run, resume it in any worker, once.
 
@@ -21,7 +22,7 @@ except ImportError as error:  # pragma: no cover  # the test environment has red
     ) from error
 
 from ._redis_consumer import RedisEventConsumer
-from ._redis_follow import afollow, follow
+from ._redis_follow import RunEntry, afollow, arun_entries, follow, run_entries
 from ._redis_publisher import RedisEventPublisher
 from ._redis_store import RedisRunStore
 
@@ -29,6 +30,9 @@ __all__ = [
     "RedisEventConsumer",
     "RedisEventPublisher",
     "RedisRunStore",
+    "RunEntry",
     "afollow",
+    "arun_entries",
     "follow",
+    "run_entries",
 ]

@@ -140,6 +140,8 @@ class _Driver:
         )
         if not isinstance(handler, accepted):
             hint = "" if allow_async else " (use AsyncStreamDriver for async handlers)"
+            if isinstance(handler, list | tuple):
+                hint = " (wrap several in CompositeStreamingHandler)"
             raise TypeError(
                 f"handler must be a {' or '.join(c.__name__ for c in accepted)}, got "
                 f"{type(handler).__name__}{hint}"

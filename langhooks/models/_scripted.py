@@ -256,7 +256,10 @@ class ScriptedChatModel:
             allowed = (*allowed, AsyncStreamingChatResponseHandler)
         if not isinstance(handler, allowed):
             names = " or ".join(a.__name__ for a in allowed)
-            raise TypeError(f"handler must be a {names}, got {handler!r}")
+            hint = ""
+            if isinstance(handler, list | tuple):
+                hint = " (wrap several in CompositeStreamingHandler)"
+            raise TypeError(f"handler must be a {names}, got {handler!r}{hint}")
 
     def stream(
         self,

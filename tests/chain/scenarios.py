@@ -220,12 +220,27 @@ def all_fallbacks_failed() -> tuple[RunResult, RecordingChainHandler]:
 
 
 def retries_exceeded() -> tuple[RunResult, RecordingChainHandler]:
-    """The model keeps failing until the failure counter reaches max_retry_count."""
+    """The model keeps calling a broken tool until the failure counter reaches
+    max_retry_count (in the default mode)."""
     chain, recorder = make_chain(
-        [transient(), transient()],
+        [asks(call("get_weather", city="Paris"))] * 3,
+        tools=(BROKEN,),
         max_retry_count=2,
-        retry=RetryPolicy(max_attempts=5, sleep=lambda _: None),
     )
+    return chain.run(), recorder
+
+
+def retry_after_too_long() -> tuple[RunResult, RecordingChainHandler]:
+    """The model asks to wait longer than max_delay; the fallback answers at once."""
+    recorder = RecordingChainHandler()
+    chain = LLMChain(
+        ScriptedChatModel(
+            [LangHooksError("rate_limited", "slow down", retry_after=86400)]
+        ),
+        fallbacks=[ScriptedChatModel([says("Sunny.")])],
+        callbacks=[recorder],
+        retry=no_wait(),
+    ).add_message(Message.user("Weather?"))
     return chain.run(), recorder
 
 
@@ -304,6 +319,7 @@ SCENARIOS: dict[str, Callable[[], tuple[Any, RecordingChainHandler]]] = {
     "fallback": fallback,
     "all_fallbacks_failed": all_fallbacks_failed,
     "retries_exceeded": retries_exceeded,
+    "retry_after_too_long": retry_after_too_long,
     "non_retryable": non_retryable,
     "headers_and_usage": headers_and_usage,
     "until_success_exceeded": until_success_exceeded,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import io
+import pathlib
+import re
 import sys
 import types
 
@@ -12,6 +14,7 @@ from typing_extensions import override
 
 from langhooks._cli import main
 from langhooks.chain import _demo
+from langhooks.events import read_events
 
 
 class TestDemo:
@@ -41,6 +44,32 @@ class TestDemo:
         positions = [out.index(key) for key in keys]
         assert positions == sorted(positions)
         assert out.count("on_run_complete              status ok") == 2
+
+    def test_closing_count(
+        self, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """The closing line counts the event lines printed and the events they
+        show: one per line, plus one per streamed delta joined onto a line."""
+        record = tmp_path / "events.jsonl"
+        assert main(["demo", "--no-color", "--record", str(record)]) == 0
+        out = capsys.readouterr().out.splitlines()
+        found = re.fullmatch(
+            r"(\d+) lines for (\d+) printed events "
+            r"\(each streamed delta is one; deltas of one kind share a line\)",
+            out[-1],
+        )
+        assert found is not None, out[-1]
+        lines, events = int(found[1]), int(found[2])
+        event_lines = [line for line in out if line.startswith("  ")]
+        assert lines == len(event_lines)
+        deltas = sum(
+            len(record.payload["deltas"])
+            for record in read_events(record)
+            if record.event == "on_llm_new_delta"
+        )
+        delta_lines = [line for line in event_lines if "on_llm_new_delta" in line]
+        assert events == len(event_lines) - len(delta_lines) + deltas
+        assert events > lines
 
     def test_colour_on_a_terminal(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """On a TTY the output is coloured (unless NO_COLOR or --no-color)."""

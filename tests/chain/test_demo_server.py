@@ -7,6 +7,8 @@ streaming format; the official SDK (through ``OpenAIChatModel``) talks to it.
 from __future__ import annotations
 
 import json
+import re
+import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -136,3 +138,39 @@ class TestDemoOnAServer:
         assert tool_message["role"] == "tool"
         assert tool_message["tool_call_id"] == "call_1"
         assert "14°C" in tool_message["content"]
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A 127.0.0.1 port with nothing listening on it."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+class TestDemoOnAnUnreachableServer:
+    """A server that refuses connections: the failure, its retry, the give-up."""
+
+    def test_the_retry_is_visible(
+        self, closed_port: int, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Between the two on_llm_error lines, an on_llm_retry line says the second
+        call is a retry, which attempt it is and how long the run waits."""
+        url = f"http://127.0.0.1:{closed_port}/v1"
+        code = main(["demo", "--no-color", "--base-url", url, "--model", "m"])
+        out = capsys.readouterr().out
+        assert code == 1, out
+        events = [line.split()[0] for line in out.splitlines() if line[:4] == "  on"]
+        assert events == [
+            "on_run_start",
+            "on_llm_error",
+            "on_llm_retry",
+            "on_llm_error",
+            "on_error",
+        ]
+        (retry,) = [line for line in out.splitlines() if "on_llm_retry" in line]
+        assert re.fullmatch(
+            r"  on_llm_retry +attempt 2 in 0\.[456]\d s \(after connection\)", retry
+        ), retry
+        assert "the agent failed: connection:" in out

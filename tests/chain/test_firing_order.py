@@ -206,6 +206,7 @@ EXPECTED: dict[str, list[str]] = {
         "on_run_start",
         "on_llm_call_start",
         "on_llm_error",
+        "on_llm_retry",
         "on_llm_call_start",
         "on_llm_new_delta x2",
         "on_llm_call_complete",
@@ -218,6 +219,7 @@ EXPECTED: dict[str, list[str]] = {
         "on_llm_call_start",
         "on_llm_new_delta",
         "on_llm_error",
+        "on_llm_retry",
         "on_llm_call_start",
         "on_llm_new_delta x2",
         "on_llm_call_complete",
@@ -229,6 +231,7 @@ EXPECTED: dict[str, list[str]] = {
         "on_run_start",
         "on_llm_call_start",
         "on_llm_error",
+        "on_llm_retry",
         "on_llm_call_start",
         "on_llm_error",
         "on_llm_call_start",
@@ -249,9 +252,33 @@ EXPECTED: dict[str, list[str]] = {
     "retries_exceeded": [
         "on_run_start",
         "on_llm_call_start",
-        "on_llm_error",
+        "on_llm_new_delta",
+        "on_tool_call_identified get_weather",
+        "on_llm_new_delta x2",
+        "on_llm_call_complete",
+        "on_message_processed",
+        "on_llm_token_usage",
+        "on_tool_call_review get_weather",
+        "on_tool_execution_started get_weather",
+        "on_tool_pre_execution get_weather",
+        "on_tool_execution_failed get_weather",
+        "on_tool_execution_exception get_weather",
+        "on_tool_response_created",
+        "on_message_processed",
         "on_llm_call_start",
-        "on_llm_error",
+        "on_llm_new_delta",
+        "on_tool_call_identified get_weather",
+        "on_llm_new_delta x2",
+        "on_llm_call_complete",
+        "on_message_processed",
+        "on_llm_token_usage",
+        "on_tool_call_review get_weather",
+        "on_tool_execution_started get_weather",
+        "on_tool_pre_execution get_weather",
+        "on_tool_execution_failed get_weather",
+        "on_tool_execution_exception get_weather",
+        "on_tool_response_created",
+        "on_message_processed",
         "on_retries_exceeded",
         "on_error",
     ],
@@ -337,6 +364,17 @@ EXPECTED: dict[str, list[str]] = {
         "on_retries_exceeded",
         "on_error",
     ],
+    "retry_after_too_long": [
+        "on_run_start",
+        "on_llm_call_start",
+        "on_llm_error",
+        "on_llm_call_start",
+        "on_llm_new_delta x2",
+        "on_llm_call_complete",
+        "on_message_processed",
+        "on_llm_token_usage",
+        "on_run_complete",
+    ],
 }
 
 
@@ -392,8 +430,13 @@ class TestFiringOrder:
         assert events("all_fallbacks_failed") == EXPECTED["all_fallbacks_failed"]
 
     def test_retries_exceeded(self) -> None:
-        """Reaching max_retry_count fires on_retries_exceeded, then on_error."""
+        """A tool failing round after round reaches max_retry_count:
+        on_retries_exceeded, then on_error."""
         assert events("retries_exceeded") == EXPECTED["retries_exceeded"]
+
+    def test_retry_after_too_long(self) -> None:
+        """A wait longer than max_delay is not slept: the fallback is tried at once."""
+        assert events("retry_after_too_long") == EXPECTED["retry_after_too_long"]
 
     def test_non_retryable(self) -> None:
         """A non-retryable error is neither retried nor failed over."""

@@ -138,7 +138,8 @@ class TestRejection:
         assert rejected.text == "Sunny."
         assert reply.text.startswith("ERROR: your answer is not valid JSON")
         assert answer.metadata["processed_content"] == {"weather": "sunny"}
-        assert result.chain.current_failure_count == 1
+        assert recorder.of("on_llm_call_start")[1][0].current_failure_count == 1
+        assert result.chain.current_failure_count == 0  # the accepted answer reset it
         assert collapse(recorder.summary()) == EXPECTED["processor_rejected"]
 
     def test_events_carry_the_messages_and_snapshots(self) -> None:

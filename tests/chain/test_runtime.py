@@ -220,12 +220,14 @@ class TestModes:
 
     def test_until_success_retries_after_a_failed_batch(self) -> None:
         """A failed batch is counted and the model is called again."""
-        chain, _ = make_chain(
+        chain, recorder = make_chain(
             [asks(call("get_moon")), asks(call("get_weather", city="Paris"))]
         )
         result = chain.run("until_success")
         assert result.status == "ok"
-        assert result.chain.current_failure_count == 1
+        second_call = recorder.of("on_llm_call_start")[1]
+        assert second_call[0].current_failure_count == 1
+        assert result.chain.current_failure_count == 0  # the clean batch reset it
 
     def test_until_success_plain_answer(self) -> None:
         """An answer without tool calls is a success."""
@@ -854,7 +856,7 @@ class TestModelFailures:
         result, _ = non_retryable()
         assert result.error is not None
         assert result.error.type == "invalid_request"
-        assert result.chain.current_failure_count == 1
+        assert result.chain.current_failure_count == 0  # model failures never count
 
     def test_single_model_out_of_attempts(self) -> None:
         """Without fallbacks, the last error is the run's error."""

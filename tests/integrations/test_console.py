@@ -16,7 +16,7 @@ from langhooks import (
     ToolCall,
     ToolResult,
 )
-from langhooks.chain import LLMChain, Tool
+from langhooks.chain import LLMChain, RetryPolicy, Tool
 from langhooks.integrations.console import ConsoleHandler
 from langhooks.models import ScriptedChatModel, ScriptedTurn
 
@@ -76,7 +76,63 @@ class TestOutput:
         assert "  on_tool_execution_completed  echo -> echoed" in lines
         assert "  on_llm_token_usage           in 3, out 2, total 5" in lines
         assert lines[-1] == "  on_run_complete              status ok"
-        assert handler.count > len(lines) - 1
+        assert handler.lines == len(lines)
+        assert handler.count > handler.lines
+
+    def test_retries_are_numbered(self) -> None:
+        """Each retry prints a line with the attempt it will make and the wait,
+        numbered per model (a fallback starts again at 1) and per model step."""
+        out = io.StringIO()
+        handler = ConsoleHandler(out, color=False)
+        busy = LangHooksError("overloaded", "busy", retryable=True)
+        model = ScriptedChatModel(
+            [
+                busy,
+                ScriptedTurn(
+                    tool_calls=[ToolCall(call_id="c1", name="echo", arguments={})]
+                ),
+                busy,
+                busy,
+            ]
+        )
+        chain = LLMChain(
+            model,
+            tools=[ECHO],
+            fallbacks=[ScriptedChatModel([busy, ScriptedTurn(text="Done.")])],
+            callbacks=[handler],
+            retry=RetryPolicy(initial_delay=0.5, jitter=0.0, sleep=lambda s: None),
+        )
+        assert chain.add_message(Message.user("go")).run().status == "ok"
+        retries = [
+            line for line in out.getvalue().splitlines() if "on_llm_retry" in line
+        ]
+        assert retries == [
+            "  on_llm_retry                 attempt 2 in 0.50 s (after overloaded)",
+            "  on_llm_retry                 attempt 2 in 0.50 s (after overloaded)",
+            "  on_llm_retry                 attempt 2 in 0.50 s (after overloaded)",
+        ]
+
+    def test_retries_count_up(self) -> None:
+        """A call retried twice says attempt 2, then attempt 3, with growing waits."""
+        out = io.StringIO()
+        handler = ConsoleHandler(out, color=False)
+        busy = LangHooksError("timeout", "slow", retryable=True)
+        chain = LLMChain(
+            ScriptedChatModel([busy, busy, ScriptedTurn(text="Done.")]),
+            callbacks=[handler],
+            retry=RetryPolicy(
+                max_attempts=3, initial_delay=0.5, jitter=0.0, sleep=lambda s: None
+            ),
+        )
+        assert chain.add_message(Message.user("go")).run().status == "ok"
+        lines = out.getvalue().splitlines()
+        model_lines = [line for line in lines if "on_llm_" in line]
+        assert [line for line in model_lines if "delta" not in line] == [
+            "  on_llm_error                 timeout: slow",
+            "  on_llm_retry                 attempt 2 in 0.50 s (after timeout)",
+            "  on_llm_error                 timeout: slow",
+            "  on_llm_retry                 attempt 3 in 1.00 s (after timeout)",
+        ]
 
     def test_default_stream_is_stdout(self, capsys: pytest.CaptureFixture[str]) -> None:
         """Without a stream the handler writes to sys.stdout."""

@@ -24,7 +24,7 @@ from langhooks import (
     ToolCall,
     chain_callbacks,
 )
-from langhooks.chain import LLMChain, Tool
+from langhooks.chain import LLMChain, RetryPolicy, Tool
 from langhooks.integrations.logging import LoggingHandler
 from langhooks.models import ChatRequest, ScriptedChatModel, ScriptedTurn
 
@@ -175,6 +175,31 @@ class TestChainRecords:
         assert final.exc_info is not None
         assert final.exc_info[1] is error
         assert final.__dict__["error_type"] == "authentication"
+
+    def test_a_retry(self, collect: tuple[logging.Logger, Collect]) -> None:
+        """A retried model call logs on_llm_retry at the handler's level, between
+        the failure's WARNING and the next attempt, with the wait in its extra."""
+        logger, sink = collect
+        error = LangHooksError("overloaded", "busy", retryable=True)
+        chain = LLMChain(
+            ScriptedChatModel([error, ScriptedTurn(text="Done.")]),
+            callbacks=[LoggingHandler(logger)],
+            retry=RetryPolicy(initial_delay=0.25, jitter=0.0, sleep=lambda s: None),
+        )
+        assert chain.add_message(Message.user("go")).run().status == "ok"
+        events = sink.events()
+        at = events.index("on_llm_retry")
+        assert events[at - 1 : at + 2] == [
+            "on_llm_error",
+            "on_llm_retry",
+            "on_llm_call_start",
+        ]
+        (retry,) = sink.of("on_llm_retry")
+        assert retry.levelno == logging.INFO
+        assert retry.getMessage() == "on_llm_retry retrying in 0.25 s after overloaded"
+        assert retry.__dict__["error_type"] == "overloaded"
+        assert retry.__dict__["retry_delay"] == 0.25
+        assert retry.__dict__["run_id"] == sink.of("on_run_start")[0].__dict__["run_id"]
 
     def test_review_interrupt_and_denial(
         self, collect: tuple[logging.Logger, Collect]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import http.server
 import subprocess
 import sys
@@ -30,6 +31,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from typing_extensions import override
 
 from langhooks import (
+    AsyncStreamingChatResponseHandler,
     ChatResponse,
     ContentPart,
     Deny,
@@ -408,6 +410,110 @@ class TestSpanTree:
         assert otel.all_ended()
 
 
+class HttpModel:
+    """A ChatModel that, like an SDK with an instrumented HTTP client, makes a span
+    of its own (with the global-style tracer of the test) while it streams."""
+
+    def __init__(self, turns: Sequence[ScriptedTurn | LangHooksError]) -> None:
+        self.scripted = ScriptedChatModel(turns)
+        self.model = "http-model"
+
+    def stream(
+        self,
+        request: ChatRequest,
+        handler: StreamingChatResponseHandler,
+        *,
+        handle: StreamingHandle | None = None,
+    ) -> ChatResponse:
+        """Stream the next scripted turn inside a "POST" span."""
+        with CURRENT[0].tracer.start_as_current_span("POST", kind=SpanKind.CLIENT):
+            return self.scripted.stream(request, handler, handle=handle)
+
+    async def astream(
+        self,
+        request: ChatRequest,
+        handler: AsyncStreamingChatResponseHandler | StreamingChatResponseHandler,
+        *,
+        handle: StreamingHandle | None = None,
+    ) -> ChatResponse:
+        """The async twin of ``stream``."""
+        with CURRENT[0].tracer.start_as_current_span("POST", kind=SpanKind.CLIENT):
+            await asyncio.sleep(0)
+            return await self.scripted.astream(request, handler, handle=handle)
+
+
+def assert_http_spans_under_chat(otel: Telemetry, attempts: int) -> None:
+    """Each attempt's POST span is a child of that attempt's chat span, and every
+    chat, tool and POST span sits where it should."""
+    agent = otel.one("invoke_agent langhooks")
+    chats = otel.spans("chat http-model")
+    posts = otel.spans("POST")
+    assert len(chats) == len(posts) == attempts
+    # Spans end in order: each POST before its chat span.
+    assert [parent_id(post) for post in posts] == [span_id(chat) for chat in chats]
+    assert {parent_id(chat) for chat in chats} == {span_id(agent)}
+    tool = otel.one("execute_tool get_weather")
+    assert parent_id(tool) == span_id(agent)
+    assert parent_id(otel.one("weather service")) == span_id(tool)
+    assert otel.all_ended()
+
+
+class TestChatSpanIsCurrent:
+    """The chat span is current while the model streams, and only then."""
+
+    def turns(self) -> list[ScriptedTurn | LangHooksError]:
+        """A failed attempt, its retry asking for a tool, then the answer."""
+        busy = LangHooksError("overloaded", "busy", retryable=True)
+        return [busy, *turns(call())]
+
+    def test_run(self, otel: Telemetry) -> None:
+        """Under run(), a span the model makes nests under its attempt's chat span
+        (a retry's under the retry's); the caller's span is current afterwards."""
+        chain = LLMChain(
+            HttpModel(self.turns()),
+            tools=[WEATHER],
+            callbacks=[otel.handler()],
+            retry=no_wait(),
+        )
+        with otel.tracer.start_as_current_span("request") as request:
+            assert start(chain).run().status == "ok"
+            assert trace.get_current_span() is request
+        assert_http_spans_under_chat(otel, 3)
+        assert parent_id(otel.one("invoke_agent langhooks")) == span_id(
+            otel.one("request")
+        )
+
+    @pytest.mark.parametrize("async_handler", [False, True])
+    async def test_arun(self, otel: Telemetry, async_handler: bool) -> None:
+        """Under arun(), with the sync or the async handler, the same."""
+        handler = otel.async_handler() if async_handler else otel.handler()
+        chain = LLMChain(
+            HttpModel(self.turns()),
+            tools=[Tool("get_weather", aweather)],
+            callbacks=[handler],
+            retry=no_wait(),
+        )
+        with otel.tracer.start_as_current_span("request") as request:
+            assert (await start(chain).arun()).status == "ok"
+            assert trace.get_current_span() is request
+        assert_http_spans_under_chat(otel, 3)
+
+    async def test_concurrent_runs(self, otel: Telemetry) -> None:
+        """Runs at once in tasks: each model's span nests under its own chat span."""
+        handler = otel.handler()
+
+        async def one() -> None:
+            chain = LLMChain(HttpModel(turns()), callbacks=[handler])
+            assert (await start(chain).arun()).status == "ok"
+
+        await asyncio.gather(*(one() for _ in range(10)))
+        chats = {span_id(chat): chat for chat in otel.spans("chat http-model")}
+        posts = otel.spans("POST")
+        assert len(posts) == len(chats) == 10
+        assert {parent_id(post) for post in posts} == set(chats)
+        assert trace.get_current_span() is trace.INVALID_SPAN
+
+
 class TestFailures:
     """Failed attempts, raising tools and failed runs: error status, nothing open."""
 
@@ -425,7 +531,14 @@ class TestFailures:
         assert [event.name for event in failed.events] == ["exception"]
         assert retried.status.status_code is StatusCode.UNSET
         assert ERROR_TYPE not in attrs(retried)
-        assert otel.one("invoke_agent langhooks").status.status_code is StatusCode.UNSET
+        agent = otel.one("invoke_agent langhooks")
+        assert agent.status.status_code is StatusCode.UNSET
+        (retry,) = agent.events
+        assert retry.name == "langhooks.retry"
+        retry_attributes = dict(retry.attributes or {})
+        assert retry_attributes[ERROR_TYPE] == "overloaded"
+        assert retry_attributes["langhooks.retry.attempt"] == 2
+        assert 0.4 <= float(str(retry_attributes["langhooks.retry.delay"])) <= 0.6
         durations = otel.points("gen_ai.client.operation.duration")
         assert sorted(
             str(dict(p.attributes or {}).get(ERROR_TYPE)) for p in durations
@@ -433,6 +546,33 @@ class TestFailures:
             "None",
             "overloaded",
         ]
+
+    async def test_retries_numbered_per_model(self, otel: Telemetry) -> None:
+        """Retry events number the attempt they announce; a fallback starts at 1
+        (the async twin, under arun)."""
+        busy = LangHooksError("overloaded", "busy", retryable=True)
+        chain = LLMChain(
+            ScriptedChatModel([busy, busy, busy]),
+            fallbacks=[ScriptedChatModel([busy, *turns()])],
+            callbacks=[otel.async_handler()],
+            retry=RetryPolicy(
+                max_attempts=3,
+                jitter=0.0,
+                sleep=lambda s: None,
+                async_sleep=no_wait().async_sleep,
+            ),
+        )
+        assert (await start(chain).arun()).status == "ok"
+        agent = otel.one("invoke_agent langhooks")
+        assert [
+            (e.name, dict(e.attributes or {})["langhooks.retry.attempt"])
+            for e in agent.events
+        ] == [("langhooks.retry", 2), ("langhooks.retry", 3), ("langhooks.retry", 2)]
+        delays = [
+            dict(e.attributes or {})["langhooks.retry.delay"] for e in agent.events
+        ]
+        assert delays == [0.5, 1.0, 0.5]
+        assert len(otel.spans("chat")) == 5
 
     def test_fallback(self, otel: Telemetry) -> None:
         """Each fallback attempt is a chat span of its own under the same run."""
@@ -1063,6 +1203,7 @@ class TestEdges:
             handler.on_llm_new_delta(chain, [MessageDelta(text="x")])
             handler.on_llm_call_complete(chain, response)
             handler.on_llm_error(chain, error)
+            handler.on_llm_retry(chain, error, 0.5)
             handler.on_tool_pre_execution(chain, call(), WEATHER)
             handler.on_tool_execution_completed(chain, call(), result)
             handler.on_tool_execution_failed(chain, call(), result)
@@ -1080,7 +1221,11 @@ class TestEdges:
         run = LLMChain(ScriptedChatModel([]), invocation=Invocation(name="run"))
         other = LLMChain(ScriptedChatModel([]), invocation=Invocation(name="run"))
         handler.on_run_start(run)
-        handler.on_llm_call_start(run, ScriptedChatModel([]), ChatRequest([]))
+        # In a copy of the context, as the runtime calls it: the chat span it makes
+        # current stays there.
+        contextvars.copy_context().run(
+            handler.on_llm_call_start, run, ScriptedChatModel([]), ChatRequest([])
+        )
         handler.on_llm_new_delta(LLMChain(ScriptedChatModel([])), [])
         handler.on_llm_new_delta(other, [MessageDelta(text="x")])
         assert handler._awaiting_chunk

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import gc
 import logging
 import os
 import pickle
@@ -51,7 +53,13 @@ from langhooks.chain._demo import (
     scripted_model,
 )
 from langhooks.events import EventRecord
-from langhooks.integrations.redis import RedisEventPublisher, afollow, follow
+from langhooks.integrations.redis import (
+    RedisEventPublisher,
+    afollow,
+    arun_entries,
+    follow,
+    run_entries,
+)
 from langhooks.models import ChatRequest, ScriptedChatModel, ScriptedTurn
 from langhooks.testing import RecordingChainHandler, RecordingStreamingHandler
 from tests.test_events import assert_same_events, comparable
@@ -178,6 +186,9 @@ class TestPublishing:
             True
         ]
         assert {fields["publisher"] for _, fields in got} == {publisher.id}
+        assert [fields["record"] for _, fields in got] == [
+            codec.dumps(record) for record in records
+        ]
         assert [r for r, _ in entries(client, f"{prefix}events")] == records
         assert publisher.published == len(records)
         assert publisher.lost == 0
@@ -263,6 +274,23 @@ class TestPublishing:
         result = simple_run(publisher, text="word " * 50)
         records = [r for r, _ in entries(client, f"{prefix}run:{run_id_of(result)}")]
         assert [r.seq for r in records] == list(range(publisher.published))
+
+    def test_dropped_publisher_stops_its_thread(
+        self, client: redis.Redis, prefix: str
+    ) -> None:
+        """A publisher garbage-collected without close() sends what it holds and
+        its thread ends."""
+        publisher = RedisEventPublisher(client, prefix=prefix, flush_interval=0.5)
+        run_id = run_id_of(simple_run(publisher))
+        thread = publisher._outbox._thread
+        assert thread is not None
+        del publisher
+        gc.collect()
+        thread.join(10)
+        assert not thread.is_alive()
+        assert entries(client, f"{prefix}run:{run_id}")[-1][0].event == (
+            "on_run_complete"
+        )
 
     def test_close_unused(self, client: redis.Redis) -> None:
         """A publisher that never published closes at once."""
@@ -433,6 +461,50 @@ class TestFollow:
         assert last == stream_ids(client, key)[-1]
         assert_same_events(live.events, followed.events)
 
+    def test_run_entries(self, client: redis.Redis, prefix: str) -> None:
+        """run_entries gives each record with its stream id, the last one marked
+        as ending the run; from an id, the ones after it."""
+        result = simple_run(RedisEventPublisher(client, prefix=prefix))
+        run_id = run_id_of(result)
+        key = f"{prefix}run:{run_id}"
+        got = list(run_entries(client, run_id, prefix=prefix))
+        assert [e.id for e in got] == stream_ids(client, key)
+        assert [e.record for e in got] == [r for r, _ in entries(client, key)]
+        assert [e.ends_run for e in got] == [False] * (len(got) - 1) + [True]
+        rest = list(run_entries(client, run_id, prefix=prefix, last_id=got[1].id))
+        assert rest == got[2:]
+        with pytest.raises(TypeError, match="synchronous"):
+            run_entries(redis.asyncio.Redis(), run_id)  # type: ignore[arg-type]
+
+    def test_repeats_skipped(self, client: redis.Redis, prefix: str) -> None:
+        """A record in the stream twice (a batch retried after a timeout) is
+        delivered once, also when following from an id after the first copy."""
+        publisher = RedisEventPublisher(client, prefix=prefix)
+        live = RecordingChainHandler()
+        chain = LLMChain(
+            scripted_model(0.0),
+            tools=[WEATHER_TOOL],
+            callbacks=[publisher, live, ApprovalGate()],
+        ).add_messages([Message.system(SYSTEM), Message.user(QUESTION)])
+        result = chain.run()
+        key = f"{prefix}run:{run_id_of(result)}"
+        got: Any = client.xrange(key)
+        for _id, fields in got[-3:]:  # the retried end of a batch, interrupted run
+            client.xadd(key, fields)
+        followed = RecordingChainHandler()
+        last = follow(client, run_id_of(result), followed, prefix=prefix, block_ms=10)
+        assert_same_events(live.events, followed.events)
+        waiting = result.chain.pending_tool_calls
+        resumed = result.chain.execute_tool_calls_with_decisions(
+            waiting, [Decision.approve() for _ in waiting]
+        )
+        resumed.chain.run()
+        rest = RecordingChainHandler()
+        second_copy = stream_ids(client, key)[len(got) + 1]
+        follow(client, run_id_of(result), rest, prefix=prefix, last_id=second_copy)
+        assert_same_events(live.events[len(got) :], rest.events)
+        assert last == got[-1][0].decode()
+
     def test_nothing_new(self, client: redis.Redis, prefix: str) -> None:
         """With nothing to read, follow returns last_id after block_ms."""
         handler = RecordingChainHandler()
@@ -467,7 +539,7 @@ class TestFollow:
         with pytest.raises(TypeError, match="langhooks handler"):
             follow(client, "r", object(), prefix=prefix)  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="afollow"):
-            follow(client, "r", AsyncChainCallbackHandler(), prefix=prefix)
+            follow(client, "r", AsyncChainCallbackHandler(), prefix=prefix)  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="synchronous"):
             follow(redis.asyncio.Redis(), "r", ChainCallbackHandler())  # type: ignore[arg-type]
         client.xadd(f"{prefix}run:r", {"other": "data"})
@@ -488,6 +560,40 @@ class TestFollow:
         client.xadd(f"{prefix}run:u", {"record": codec.dumps(Message.user("hi"))})
         with pytest.raises(ValueError, match="without a langhooks event record"):
             follow(client, "u", ChainCallbackHandler(), prefix=prefix)
+
+
+class TestLongWaits:
+    """A wait longer than the client's socket timeout is made of several reads."""
+
+    def test_wait_past_the_socket_timeout(self, prefix: str) -> None:
+        """follow waits block_ms longer than socket_timeout without a timeout
+        error, and run_entries with block_ms=0 waits until the stream comes."""
+        client = redis.Redis(host="127.0.0.1", port=6379, socket_timeout=0.6)
+        handler = RecordingChainHandler()
+        assert follow(client, "nope", handler, prefix=prefix, block_ms=1500) == "0-0"
+        publisher = RedisEventPublisher(client, prefix=prefix)
+        with invocation("answer") as current:
+            context = contextvars.copy_context()
+
+        def later() -> None:
+            time.sleep(1.0)
+            request = ChatRequest([Message.user("Hi")])
+            context.run(text_model("Hello there.").stream, request, publisher)
+
+        thread = threading.Thread(target=later)
+        thread.start()
+        got = list(run_entries(client, current.id, prefix=prefix, block_ms=0))
+        thread.join()
+        assert got[-1].record.event == "on_complete_response"
+        assert got[-1].ends_run
+        client.close()
+
+    def test_client_without_socket_timeout(self, prefix: str) -> None:
+        """A client with no socket timeout blocks in one read."""
+        client = redis.Redis(host="127.0.0.1", port=6379, socket_timeout=None)
+        handler = RecordingChainHandler()
+        assert follow(client, "nope", handler, prefix=prefix, block_ms=10) == "0-0"
+        client.close()
 
 
 @pytest.fixture
@@ -534,27 +640,61 @@ class TestAfollow:
         assert await afollow(aclient, run_id, streaming, prefix=prefix) == last
         assert streaming.events == []
 
+    async def test_repeats_skipped(
+        self, client: redis.Redis, aclient: redis.asyncio.Redis, prefix: str
+    ) -> None:
+        """As follow: a record in the stream twice is delivered once."""
+        live = RecordingChainHandler()
+        publisher = RedisEventPublisher(client, prefix=prefix)
+        chain = LLMChain(
+            scripted_model(0.0),
+            tools=[WEATHER_TOOL],
+            callbacks=[publisher, live, ApprovalGate()],
+        ).add_messages([Message.system(SYSTEM), Message.user(QUESTION)])
+        result = chain.run()  # interrupted: its stream has not ended
+        assert await asyncio.to_thread(publisher.flush, 5.0)
+        key = f"{prefix}run:{run_id_of(result)}"
+        got: Any = client.xrange(key)
+        client.xadd(key, got[-1][1])
+        followed = RecordingChainHandler()
+        await afollow(aclient, run_id_of(result), followed, prefix=prefix, block_ms=10)
+        assert_same_events(live.events, followed.events)
+
     async def test_run_not_ended(
         self, client: redis.Redis, aclient: redis.asyncio.Redis, prefix: str
     ) -> None:
         """As follow: an interrupted run's records, then block_ms of waiting."""
         live = RecordingChainHandler()
+        publisher = RedisEventPublisher(client, prefix=prefix)
         chain = LLMChain(
             scripted_model(0.0),
             tools=[WEATHER_TOOL],
-            callbacks=[
-                RedisEventPublisher(client, prefix=prefix),
-                live,
-                ApprovalGate(),
-            ],
+            callbacks=[publisher, live, ApprovalGate()],
         ).add_messages([Message.system(SYSTEM), Message.user(QUESTION)])
-        result = chain.run()
+        result = chain.run()  # on the loop's thread: the end is sent, not awaited
+        assert await asyncio.to_thread(publisher.flush, 5.0)
         followed = RecordingChainHandler()
         await afollow(aclient, run_id_of(result), followed, prefix=prefix, block_ms=50)
         assert_same_events(live.events, followed.events)
 
+    async def test_arun_entries(
+        self, client: redis.Redis, aclient: redis.asyncio.Redis, prefix: str
+    ) -> None:
+        """arun_entries gives what run_entries gives."""
+        result = simple_run(RedisEventPublisher(client, prefix=prefix))
+        run_id = run_id_of(result)
+        expected = list(run_entries(client, run_id, prefix=prefix))
+        got = [e async for e in arun_entries(aclient, run_id, prefix=prefix)]
+        assert got == expected
+        after = arun_entries(
+            aclient, run_id, prefix=prefix, last_id=expected[-1].id, block_ms=10
+        )
+        assert [e async for e in after] == []
+
     async def test_sync_client_rejected(self) -> None:
-        """afollow needs a redis.asyncio client."""
+        """afollow and arun_entries need a redis.asyncio client."""
+        with pytest.raises(TypeError, match="arun_entries"):
+            [e async for e in arun_entries(redis.Redis(), "r")]  # type: ignore[arg-type]
         with pytest.raises(TypeError, match=r"redis\.asyncio\.Redis"):
             await afollow(redis.Redis(), "r", ChainCallbackHandler())  # type: ignore[arg-type]
 

@@ -1,0 +1,203 @@
+"""The two drivers that perform a run's operations: ``drive_sync`` and
+``drive_async``.
+
+Each advances the run's generator, performs the operation it yielded (deliver an
+event, stream a model call, sleep, execute tools) and sends the result back, or
+throws a model's ``LangHooksError`` or a handler's fault into it. Handlers are
+called through ``HandlerWithoutInvocation`` except ``on_tool_pre_execution``, which
+runs where the tool runs (``_execute``), and ``on_llm_call_start``, which runs in
+the model attempt's own copy of the context, before the model streams there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .._chain_callbacks import ChainCallbackHandler
+from .._compose import AsyncCompositeChainHandler, CompositeChainHandler
+from .._messages import ChatResponse, LangHooksError
+from .._wrappers import HandlerWithoutInvocation
+from ._bridge import (
+    AsyncBridge,
+    BridgeState,
+    SyncBridge,
+    checked_response,
+    model_failure,
+)
+from ._execute import execute_async, execute_sync
+from ._ops import (
+    Complete,
+    Fire,
+    HandlerFault,
+    Op,
+    Sleep,
+    Steps,
+    Stream,
+    deliver_async,
+    deliver_sync,
+    fire,
+)
+
+if TYPE_CHECKING:
+    from ._chain import LLMChain, RunResult
+    from ._run import Run
+
+__all__ = ["drive_async", "drive_sync", "sync_callbacks"]
+
+
+def sync_callbacks(chain: LLMChain) -> list[ChainCallbackHandler]:
+    """The chain's handlers, checked to be synchronous.
+
+    Raises:
+        TypeError: a handler is an ``AsyncChainCallbackHandler``.
+    """
+    handlers: list[ChainCallbackHandler] = []
+    for handler in chain.callbacks:
+        if not isinstance(handler, ChainCallbackHandler):
+            raise TypeError(
+                f"{handler!r} is an AsyncChainCallbackHandler: LLMChain.run() calls "
+                f"handlers synchronously; use 'await chain.arun()' instead"
+            )
+        handlers.append(handler)
+    return handlers
+
+
+def _completion(op: Complete) -> Fire:
+    return fire(ChainCallbackHandler.on_run_complete, op.chain, op.result)
+
+
+def drive_sync(chain: LLMChain, run: Run, steps: Steps[RunResult]) -> RunResult:
+    """Perform a run's operations synchronously and return its result.
+
+    Raises:
+        Exception: what a handler raised in ``on_error`` (nothing else).
+    """
+    callbacks = sync_callbacks(chain)
+    each = [HandlerWithoutInvocation.wrap(h) for h in callbacks]
+    handlers = CompositeChainHandler(each)
+    pre = CompositeChainHandler(callbacks)
+
+    def complete(op: Complete) -> tuple[int, HandlerFault] | None:
+        for index, handler in enumerate(each):
+            try:
+                deliver_sync(handler, _completion(op))
+            except HandlerFault as fault:
+                return index, fault
+        return None
+
+    def attempt(op: Stream) -> tuple[ChatResponse, BridgeState]:
+        # In the attempt's own context: what on_llm_call_start sets is seen by the
+        # model's code and by nothing after the attempt.
+        deliver_sync(pre, op.start)
+        state = BridgeState(run)
+        try:
+            response = op.model.stream(op.request, SyncBridge(state, handlers))
+        except (LangHooksError, HandlerFault):
+            raise
+        except Exception as exc:
+            raise model_failure(op.model, exc) from exc
+        return checked_response(op.model, response), state
+
+    def perform(op: Op) -> Any:
+        if isinstance(op, Fire):
+            if not op.skip:
+                return deliver_sync(handlers, op)
+            for handler in each[op.skip :]:
+                deliver_sync(handler, op)
+            return None
+        if isinstance(op, Complete):
+            return complete(op)
+        if isinstance(op, Stream):
+            return contextvars.copy_context().run(attempt, op)
+        if isinstance(op, Sleep):
+            run.policy.sleep(op.seconds)
+            return None
+        return execute_sync(run, pre, op.planned, parallel=op.parallel)
+
+    return _drive(steps, perform)
+
+
+def _drive(steps: Steps[RunResult], perform: Callable[[Op], Any]) -> RunResult:
+    sent: Any = None
+    thrown: Exception | None = None
+    while True:
+        try:
+            op = steps.send(sent) if thrown is None else steps.throw(thrown)
+        except StopIteration as stop:
+            result: RunResult = stop.value
+            return result
+        except HandlerFault as fault:
+            raise fault.original from None
+        sent, thrown = None, None
+        try:
+            sent = perform(op)
+        except (LangHooksError, HandlerFault) as exc:
+            thrown = exc
+
+
+async def drive_async(chain: LLMChain, run: Run, steps: Steps[RunResult]) -> RunResult:
+    """Perform a run's operations with ``await`` and return its result.
+
+    Raises:
+        Exception: what a handler raised in ``on_error`` (nothing else).
+    """
+    each = [HandlerWithoutInvocation.wrap(h) for h in chain.callbacks]
+    handlers = AsyncCompositeChainHandler(each)
+    pre = AsyncCompositeChainHandler(chain.callbacks)
+    sync_only = all(isinstance(h, ChainCallbackHandler) for h in chain.callbacks)
+    pre_sync = CompositeChainHandler(sync_callbacks(chain)) if sync_only else None
+
+    async def complete(op: Complete) -> tuple[int, HandlerFault] | None:
+        for index, handler in enumerate(each):
+            try:
+                await deliver_async(handler, _completion(op))
+            except HandlerFault as fault:
+                return index, fault
+        return None
+
+    async def attempt(op: Stream) -> tuple[ChatResponse, BridgeState]:
+        await deliver_async(pre, op.start)
+        state = BridgeState(run)
+        try:
+            response = await op.model.astream(op.request, AsyncBridge(state, handlers))
+        except (LangHooksError, HandlerFault):
+            raise
+        except Exception as exc:
+            raise model_failure(op.model, exc) from exc
+        return checked_response(op.model, response), state
+
+    async def perform(op: Op) -> Any:
+        if isinstance(op, Fire):
+            if not op.skip:
+                return await deliver_async(handlers, op)
+            for handler in each[op.skip :]:
+                await deliver_async(handler, op)
+            return None
+        if isinstance(op, Complete):
+            return await complete(op)
+        if isinstance(op, Stream):
+            # A task of its own copies the context, as for a tool call.
+            return await asyncio.create_task(attempt(op))
+        if isinstance(op, Sleep):
+            await run.policy.async_sleep(op.seconds)
+            return None
+        return await execute_async(run, pre, pre_sync, op.planned, parallel=op.parallel)
+
+    sent: Any = None
+    thrown: Exception | None = None
+    while True:
+        try:
+            op = steps.send(sent) if thrown is None else steps.throw(thrown)
+        except StopIteration as stop:
+            result: RunResult = stop.value
+            return result
+        except HandlerFault as fault:
+            raise fault.original from None
+        sent, thrown = None, None
+        try:
+            sent = await perform(op)
+        except (LangHooksError, HandlerFault) as exc:
+            thrown = exc

@@ -1,0 +1,219 @@
+"""The operations a run yields, and how a chain event is named and delivered.
+
+A run is a generator (``_run.Run``) that yields these operations and receives their
+results; the drivers in ``_drive`` perform them. Every chain event goes through
+``fire``, which takes the interface method itself, so the type checker checks each
+firing site's arguments against the event's signature, and "find usages" of an
+event method lands on the places that fire it::
+
+    yield fire(ChainCallbackHandler.on_tool_execution_completed, chain, call, result)
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeAlias, TypeVar, final
+
+import attrs
+
+from .._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
+from .._messages import LangHooksError, Tool, ToolCall
+from ._tool_results import describe
+
+if TYPE_CHECKING:
+    from ..models._base import ChatModel, ChatRequest
+    from ._chain import LLMChain, RunResult
+
+__all__ = [
+    "Complete",
+    "Execute",
+    "Fire",
+    "GiveUp",
+    "HandlerFault",
+    "Op",
+    "Outcome",
+    "Planned",
+    "Sleep",
+    "Steps",
+    "Stream",
+    "deliver_async",
+    "deliver_sync",
+    "fire",
+    "handler_error",
+]
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+@final
+@attrs.frozen
+class Fire:
+    """Deliver a chain event to the (invocation-free) handlers; build with ``fire``.
+
+    ``skip`` leaves out the chain's first handlers (those that already ended the
+    run with ``on_run_complete``).
+    """
+
+    name: str
+    args: tuple[Any, ...]
+    skip: int = 0
+
+
+def fire(
+    event: Callable[Concatenate[ChainCallbackHandler, _P], object],
+    /,
+    *args: _P.args,
+    **kwargs: _P.kwargs,
+) -> Fire:
+    """The operation that delivers ``event`` with ``args`` to every handler.
+
+    Args:
+        event: the interface method, such as
+            ``ChainCallbackHandler.on_tool_execution_completed``; the async
+            interface's twin is called under ``arun``.
+        *args: the event's arguments, checked against its signature.
+        **kwargs: none: event parameters are positional-only.
+
+    Returns:
+        The ``Fire`` operation.
+
+    Raises:
+        TypeError: keyword arguments were given.
+    """
+    if kwargs:
+        raise TypeError(
+            f"{event.__name__} takes positional arguments only, got {sorted(kwargs)}"
+        )
+    return Fire(event.__name__, args)
+
+
+@final
+@attrs.frozen
+class Complete:
+    """Deliver ``on_run_complete`` handler by handler.
+
+    The result is None, or ``(index, fault)`` for the handler that raised: the
+    ones before it received the event, the ones after it did not.
+    """
+
+    chain: LLMChain
+    result: RunResult
+
+
+@final
+@attrs.frozen
+class Stream:
+    """One model attempt: in its own copy of the context, deliver ``start``
+    (``on_llm_call_start``) there, then stream the call; the result is
+    ``(response, bridge state)``.
+
+    What ``start`` sets in a context variable (the current tracing span) is seen
+    by the model's code during this attempt and by nothing after it.
+    """
+
+    model: ChatModel
+    request: ChatRequest
+    start: Fire
+
+
+@final
+@attrs.frozen
+class Sleep:
+    """Wait before a retry."""
+
+    seconds: float
+
+
+@final
+@attrs.frozen
+class Planned:
+    """A call that will run, with its tool."""
+
+    call: ToolCall
+    tool: Tool
+
+
+@final
+@attrs.frozen
+class Execute:
+    """Run tool calls: in workers when ``parallel``; the result is ``Outcome``s."""
+
+    planned: tuple[Planned, ...]
+    parallel: bool
+
+
+Op: TypeAlias = Fire | Complete | Stream | Sleep | Execute
+Steps: TypeAlias = Generator[Op, Any, _T]
+
+
+@final
+@attrs.frozen
+class Outcome:
+    """What running one tool produced: a value, an exception or a handler fault."""
+
+    value: object = None
+    exception: Exception | None = None
+    fault: HandlerFault | None = None
+
+
+@final
+class HandlerFault(Exception):
+    """A chain handler raised; carries the original exception out of the loop."""
+
+    def __init__(self, event: str, original: Exception) -> None:
+        super().__init__(event, original)
+        self.event = event
+        self.original = original
+
+
+@final
+class GiveUp(Exception):
+    """The run cannot go on; ``on_error(error)`` ends it."""
+
+    def __init__(self, error: LangHooksError) -> None:
+        super().__init__(error)
+        self.error = error
+
+
+def handler_error(fault: HandlerFault) -> LangHooksError:
+    """The "handler_error" a handler fault ends a run with."""
+    return LangHooksError(
+        "handler_error",
+        f"a chain handler's {fault.event} raised {describe(fault.original)}",
+        original=fault.original,
+    )
+
+
+def deliver_sync(handlers: ChainCallbackHandler, event: Fire | None) -> Any:
+    """Call ``event`` on ``handlers`` (nothing for None) and return its answer.
+
+    Raises:
+        HandlerFault: the handler raised.
+    """
+    if event is None:
+        return None
+    try:
+        return getattr(handlers, event.name)(*event.args)
+    except Exception as exc:
+        raise HandlerFault(event.name, exc) from exc
+
+
+async def deliver_async(
+    handlers: AsyncChainCallbackHandler | ChainCallbackHandler, event: Fire | None
+) -> Any:
+    """The async twin of ``deliver_sync``; a sync handler is called inline.
+
+    Raises:
+        HandlerFault: the handler raised.
+    """
+    if event is None:
+        return None
+    try:
+        answer = getattr(handlers, event.name)(*event.args)
+        if inspect.isawaitable(answer):
+            answer = await answer
+    except Exception as exc:
+        raise HandlerFault(event.name, exc) from exc
+    return answer
