@@ -34,6 +34,7 @@ from ._redis_store import RedisRunStore
 from ._redis_wire import (
     EVENT_FIELD,
     RECORD_FIELD,
+    block_step,
     check_sync_client,
     ends_run,
     run_key,
@@ -200,9 +201,10 @@ class RedisBackend:
 
     async def read(self, run_id: str, after: str | None, timeout: float) -> list[Entry]:
         """The entries after ``after``, blocking up to ``timeout`` seconds."""
-        return await self._call(
-            self._read, run_id, after, max(1, round(timeout * 1000))
-        )
+        # Not longer than the client's socket timeout allows (an earlier return
+        # only makes the next heartbeat come sooner).
+        block_ms = block_step(self._client, max(1, round(timeout * 1000)))
+        return await self._call(self._read, run_id, after, block_ms)
 
     def _ended(self, run_id: str, after: str) -> bool:
         last: Any = self._client.xrevrange(run_key(self._prefix, run_id), count=1)

@@ -133,6 +133,24 @@ class TestRunsOnRedis:
                 if item.get("comment") == "heartbeat":
                     break
 
+    def test_a_heartbeat_longer_than_the_socket_timeout_still_works(
+        self, prefix: str
+    ) -> None:
+        """An idle stream's reads stay within the client's socket timeout."""
+        client = redis.Redis(host="127.0.0.1", port=6379, socket_timeout=1.0)
+        agent = demo_agent(lambda: DemoModel(0.0))
+        app = create_app(redis=client, prefix=prefix, agent=agent, heartbeat=3.0)
+        try:
+            with serving(app) as base:
+                run_id = start(base, QUESTION)
+                wait_state(base, run_id, "interrupted")
+                url = f"{base}runs/{run_id}/events"
+                with httpx.stream("GET", url, timeout=30) as answer:
+                    comments = (e for e in sse(answer.iter_lines()) if "comment" in e)
+                    assert next(comments) == {"comment": "heartbeat"}
+        finally:
+            client.close()
+
     def test_a_malformed_last_event_id_is_400(self, url: str) -> None:
         """Last-Event-ID must be a Redis stream id."""
         run_id = start(url, QUESTION)
