@@ -246,8 +246,9 @@ class RedisBackend:
 
     async def _first_run(self, chain: LLMChain) -> None:
         result: RunResult = await chain.arun()
-        if result.status == "interrupted":
-            await self._call(self._store.save, result.chain)
+        # Saved however it ended, as RedisRunStore.resume does: an interrupted run
+        # can then be resumed by any process, a finished one is refused.
+        await self._call(self._store.save, result.chain)
 
     async def resume(
         self,
