@@ -248,6 +248,8 @@ class _WebApp:
                 yield ": heartbeat\n\n"
                 continue
             for entry in entries:
+                if entry.hidden:
+                    continue
                 yield f"id: {entry.id}\nevent: {entry.event}\ndata: {entry.data}\n\n"
                 if entry.ends:
                     return

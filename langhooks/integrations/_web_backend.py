@@ -57,12 +57,15 @@ class Entry:
         event: the handler method name.
         data: the record, encoded with ``langhooks.codec``, as JSON text.
         ends: this record ends the run for good.
+        hidden: not sent (not a record, or a repeat of one); it only moves the
+            reader past it.
     """
 
     id: str
     event: str
     data: str
     ends: bool = False
+    hidden: bool = False
 
 
 @final

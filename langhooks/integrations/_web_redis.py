@@ -29,6 +29,7 @@ from .. import codec
 from .._chain_callbacks import ChainCallbackHandler
 from .._messages import LangHooksError
 from ..events import EventRecord
+from ._redis_follow import _Entries
 from ._redis_publisher import RedisEventPublisher
 from ._redis_store import RedisRunStore
 from ._redis_wire import (
@@ -182,22 +183,33 @@ class RedisBackend:
         return await self._call(self._runs)
 
     def _read(self, run_id: str, after: str | None, block_ms: int) -> list[Entry]:
+        client = self._client
         key = run_key(self._prefix, run_id)
-        answer: Any = self._client.xread(
-            {key: after or "0-0"}, count=_COUNT, block=block_ms
-        )
-        entries = [entry for _, stream in answer for entry in stream]
-        # An entry that carries no langhooks record is not this app's to show.
+        # A batch redis-py retried after a timeout can be in the stream twice:
+        # follow's dedup (by publisher and seq) drops the repeats, knowing the
+        # record the reader saw last.
+        once = _Entries()
+        if after is not None:
+            seen: Any = client.xrange(key, after, after, count=1)
+            for entry_id, fields in seen:
+                self._entry(once, entry_id, fields)
+        answer: Any = client.xread({key: after or "0-0"}, count=_COUNT, block=block_ms)
         return [
-            Entry(
-                id=text(entry_id),
-                event=_event(fields),
-                data=text(record),
-                ends=ends_run(fields),
-            )
-            for entry_id, fields in entries
-            if (record := _field(fields, RECORD_FIELD)) is not None
+            self._entry(once, entry_id, fields)
+            for _, stream in answer
+            for entry_id, fields in stream
         ]
+
+    @staticmethod
+    def _entry(once: _Entries, entry_id: Any, fields: Any) -> Entry:
+        record = _field(fields, RECORD_FIELD)
+        # Something else written to a run's stream is not this app's to show.
+        fresh = None if record is None else once.entry(entry_id, fields)
+        if fresh is None:
+            return Entry(id=text(entry_id), event="", data="", hidden=True)
+        return Entry(
+            id=fresh.id, event=_event(fields), data=text(record), ends=fresh.ends_run
+        )
 
     async def read(self, run_id: str, after: str | None, timeout: float) -> list[Entry]:
         """The entries after ``after``, blocking up to ``timeout`` seconds."""

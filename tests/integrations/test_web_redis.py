@@ -18,6 +18,7 @@ import redis
 from langhooks import LangHooksError, Message, ToolContext
 from langhooks.chain import LLMChain, Tool
 from langhooks.chain._demo import QUESTION, SYSTEM, WEATHER_TOOL, ApprovalGate
+from langhooks.integrations._redis_wire import text
 from langhooks.integrations._serve_cli import DemoModel, demo_agent
 from langhooks.integrations.redis import RedisEventPublisher
 from langhooks.integrations.web import create_app
@@ -216,6 +217,47 @@ class TestRunsOnRedis:
                 seen.append(item)
         assert "note" not in json.dumps(seen)
         assert seen[-1]["event"] == "on_run_complete"
+
+
+def until_heartbeat(url: str, last_id: str | None = None) -> list[dict[str, str]]:
+    """The events a stream sends before its first heartbeat."""
+    headers = {} if last_id is None else {"Last-Event-ID": last_id}
+    seen: list[dict[str, str]] = []
+    with httpx.stream("GET", url, headers=headers, timeout=30) as answer:
+        for item in sse(answer.iter_lines()):
+            if item.get("comment") == "heartbeat":
+                return seen
+            if "event" in item:
+                seen.append(item)
+    raise AssertionError("the stream ended")
+
+
+class TestRepeats:
+    def test_a_repeated_batch_is_sent_once(
+        self, url: str, client: redis.Redis, prefix: str
+    ) -> None:
+        """Records in the stream twice (a batch redis-py retried) are sent once, also
+        to a reader that reconnects after the originals."""
+        run_id = start(url, QUESTION)
+        wait_state(url, run_id, "interrupted")
+        key = f"{prefix}run:{run_id}"
+        originals: Any = client.xrange(key)
+        for _, fields in originals[-3:]:
+            client.xadd(key, fields)
+        events_url = f"{url}runs/{run_id}/events"
+        assert len(until_heartbeat(events_url)) == len(originals)
+        last = originals[-1][0].decode()
+        assert until_heartbeat(events_url, last) == []
+
+    def test_a_reader_placed_after_a_foreign_entry_goes_on(
+        self, url: str, client: redis.Redis, prefix: str
+    ) -> None:
+        """A Last-Event-ID naming an entry that is not a record is only a position."""
+        run_id = start(url, QUESTION)
+        wait_state(url, run_id, "interrupted")
+        foreign = client.xadd(f"{prefix}run:{run_id}", {"note": "not a record"})
+        events_url = f"{url}runs/{run_id}/events"
+        assert until_heartbeat(events_url, text(foreign)) == []
 
 
 class TestRunsOfOtherProcesses:
