@@ -36,9 +36,12 @@ logger: Final = logging.getLogger("langhooks")
 Overflow: TypeAlias = Literal["block", "drop_oldest"]
 
 # Events whose caller needs what the handler does, now: a review's decision, and the
-# per-thread state ``on_tool_pre_execution`` applies in the tool's own thread. They
-# run inline, after everything queued before them was delivered.
-_INLINE: Final = frozenset({"on_tool_call_review", "on_tool_pre_execution"})
+# context ``on_llm_call_start`` and ``on_tool_pre_execution`` set up for the model
+# attempt or the tool that runs next (a current span, per-thread state). They run
+# inline, after everything queued before them was delivered.
+_INLINE: Final = frozenset(
+    {"on_tool_call_review", "on_llm_call_start", "on_tool_pre_execution"}
+)
 
 # How long, at interpreter exit, the workers of handlers nobody closed may take to
 # deliver what is still queued.

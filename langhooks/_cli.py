@@ -41,7 +41,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="langhooks", description="Observe and steer LLM streams and chains."
     )
     parser.add_argument("--version", action="version", version=__version__)
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, summary) in _COMMANDS.items():
         command = commands.add_parser(name, help=summary, description=summary)
         importlib.import_module(module).add_arguments(command)
@@ -54,7 +54,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns:
         The exit status.
     """
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:  # bare `langhooks`: say what it can do
+        parser.print_help()
+        return 0
     module, _ = _COMMANDS[args.command]
     status: int = importlib.import_module(module).run(args)
     return status

@@ -267,8 +267,10 @@ def iterate_stream(
     try:
         yield _StreamIterator(handoff)
     finally:
-        handle.cancel()
+        # Leave first: cancel() waits for a callback in progress, and the stream's
+        # may be waiting in put() for room only leave() makes.
         handoff.leave()
+        handle.cancel()
         thread.join()
 
 

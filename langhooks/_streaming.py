@@ -54,10 +54,15 @@ class StreamingHandle:
     arrives; otherwise every partial's context carries the stream's handle.
     """
 
-    __slots__ = ("_callbacks", "_cancelled", "_lock")
+    __slots__ = ("_callbacks", "_cancelled", "_delivery", "_lock")
 
     def __init__(self) -> None:
         self._lock: Final = threading.Lock()
+        # Held by the thread that delivers the stream's events while it checks
+        # this handle and runs a callback: cancel() takes it too, so it never
+        # returns while a callback is running or about to begin. Re-entrant: a
+        # callback may cancel its own stream.
+        self._delivery: Final = threading.RLock()
         self._cancelled = False
         self._callbacks: list[Callable[[], object]] = []
 
@@ -69,13 +74,20 @@ class StreamingHandle:
     def cancel(self) -> None:
         """Stop the stream: no further callback, the connection is closed.
 
+        Once ``cancel()`` returns, no handler callback of the stream begins, the
+        terminal ones included. Called from another thread while a callback is
+        running, it first waits for that callback to return (so a callback must
+        not wait for a thread that may cancel its stream); called from inside a
+        callback, it returns at once and nothing is called after that callback.
+        A stream whose ``on_complete_response`` has begun stays complete.
+
         Idempotent and thread-safe; the callbacks registered with
         ``add_cancel_callback`` run once, on the first call, in this thread. A
         callback that raises is logged with its traceback on the ``langhooks``
         logger and the others still run: one failing callback must not leave a
         connection open.
         """
-        with self._lock:
+        with self._delivery, self._lock:
             if self._cancelled:
                 return
             self._cancelled = True

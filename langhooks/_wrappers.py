@@ -633,8 +633,10 @@ class CoalescingDeltas(_Wrapper):
         """
         if not isinstance(self._langhooks_inner, AsyncStreamingChatResponseHandler):
             raise TypeError("aflush() is for async handlers: call flush() instead")
-        if self._buffer.chunks:
-            await _deliver_async(self._langhooks_inner, *self._buffer.take())
+        with self._lock:
+            waiting = self._buffer.take() if self._buffer.chunks else None
+        if waiting is not None:
+            await _deliver_async(self._langhooks_inner, *waiting)
 
 
 # Delivery is called only with text waiting, so ``context`` is the last partial's.
@@ -739,26 +741,42 @@ def _coalescing_async(
     max_chars: int,
     max_interval: float | None,
 ) -> Callable[..., Any]:
-    buffer, inner = wrapper._buffer, wrapper._langhooks_inner
+    buffer, lock, inner = wrapper._buffer, wrapper._lock, wrapper._langhooks_inner
+    # Concurrent streams may share the wrapper: another stream's task can fill the
+    # buffer while this one awaits a delivery, so each check is made again after
+    # an await, and the check and the buffering happen with no await between them
+    # (under the lock, for streams on other threads' loops; never held across an
+    # await).
     if name in _PARTIALS:
         kind: _Kind = "text" if name == "on_partial_response" else "thinking"
 
         async def partial(part: Any, context: Any) -> None:
             handle = context.handle
-            if buffer.chunks and (
-                buffer.kind != kind or buffer.context.handle is not handle
-            ):
-                await _deliver_async(inner, *buffer.take())
-            if handle.is_cancelled:
-                return  # (the handler may have cancelled just now)
-            if _buffered(buffer, kind, part.text, context, max_chars, max_interval):
-                await _deliver_async(inner, *buffer.take())
+            while True:
+                with lock:
+                    if buffer.chunks and (
+                        buffer.kind != kind or buffer.context.handle is not handle
+                    ):
+                        waiting = buffer.take()
+                    else:
+                        if handle.is_cancelled:
+                            return  # (the handler may have cancelled just now)
+                        if not _buffered(
+                            buffer, kind, part.text, context, max_chars, max_interval
+                        ):
+                            return
+                        due = buffer.take()
+                        break
+                await _deliver_async(inner, *waiting)
+            await _deliver_async(inner, *due)
 
         return partial
 
     async def other(*args: Any) -> Any:
-        if buffer.chunks:
-            kind, text, context = buffer.take()
+        with lock:
+            waiting = buffer.take() if buffer.chunks else None
+        if waiting is not None:
+            kind, text, context = waiting
             handle = context.handle
             if not handle.is_cancelled:  # (as in the sync version)
                 await _deliver_async(inner, kind, text, context)

@@ -142,6 +142,10 @@ class Reviewer(ChainCallbackHandler):
     def on_tool_pre_execution(self, chain: Any, call: ToolCall, tool: Tool) -> None:
         self.seen.append(f"pre {threading.current_thread().name}")
 
+    @override
+    def on_llm_call_start(self, chain: Any, model: Any, request: Any) -> None:
+        self.seen.append(f"call start {threading.current_thread().name}")
+
 
 class AsyncReviewer(AsyncChainCallbackHandler):
     """The async twin of ``Reviewer``."""
@@ -517,6 +521,15 @@ class TestInline:
                 CHAIN, ToolCall(call_id="1", name="boom"), TOOL, ReviewContext()
             )
         assert wrapper.error_count == 0
+        wrapper.close()
+
+    def test_llm_call_start_runs_in_the_callers_thread(self) -> None:
+        """on_llm_call_start runs inline, in the model attempt's own context."""
+        handler = Reviewer()
+        wrapper = in_background(handler)
+        model = ScriptedChatModel([])
+        wrapper.on_llm_call_start(CHAIN, model, ChatRequest([Message.user("hi")]))
+        assert handler.seen == [f"call start {threading.current_thread().name}"]
         wrapper.close()
 
     def test_pre_execution_runs_in_the_callers_thread(self) -> None:

@@ -29,3 +29,13 @@ class TestVersion:
         )
         assert completed.returncode == 0
         assert completed.stdout.strip() == langhooks.__version__
+
+
+class TestBareCommand:
+    def test_lists_the_commands(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """Bare ``langhooks`` lists its commands with what each does; exit 0."""
+        assert main([]) == 0
+        out = capsys.readouterr().out
+        assert "demo " in out
+        assert "replay " in out
+        assert "show the handler events a recorded provider stream produces" in out

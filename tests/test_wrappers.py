@@ -1162,3 +1162,46 @@ def test_handler_of_two_interfaces() -> None:
         wrapped.on_error(ERROR)
         wrapped.on_error(CHAIN, ERROR)
     assert seen == [(1, None), (2, None)]
+
+
+class TestCoalescingDeltasSharedByStreams:
+    """One async CoalescingDeltas shared by concurrent streams keeps them apart."""
+
+    async def test_concurrent_streams_are_never_joined(self) -> None:
+        """Each delivered partial holds the text of one stream, with its handle."""
+
+        class Log(AsyncStreamingChatResponseHandler):
+            def __init__(self) -> None:
+                self.delivered: list[tuple[str, StreamingHandle]] = []
+
+            @override
+            async def on_partial_response(
+                self, partial: PartialResponse, context: PartialResponseContext
+            ) -> None:
+                await asyncio.sleep(0)  # another stream's task runs meanwhile
+                self.delivered.append((partial.text, context.handle))
+
+        inner = Log()
+        handler = CoalescingDeltas(inner, max_chars=7, max_interval=None)
+        handles = {"a": StreamingHandle(), "b": StreamingHandle()}
+
+        async def stream(name: str) -> None:
+            for i in range(200):
+                await handler.on_partial_response(
+                    PartialResponse(text=f"{name}{i} "),
+                    PartialResponseContext(handle=handles[name]),
+                )
+                await asyncio.sleep(0)  # as a stream awaits its next bytes
+                if i % 7 == 0:
+                    await handler.on_unmapped_raw_event(name)
+            await handler.aflush()
+
+        await asyncio.gather(stream("a"), stream("b"))
+        await handler.aflush()
+        for name, handle in handles.items():
+            mine = [text for text, h in inner.delivered if h is handle]
+            words = "".join(mine).split()
+            assert words == [f"{name}{i}" for i in range(200)]
+        for text, handle in inner.delivered:
+            name = "a" if handle is handles["a"] else "b"
+            assert all(word.startswith(name) for word in text.split())

@@ -13,9 +13,9 @@ from typing_extensions import override
 
 from .._messages import LangHooksError, Message, Tool
 from ._base import ChatRequest
-from ._openai import tool_schema
 from ._sdk import SDKChatModel
-from ._transport import mapping_items, require
+from ._tool_schema import tool_schema
+from ._transport import mapping_items, require, sdk_http_client
 
 __all__ = ["AnthropicChatModel", "anthropic_messages", "anthropic_tools"]
 
@@ -171,7 +171,12 @@ class AnthropicChatModel(SDKChatModel):
     def _new_clients(self, options: dict[str, Any]) -> tuple[Any, Any]:
         anthropic = require("anthropic", "anthropic")
         try:
-            return anthropic.Anthropic(**options), anthropic.AsyncAnthropic(**options)
+            return (
+                anthropic.Anthropic(**options, http_client=sdk_http_client(anthropic)),
+                anthropic.AsyncAnthropic(
+                    **options, http_client=sdk_http_client(anthropic, True)
+                ),
+            )
         except anthropic.AnthropicError as exc:  # pragma: no cover - see below
             # Older SDKs refuse a missing key here; current ones defer it to the
             # first request, where it becomes a non-retryable stream_error that

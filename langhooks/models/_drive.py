@@ -11,10 +11,12 @@ driver turns events into handler calls through the format's pure adapter
 - exactly one terminal call (``on_complete_response`` or ``on_error``) and nothing
   after it;
 - after ``handle.cancel()``, no callback at all, and ``finish`` returns the
-  partial response with message status ``"cancelled"`` (a cancel from another
-  thread is seen before the next callback; one that lands while ``finish`` is
-  already completing is too late, and the response stays complete, as the
-  handler was told);
+  partial response with message status ``"cancelled"``. The driver holds the
+  handle's delivery lock while it checks the handle and runs callbacks, and
+  ``cancel()`` takes it: a cancel from another thread waits for the callback in
+  progress, and once it returned no callback begins. One that lands after
+  ``on_complete_response`` began is too late: the response stays complete, as
+  the handler was told;
 - nothing but ``LangHooksError`` escapes ``feed``/``finish``/``fail``, except an
   exception raised by the handler itself, which propagates unchanged (the driver
   then calls nothing more);
@@ -181,6 +183,12 @@ class _Driver:
                 methods[name] = None
         self._methods: Final = methods
 
+    def _use_adapter(self, adapter: StreamAdapter) -> None:
+        """Take ``adapter``'s actions instead of the format's adapter's, before the
+        first event: ``ScriptedChatModel``'s turns are no wire format, but they are
+        delivered, assembled and cancelled by the same driver."""
+        self._adapter = adapter
+
     def _add_metadata(self, metadata: Mapping[str, Any]) -> None:
         """Add response details learnt after the driver was made (the headers)."""
         self._metadata.update(metadata)
@@ -271,12 +279,12 @@ class _Driver:
 
     def _accept(self, action: Action) -> _Call | None:
         """Record ``action`` in the response; the handler call it needs, if any."""
-        kind = action[0]
         methods = self._methods
-        if kind is TEXT or kind is THINKING:
-            text: str = action[1]
-            self._append("text" if kind is TEXT else "thinking", text)
-            if kind is TEXT:
+        if action[0] is TEXT or action[0] is THINKING:
+            text = action[1]
+            is_text = action[0] is TEXT
+            self._append("text" if is_text else "thinking", text)
+            if is_text:
                 method = methods["on_partial_response"]
                 if method is None:
                     return None
@@ -293,7 +301,7 @@ class _Driver:
                 (PartialThinking(text=text), self._thinking_context),
                 method[1],
             )
-        if kind is TOOL_PARTIAL:
+        if action[0] is TOOL_PARTIAL:
             method = methods["on_partial_tool_call"]
             if method is None:
                 return None
@@ -304,8 +312,8 @@ class _Driver:
                 partial_arguments=action[4],
             )
             return (method[0], (partial, self._tool_context), method[1])
-        if kind is TOOL_COMPLETE:
-            call: ToolCall = action[1]
+        if action[0] is TOOL_COMPLETE:
+            call = action[1]
             self._tool_calls.append(call)
             method = methods["on_complete_tool_call"]
             if method is None:
@@ -412,40 +420,49 @@ class StreamDriver(_Driver):
             return False
         actions = self._actions(event)
         handle = self.handle
-        if isinstance(actions, LangHooksError):
-            if handle.is_cancelled:
-                self._state = _CANCELLED
-                return False
-            self._fail(actions)
-        # The hot path (a text chunk) is inlined; everything else goes through
-        # _accept. The handle is checked before every call, since a callback or
-        # another thread may cancel at any moment.
-        on_text = self._on_text
+        # The handle's delivery lock is held while the handle is checked and the
+        # callbacks run: a cancel() from another thread waits for the callback in
+        # progress, and none begins after it returned. (``_cancelled``: the slot,
+        # as the property costs several times as much on this hot path.)
+        delivery = handle._delivery
+        delivery.acquire()
         try:
-            for action in actions:
-                if handle.is_cancelled:
+            if isinstance(actions, LangHooksError):
+                if handle._cancelled:
                     self._state = _CANCELLED
                     return False
-                if action[0] is TEXT:
-                    text = action[1]
-                    if self._last_kind == "text" and self._loose < _COMPACT_AT - 1:
-                        self._last_pieces.append(text)
-                        self._loose += 1
-                    else:
-                        self._append("text", text)
-                    if on_text is not None:
-                        # The adapter gave a non-empty str: no second check.
-                        on_text(trusted_partial_response(text), self._text_context)
-                    continue
-                call = self._accept(action)
-                if call is not None:
-                    call[0](*call[1])
-        except BaseException:
-            self._state = _BROKEN
-            raise
-        if handle.is_cancelled:
-            self._state = _CANCELLED
-            return False
+                self._fail(actions)
+            # The hot path (a text chunk) is inlined; everything else goes
+            # through _accept. The handle is checked before every call, since a
+            # callback may cancel at any moment.
+            on_text = self._on_text
+            try:
+                for action in actions:
+                    if handle._cancelled:
+                        self._state = _CANCELLED
+                        return False
+                    if action[0] is TEXT:
+                        text = action[1]
+                        if self._last_kind == "text" and self._loose < _COMPACT_AT - 1:
+                            self._last_pieces.append(text)
+                            self._loose += 1
+                        else:
+                            self._append("text", text)
+                        if on_text is not None:
+                            # The adapter gave a non-empty str: no second check.
+                            on_text(trusted_partial_response(text), self._text_context)
+                        continue
+                    call = self._accept(action)
+                    if call is not None:
+                        call[0](*call[1])
+            except BaseException:
+                self._state = _BROKEN
+                raise
+            if handle._cancelled:
+                self._state = _CANCELLED
+                return False
+        finally:
+            delivery.release()
         if self._adapter.done:
             self._state = _ENDED
             return False
@@ -463,15 +480,16 @@ class StreamDriver(_Driver):
                 (``stream_error``; ``on_error`` called once), or the stream had
                 already failed.
         """
-        settled = self._settled()
-        if settled is not None:
-            return settled
-        if self._state == _OPEN:
-            self._fail(self._truncated())
-        response, method = self._complete()
-        if method is not None:
-            method[0](response)
-        return response
+        with self.handle._delivery:
+            settled = self._settled()
+            if settled is not None:
+                return settled
+            if self._state == _OPEN:
+                self._fail(self._truncated())
+            response, method = self._complete()
+            if method is not None:
+                method[0](response)
+            return response
 
     def fail(self, error: LangHooksError) -> NoReturn:
         """Report a transport failure the caller saw, and raise it.
@@ -483,8 +501,9 @@ class StreamDriver(_Driver):
         Raises:
             LangHooksError: ``error``, always.
         """
-        if self._state in (_OPEN, _ENDED) and not self.handle.is_cancelled:
-            self._fail(error)
+        with self.handle._delivery:
+            if self._state in (_OPEN, _ENDED) and not self.handle.is_cancelled:
+                self._fail(error)
         raise error
 
     def _fail(self, error: LangHooksError) -> NoReturn:
@@ -520,6 +539,11 @@ class AsyncStreamDriver(_Driver):
         if self._state != _OPEN:
             return False
         actions = self._actions(event)
+        with self.handle._delivery:
+            return await self._deliver(actions)
+
+    async def _deliver(self, actions: list[Action] | LangHooksError) -> bool:
+        # Holding the handle's delivery lock, as StreamDriver._deliver does.
         handle = self.handle
         if isinstance(actions, LangHooksError):
             if handle.is_cancelled:
@@ -549,22 +573,24 @@ class AsyncStreamDriver(_Driver):
 
     async def finish(self) -> ChatResponse:
         """End of input; see ``StreamDriver.finish``."""
-        settled = self._settled()
-        if settled is not None:
-            return settled
-        if self._state == _OPEN:
-            await self._fail(self._truncated())
-        response, method = self._complete()
-        if method is not None:
-            result = method[0](response)
-            if method[1]:
-                await result
-        return response
+        with self.handle._delivery:
+            settled = self._settled()
+            if settled is not None:
+                return settled
+            if self._state == _OPEN:
+                await self._fail(self._truncated())
+            response, method = self._complete()
+            if method is not None:
+                result = method[0](response)
+                if method[1]:
+                    await result
+            return response
 
     async def fail(self, error: LangHooksError) -> NoReturn:
         """Report a transport failure and raise it; see ``StreamDriver.fail``."""
-        if self._state in (_OPEN, _ENDED) and not self.handle.is_cancelled:
-            await self._fail(error)
+        with self.handle._delivery:
+            if self._state in (_OPEN, _ENDED) and not self.handle.is_cancelled:
+                await self._fail(error)
         raise error
 
     async def _fail(self, error: LangHooksError) -> NoReturn:

@@ -173,8 +173,9 @@ def parse_ratelimit(headers: Mapping[str, str]) -> dict[str, object]:
     ``anthropic-ratelimit-input-tokens-remaining`` becomes
     ``input_tokens_remaining``, and Anthropic's RFC 3339 ``*-reset`` timestamps
     are kept as given. Priority-tier headers keep a ``priority_`` prefix. A value
-    that does not parse is kept as the string. ``retry_after`` (seconds) is added
-    when ``retry-after`` or ``retry-after-ms`` is present.
+    that does not parse is kept as the string: a malformed header is never fatal.
+    ``retry_after`` (seconds) is added when ``retry-after`` or ``retry-after-ms``
+    is present.
 
     Args:
         headers: response headers (any case).
@@ -201,7 +202,7 @@ def parse_ratelimit(headers: Mapping[str, str]) -> dict[str, object]:
         key = f"{prefix}{resource.replace('-', '_')}_{kind}"
         text = value.strip()
         if kind != "reset":
-            parsed[key] = int(text) if text.isdigit() else text
+            parsed[key] = _count(text)
         elif name.startswith("x-ratelimit-"):
             seconds = _duration_seconds(text)
             parsed[key] = text if seconds is None else seconds
@@ -236,11 +237,25 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
         return seconds
     try:
         when = email.utils.parsedate_to_datetime(value.strip())
-    except (TypeError, ValueError, IndexError):
+        if when.tzinfo is None:  # "-0000": a UTC time with no zone information
+            when = when.replace(tzinfo=datetime.UTC)
+        return max(0.0, when.timestamp() - time.time())
+    except (TypeError, ValueError, IndexError, OverflowError, OSError):
         return None
-    if when.tzinfo is None:  # "-0000": a UTC time with no zone information
-        when = when.replace(tzinfo=datetime.UTC)
-    return max(0.0, when.timestamp() - time.time())
+
+
+def _count(text: str) -> int | str:
+    """A header's count as an int; kept as the string when it is not one.
+
+    ``str.isdigit`` accepts digits ``int`` refuses (``"²"``), and ``int`` refuses
+    more than 4,300 digits: a header a server got wrong is kept, never fatal.
+    """
+    if text.isascii() and text.isdigit():
+        try:
+            return int(text)
+        except ValueError:
+            return text
+    return text
 
 
 def _lower_keys(headers: Mapping[str, str]) -> dict[str, str]:

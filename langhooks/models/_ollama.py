@@ -2,27 +2,27 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, Final, Literal, cast
 
-from .._messages import ChatResponse, LangHooksError, Message, Tool
+from .._messages import ChatResponse, LangHooksError, Message
 from .._streaming import (
     AsyncStreamingChatResponseHandler,
     StreamingChatResponseHandler,
     StreamingHandle,
 )
 from ._base import ChatRequest
-from ._errors import classify_error
-from ._openai import chat_completions_tools
+from ._tool_schema import function_tools
 from ._transport import (
     AsyncBody,
     Body,
     ConnectionWatch,
+    aread_error_body,
     arun_stream,
-    lower_headers,
+    http_error,
     model_name,
+    read_error_body,
     require,
     run_stream,
 )
@@ -95,27 +95,6 @@ def ollama_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
     return wire
 
 
-def _tools(tools: tuple[Tool, ...]) -> list[dict[str, Any]]:
-    return chat_completions_tools(tools)
-
-
-def _http_error(status: int, headers: Mapping[str, str], body: bytes) -> LangHooksError:
-    message = body.decode("utf-8", "replace").strip() or f"HTTP {status}"
-    try:
-        decoded = json.loads(body)
-    except ValueError:
-        decoded = None
-    if isinstance(decoded, Mapping) and isinstance(decoded.get("error"), str):
-        message = decoded["error"]
-    return classify_error(
-        status=status,
-        code=None,
-        message=message,
-        headers=lower_headers(headers),
-        original=body,
-    )
-
-
 class OllamaChatModel:
     """A model served by Ollama, through its native ``/api/chat`` stream.
 
@@ -166,7 +145,7 @@ class OllamaChatModel:
             "stream": True,
         }
         if request.tools:
-            payload["tools"] = _tools(request.tools)
+            payload["tools"] = function_tools(request.tools)
         if self.think is not None:
             payload["think"] = self.think
         options: dict[str, Any] = {}
@@ -218,7 +197,10 @@ class OllamaChatModel:
                     ) as r,
                 ):
                     if r.status_code >= 400:
-                        raise _http_error(r.status_code, r.headers, r.read())
+                        body, complete = read_error_body(r, r.iter_bytes(), handle)
+                        raise http_error(
+                            r.status_code, r.headers, body, complete=complete
+                        )
                     yield r
             finally:
                 watch.done()
@@ -256,7 +238,12 @@ class OllamaChatModel:
                     ) as r,
                 ):
                     if r.status_code >= 400:
-                        raise _http_error(r.status_code, r.headers, await r.aread())
+                        body, complete = await aread_error_body(
+                            r, r.aiter_bytes(), handle
+                        )
+                        raise http_error(
+                            r.status_code, r.headers, body, complete=complete
+                        )
                     yield _AsyncBody(r)
             finally:
                 watch.done()

@@ -8,31 +8,23 @@ and every failure reaches the handler.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
 
 from typing_extensions import override
 
-from .._messages import ContentPart, LangHooksError, Message, Tool
+from .._messages import ContentPart, LangHooksError, Message, Tool, ToolCall
 from ._base import ChatRequest
 from ._sdk import SDKChatModel
-from ._transport import mapping_items, require
+from ._tool_schema import function_tools, tool_schema
+from ._transport import mapping_items, require, sdk_http_client
 
 __all__ = [
     "OpenAIChatModel",
     "OpenAIResponsesModel",
     "chat_completions_messages",
-    "chat_completions_tools",
     "responses_input",
     "responses_tools",
 ]
-
-_EMPTY_SCHEMA: Final[Mapping[str, Any]] = {"type": "object", "properties": {}}
-
-
-def tool_schema(tool: Tool) -> dict[str, Any]:
-    """A tool's JSON Schema for its arguments (an empty object schema if none)."""
-    return dict(tool.parameters_schema or _EMPTY_SCHEMA)
 
 
 def _unsupported(part: ContentPart, provider: str) -> LangHooksError:
@@ -62,7 +54,8 @@ def chat_completions_messages(messages: tuple[Message, ...]) -> list[dict[str, A
     """``messages`` as Chat Completions request messages.
 
     A tool message becomes one ``role: "tool"`` message per result; thinking is not
-    sent back (OpenAI-compatible reasoning servers reject or ignore it).
+    sent back (OpenAI-compatible reasoning servers reject or ignore it), except
+    the ``reasoning_details`` an OpenRouter stream kept in the message metadata.
 
     Raises:
         LangHooksError: a message holds content the API cannot take.
@@ -80,6 +73,10 @@ def chat_completions_messages(messages: tuple[Message, ...]) -> list[dict[str, A
             )
         elif message.role == "assistant":
             entry: dict[str, Any] = {"role": "assistant", "content": message.text}
+            details = mapping_items(message.metadata.get("reasoning_details"))
+            if details:
+                # OpenRouter: the signed reasoning goes back with the turn.
+                entry["reasoning_details"] = details
             if message.tool_calls:
                 entry["content"] = message.text or None
                 entry["tool_calls"] = [
@@ -97,21 +94,6 @@ def chat_completions_messages(messages: tuple[Message, ...]) -> list[dict[str, A
         else:
             wire.append({"role": message.role, "content": _chat_content(message)})
     return wire
-
-
-def chat_completions_tools(tools: tuple[Tool, ...]) -> list[dict[str, Any]]:
-    """``tools`` as Chat Completions function tools."""
-    return [
-        {
-            "type": "function",
-            "function": {
-                "name": tool.name,
-                "description": tool.description,
-                "parameters": tool_schema(tool),
-            },
-        }
-        for tool in tools
-    ]
 
 
 def _responses_content(message: Message) -> str | list[dict[str, Any]]:
@@ -135,17 +117,23 @@ def responses_input(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
     Assistant tool calls become ``function_call`` items and tool results
     ``function_call_output`` items, both keyed by the call's ``call_id``; the
     reasoning items a streamed answer kept in ``metadata["reasoning_items"]`` go
-    back before it, as the API expects.
+    back before it, as the API expects. The calls listed in
+    ``metadata["custom_tool_calls"]`` go back as ``custom_tool_call`` items (their
+    input from ``arguments["input"]``) and their results as
+    ``custom_tool_call_output``.
 
     Raises:
         LangHooksError: a message holds content the API cannot take.
     """
     items: list[dict[str, Any]] = []
+    custom: set[str] = set()  # the ids of custom (freeform) tool calls so far
     for message in messages:
         if message.role == "tool":
             items.extend(
                 {
-                    "type": "function_call_output",
+                    "type": "custom_tool_call_output"
+                    if result.tool_call_id in custom
+                    else "function_call_output",
                     "call_id": result.tool_call_id,
                     "output": result.text,
                 }
@@ -157,15 +145,10 @@ def responses_input(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
                 items.append(
                     {"type": "message", "role": "assistant", "content": message.text}
                 )
-            items.extend(
-                {
-                    "type": "function_call",
-                    "call_id": call.call_id,
-                    "name": call.name,
-                    "arguments": json.dumps(dict(call.arguments)),
-                }
-                for call in message.tool_calls
-            )
+            kept = message.metadata.get("custom_tool_calls")
+            if isinstance(kept, (list, tuple)):
+                custom.update(call_id for call_id in kept if isinstance(call_id, str))
+            items.extend(_responses_call(call, custom) for call in message.tool_calls)
         else:
             items.append(
                 {
@@ -175,6 +158,24 @@ def responses_input(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
                 }
             )
     return items
+
+
+def _responses_call(call: ToolCall, custom: set[str]) -> dict[str, Any]:
+    """An assistant tool call as a Responses input item: a ``custom_tool_call``
+    (its freeform input back from ``arguments["input"]``) or a ``function_call``."""
+    if call.call_id in custom:
+        return {
+            "type": "custom_tool_call",
+            "call_id": call.call_id,
+            "name": call.name,
+            "input": str(call.arguments.get("input", "")),
+        }
+    return {
+        "type": "function_call",
+        "call_id": call.call_id,
+        "name": call.name,
+        "arguments": json.dumps(dict(call.arguments)),
+    }
 
 
 def responses_tools(tools: tuple[Tool, ...]) -> list[dict[str, Any]]:
@@ -198,7 +199,12 @@ class _OpenAIModel(SDKChatModel):
     def _new_clients(self, options: dict[str, Any]) -> tuple[Any, Any]:
         openai = require("openai", "openai")
         try:
-            return openai.OpenAI(**options), openai.AsyncOpenAI(**options)
+            return (
+                openai.OpenAI(**options, http_client=sdk_http_client(openai)),
+                openai.AsyncOpenAI(
+                    **options, http_client=sdk_http_client(openai, True)
+                ),
+            )
         except openai.OpenAIError as exc:
             raise LangHooksError(
                 "authentication",
@@ -256,7 +262,7 @@ class OpenAIChatModel(_OpenAIModel):
             "stream_options": {"include_usage": True},
         }
         if request.tools:
-            params["tools"] = chat_completions_tools(request.tools)
+            params["tools"] = function_tools(request.tools)
         return self._with_options(params, "max_tokens")
 
 

@@ -1,4 +1,4 @@
-"""``langhooks replay FILE --format FORMAT``: the events a recorded stream produces.
+"""``langhooks replay FILE [--format FORMAT]``: the events a recorded stream produces.
 
 Each handler event is one line, the event name padded to a column and then its
 payload, so a stream reads top to bottom in a terminal::
@@ -10,17 +10,23 @@ payload, so a stream reads top to bottom in a terminal::
     unmapped_raw_event   {"type": "ping"}
     complete_response    finish=tool_execution status=complete
 
-then the assembled response. Exit status: 0 for a stream that completed, 1 for
-one that failed (the error is printed), 2 for a file or format that cannot be
-used.
+then the assembled response. ``FILE`` may be ``-`` for standard input; a
+``.ndjson`` file is Ollama's format unless ``--format`` says otherwise. Every
+value that comes from the wire is printed escaped (control characters, lone
+surrogates and other unprintable characters as ``\\x1b``-style escapes), so a
+capture cannot drive the terminal. Exit status: 0 for a stream that completed,
+1 for one that failed (the error is printed, with a hint when the format looks
+wrong), 2 for a file or format that cannot be used (nothing in it decodes).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
-from typing import Final
+from collections.abc import Iterator
+from typing import Any, Final
 
 from typing_extensions import override
 
@@ -38,23 +44,132 @@ from .._streaming import (
     PartialToolCallContext,
     StreamingChatResponseHandler,
 )
-from ._drive import STREAM_FORMATS
-from ._replay import replay_stream
+from ._drive import STREAM_FORMATS, StreamDriver, StreamFormat
+from ._replay import _read_error
+from ._sse import Chunk, stream_events
+from ._transport import pump
 
 __all__ = ["add_arguments", "run"]
 
 _WIDTH: Final = 21
 _RAW_LIMIT: Final = 200
+_READ_SIZE: Final = 64 * 1024
+# How much of the input is kept to guess its format for a hint.
+_HEAD: Final = 64 * 1024
+# What marks each format near the start of a capture (checked in this order).
+_MARKS: Final[tuple[tuple[StreamFormat, bytes], ...]] = (
+    ("openai-responses", b"response.created"),
+    ("openai-responses", b"response.output_"),
+    ("anthropic", b"message_start"),
+    ("anthropic", b"content_block_"),
+    ("openai-chat", b"chat.completion.chunk"),
+    ("openai-chat", b'"choices"'),
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the replay command's arguments."""
-    parser.add_argument("file", help="a recorded stream body (.sse or .ndjson)")
+    parser.add_argument(
+        "file", help="a recorded stream body (.sse or .ndjson), or - for stdin"
+    )
     parser.add_argument(
         "--format",
-        required=True,
         metavar="FORMAT",
-        help=f"the stream's wire format: {', '.join(STREAM_FORMATS)}",
+        help=f"the stream's wire format: {', '.join(STREAM_FORMATS)} "
+        "(default: ollama for a .ndjson file)",
+    )
+
+
+def _error(message: str) -> None:
+    print(f"langhooks replay: {message}", file=sys.stderr)
+
+
+def _format(args: argparse.Namespace) -> StreamFormat | None:
+    """The format given, or implied by the file name; None (said why) if neither."""
+    given = args.format
+    if given is None:
+        if args.file.lower().endswith((".ndjson", ".jsonl")):
+            return "ollama"
+        _error(
+            f"give the stream's format: --format FORMAT, one of "
+            f"{', '.join(STREAM_FORMATS)} (only a .ndjson file implies one: ollama)"
+        )
+        return None
+    if given not in STREAM_FORMATS:
+        _error(
+            f"unknown format {_field(given)!r}; use one of: {', '.join(STREAM_FORMATS)}"
+        )
+        return None
+    return given  # type: ignore[no-any-return]  # checked against the literals
+
+
+class _Head:
+    """Keeps the start of the input, to guess its format."""
+
+    def __init__(self) -> None:
+        self.data = b""
+
+    def reading(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
+        """``chunks``, unchanged, keeping the first ``_HEAD`` bytes."""
+        for chunk in chunks:
+            self.data += chunk[: _HEAD - len(self.data)]
+            yield chunk
+
+
+class _Counting:
+    """A wire decoder that counts the events it decoded."""
+
+    def __init__(self, format: StreamFormat) -> None:
+        self._decoder = stream_events(format)
+        self.decoded = 0
+
+    def feed(self, chunk: Chunk) -> list[object]:
+        events = self._decoder.feed(chunk)
+        self.decoded += len(events)
+        return events
+
+    def end(self) -> list[object]:
+        events = self._decoder.end()
+        self.decoded += len(events)
+        return events
+
+
+@contextlib.contextmanager
+def _opened(name: str) -> Iterator[Iterator[bytes]]:
+    """The bytes of the file ``name`` (``-``: standard input), in pieces.
+
+    Raises:
+        OSError: the file cannot be opened.
+    """
+    if name == "-":
+        # read1: what has arrived, so a piped live stream shows as it comes.
+        stdin: Any = sys.stdin.buffer
+        yield iter(lambda: stdin.read1(_READ_SIZE), b"")
+        return
+    with open(name, "rb") as file:
+        yield iter(lambda: file.read(_READ_SIZE), b"")
+
+
+def _looks_like(head: bytes) -> StreamFormat | None:
+    """The format the start of a capture looks like, if it says."""
+    if head.lstrip().startswith(b"{") and b'"done"' in head:
+        return "ollama"
+    for format, mark in _MARKS:
+        if mark in head:
+            return format
+    return None
+
+
+def _hint(format: StreamFormat, head: bytes) -> str | None:
+    """A hint for a stream that failed, unless it looks like ``format``."""
+    guess = _looks_like(head)
+    if guess == format:
+        return None  # the format is right: the stream itself is broken
+    if guess is not None:
+        return f"hint: this looks like an {guess} stream: try --format {guess}"
+    return (
+        f"hint: check that --format {format} matches the capture "
+        f"(one of {', '.join(STREAM_FORMATS)})"
     )
 
 
@@ -65,23 +180,34 @@ def run(args: argparse.Namespace) -> int:
         0 when the stream completed, 1 when it failed, 2 for an unusable file or
         format.
     """
-    if args.format not in STREAM_FORMATS:
-        print(
-            f"langhooks replay: unknown format {args.format!r}; "
-            f"use one of: {', '.join(STREAM_FORMATS)}",
-            file=sys.stderr,
-        )
+    for stream in (sys.stdout, sys.stderr):
+        # A last guard: text the terminal cannot encode is escaped, not fatal.
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+    format = _format(args)
+    if format is None:
         return 2
+    shown = "standard input" if args.file == "-" else repr(_field(args.file))
+    decoder = _Counting(format)
+    head = _Head()
     try:
-        response = replay_stream(args.file, format=args.format, handler=_Printer())
+        with _opened(args.file) as chunks:
+            driver = StreamDriver(format, _Printer())
+            response = pump(driver, head.reading(chunks), decoder, _read_error)
     except LangHooksError as error:
-        print(f"langhooks replay: the stream failed: {error}", file=sys.stderr)
+        _error(f"the stream failed: {_field(str(error))}")
+        hint = _hint(format, head.data)
+        if decoder.decoded == 0:
+            _error(f"nothing in {shown} decodes as an {format} stream")
+            if hint is not None:
+                _error(hint)
+            return 2
+        if hint is not None and error.type in ("protocol_error", "stream_error"):
+            _error(hint)
         return 1
     except OSError as exc:
-        print(
-            f"langhooks replay: cannot read {args.file!r}: {exc.strerror or exc}",
-            file=sys.stderr,
-        )
+        _error(f"cannot read {shown}: {_field(str(exc.strerror or exc))}")
         return 2
     _print_response(response)
     return 0
@@ -91,9 +217,20 @@ def _line(event: str, payload: str) -> None:
     print(f"{event:<{_WIDTH}}{payload}")
 
 
+def _field(text: str) -> str:
+    """``text`` from the wire, safe to print: every unprintable character (a
+    control character, a lone surrogate, a line separator) escaped."""
+    if text.isprintable():
+        return text
+    return "".join(
+        char if char.isprintable() else char.encode("unicode_escape").decode("ascii")
+        for char in text
+    )
+
+
 def _short(value: object) -> str:
     # Raw events and arguments come from JSON: they always serialise.
-    text = json.dumps(value, ensure_ascii=False, default=repr)
+    text = _field(json.dumps(value, ensure_ascii=False, default=repr))
     return text if len(text) <= _RAW_LIMIT else text[: _RAW_LIMIT - 3] + "..."
 
 
@@ -118,7 +255,7 @@ class _Printer(StreamingChatResponseHandler):
     ) -> None:
         _line(
             "partial_tool_call",
-            f"#{partial.index} {partial.name} {partial.id or '-'} "
+            f"#{partial.index} {_field(partial.name)} {_field(partial.id or '-')} "
             f"{partial.partial_arguments!r}",
         )
 
@@ -127,7 +264,8 @@ class _Printer(StreamingChatResponseHandler):
         call = complete.tool_call
         _line(
             "complete_tool_call",
-            f"#{complete.index} {call.name} {call.call_id} {_short(call.arguments)}",
+            f"#{complete.index} {_field(call.name)} {_field(call.call_id)} "
+            f"{_short(call.arguments)}",
         )
 
     @override
@@ -144,7 +282,7 @@ class _Printer(StreamingChatResponseHandler):
 
     @override
     def on_error(self, error: BaseException) -> None:
-        _line("error", str(error))
+        _line("error", _field(str(error)))
 
 
 def _print_response(response: ChatResponse) -> None:
@@ -153,8 +291,8 @@ def _print_response(response: ChatResponse) -> None:
     print()
     print("response")
     rows: list[tuple[str, str]] = [
-        ("id", response.id or "-"),
-        ("model", response.model_name or "-"),
+        ("id", _field(response.id or "-")),
+        ("model", _field(response.model_name or "-")),
         (
             "finish_reason",
             response.finish_reason.value if response.finish_reason else "-",
@@ -175,7 +313,7 @@ def _print_response(response: ChatResponse) -> None:
         rows.append(
             (
                 f"tool_call #{call.index}",
-                f"{call.name} {call.call_id} {_short(call.arguments)}",
+                f"{_field(call.name)} {_field(call.call_id)} {_short(call.arguments)}",
             )
         )
     for name, value in rows:

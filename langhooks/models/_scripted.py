@@ -4,45 +4,49 @@ Each call to ``stream`` / ``astream`` consumes the next scripted turn and delive
 through the streaming contract: thinking and text in word-sized partials, each tool
 call as argument fragments followed by its complete call, then the terminal
 ``on_complete_response`` (or ``on_error`` for an error item).
+
+A turn becomes the same adapter actions a provider stream gives (``_ScriptedAdapter``)
+and runs through the same ``StreamDriver`` / ``AsyncStreamDriver``: delivery,
+assembly, cancelling and the terminal call are the provider code path, so the demo
+and tests built on the scripted model exercise it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, final
+from typing import Any, ClassVar, Final, final
 
 import attrs
 from typing_extensions import override
 
 from .._messages import (
     ChatResponse,
-    CompleteToolCall,
-    ContentPart,
     FinishReason,
     LangHooksError,
-    Message,
-    PartialResponse,
-    PartialThinking,
-    PartialToolCall,
     TokenUsage,
     ToolCall,
     _frozen_mapping,
 )
 from .._streaming import (
     AsyncStreamingChatResponseHandler,
-    PartialResponseContext,
-    PartialThinkingContext,
-    PartialToolCallContext,
     StreamingChatResponseHandler,
     StreamingHandle,
 )
+from ._adapters._base import (
+    TEXT,
+    THINKING,
+    TOOL_COMPLETE,
+    TOOL_PARTIAL,
+    Action,
+    StreamAdapter,
+)
 from ._base import ChatRequest
+from ._drive import AsyncStreamDriver, StreamDriver
 
 __all__ = ["ScriptedChatModel", "ScriptedTurn"]
 
@@ -114,81 +118,59 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(text)
 
 
-def _events(turn: ScriptedTurn) -> list[tuple[str, Any]]:
-    """The streaming calls a turn makes before its terminal call, in order."""
-    events: list[tuple[str, Any]] = [
-        ("thinking", PartialThinking(text=word)) for word in _words(turn.thinking)
+def _events(turn: ScriptedTurn) -> list[dict[str, Any]]:
+    """The events a turn streams before its end, in order: what
+    ``_ScriptedAdapter`` turns into the actions a provider adapter would give."""
+    events: list[dict[str, Any]] = [
+        {"type": "thinking", "text": word} for word in _words(turn.thinking)
     ]
-    events += [("text", PartialResponse(text=word)) for word in _words(turn.text)]
+    events += [{"type": "text", "text": word} for word in _words(turn.text)]
     for index, call in enumerate(turn.tool_calls):
         arguments = json.dumps(dict(call.arguments), separators=(",", ":"))
-        pieces = [
-            arguments[i : i + _FRAGMENT] for i in range(0, len(arguments), _FRAGMENT)
-        ]
-        for piece in pieces:
-            partial = PartialToolCall(
-                index=index, id=call.call_id, name=call.name, partial_arguments=piece
+        events.extend(
+            {"type": "fragment", "index": index, "call": call, "piece": piece}
+            for piece in (
+                arguments[i : i + _FRAGMENT]
+                for i in range(0, len(arguments), _FRAGMENT)
             )
-            events.append(("fragment", partial))
-        complete = CompleteToolCall(
-            index=index, tool_call=attrs.evolve(call, index=index)
         )
-        events.append(("complete", complete))
+        events.append({"type": "complete", "call": attrs.evolve(call, index=index)})
     return events
 
 
+_END: Final[Mapping[str, Any]] = {"type": "end"}
+
+
 @final
-class _Assembly:
-    """The response assembled from the partials delivered so far."""
+class _ScriptedAdapter(StreamAdapter):
+    """A scripted turn's events -> the actions a provider adapter gives."""
 
-    __slots__ = ("calls", "text", "thinking", "turn")
+    terminal: ClassVar[str] = "the end of the scripted turn"
 
-    def __init__(self, turn: ScriptedTurn) -> None:
-        self.turn = turn
-        self.text: list[str] = []
-        self.thinking: list[str] = []
-        self.calls: list[ToolCall] = []
+    def __init__(self, turn: ScriptedTurn, number: int) -> None:
+        super().__init__()
+        self.id = f"scripted-{number}"
+        self.model_name = "scripted"
+        self.usage = turn.usage
 
-    def add(self, kind: str, item: Any) -> None:
+    @override
+    def feed(self, event: Mapping[str, Any] | str) -> list[Action]:
+        assert not isinstance(event, str)  # only _events and _END are fed
+        kind = event["type"]
         if kind == "thinking":
-            self.thinking.append(item.text)
-        elif kind == "text":
-            self.text.append(item.text)
-        elif kind == "complete":
-            self.calls.append(item.tool_call)
-
-    def response(self, number: int, *, cancelled: bool) -> ChatResponse:
-        parts: list[ContentPart] = []
-        if self.thinking:
-            parts.append(ContentPart.thinking("".join(self.thinking)))
-        if self.text:
-            parts.append(ContentPart.text("".join(self.text)))
-        message = Message(
-            role="assistant",
-            content=parts,
-            tool_calls=self.calls,
-            status="cancelled" if cancelled else "complete",
-        )
-        finish = FinishReason.TOOL_EXECUTION if self.calls else FinishReason.STOP
-        return ChatResponse(
-            message=message,
-            id=f"scripted-{number}",
-            model_name="scripted",
-            token_usage=self.turn.usage,
-            finish_reason=None if cancelled else finish,
-            metadata=self.turn.metadata,
-        )
-
-
-def _deliver(handler: Any, handle: StreamingHandle, kind: str, item: Any) -> Any:
-    """Make the handler call for one event; returns what the handler returned."""
-    if kind == "thinking":
-        return handler.on_partial_thinking(item, PartialThinkingContext(handle=handle))
-    if kind == "text":
-        return handler.on_partial_response(item, PartialResponseContext(handle=handle))
-    if kind == "fragment":
-        return handler.on_partial_tool_call(item, PartialToolCallContext(handle=handle))
-    return handler.on_complete_tool_call(item)
+            return [(THINKING, event["text"])]
+        if kind == "text":
+            return [(TEXT, event["text"])]
+        if kind == "fragment":
+            call = event["call"]
+            index, piece = event["index"], event["piece"]
+            return [(TOOL_PARTIAL, index, call.call_id, call.name, piece)]
+        if kind == "complete":
+            return [(TOOL_COMPLETE, event["call"])]
+        # The end: the driver reports TOOL_EXECUTION when calls completed.
+        self.finish_reason = FinishReason.STOP
+        self.done = True
+        return []
 
 
 @final
@@ -249,18 +231,6 @@ class ScriptedChatModel:
             self._next += 1
             return number, self._turns[number]
 
-    @staticmethod
-    def _check_handler(handler: object, *, allow_async: bool) -> None:
-        allowed: tuple[type, ...] = (StreamingChatResponseHandler,)
-        if allow_async:
-            allowed = (*allowed, AsyncStreamingChatResponseHandler)
-        if not isinstance(handler, allowed):
-            names = " or ".join(a.__name__ for a in allowed)
-            hint = ""
-            if isinstance(handler, list | tuple):
-                hint = " (wrap several in CompositeStreamingHandler)"
-            raise TypeError(f"handler must be a {names}, got {handler!r}{hint}")
-
     def stream(
         self,
         request: ChatRequest,
@@ -279,29 +249,19 @@ class ScriptedChatModel:
                 the script has run out (type invalid_request).
             TypeError: ``request`` or ``handler`` has the wrong type.
         """
-        self._check_handler(handler, allow_async=False)
-        handle = StreamingHandle() if handle is None else handle
+        driver = StreamDriver("openai-chat", handler, handle=handle)
         number, turn = self._take(request)
         if isinstance(turn, LangHooksError):
-            if not handle.is_cancelled:
-                handler.on_error(turn)
-            raise turn
-        assembly = _Assembly(turn)
-        for kind, item in _events(turn):
+            driver.fail(turn)
+        driver._use_adapter(_ScriptedAdapter(turn, number))
+        driver._add_metadata(turn.metadata)
+        for event in _events(turn):
             if self._delay:
                 time.sleep(self._delay)
-            if handle.is_cancelled:
-                return assembly.response(number, cancelled=True)
-            _deliver(handler, handle, kind, item)
-            assembly.add(kind, item)
-        if handle.is_cancelled:
-            return assembly.response(number, cancelled=True)
-        if turn.error is not None:
-            handler.on_error(turn.error)
-            raise turn.error
-        response = assembly.response(number, cancelled=False)
-        handler.on_complete_response(response)
-        return response
+            if not driver.feed(event):
+                return driver.finish()
+        driver.feed(_END if turn.error is None else turn.error)
+        return driver.finish()
 
     async def astream(
         self,
@@ -320,35 +280,20 @@ class ScriptedChatModel:
             LangHooksError: as ``stream``.
             TypeError: ``request`` or ``handler`` has the wrong type.
         """
-        self._check_handler(handler, allow_async=True)
-        handle = StreamingHandle() if handle is None else handle
+        driver = AsyncStreamDriver("openai-chat", handler, handle=handle)
         number, turn = self._take(request)
         if isinstance(turn, LangHooksError):
-            if not handle.is_cancelled:
-                await _maybe_await(handler.on_error(turn))
-            raise turn
-        assembly = _Assembly(turn)
-        for kind, item in _events(turn):
+            await driver.fail(turn)
+        driver._use_adapter(_ScriptedAdapter(turn, number))
+        driver._add_metadata(turn.metadata)
+        for event in _events(turn):
             if self._delay:
                 await asyncio.sleep(self._delay)
-            if handle.is_cancelled:
-                return assembly.response(number, cancelled=True)
-            await _maybe_await(_deliver(handler, handle, kind, item))
-            assembly.add(kind, item)
-        if handle.is_cancelled:
-            return assembly.response(number, cancelled=True)
-        if turn.error is not None:
-            await _maybe_await(handler.on_error(turn.error))
-            raise turn.error
-        response = assembly.response(number, cancelled=False)
-        await _maybe_await(handler.on_complete_response(response))
-        return response
+            if not await driver.feed(event):
+                return await driver.finish()
+        await driver.feed(_END if turn.error is None else turn.error)
+        return await driver.finish()
 
     @override
     def __repr__(self) -> str:
         return f"ScriptedChatModel({len(self._turns)} turn(s), {self.remaining} left)"
-
-
-async def _maybe_await(value: object) -> None:
-    if inspect.isawaitable(value):
-        await value

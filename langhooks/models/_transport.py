@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import json
 import socket
 from collections.abc import (
     AsyncIterator,
@@ -22,7 +23,8 @@ from collections.abc import (
     Mapping,
 )
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
-from typing import Any, Protocol
+from contextvars import ContextVar
+from typing import Any, Final, Protocol
 
 from .._messages import ChatResponse, LangHooksError
 from .._streaming import (
@@ -35,18 +37,26 @@ from ._errors import classify_error, parse_ratelimit
 from ._sse import Chunk, WireDecoder, stream_events
 
 __all__ = [
+    "ERROR_BODY_LIMIT",
     "AsyncBody",
     "Body",
     "ConnectionWatch",
+    "Decoder",
+    "aerror_body_hook",
+    "aread_error_body",
     "arun_stream",
+    "error_body_hook",
     "error_from_exception",
+    "http_error",
     "lower_headers",
     "mapping_items",
     "model_name",
     "pump",
+    "read_error_body",
     "require",
     "response_metadata",
     "run_stream",
+    "sdk_http_client",
 ]
 
 
@@ -159,6 +169,175 @@ def _body_message(body: object) -> str | None:
     return None
 
 
+#: The most of an HTTP error body a model reads (1 MiB). A server that sends an
+#: endless error body cannot make the client grow without bound: past this the
+#: connection is closed and the error raised with what was read.
+ERROR_BODY_LIMIT: Final = 1 << 20
+
+# The handle of the stream whose request is being opened in this thread or task:
+# the SDK clients' response hook reads an error body on behalf of that stream.
+_OPENING: ContextVar[StreamingHandle | None] = ContextVar(
+    "langhooks_opening_stream", default=None
+)
+
+
+class _ErrorBody:
+    """An error body being read up to ``ERROR_BODY_LIMIT`` (shared by the sync and
+    async readers): a cancel shuts the socket down, so a stalled read wakes."""
+
+    __slots__ = ("_handle", "_interrupter", "complete", "data")
+
+    def __init__(self, response: object, handle: StreamingHandle) -> None:
+        self.data = bytearray()
+        self.complete = False
+        self._handle = handle
+        self._interrupter = _Interrupter(_network_socket(response))
+        handle.add_cancel_callback(self._interrupter)
+
+    def take(self, chunk: bytes) -> bool:
+        """Keep ``chunk``; whether to read on."""
+        self.data += chunk
+        return len(self.data) <= ERROR_BODY_LIMIT and not self._handle.is_cancelled
+
+    def result(self) -> tuple[bytes, bool]:
+        self._interrupter.done()
+        return bytes(self.data[:ERROR_BODY_LIMIT]), self.complete
+
+
+def read_error_body(
+    response: object, chunks: Iterable[bytes], handle: StreamingHandle
+) -> tuple[bytes, bool]:
+    """Read an HTTP error body, at most ``ERROR_BODY_LIMIT`` bytes of it.
+
+    The caller closes the response afterwards (the rest is never read).
+
+    Args:
+        response: the httpx response (its socket is shut down on a cancel).
+        chunks: its body, as it arrives.
+        handle: the stream's handle: a cancel stops the reading.
+
+    Returns:
+        The body read, and whether it is the whole body.
+    """
+    body = _ErrorBody(response, handle)
+    try:
+        for chunk in chunks:
+            if not body.take(chunk):
+                break
+        else:
+            body.complete = True
+    except Exception:
+        # The body broke off (or a cancel shut the socket): the error is the
+        # status's, with what arrived.
+        pass
+    return body.result()
+
+
+async def aread_error_body(
+    response: object, chunks: AsyncIterator[bytes], handle: StreamingHandle
+) -> tuple[bytes, bool]:
+    """The async twin of ``read_error_body``."""
+    body = _ErrorBody(response, handle)
+    try:
+        async for chunk in chunks:
+            if not body.take(chunk):
+                break
+        else:
+            body.complete = True
+    except Exception:
+        # As in read_error_body: the status already says what failed.
+        pass
+    return body.result()
+
+
+def http_error(
+    status: int, headers: Mapping[str, str], body: bytes, *, complete: bool = True
+) -> LangHooksError:
+    """The ``LangHooksError`` for an HTTP error response.
+
+    Classified by the status and the provider's error code in the body
+    (``{"error": {"code"|"type": ...}}``, Anthropic's and OpenAI's shapes); the
+    message is the body's, or the body itself.
+
+    Args:
+        status: the HTTP status.
+        headers: the response headers.
+        body: the body as read (at most ``ERROR_BODY_LIMIT`` bytes).
+        complete: False when the body was cut at the limit.
+    """
+    text = body.decode("utf-8", "replace").strip()
+    decoded: object = None
+    if complete:
+        try:
+            decoded = json.loads(text)
+        except ValueError:
+            decoded = None
+    error = decoded.get("error") if isinstance(decoded, Mapping) else None
+    code = None
+    if isinstance(error, Mapping):
+        found = error.get("code") or error.get("type")
+        code = found if isinstance(found, str) else None
+    message = _body_message(decoded) or text[:1000] or f"HTTP {status}"
+    if not complete:
+        message = (
+            f"{message} ... [the error body was not read in full: at most "
+            f"{ERROR_BODY_LIMIT} bytes are]"
+        )
+    return classify_error(
+        status=status,
+        code=code,
+        message=message,
+        headers=lower_headers(headers),
+        original=body,
+    )
+
+
+def error_body_hook(response: Any) -> None:
+    """An httpx ``response`` event hook: an error response's body is read up to
+    ``ERROR_BODY_LIMIT``, the response closed and the error raised.
+
+    The SDK clients get it, so they never read an endless error body whole; the
+    SDK wraps what it raises, and ``error_from_exception`` unwraps it.
+
+    Raises:
+        LangHooksError: the response's status is 400 or more.
+    """
+    if response.status_code < 400:
+        return
+    # Outside a model's stream (no handle) nothing can cancel the read.
+    handle = _OPENING.get() or StreamingHandle()
+    body, complete = read_error_body(response, response.iter_bytes(), handle)
+    response.close()
+    raise http_error(response.status_code, response.headers, body, complete=complete)
+
+
+async def aerror_body_hook(response: Any) -> None:
+    """The async client's twin of ``error_body_hook``.
+
+    Raises:
+        LangHooksError: the response's status is 400 or more.
+    """
+    if response.status_code < 400:
+        return
+    handle = _OPENING.get() or StreamingHandle()
+    body, complete = await aread_error_body(response, response.aiter_bytes(), handle)
+    await response.aclose()
+    raise http_error(response.status_code, response.headers, body, complete=complete)
+
+
+def sdk_http_client(sdk: Any, asynchronous: bool = False) -> Any:
+    """The HTTP client an official SDK's client gets: the SDK's own default one
+    (its timeouts, limits and redirects) with ``error_body_hook``.
+
+    Args:
+        sdk: the ``openai`` or ``anthropic`` module.
+        asynchronous: the async client's (``DefaultAsyncHttpxClient``).
+    """
+    if asynchronous:
+        return sdk.DefaultAsyncHttpxClient(event_hooks={"response": [aerror_body_hook]})
+    return sdk.DefaultHttpxClient(event_hooks={"response": [error_body_hook]})
+
+
 def mapping_items(value: object) -> list[dict[str, Any]]:
     """The JSON objects in a list or tuple kept in message metadata (else none)."""
     if not isinstance(value, (list, tuple)):
@@ -169,25 +348,17 @@ def mapping_items(value: object) -> list[dict[str, Any]]:
 def error_from_exception(exc: BaseException) -> LangHooksError:
     """The ``LangHooksError`` for a failure raised by an SDK or an HTTP client.
 
-    An HTTP status error (an SDK ``APIStatusError``) is classified by its status,
-    its provider error code and its headers; a timeout is "timeout"; a transport
+    An HTTP error status never gets here as an SDK ``APIStatusError``: the
+    clients' ``error_body_hook`` classified it first (``http_error``), and an SDK
+    that wrapped that error is unwrapped. A timeout is "timeout"; a transport
     failure (refused, reset, dropped mid-stream) is "connection"; anything else
     (a request the SDK refused to build, say) is a non-retryable "stream_error".
     """
     if isinstance(exc, LangHooksError):
         return exc
-    status = getattr(exc, "status_code", None)
-    response = getattr(exc, "response", None)
-    if isinstance(status, int) and response is not None:
-        code = getattr(exc, "code", None) or getattr(exc, "type", None)
-        body = getattr(exc, "body", None)
-        return classify_error(
-            status=status,
-            code=code if isinstance(code, str) else None,
-            message=_body_message(body) or str(exc),
-            headers=lower_headers(response.headers),
-            original=exc,
-        )
+    if isinstance(exc.__cause__, LangHooksError):
+        # Raised by error_body_hook inside the SDK, which wrapped it.
+        return exc.__cause__
     timeouts, transport = _http_library_errors()
     if isinstance(exc, timeouts) or _is_a(exc, "APITimeoutError"):
         return LangHooksError("timeout", f"the request timed out ({exc})", original=exc)
@@ -302,6 +473,7 @@ def run_stream(
     handle = driver.handle
     if handle.is_cancelled:
         return driver.finish()
+    opening = _OPENING.set(handle)
     try:
         opened = open_body()
         body = opened.__enter__()
@@ -309,6 +481,8 @@ def run_stream(
         if _cancelled(handle):
             return driver.finish()
         driver.fail(error_from_exception(exc))
+    finally:
+        _OPENING.reset(opening)
     try:
         driver._add_metadata(response_metadata(body.headers))
         interrupter = _Interrupter(_network_socket(body))
@@ -323,10 +497,22 @@ def run_stream(
         opened.__exit__(None, None, None)
 
 
+class Decoder(Protocol):
+    """What ``pump`` reads events with: a ``WireDecoder``, or one that wraps it."""
+
+    def feed(self, chunk: Chunk) -> list[object]:
+        """The decoded events ``chunk`` completes."""
+        ...
+
+    def end(self) -> list[object]:
+        """The events left at the end of input."""
+        ...
+
+
 def pump(
     driver: StreamDriver,
     chunks: Iterable[Chunk],
-    decoder: WireDecoder,
+    decoder: Decoder,
     read_error: Callable[[Exception], LangHooksError],
 ) -> ChatResponse:
     """Feed a body's chunks through ``decoder`` to ``driver`` until it is over.
@@ -377,6 +563,7 @@ async def arun_stream(
     handle = driver.handle
     if handle.is_cancelled:
         return await driver.finish()
+    opening = _OPENING.set(handle)
     try:
         opened = open_body()
         body = await opened.__aenter__()
@@ -384,6 +571,8 @@ async def arun_stream(
         if _cancelled(handle):
             return await driver.finish()
         await driver.fail(error_from_exception(exc))
+    finally:
+        _OPENING.reset(opening)
     try:
         driver._add_metadata(response_metadata(body.headers))
         interrupter = _Interrupter(_network_socket(body))

@@ -27,7 +27,7 @@ def _drive(*events: object) -> tuple[Recorder, lh.ChatResponse]:
     return drive(FORMAT, *events)
 
 
-class TestSharedFixtures:
+class TestFixtures:
     """The shared OpenAI fixtures replay to the aggregates the README gives."""
 
     def test_parallel_tool_calls(self) -> None:
@@ -471,3 +471,160 @@ class TestChunks:
         assert caught.value.type == "rate_limited"
         assert caught.value.retryable is True
         assert json.loads(json.dumps(caught.value.original)) == error
+
+
+class TestCompatibleDialects:
+    """Fields compatible servers add (seen in the real-world corpus)."""
+
+    def test_mistral_content_parts(self) -> None:
+        """A content list gives its thinking and text parts, in order."""
+        recorder, response = _drive(
+            _chunk(
+                {
+                    "content": [
+                        {
+                            "type": "thinking",
+                            "thinking": [{"type": "text", "text": "a"}],
+                        },
+                        {"type": "thinking", "thinking": "b"},
+                        {"type": "thinking", "thinking": None},
+                        {"type": "text", "text": "c"},
+                        {"type": "text", "text": ""},
+                    ]
+                }
+            ),
+            _chunk(finish_reason="stop"),
+            "[DONE]",
+        )
+        assert recorder.names[:3] == [
+            "partial_thinking",
+            "partial_thinking",
+            "partial_response",
+        ]
+        assert (response.message.thinking, response.message.text) == ("ab", "c")
+
+    def test_unknown_content_part_alone_is_unmapped(self) -> None:
+        """A chunk holding only a content part nobody maps goes to unmapped."""
+        chunk = _chunk({"content": [{"type": "reference", "ids": [1]}]})
+        recorder, _ = _drive(chunk, _chunk(finish_reason="stop"), "[DONE]")
+        assert recorder.payloads("unmapped_raw_event") == [chunk]
+
+    @pytest.mark.parametrize(
+        ("content", "message"),
+        [
+            (5, "a string or a list of parts"),
+            ([5], "a content part"),
+            ([{"type": "thinking", "thinking": 5}], "a string or a list"),
+            ([{"type": "thinking", "thinking": [5]}], "a thinking part"),
+        ],
+    )
+    def test_malformed_content(self, content: object, message: str) -> None:
+        """Content that is neither text nor a list of parts is a protocol_error."""
+        with pytest.raises(lh.LangHooksError, match=message) as caught:
+            _drive(_chunk({"content": content}))
+        assert caught.value.type == "protocol_error"
+
+    def test_azure_prompt_filter_chunk(self) -> None:
+        """Azure's leading prompt-filter chunk is unmapped; the id comes after."""
+        head = {
+            "choices": [],
+            "created": 0,
+            "id": "",
+            "model": "",
+            "object": "",
+            "prompt_filter_results": [{"prompt_index": 0}],
+        }
+        recorder, response = _drive(
+            head, _chunk({"content": "hi"}), _chunk(finish_reason="stop"), "[DONE]"
+        )
+        assert recorder.payloads("unmapped_raw_event") == [head]
+        assert (response.id, response.model_name) == ("chatcmpl-1", "m")
+
+    def test_extra_field_on_a_mapped_chunk_is_not_unmapped(self) -> None:
+        """Groq's x_groq is unmapped on a role chunk, never on a text chunk."""
+        role = _chunk({"role": "assistant", "content": ""}, x_groq={"id": "r"})
+        recorder, _ = _drive(
+            role,
+            _chunk({"content": "hi"}, x_groq={"id": "r"}),
+            _chunk(finish_reason="stop", x_groq={"id": "r"}),
+            "[DONE]",
+        )
+        assert recorder.payloads("unmapped_raw_event") == [role]
+
+    def test_perplexity_annotations_in_metadata(self) -> None:
+        """citations and search_results go to response.metadata, last one winning."""
+        _, response = _drive(
+            _chunk({"content": "a"}, citations=["u1"], search_results=[{"u": 1}]),
+            _chunk({"content": "b"}, citations=["u1", "u2"]),
+            _chunk(finish_reason="stop", citations=[]),
+            "[DONE]",
+        )
+        assert response.metadata["citations"] == ["u1", "u2"]
+        assert response.metadata["search_results"] == [{"u": 1}]
+
+    def test_openrouter_reasoning_details_joined_with_signature(self) -> None:
+        """Pieces of one reasoning detail join; the signature-only piece lands on it."""
+
+        def detail(**fields: Any) -> dict[str, Any]:
+            return _chunk({"reasoning_details": [fields]})
+
+        _, response = _drive(
+            detail(type="reasoning.text", text="Hel", format="f", index=0),
+            detail(type="reasoning.text", text="lo", index=0, signature=None),
+            detail(type="reasoning.text", signature="sig", index=0),
+            detail(type="reasoning.encrypted", data="xyz", index=1),
+            detail(type="reasoning.encrypted", text="t", index=1),
+            _chunk(finish_reason="stop"),
+            "[DONE]",
+        )
+        assert response.message.metadata["reasoning_details"] == [
+            {
+                "type": "reasoning.text",
+                "text": "Hello",
+                "format": "f",
+                "index": 0,
+                "signature": "sig",
+            },
+            {"type": "reasoning.encrypted", "data": "xyz", "index": 1, "text": "t"},
+        ]
+
+    def test_malformed_reasoning_details(self) -> None:
+        """reasoning_details that is not a list is a protocol_error."""
+        with pytest.raises(lh.LangHooksError, match="reasoning_details"):
+            _drive(_chunk({"reasoning_details": {"type": "x"}}))
+
+    @pytest.mark.parametrize(
+        ("usage", "output"),
+        [
+            # xAI: completion_tokens leaves the reasoning out; the total shows it.
+            (
+                {
+                    "prompt_tokens": 291,
+                    "completion_tokens": 26,
+                    "total_tokens": 513,
+                    "completion_tokens_details": {"reasoning_tokens": 196},
+                },
+                222,
+            ),
+            # OpenAI: completion_tokens already includes the reasoning.
+            (
+                {
+                    "prompt_tokens": 176,
+                    "completion_tokens": 228,
+                    "total_tokens": 404,
+                    "completion_tokens_details": {"reasoning_tokens": 192},
+                },
+                228,
+            ),
+            ({"prompt_tokens": 1, "completion_tokens": 2}, 2),
+        ],
+    )
+    def test_output_tokens_include_reasoning(
+        self, usage: dict[str, Any], output: int
+    ) -> None:
+        """TokenUsage.output_tokens counts thinking, whichever way it was reported."""
+        _, response = _drive(
+            _chunk(finish_reason="stop"), _chunk(choices=[], usage=usage), "[DONE]"
+        )
+        assert response.token_usage is not None
+        assert response.token_usage.output_tokens == output

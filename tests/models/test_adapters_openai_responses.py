@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, Final
 
 import pytest
@@ -41,7 +42,7 @@ def _call_added(item_id: str = "fc_1", **item: Any) -> dict[str, Any]:
     }
 
 
-class TestSharedFixture:
+class TestFixture:
     """openai_responses.sse replays to the README's aggregates."""
 
     def test_aggregates(self) -> None:
@@ -235,7 +236,7 @@ class TestEvents:
             ([{"type": 5}], "string 'type'"),
             (
                 [{"type": "response.function_call_arguments.delta", "item_id": "x"}],
-                "unknown function call item",
+                "unknown tool call item",
             ),
             ([_call_added(name=None)], "needs an 'id' and a 'name'"),
             ([_call_added(), _call_added()], "added twice"),
@@ -246,7 +247,7 @@ class TestEvents:
                         "item": {"type": "function_call", "id": "nope"},
                     }
                 ],
-                "unknown function call item",
+                "unknown tool call item",
             ),
             ([{"type": "response.output_text.delta", "delta": 1}], "'delta'"),
             ([{"type": "response.created", "response": None}], "'response'"),
@@ -293,3 +294,158 @@ def _drive_into(recorder: Recorder, events: list[object]) -> None:
     driver = StreamDriver(FORMAT, recorder)
     for event in events:
         driver.feed(event)
+
+
+def _custom_added(**item: Any) -> dict[str, Any]:
+    return {
+        "type": "response.output_item.added",
+        "item": {
+            "type": "custom_tool_call",
+            "id": "ct_1",
+            "call_id": "call_c",
+            "name": "write_sql",
+            "input": "",
+            **item,
+        },
+    }
+
+
+def _custom_delta(delta: str) -> dict[str, Any]:
+    return {
+        "type": "response.custom_tool_call_input.delta",
+        "item_id": "ct_1",
+        "delta": delta,
+    }
+
+
+def _custom_done(**item: Any) -> dict[str, Any]:
+    return {
+        "type": "response.output_item.done",
+        "item": {
+            "type": "custom_tool_call",
+            "id": "ct_1",
+            "call_id": "call_c",
+            "name": "write_sql",
+            **item,
+        },
+    }
+
+
+def _spelled(recorder: Recorder) -> str:
+    return "".join(p.partial_arguments for p in recorder.payloads("partial_tool_call"))
+
+
+class TestToolCallEnds:
+    """Arguments only restated at the end, and custom (freeform) tool calls."""
+
+    def test_arguments_only_in_done(self) -> None:
+        """LM Studio's arguments, sent only in .done, still arrive as a fragment."""
+        recorder, response = _drive(
+            _call_added(),
+            {
+                "type": "response.function_call_arguments.done",
+                "item_id": "fc_1",
+                "arguments": '{"location": "SF"}',
+            },
+            _completed(),
+        )
+        assert _spelled(recorder) == '{"location": "SF"}'
+        assert recorder.names[-3:] == [
+            "partial_tool_call",
+            "complete_tool_call",
+            "complete_response",
+        ]
+        assert response.finish_reason is lh.FinishReason.TOOL_EXECUTION
+
+    def test_rest_of_arguments_in_item_done(self) -> None:
+        """A restatement that extends the fragments delivers only the rest."""
+        recorder, _ = _drive(
+            _call_added(arguments='{"a"'),
+            {
+                "type": "response.output_item.done",
+                "item": {
+                    "type": "function_call",
+                    "id": "fc_1",
+                    "arguments": '{"a": 1}',
+                },
+            },
+            _completed(),
+        )
+        assert [
+            p.partial_arguments for p in recorder.payloads("partial_tool_call")
+        ] == [
+            '{"a"',
+            ": 1}",
+        ]
+
+    def test_restatement_reformatted_is_accepted(self) -> None:
+        """A restatement equal as JSON (other spacing) completes with no fragment."""
+        recorder, response = _drive(
+            _call_added(arguments='{"a": 1}'),
+            {
+                "type": "response.function_call_arguments.done",
+                "item_id": "fc_1",
+                "arguments": '{"a":1}',
+            },
+            _completed(),
+        )
+        assert _spelled(recorder) == '{"a": 1}'
+        assert dict(response.message.tool_calls[0].arguments) == {"a": 1}
+
+    @pytest.mark.parametrize("sent", ['{"a": 2}', '{"a'])
+    def test_contradicting_restatement(self, sent: str) -> None:
+        """A restatement that contradicts the fragments is a protocol_error."""
+        with pytest.raises(lh.LangHooksError, match="differ from the fragments"):
+            _drive(
+                _call_added(arguments=sent),
+                {
+                    "type": "response.function_call_arguments.done",
+                    "item_id": "fc_1",
+                    "arguments": '{"b": 1}',
+                },
+            )
+
+    def test_custom_tool_call(self) -> None:
+        """A custom tool call is a tool call with its input under "input"."""
+        recorder, response = _drive(
+            _custom_added(),
+            _custom_delta('SELECT "x" '),
+            _custom_delta(""),
+            _custom_delta("FROM t"),
+            _custom_done(input='SELECT "x" FROM t'),
+            _completed(),
+        )
+        (call,) = response.message.tool_calls
+        assert (call.call_id, call.name) == ("call_c", "write_sql")
+        assert dict(call.arguments) == {"input": 'SELECT "x" FROM t'}
+        assert json.loads(_spelled(recorder)) == dict(call.arguments)
+        assert response.finish_reason is lh.FinishReason.TOOL_EXECUTION
+        assert response.message.metadata["custom_tool_calls"] == ("call_c",)
+
+    def test_custom_tool_call_input_done_event(self) -> None:
+        """custom_tool_call_input.done completes it; the item's done adds nothing."""
+        recorder, response = _drive(
+            _custom_added(input="ab"),
+            {
+                "type": "response.custom_tool_call_input.done",
+                "item_id": "ct_1",
+                "input": "abc",
+            },
+            {"type": "response.custom_tool_call_input.done", "item_id": "ct_1"},
+            _custom_done(input="abc"),
+            _completed(),
+        )
+        assert dict(response.message.tool_calls[0].arguments) == {"input": "abc"}
+        assert recorder.names.count("complete_tool_call") == 1
+
+    def test_custom_tool_call_done_without_input(self) -> None:
+        """Without a restated input, the input streamed so far is the input."""
+        _, response = _drive(
+            _custom_added(), _custom_delta("q"), _custom_done(), _completed()
+        )
+        assert dict(response.message.tool_calls[0].arguments) == {"input": "q"}
+
+    def test_custom_input_after_done(self) -> None:
+        """Input after the call completed is a protocol_error."""
+        with pytest.raises(lh.LangHooksError, match="after custom tool call 0"):
+            _drive(_custom_added(), _custom_done(input=""), _custom_delta("late"))

@@ -194,6 +194,20 @@ class TestRequest:
         assert server.requests[0].json["messages"][1]["content"] is None
         assert "tools" not in server.requests[0].json
 
+    def test_reasoning_details_are_sent_back(self, server: FixtureServer) -> None:
+        """The reasoning details an OpenRouter stream kept go back with the turn."""
+        server.add(stream_reply(TOOLS))
+        detail = {"type": "reasoning.text", "text": "Hm.", "signature": "sig"}
+        turn = Message(
+            role="assistant", content="Hi.", metadata={"reasoning_details": [detail]}
+        )
+        model(server).stream(ChatRequest([Message.user("hi"), turn]), Recorder())
+        assert server.requests[0].json["messages"][1] == {
+            "role": "assistant",
+            "content": "Hi.",
+            "reasoning_details": [detail],
+        }
+
     def test_sdk_retries_are_off_and_the_key_is_sent(
         self, server: FixtureServer
     ) -> None:

@@ -202,6 +202,47 @@ class TestStreaming:
             "function_call",
         ]
 
+    def test_custom_tool_calls_go_back_as_custom_items(
+        self, server: FixtureServer
+    ) -> None:
+        """A custom tool call and its result go back as custom_tool_call items."""
+        server.add(stream_reply(STREAM))
+        calls = [
+            ToolCall(call_id="c1", name="sql", arguments={"input": "SELECT 1"}),
+            ToolCall(call_id="f1", name="get_weather", arguments={}),
+        ]
+        turn = Message(
+            role="assistant",
+            content="",
+            tool_calls=calls,
+            metadata={"custom_tool_calls": ("c1", 5)},
+        )
+        results = Message.tool(
+            [
+                ToolResult(tool_call_id="c1", name="sql", content="1"),
+                ToolResult(tool_call_id="f1", name="get_weather", content="9C"),
+            ]
+        )
+        model(server).stream(
+            ChatRequest([Message.user("q"), turn, results]), Recorder()
+        )
+        assert server.requests[0].json["input"][1:] == [
+            {
+                "type": "custom_tool_call",
+                "call_id": "c1",
+                "name": "sql",
+                "input": "SELECT 1",
+            },
+            {
+                "type": "function_call",
+                "call_id": "f1",
+                "name": "get_weather",
+                "arguments": "{}",
+            },
+            {"type": "custom_tool_call_output", "call_id": "c1", "output": "1"},
+            {"type": "function_call_output", "call_id": "f1", "output": "9C"},
+        ]
+
     async def test_async_stream(self, server: FixtureServer) -> None:
         """``astream`` drives an async handler through the same events."""
         server.add(stream_reply(STREAM))

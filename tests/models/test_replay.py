@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import random
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -276,3 +278,166 @@ class TestCLI:
         assert first.startswith("unmapped_raw_event")
         assert first.endswith("...")
         assert len(first) == 21 + 200
+
+
+def _write(tmp_path: Path, name: str, body: str | bytes) -> str:
+    path = tmp_path / name
+    if isinstance(body, str):
+        body = body.encode("utf-8", "surrogatepass")
+    path.write_bytes(body)
+    return str(path)
+
+
+_HOSTILE = (
+    'data: {"id": "chatcmpl-\\u001b[2J\\ud800", "model": "m\\u009b31m",'
+    ' "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0,'
+    ' "id": "c\\u001b]0;title\\u0007", "function": {"name": "f\\u2028x",'
+    ' "arguments": "{\\"a\\": \\"\\\\ud800\\\\u001b\\"}"}}]},'
+    ' "finish_reason": "tool_calls"}]}\n\n'
+    "data: [DONE]\n\n"
+)
+
+
+class TestCLIHardening:
+    """``langhooks replay`` on hostile or mistaken input: one-line messages."""
+
+    def test_wire_fields_are_escaped(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        """Ids, names, model and arguments print escaped: no escape sequence
+        reaches the terminal and a lone surrogate is no traceback."""
+        path = _write(tmp_path, "hostile.sse", _HOSTILE)
+        assert main(["replay", path, "--format", "openai-chat"]) == 0
+        out = capsys.readouterr().out
+        assert "\x1b" not in out
+        assert "\x07" not in out
+        assert "\x9b" not in out
+        assert "\u2028" not in out
+        assert "\ud800" not in out
+        assert "#0 f\\u2028x c\\x1b]0;title\\x07 " in out
+        assert "  id:                chatcmpl-\\x1b[2J\\ud800" in out.splitlines()
+        assert "  model:             m\\x9b31m" in out.splitlines()
+        assert '{"a": "\\ud800\\u001b"}' in out
+
+    def test_error_message_with_a_surrogate(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        """An error message holding a lone surrogate prints escaped; exit 1."""
+        body = 'data: {"error": {"message": "bad \\ud800\\u001b[0m", "code": "x"}}\n\n'
+        path = _write(tmp_path, "error.sse", body)
+        assert main(["replay", path, "--format", "openai-chat"]) == 1
+        captured = capsys.readouterr()
+        assert "bad \\ud800\\x1b[0m" in captured.err
+        assert "bad \\ud800\\x1b[0m" in captured.out
+        assert "\x1b" not in captured.out + captured.err
+
+    def test_unencodable_output_is_escaped(
+        self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    ) -> None:
+        """Text an ASCII terminal cannot show is escaped instead of failing."""
+        out = io.BytesIO()
+        wrapper = io.TextIOWrapper(out, encoding="ascii")
+        monkeypatch.setattr(sys, "stdout", wrapper)
+        body = '{"message": {"content": "h\\u00e9"}, "done": true}\n'
+        assert main(["replay", _write(tmp_path, "t.ndjson", body)]) == 0
+        wrapper.flush()
+        assert b"'h\\xe9'" in out.getvalue()
+
+    def test_output_without_reconfigure(
+        self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    ) -> None:
+        """A stdout that cannot be reconfigured (a StringIO) is written as it is."""
+        out = io.StringIO()
+        monkeypatch.setattr(sys, "stdout", out)
+        body = '{"message": {"content": "hi"}, "done": true}\n'
+        assert main(["replay", _write(tmp_path, "t.ndjson", body)]) == 0
+        assert "partial_response     'hi'" in out.getvalue()
+
+    def test_stdin(
+        self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """``-`` reads the capture from standard input."""
+        data = local_fixture("ollama_chat.ndjson").read_bytes()
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+        assert main(["replay", "-", "--format", "ollama"]) == 0
+        assert "complete_response" in capsys.readouterr().out
+
+    def test_ndjson_implies_ollama(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """A .ndjson file needs no --format: it is Ollama's."""
+        assert main(["replay", str(local_fixture("ollama_chat.ndjson"))]) == 0
+        assert "finish_reason:     stop" in capsys.readouterr().out
+
+    def test_format_needed(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """Any other file without --format is a one-line message; exit 2."""
+        path = str(local_fixture("anthropic_thinking_tool.sse"))
+        assert main(["replay", path]) == 2
+        assert "give the stream's format: --format FORMAT" in capsys.readouterr().err
+
+    @pytest.mark.parametrize(
+        ("fixture", "given", "guess"),
+        [
+            ("anthropic_thinking_tool.sse", "openai-chat", "anthropic"),
+            ("openai_chat_tools.sse", "anthropic", "openai-chat"),
+            ("openai_responses.sse", "anthropic", "openai-responses"),
+            ("anthropic_thinking_tool.sse", "openai-responses", "anthropic"),
+        ],
+    )
+    def test_wrong_format_suggests_the_right_one(
+        self,
+        capsys: pytest.CaptureFixture[str],
+        fixture: str,
+        given: str,
+        guess: str,
+    ) -> None:
+        """A capture replayed in the wrong format says which one it looks like."""
+        path = str(local_fixture(fixture))
+        assert main(["replay", path, "--format", given]) == 1
+        err = capsys.readouterr().err
+        assert f"hint: this looks like an {guess} stream: try --format {guess}" in err
+
+    def test_ndjson_as_sse_decodes_nothing(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """An Ollama capture read as SSE decodes nothing, and says so; exit 2."""
+        path = str(local_fixture("ollama_chat.ndjson"))
+        assert main(["replay", path, "--format", "openai-chat"]) == 2
+        err = capsys.readouterr().err
+        assert "decodes as an openai-chat stream" in err
+        assert "try --format ollama" in err
+
+    def test_empty_file(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        """An empty file decodes nothing: said, with the generic hint; exit 2."""
+        path = _write(tmp_path, "empty.sse", b"")
+        assert main(["replay", path, "--format", "anthropic"]) == 2
+        err = capsys.readouterr().err
+        assert "nothing in" in err
+        assert "check that --format anthropic matches the capture" in err
+
+    def test_broken_stream_of_the_right_format_has_no_hint(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A truncated stream that looks like its format gets no format hint."""
+        path = str(local_fixture("openai_chat_truncated.sse"))
+        assert main(["replay", path, "--format", "openai-chat"]) == 1
+        assert "hint" not in capsys.readouterr().err
+
+    def test_nothing_decodes_from_a_capture_of_the_format(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        """Event names without data decode to nothing; no format hint then."""
+        path = _write(tmp_path, "names.sse", "event: message_start\n\n" * 3)
+        assert main(["replay", path, "--format", "anthropic"]) == 2
+        err = capsys.readouterr().err
+        assert "decodes as an anthropic stream" in err
+        assert "hint" not in err
+
+    def test_a_long_capture_is_guessed_from_its_start(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        """Only the start of a long capture is kept to guess its format."""
+        line = '{"message": {"content": "' + "x" * 1000 + '"}, "done": false}\n'
+        path = _write(tmp_path, "long.ndjson", line * 200)
+        assert main(["replay", path, "--format", "anthropic"]) == 2
+        assert "try --format ollama" in capsys.readouterr().err

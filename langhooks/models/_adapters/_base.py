@@ -7,7 +7,10 @@ calls a handler itself, so one adapter serves both the sync and the async driver
 (``langhooks.models._drive``), which deliver the actions, check for cancellation
 before each, and assemble the response from what they delivered.
 
-An action is a tuple whose first item says what it is:
+An action is a tagged tuple whose first item says what it is; each shape has
+its type (``TextAction``, ...), and ``Action`` is their union, so a checker
+narrows ``action`` by its tag and checks every read of its items (plain tuples:
+no object is built per action on the hot path):
 
 - ``(TEXT, text)`` and ``(THINKING, text)``: a non-empty piece of text;
 - ``(TOOL_PARTIAL, index, id, name, partial_arguments)``;
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, ClassVar, Final, TypeAlias
+from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 from ..._messages import (
     FinishReason,
@@ -41,7 +44,12 @@ __all__ = [
     "UNMAPPED",
     "Action",
     "StreamAdapter",
+    "TextAction",
+    "ThinkingAction",
+    "ToolCompleteAction",
+    "ToolPartialAction",
     "ToolSlot",
+    "UnmappedAction",
     "malformed",
     "optional_int",
     "optional_mapping",
@@ -55,7 +63,16 @@ TOOL_PARTIAL: Final = 2
 TOOL_COMPLETE: Final = 3
 UNMAPPED: Final = 4
 
-Action: TypeAlias = tuple[Any, ...]
+TextAction: TypeAlias = tuple[Literal[0], str]
+ThinkingAction: TypeAlias = tuple[Literal[1], str]
+#: (TOOL_PARTIAL, index, id, name, partial_arguments)
+ToolPartialAction: TypeAlias = tuple[Literal[2], int, "str | None", str, str]
+ToolCompleteAction: TypeAlias = tuple[Literal[3], ToolCall]
+UnmappedAction: TypeAlias = tuple[Literal[4], object]
+Action: TypeAlias = (
+    "TextAction | ThinkingAction | ToolPartialAction | ToolCompleteAction"
+    " | UnmappedAction"
+)
 WireEvent: TypeAlias = "Mapping[str, Any] | str"
 
 
@@ -111,7 +128,7 @@ class ToolSlot:
         self.pieces: list[str] = []
         self.complete = False
 
-    def finish(self, arguments_text: str | None = None) -> Action:
+    def finish(self, arguments_text: str | None = None) -> ToolCompleteAction:
         """Mark complete and build the ``TOOL_COMPLETE`` action.
 
         Args:

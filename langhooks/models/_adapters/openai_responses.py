@@ -12,7 +12,12 @@ Quirks handled (see ``docs/guide/streams.md``):
 - function calls announced by ``response.output_item.added`` (the ``call_id`` is
   the id to echo back, the item ``id`` is what deltas refer to), argument deltas,
   completed by ``response.function_call_arguments.done`` (or the item's
-  ``.done``); calls are numbered 0, 1, ... in order;
+  ``.done``), whose restated arguments are delivered as a last fragment when the
+  deltas did not spell them (LM Studio sends no deltas); calls are numbered 0, 1,
+  ... in order;
+- a ``custom_tool_call`` (freeform input) is a tool call whose arguments are
+  ``{"input": ...}``, its input deltas streamed as fragments of that JSON; its
+  ``call_id`` is listed in ``message.metadata["custom_tool_calls"]``;
 - the stream ends at ``response.completed`` / ``response.incomplete`` (``LENGTH``
   or ``CONTENT_FILTER``) / ``response.failed`` (raised), with no ``[DONE]``;
 - ``error`` events in both shapes: nested ``{"error": {...}}`` (the live API) and
@@ -23,6 +28,7 @@ Quirks handled (see ``docs/guide/streams.md``):
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, ClassVar, Final
 
@@ -37,6 +43,7 @@ from ._base import (
     UNMAPPED,
     Action,
     StreamAdapter,
+    ToolPartialAction,
     ToolSlot,
     WireEvent,
     malformed,
@@ -82,6 +89,7 @@ class OpenAIResponsesAdapter(StreamAdapter):
         self._count = 0
         self._refusal: list[str] = []
         self._reasoning_items: list[Mapping[str, Any]] = []
+        self._custom: list[str] = []
 
     @override
     def feed(self, event: WireEvent) -> list[Action]:
@@ -108,7 +116,26 @@ class OpenAIResponsesAdapter(StreamAdapter):
             slot = self._slot(event)
             if slot.complete:
                 return []
-            return [slot.finish(optional_str(event, "arguments"))]
+            return _restated(slot, optional_str(event, "arguments"))
+        if kind == "response.custom_tool_call_input.delta":
+            slot = self._slot(event)
+            delta = optional_str(event, "delta")
+            if not delta:
+                return []
+            if slot.complete:
+                raise malformed(f"input arrived after custom tool call {slot.index}")
+            # The freeform input streams as a JSON string inside {"input": ...}:
+            # the fragments spell the arguments the complete call carries.
+            piece = json.dumps(delta)[1:-1]
+            slot.pieces.append(piece)
+            return [(TOOL_PARTIAL, slot.index, slot.call_id, slot.name, piece)]
+        if kind == "response.custom_tool_call_input.done":
+            slot = self._slot(event)
+            if slot.complete:
+                return []
+            return _restated(
+                slot, _custom_arguments(slot, optional_str(event, "input"))
+            )
         if kind == "response.output_item.added":
             return self._item_added(event)
         if kind == "response.output_item.done":
@@ -147,23 +174,30 @@ class OpenAIResponsesAdapter(StreamAdapter):
         item_id = optional_str(event, "item_id")
         slot = self._calls.get(item_id) if item_id is not None else None
         if slot is None:
-            raise malformed(f"arguments for unknown function call item {item_id!r}")
+            raise malformed(f"arguments for unknown tool call item {item_id!r}")
         return slot
 
     def _item_added(self, event: Mapping[str, Any]) -> list[Action]:
         item = require_mapping(event.get("item"), "'item'")
         kind = item.get("type")
-        if kind == "function_call":
+        if kind == "function_call" or kind == "custom_tool_call":
             item_id = optional_str(item, "id") or optional_str(item, "call_id")
             name = optional_str(item, "name")
             if not item_id or not name:
-                raise malformed("a function_call item needs an 'id' and a 'name'")
+                raise malformed(f"a {kind} item needs an 'id' and a 'name'")
             if item_id in self._calls:
-                raise malformed(f"function call item {item_id!r} was added twice")
+                raise malformed(f"tool call item {item_id!r} was added twice")
             slot = ToolSlot(self._count, optional_str(item, "call_id"), name)
             self._count += 1
             self._calls[item_id] = slot
-            arguments = optional_str(item, "arguments") or ""
+            if kind == "function_call":
+                arguments = optional_str(item, "arguments") or ""
+            else:
+                self._custom.append(slot.call_id or f"call_{slot.index}")
+                self.message_metadata["custom_tool_calls"] = tuple(self._custom)
+                arguments = (
+                    _CUSTOM_START + json.dumps(optional_str(item, "input") or "")[1:-1]
+                )
             slot.pieces.append(arguments)
             return [(TOOL_PARTIAL, slot.index, slot.call_id, name, arguments)]
         if kind == "message" or kind == "reasoning":
@@ -173,14 +207,16 @@ class OpenAIResponsesAdapter(StreamAdapter):
     def _item_done(self, event: Mapping[str, Any]) -> list[Action]:
         item = require_mapping(event.get("item"), "'item'")
         kind = item.get("type")
-        if kind == "function_call":
+        if kind == "function_call" or kind == "custom_tool_call":
             item_id = optional_str(item, "id") or optional_str(item, "call_id")
             slot = self._calls.get(item_id) if item_id is not None else None
             if slot is None:
-                raise malformed(f"unknown function call item {item_id!r} is done")
+                raise malformed(f"unknown tool call item {item_id!r} is done")
             if slot.complete:
                 return []
-            return [slot.finish(optional_str(item, "arguments"))]
+            if kind == "function_call":
+                return _restated(slot, optional_str(item, "arguments"))
+            return _restated(slot, _custom_arguments(slot, optional_str(item, "input")))
         if kind == "reasoning":
             self._reasoning_items.append(item)
             return []
@@ -235,6 +271,54 @@ class OpenAIResponsesAdapter(StreamAdapter):
             message=optional_str(error, "message") or "the response failed",
             original=dict(event),
         )
+
+
+_CUSTOM_START: Final = '{"input": "'
+
+
+def _custom_arguments(slot: ToolSlot, text: str | None) -> str:
+    """A custom tool call's freeform input as the arguments JSON it is given as
+    (without a restated input, the input streamed so far)."""
+    if text is None:
+        return "".join(slot.pieces) + '"}'
+    return _CUSTOM_START + json.dumps(text)[1:] + "}"
+
+
+def _restated(slot: ToolSlot, arguments: str | None) -> list[Action]:
+    """Complete ``slot`` with the arguments a ``.done`` event restates.
+
+    Servers that stream no argument deltas (LM Studio) send them only here: the
+    missing rest is delivered as one more fragment first, so the fragments always
+    spell the arguments.
+
+    Raises:
+        LangHooksError: ``protocol_error`` when the restated arguments contradict
+            the fragments already delivered.
+    """
+    sent = "".join(slot.pieces)
+    if arguments is None or arguments == sent:
+        return [slot.finish()]
+    if arguments.startswith(sent):
+        rest = arguments[len(sent) :]
+        slot.pieces.append(rest)
+        partial: ToolPartialAction = (
+            TOOL_PARTIAL,
+            slot.index,
+            slot.call_id,
+            slot.name,
+            rest,
+        )
+        return [partial, slot.finish()]
+    try:
+        same = json.loads(sent) == json.loads(arguments)
+    except ValueError:
+        same = False
+    if not same:
+        raise malformed(
+            f"tool call {slot.index}: the arguments restated at its end differ from "
+            "the fragments streamed"
+        )
+    return [slot.finish()]
 
 
 def _error_event(event: Mapping[str, Any]) -> LangHooksError:
