@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
+from typing import Any, Generic
+
+from docutils import nodes
+from sphinx.addnodes import pending_xref
+from sphinx.application import Sphinx
+from sphinx.environment import BuildEnvironment
+from sphinx.ext import intersphinx
 
 from langhooks import __version__
 
@@ -19,6 +27,7 @@ version = __version__
 extensions = [
     "myst_parser",
     "sphinx.ext.autodoc",
+    "sphinx.ext.intersphinx",
     "sphinx.ext.napoleon",
     "sphinx.ext.viewcode",
     "lh_diagrams",
@@ -27,7 +36,7 @@ lh_firing_order_pages = ["guide/runtime"]
 html_static_path = ["_static"]
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 root_doc = "index"
-exclude_patterns = ["_build"]
+exclude_patterns = ["_build", "_inventories"]
 myst_heading_anchors = 3
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
@@ -36,3 +45,148 @@ napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 html_theme = "alabaster"
 suppress_warnings = ["myst.xref_missing"]
+
+# --- cross-references: checked (sphinx -n), and resolved offline ----------------------
+
+# The inventories are in the repository (docs/_inventories/README.md says where they
+# come from), so the build needs no network: intersphinx reads the local file.
+_INVENTORIES = Path(__file__).parent / "_inventories"
+intersphinx_mapping = {
+    "python": ("https://docs.python.org/3.11", str(_INVENTORIES / "python-3.11.inv")),
+    "attrs": ("https://www.attrs.org/en/stable", str(_INVENTORIES / "attrs-22.2.inv")),
+}
+
+# Names that appear in signatures but have no page: each is private on purpose (a
+# TypeVar, the keyword TypedDicts behind Unpack, the undocumented root class) or
+# belongs to a library whose inventory we do not ship (OpenTelemetry's providers).
+nitpick_ignore = [
+    ("py:class", "langhooks._wrappers.H"),
+    ("py:class", "langhooks._wrappers._Streaming"),
+    ("py:class", "langhooks._wrappers._Chain"),
+    ("py:class", "_H"),
+    ("py:class", "langhooks._handler.HandlerBase"),
+    ("py:class", "HandlerBase"),
+    ("py:class", "langhooks._functions.ChainCallbackFunctions"),
+    ("py:class", "langhooks._functions.AsyncChainCallbackFunctions"),
+    ("py:class", "langhooks._functions.StreamingCallbackFunctions"),
+    ("py:class", "langhooks._functions.AsyncStreamingCallbackFunctions"),
+    ("py:class", "langhooks.models._sse.WireDecoder"),
+    # What in_background's overloads return for each interface (the checker's view).
+    ("py:class", "_StreamingBackground"),
+    ("py:class", "_AsyncStreamingBackground"),
+    ("py:class", "_ChainBackground"),
+    ("py:class", "_AsyncChainBackground"),
+    ("py:class", "Handler"),  # langhooks.chain: a chain handler, sync or async
+    ("py:class", "SyncHandler"),  # the Redis integration's sync handler union
+    ("py:class", "ErrorPolicy"),  # the composites' errors="raise" | "log"
+    ("py:class", "TracerProvider"),
+    ("py:class", "MeterProvider"),
+]
+# redis-py's client classes: its inventory is not shipped either.
+nitpick_ignore_regex = [("py:class", r"redis\..*")]
+
+_PUBLIC_PACKAGES = (
+    "langhooks",
+    "langhooks.chain",
+    "langhooks.models",
+    "langhooks.notify",
+    "langhooks.testing",
+)
+
+
+def _public_path(cls: type) -> str | None:
+    """Where a langhooks class is public (``langhooks.models.ChatModel``), or None.
+
+    A class outside langhooks counts as public where it is defined.
+    """
+    module = getattr(cls, "__module__", "")
+    if not module.startswith("langhooks"):
+        return f"{module}.{cls.__qualname__}"
+    if cls.__name__.startswith("_"):
+        return None
+    public_module = ".".join(
+        part for part in module.split(".") if not part.startswith("_")
+    )
+    for candidate in dict.fromkeys((public_module, *_PUBLIC_PACKAGES)):
+        try:
+            namespace = importlib.import_module(candidate)
+        except ImportError:  # (an integration whose library is missing)
+            continue
+        if getattr(namespace, cls.__name__, None) is cls:
+            return f"{candidate}.{cls.__name__}"
+    return None
+
+
+def _public_bases(bases: list[Any]) -> list[Any]:
+    """``bases`` with each private class replaced by its own public bases."""
+    shown: list[Any] = []
+    for base in bases:
+        origin = getattr(base, "__origin__", base)
+        if not isinstance(origin, type) or _public_path(origin) is not None:
+            shown.append(base)
+        else:
+            # (Generic, behind a private generic base, says nothing to a reader.)
+            inherited = [b for b in origin.__bases__ if b is not Generic]
+            shown.extend(_public_bases(inherited))
+    without_object = [b for b in dict.fromkeys(shown) if b is not object]
+    return without_object or [object]
+
+
+def _process_bases(
+    _app: Sphinx, _name: str, _obj: object, _options: object, bases: list[Any]
+) -> None:
+    bases[:] = _public_bases(bases)
+
+
+def _resolve_private(
+    app: Sphinx, env: BuildEnvironment, node: pending_xref, contnode: nodes.Element
+) -> nodes.Element | None:
+    """Resolve a reference to a private module's name, or a bare short name, to
+    the public name documented for it."""
+    if node.get("refdomain") != "py":
+        return None
+    target: str = node["reftarget"]
+    domain = env.get_domain("py")
+    candidates: list[str] = []
+    if target.startswith("typing_extensions."):
+        candidates.append("typing." + target.removeprefix("typing_extensions."))
+    elif target.startswith("langhooks."):
+        module, _, name = target.rpartition(".")
+        try:
+            value = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            value = None
+        if isinstance(value, type) and (path := _public_path(value)) is not None:
+            candidates.append(path)
+    elif "." not in target:
+        candidates.extend(
+            full
+            for full in getattr(domain, "objects", {})
+            if full.startswith("langhooks") and full.endswith("." + target)
+        )
+    for candidate in candidates:
+        node["reftarget"] = candidate
+        found = domain.resolve_xref(
+            env,
+            node.get("refdoc", ""),
+            app.builder,
+            node["reftype"],
+            candidate,
+            node,
+            contnode,
+        )
+        if found is None and candidate.startswith("typing."):
+            # The stdlib documents these typing names as data, not classes.
+            reftype, node["reftype"] = node["reftype"], "obj"
+            found = intersphinx.missing_reference(app, env, node, contnode)
+            node["reftype"] = reftype
+        if found is not None:
+            return found
+    node["reftarget"] = target
+    return None
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.connect("autodoc-process-bases", _process_bases)
+    app.connect("missing-reference", _resolve_private, priority=900)
+    return {"parallel_read_safe": True}

@@ -5,6 +5,7 @@ from ._chain_callbacks import (
     Allow,
     AsyncChainCallbackHandler,
     ChainCallbackHandler,
+    ChainEventName,
     Deny,
     Interrupt,
     ReviewContext,
@@ -48,6 +49,7 @@ from ._streaming import (
     PartialThinkingContext,
     PartialToolCallContext,
     StreamingChatResponseHandler,
+    StreamingEventName,
     StreamingHandle,
 )
 from ._version import __version__
@@ -66,6 +68,7 @@ __all__ = [
     "AsyncCompositeStreamingHandler",
     "AsyncStreamingChatResponseHandler",
     "ChainCallbackHandler",
+    "ChainEventName",
     "ChatResponse",
     "CoalescingDeltas",
     "CompleteToolCall",
@@ -90,6 +93,7 @@ __all__ = [
     "ReviewDecision",
     "StreamEvent",
     "StreamingChatResponseHandler",
+    "StreamingEventName",
     "StreamingHandle",
     "Synchronized",
     "TokenUsage",

@@ -37,6 +37,7 @@ __all__ = [
     "Allow",
     "AsyncChainCallbackHandler",
     "ChainCallbackHandler",
+    "ChainEventName",
     "Deny",
     "Interrupt",
     "ReviewContext",
@@ -376,3 +377,33 @@ class AsyncChainCallbackHandler(HandlerBase, _langhooks_interface=True):
 
     async def on_run_complete(self, chain: LLMChain, result: RunResult, /) -> None:
         """The run finished with status "ok" or "interrupted". The last event."""
+
+
+ChainEventName: TypeAlias = Literal[
+    "on_run_start",
+    "on_llm_call_start",
+    "on_llm_call_complete",
+    "on_llm_new_delta",
+    "on_llm_new_message",
+    "on_llm_ratelimit_info",
+    "on_llm_token_usage",
+    "on_llm_response_headers",
+    "on_message_processed",
+    "on_message_processing_error",
+    "on_error_message_created",
+    "on_tool_call_identified",
+    "on_tool_call_review",
+    "on_tool_execution_started",
+    "on_tool_pre_execution",
+    "on_tool_execution_completed",
+    "on_tool_execution_failed",
+    "on_tool_execution_exception",
+    "on_tool_interrupted",
+    "on_tool_response_created",
+    "on_llm_error",
+    "on_llm_retry",
+    "on_retries_exceeded",
+    "on_error",
+    "on_run_complete",
+]
+"""The name of a ``ChainCallbackHandler`` event, as ``filtered`` takes it."""

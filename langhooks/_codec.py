@@ -647,7 +647,7 @@ def decode(data: Mapping[str, Any]) -> Any:
         data: a dict as ``encode`` returns it (for instance from ``json.loads``).
 
     Returns:
-        The value: a ``Message``, ``ToolCall``, ``EventRecord``, ...
+        The value (a ``Message``, ``ToolCall``, ``EventRecord``, ...).
 
     Raises:
         TypeError: ``data`` is not a mapping.

@@ -44,7 +44,7 @@ from ._streaming import (
     StreamingChatResponseHandler,
     StreamingHandle,
 )
-from .chain._chain import LLMChain, RunResult
+from .chain._chain import LLMChain, RunResult, run_result
 from .models._base import ChatModel, ChatRequest
 
 __all__ = [
@@ -609,7 +609,7 @@ class _Decoder:
             )
         if tag == "RunResult":
             error = value["error"]
-            return RunResult(
+            return run_result(
                 status=value["status"],
                 chain=self.chains.current(record),
                 interrupt_data=value["interrupt_data"],

@@ -151,7 +151,7 @@ class StreamingCallbackFunctions(TypedDict, total=False):
     on_complete_tool_call: Callable[[CompleteToolCall], None]
     on_unmapped_raw_event: Callable[[object], None]
     on_complete_response: Callable[[ChatResponse], None]
-    on_error: Callable[[BaseException], None]
+    on_error: Callable[[LangHooksError], None]
 
 
 class AsyncStreamingCallbackFunctions(TypedDict, total=False):
@@ -163,7 +163,7 @@ class AsyncStreamingCallbackFunctions(TypedDict, total=False):
     on_complete_tool_call: Callable[[CompleteToolCall], _Async]
     on_unmapped_raw_event: Callable[[object], _Async]
     on_complete_response: Callable[[ChatResponse], _Async]
-    on_error: Callable[[BaseException], _Async]
+    on_error: Callable[[LangHooksError], _Async]
 
 
 # --- the handlers -------------------------------------------------------------------

@@ -56,7 +56,9 @@ class HandlerBase:
     _langhooks_overrides: ClassVar[frozenset[str]] = frozenset()
 
     @override
-    def __init_subclass__(cls, *, _langhooks_interface: bool = False, **kwargs: Any):
+    def __init_subclass__(
+        cls, *, _langhooks_interface: bool = False, **kwargs: Any
+    ) -> None:
         super().__init_subclass__(**kwargs)
         if _langhooks_interface:
             is_async = bool(getattr(cls, "_langhooks_async", False))

@@ -22,6 +22,7 @@ from ._handler import arity_problem
 
 if TYPE_CHECKING:
     from ._invocation import Invocation
+    from .chain import LLMChain
 
 __all__ = [
     "ChatResponse",
@@ -130,7 +131,7 @@ def _count(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         raise ValueError(f"{attribute.name} must be a non-negative int, got {value!r}")
 
 
-def _reduce(self: Any) -> tuple[Any, ...]:
+def _reduce(self: Any) -> str | tuple[Any, ...]:
     """``__reduce__`` for value types with read-only mapping fields.
 
     A ``mappingproxy`` does not pickle: its contents go as a dict, and the class's
@@ -503,8 +504,12 @@ class MessageDelta:
             )
 
 
-class FinishReason(enum.Enum):
-    """Why a model stopped generating."""
+class FinishReason(enum.StrEnum):
+    """Why a model stopped generating.
+
+    A ``str``: each member equals its value (``FinishReason.STOP == "stop"``) and
+    ``json.dumps`` writes it as that string.
+    """
 
     STOP = "stop"
     LENGTH = "length"
@@ -656,7 +661,8 @@ class ToolContext:
         call: the call being run.
         custom_context: the run's ``custom_context``.
         invocation: the tool execution's ``Invocation`` (a child of the run's).
-        chain: the chain snapshot the call came from (an ``LLMChain``).
+        chain: the chain snapshot the call came from (None for a tool run
+            outside a chain).
     """
 
     call: ToolCall
@@ -664,7 +670,7 @@ class ToolContext:
         default=_EMPTY, converter=_custom_context
     )
     invocation: Invocation | None = None
-    chain: Any = None
+    chain: LLMChain | None = None
 
     __reduce__ = _reduce
 

@@ -18,7 +18,17 @@ import queue
 import threading
 import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, TypeAlias, final, overload
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Final,
+    Literal,
+    TypeAlias,
+    TypedDict,
+    final,
+    get_args,
+    overload,
+)
 
 from typing_extensions import override
 
@@ -45,14 +55,68 @@ if TYPE_CHECKING:
     from .chain import LLMChain, RunResult
 
 __all__ = [
+    "AgentStartPayload",
     "Callback",
     "Notify",
     "NotifyingHandler",
+    "NousCallbacks",
+    "NousEvent",
+    "ToolCallPayload",
+    "ToolResponsePayload",
     "events",
     "to_message",
 ]
 
 logger: Final = logging.getLogger("langhooks")
+
+NousEvent: TypeAlias = Literal[
+    "on_agent_start",
+    "on_llm_new_delta",
+    "on_llm_new_thinking_delta",
+    "on_llm_new_message",
+    "on_tool_call",
+    "on_tool_response",
+    "on_agent_complete",
+    "on_error",
+]
+"""The name of one of Nous's eight events."""
+
+
+class AgentStartPayload(TypedDict):
+    """The payload of ``on_agent_start``."""
+
+    chain: LLMChain
+
+
+class ToolCallPayload(TypedDict):
+    """The payload of ``on_tool_call``: the call about to run."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+class ToolResponsePayload(TypedDict):
+    """The payload of ``on_tool_response``: a call's result (an error too)."""
+
+    id: str
+    name: str
+    result: ToolResult
+
+
+class NousCallbacks(TypedDict, total=False):
+    """``NotifyingHandler``'s ``callbacks``: per Nous event, a function of
+    ``(event, payload)`` typed with that event's payload."""
+
+    on_agent_start: Callable[[str, AgentStartPayload], object]
+    on_llm_new_delta: Callable[[str, str], object]
+    on_llm_new_thinking_delta: Callable[[str, str], object]
+    on_llm_new_message: Callable[[str, Message], object]
+    on_tool_call: Callable[[str, ToolCallPayload], object]
+    on_tool_response: Callable[[str, ToolResponsePayload], object]
+    on_agent_complete: Callable[[str, RunResult], object]
+    on_error: Callable[[str, LangHooksError], object]
+
 
 # Nous's events, in Nous's order, with the tag of the message each one sends.
 _TAGS: Final[Mapping[str, str]] = types.MappingProxyType(
@@ -67,6 +131,8 @@ _TAGS: Final[Mapping[str, str]] = types.MappingProxyType(
         "on_error": "agent_error",
     }
 )
+
+_EVENTS: Final[tuple[NousEvent, ...]] = get_args(NousEvent)
 
 # The Nous events each handler method of NotifyingHandler produces.
 _PRODUCES: Final[Mapping[str, tuple[str, ...]]] = types.MappingProxyType(
@@ -94,7 +160,7 @@ Notify: TypeAlias = (
 """Where ``(tag, payload)`` messages go: a queue, an asyncio queue or a callable."""
 
 
-def events() -> list[str]:
+def events() -> list[NousEvent]:
     """Nous's eight event names, in Nous's order.
 
     Returns:
@@ -102,7 +168,7 @@ def events() -> list[str]:
         "on_llm_new_message", "on_tool_call", "on_tool_response",
         "on_agent_complete", "on_error"]`` (a new list each call).
     """
-    return list(_TAGS)
+    return list(_EVENTS)
 
 
 def to_message(event: str, payload: Any) -> tuple[str, Any]:
@@ -388,21 +454,19 @@ class NotifyingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
 
     def __init__(
         self,
-        callbacks: Mapping[str, Callback] | None = None,
+        callbacks: NousCallbacks | None = None,
         notify: Notify | None = None,
         *,
         loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
-        if callbacks is None:
-            callbacks = _NO_CALLBACKS
-        if not isinstance(callbacks, Mapping):
+        given: Mapping[str, object] = _NO_CALLBACKS if callbacks is None else callbacks
+        if not isinstance(given, Mapping):
             raise TypeError(
-                f"callbacks must be a mapping of event name to function, got "
-                f"{callbacks!r}"
+                f"callbacks must be a mapping of event name to function, got {given!r}"
             )
         checked = {
             _check_event("NotifyingHandler", event): _check_callback(event, callback)
-            for event, callback in callbacks.items()
+            for event, callback in given.items()
         }
         self._setup(checked, _sink(notify, loop))
 
@@ -501,7 +565,55 @@ class NotifyingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
         """Whether messages are sent to a ``notify`` target."""
         return self._sink is not None
 
-    def put_callback(self, event: str, callback: Callback) -> NotifyingHandler:
+    @overload
+    def put_callback(
+        self,
+        event: Literal["on_agent_start"],
+        callback: Callable[[str, AgentStartPayload], object],
+    ) -> NotifyingHandler: ...
+    @overload
+    def put_callback(
+        self, event: Literal["on_llm_new_delta"], callback: Callable[[str, str], object]
+    ) -> NotifyingHandler: ...
+    @overload
+    def put_callback(
+        self,
+        event: Literal["on_llm_new_thinking_delta"],
+        callback: Callable[[str, str], object],
+    ) -> NotifyingHandler: ...
+    @overload
+    def put_callback(
+        self,
+        event: Literal["on_llm_new_message"],
+        callback: Callable[[str, Message], object],
+    ) -> NotifyingHandler: ...
+    @overload
+    def put_callback(
+        self,
+        event: Literal["on_tool_call"],
+        callback: Callable[[str, ToolCallPayload], object],
+    ) -> NotifyingHandler: ...
+    @overload
+    def put_callback(
+        self,
+        event: Literal["on_tool_response"],
+        callback: Callable[[str, ToolResponsePayload], object],
+    ) -> NotifyingHandler: ...
+    @overload
+    def put_callback(
+        self,
+        event: Literal["on_agent_complete"],
+        callback: Callable[[str, RunResult], object],
+    ) -> NotifyingHandler: ...
+    @overload
+    def put_callback(
+        self,
+        event: Literal["on_error"],
+        callback: Callable[[str, LangHooksError], object],
+    ) -> NotifyingHandler: ...
+    def put_callback(
+        self, event: str, callback: Callable[..., object]
+    ) -> NotifyingHandler:
         """A new handler with ``callback`` registered for ``event`` (replacing any).
 
         The original is unchanged; the new one sends to the same ``notify``.
@@ -514,7 +626,7 @@ class NotifyingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
         checked = _check_callback(name, callback)
         return self._with_callbacks({**self._callbacks, name: checked})
 
-    def remove_callback(self, event: str) -> NotifyingHandler:
+    def remove_callback(self, event: NousEvent) -> NotifyingHandler:
         """A new handler without a callback for ``event`` (the same if it had none).
 
         The original is unchanged; the new one sends to the same ``notify``.
@@ -614,7 +726,7 @@ class NotifyingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
     # is always the last argument.
 
     @overload
-    def on_error(self, error: BaseException, /) -> None: ...
+    def on_error(self, error: LangHooksError, /) -> None: ...
     @overload
     def on_error(self, chain: LLMChain, error: LangHooksError, /) -> None: ...
     @override

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import ClassVar, Final, final
+from typing import ClassVar, Final, Literal, TypeAlias, final
 
 import attrs
 
@@ -27,6 +27,7 @@ from ._handler import HandlerBase
 from ._messages import (
     ChatResponse,
     CompleteToolCall,
+    LangHooksError,
     PartialResponse,
     PartialThinking,
     PartialToolCall,
@@ -39,6 +40,7 @@ __all__ = [
     "PartialThinkingContext",
     "PartialToolCallContext",
     "StreamingChatResponseHandler",
+    "StreamingEventName",
     "StreamingHandle",
 ]
 
@@ -181,10 +183,14 @@ class StreamingChatResponseHandler(HandlerBase, _langhooks_interface=True):
     def on_complete_response(self, response: ChatResponse, /) -> None:
         """The stream ended normally. Terminal: nothing follows it."""
 
-    def on_error(self, error: BaseException, /) -> None:
-        """The stream failed (usually a ``LangHooksError``). Terminal.
+    def on_error(self, error: LangHooksError, /) -> None:
+        """The stream failed. Terminal.
 
-        The error is also raised to the caller that drives the stream.
+        Every failure a stream reports is a ``LangHooksError`` (a transport or SDK
+        exception is converted, keeping it as ``error.original``), as for a chain
+        handler's ``on_error``. The error is also raised to the caller that drives
+        the stream. An exception raised by a handler method is not reported here:
+        it propagates to the caller unchanged and the stream stops.
         """
 
 
@@ -220,5 +226,18 @@ class AsyncStreamingChatResponseHandler(HandlerBase, _langhooks_interface=True):
     async def on_complete_response(self, response: ChatResponse, /) -> None:
         """The stream ended normally. Terminal: nothing follows it."""
 
-    async def on_error(self, error: BaseException, /) -> None:
-        """The stream failed. Terminal; the error is also raised to the caller."""
+    async def on_error(self, error: LangHooksError, /) -> None:
+        """The stream failed (a ``LangHooksError``). Terminal; the error is also
+        raised to the caller."""
+
+
+StreamingEventName: TypeAlias = Literal[
+    "on_partial_response",
+    "on_partial_thinking",
+    "on_partial_tool_call",
+    "on_complete_tool_call",
+    "on_unmapped_raw_event",
+    "on_complete_response",
+    "on_error",
+]
+"""The name of a ``StreamingChatResponseHandler`` event, as ``filtered`` takes it."""

@@ -1,8 +1,9 @@
 """Wrappers: handlers that change how another handler is called.
 
-Each wrapper is an instance of every interface the wrapped handler implements (so
-``isinstance`` and composites keep working) and handles exactly the events the
-wrapped handler handles: an event it does not override stays free.
+Each wrapper is an instance of the wrapped handler's own class (so ``isinstance``
+and composites keep working, and a wrapper typed as that class is one), reads and
+writes every attribute but the events on the wrapped handler, and handles exactly
+the events the wrapped handler handles: an event it does not override stays free.
 """
 
 from __future__ import annotations
@@ -28,7 +29,12 @@ from typing import (
 
 from typing_extensions import override
 
-from ._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler, Deny
+from ._chain_callbacks import (
+    AsyncChainCallbackHandler,
+    ChainCallbackHandler,
+    ChainEventName,
+    Deny,
+)
 from ._handler import (
     HandlerBase,
     bound_event,
@@ -42,6 +48,7 @@ from ._messages import PartialResponse, PartialThinking
 from ._streaming import (
     AsyncStreamingChatResponseHandler,
     StreamingChatResponseHandler,
+    StreamingEventName,
 )
 
 __all__ = [
@@ -53,6 +60,11 @@ __all__ = [
 ]
 
 H = TypeVar("H", bound=HandlerBase)
+_Streaming = TypeVar(
+    "_Streaming",
+    bound=StreamingChatResponseHandler | AsyncStreamingChatResponseHandler,
+)
+_Chain = TypeVar("_Chain", bound=ChainCallbackHandler | AsyncChainCallbackHandler)
 
 logger: Final = logging.getLogger("langhooks")
 
@@ -70,7 +82,13 @@ def _check_handler(handler: object, what: str) -> HandlerBase:
 
 
 class _Wrapper(HandlerBase):
-    """A handler that forwards to ``_langhooks_inner`` in some way."""
+    """A handler that forwards to ``_langhooks_inner`` in some way.
+
+    Its class adds the wrapped handler's interfaces; its ``__class__`` is the
+    wrapped handler's own class, so ``isinstance(wrapper, HandlerClass)`` holds,
+    and every attribute but its events and its own API is read and written on the
+    wrapped handler: ``isolate(p)`` is what its static type, ``p``'s class, says.
+    """
 
     _langhooks_inner: HandlerBase
     _langhooks_wrapped: frozenset[str]
@@ -87,8 +105,9 @@ class _Wrapper(HandlerBase):
                 specialized = _SPECIALIZED.get(key)
                 # False only when another thread built it while this one waited.
                 if specialized is None:  # pragma: no branch
-                    specialized = type(cls.__name__, (cls, *interfaces), {})
-                    specialized.__qualname__ = cls.__qualname__
+                    name = getattr(cls, "_langhooks_name", cls.__name__)
+                    specialized = type(name, (cls, *interfaces), {})
+                    specialized.__qualname__ = name
                     specialized.__module__ = cls.__module__
                     _SPECIALIZED[key] = specialized
         return object.__new__(specialized)
@@ -99,10 +118,14 @@ class _Wrapper(HandlerBase):
         events: Iterable[str],
         make: Callable[[str, Callable[..., Any], bool], Callable[..., Any]],
     ) -> None:
-        self._langhooks_inner = handler
-        self._langhooks_wrapped = frozenset(events)
-        for name in self._langhooks_wrapped:
-            setattr(
+        # Set on the wrapper itself (``__setattr__`` writes to the handler): an
+        # event is then an instance attribute, found with no Python-level lookup.
+        setattr_ = object.__setattr__
+        setattr_(self, "_langhooks_inner", handler)
+        wrapped = frozenset(events)
+        setattr_(self, "_langhooks_wrapped", wrapped)
+        for name in wrapped:
+            setattr_(
                 self,
                 name,
                 make(name, bound_event(handler, name), event_is_async(handler, name)),
@@ -122,15 +145,29 @@ class _Wrapper(HandlerBase):
         return f"{type(self).__name__}({self._langhooks_inner!r})"
 
     if not TYPE_CHECKING:  # pragma: no branch  # always true at runtime
+        # Hidden from the checker, which would otherwise accept any attribute of
+        # any wrapper.
+
+        @property
+        def __class__(self) -> type:
+            # What ``isinstance`` consults when the wrapper's own type does not
+            # match: the wrapped handler's class (at the bottom of any nesting).
+            return self._langhooks_inner.__class__
+
         # Reached only when ordinary lookup fails, so events pay nothing for it.
-        # ``HandlerWithoutInvocation.wrap``, ``isolate`` and ``filtered`` are typed
-        # as the wrapped handler's own class: reading its state or calling its
-        # helpers through the wrapper must then work. Hidden from the checker, which
-        # would otherwise accept any attribute of any wrapper.
         def __getattr__(self, name: str) -> Any:
             if name.startswith(("_langhooks", "__")):
                 raise AttributeError(name)
             return getattr(self._langhooks_inner, name)
+
+        def __setattr__(self, name: str, value: Any) -> None:
+            if name.startswith("_langhooks"):
+                object.__setattr__(self, name, value)
+            else:
+                setattr(self._langhooks_inner, name, value)
+
+        def __delattr__(self, name: str) -> None:
+            delattr(self._langhooks_inner, name)
 
 
 # --- HandlerWithoutInvocation -----------------------------------------------------
@@ -254,9 +291,11 @@ class HandlerWithoutInvocation(_Wrapper):
     Each call runs in a copy of the caller's context: the handler sees the caller's
     other context variables, and nothing it sets leaks back, also when it raises.
 
-    Works for all four handler interfaces; the result is an instance of the wrapped
-    handler's interfaces. Wrapping twice is a no-op. Use ``wrap`` to keep the
-    handler's own static type.
+    Works for all four handler interfaces. The result is an instance of the
+    wrapped handler's class, and reads and writes every attribute but the events
+    on the wrapped handler. Wrapping twice is a no-op. The constructor's static
+    type is the handler's interface; use ``wrap`` to keep the handler's own class
+    (for a handler of two interfaces, so that either composite takes it).
     """
 
     @overload
@@ -289,7 +328,8 @@ class HandlerWithoutInvocation(_Wrapper):
 
     @classmethod
     def wrap(cls, handler: H) -> H:
-        """``HandlerWithoutInvocation(handler)``, typed as ``handler``'s own type."""
+        """``HandlerWithoutInvocation(handler)``, typed as ``handler``'s own class
+        (which the wrapper is an instance of)."""
         return cls(handler)  # type: ignore[call-overload, no-any-return]  # see __new__
 
 
@@ -365,7 +405,8 @@ def isolate(handler: H) -> H:
         handler: any handler.
 
     Returns:
-        A handler of the same interfaces.
+        A wrapper that is an instance of ``handler``'s class, reads and writes
+        every attribute but the events on ``handler``, and is typed as it.
     """
     checked = _check_handler(handler, "isolate")
     wrapper = _Isolated._specialize(checked)
@@ -393,6 +434,9 @@ class Synchronized(_Wrapper):
     the tasks of a loop, and the handler may be used from any number of loops (but
     two loops in two threads are not kept apart, and an async method must not await
     another event of the same wrapper: that lock is not re-entrant).
+
+    Like ``HandlerWithoutInvocation``, the result is an instance of the handler's
+    class; ``wrap`` keeps that class as the static type.
     """
 
     @overload
@@ -449,6 +493,12 @@ class Synchronized(_Wrapper):
         self._langhooks_install(handler, overridden_events(handler), make)
         return self
 
+    @classmethod
+    def wrap(cls, handler: H) -> H:
+        """``Synchronized(handler)``, typed as ``handler``'s own class (which the
+        wrapper is an instance of)."""
+        return cls(handler)  # type: ignore[call-overload, no-any-return]  # see __new__
+
 
 if TYPE_CHECKING:
 
@@ -466,14 +516,27 @@ if TYPE_CHECKING:
 # --- filtered ---------------------------------------------------------------------
 
 
-def filtered(handler: H, *, events: Iterable[str]) -> H:
+@overload
+def filtered(
+    handler: _Streaming, *, events: Iterable[StreamingEventName]
+) -> _Streaming: ...
+@overload
+def filtered(handler: _Chain, *, events: Iterable[ChainEventName]) -> _Chain: ...
+def filtered(handler: HandlerBase, *, events: Iterable[str]) -> HandlerBase:
     """Deliver only the named events to ``handler``.
+
+    The names are checked statically too: a misspelled name, another interface's
+    event or a plain ``str`` is a type error (for a handler of two interfaces, the
+    names of one of them per call).
 
     The result calls the handler's own bound methods: filtering adds no cost.
 
     Args:
         handler: any handler.
         events: event method names (``"on_partial_response"``, ...).
+
+    Returns:
+        A wrapper that is an instance of ``handler``'s class (see ``isolate``).
 
     Raises:
         TypeError: a name is not an event of the handler's interfaces.
@@ -544,7 +607,8 @@ class CoalescingDeltas(_Wrapper):
     arrives ``max_interval`` seconds or more after the first one waiting, and is
     flushed before any other event is delivered, so order is kept and nothing is
     lost: a text partial is flushed before thinking, a tool call, the terminal call.
-    Call ``flush()`` to deliver what waits at any other time. After a stream is
+    Call ``flush()`` (around a sync handler) or ``await aflush()`` (around an async
+    one) to deliver what waits at any other time. After a stream is
     cancelled no callback may follow, so text still waiting then is not delivered
     (it is in the response the stream returns); and when the handler cancels the
     stream on text flushed before another event, that event is not delivered
@@ -557,8 +621,8 @@ class CoalescingDeltas(_Wrapper):
             first waiting one; None for size only.
     """
 
-    _buffer: _Buffer
-    _lock: threading.RLock
+    _langhooks_buffer: _Buffer
+    _langhooks_lock: threading.RLock
 
     _DEFAULT_CHARS: ClassVar[int] = 64
 
@@ -569,7 +633,7 @@ class CoalescingDeltas(_Wrapper):
         *,
         max_chars: int = ...,
         max_interval: float | None = ...,
-    ) -> _StreamingCoalescing: ...
+    ) -> _SyncCoalescing: ...
     @overload
     def __new__(
         cls,
@@ -577,7 +641,7 @@ class CoalescingDeltas(_Wrapper):
         *,
         max_chars: int = ...,
         max_interval: float | None = ...,
-    ) -> _AsyncStreamingCoalescing: ...
+    ) -> _AsyncCoalescing: ...
     def __new__(
         cls,
         handler: StreamingChatResponseHandler | AsyncStreamingChatResponseHandler,
@@ -595,14 +659,15 @@ class CoalescingDeltas(_Wrapper):
             raise ValueError(f"max_chars must be an int >= 1, got {max_chars!r}")
         if max_interval is not None and not max_interval >= 0:
             raise ValueError(f"max_interval must be >= 0 or None, got {max_interval!r}")
-        self: CoalescingDeltas = cls._specialize(handler)
-        self._buffer = _Buffer()
-        self._lock = threading.RLock()
+        is_async = isinstance(handler, AsyncStreamingChatResponseHandler)
+        kind = _AsyncCoalescing if is_async else _SyncCoalescing
+        self: CoalescingDeltas = kind._specialize(handler)
+        self._langhooks_buffer = _Buffer()
+        self._langhooks_lock = threading.RLock()
         handled = overridden_events(handler)
         if handled & _PARTIALS:
             # Every other event must flush first, so the wrapper takes them all.
             handled = frozenset(type(handler)._langhooks_events)
-        is_async = isinstance(handler, AsyncStreamingChatResponseHandler)
         make = _coalescing_async if is_async else _coalescing_sync
         self._langhooks_install(
             handler,
@@ -613,28 +678,29 @@ class CoalescingDeltas(_Wrapper):
         )
         return self
 
-    def flush(self) -> None:
-        """Deliver the text waiting now, if any (sync handlers).
 
-        Raises:
-            TypeError: the wrapped handler is async (use ``aflush``).
-        """
-        if isinstance(self._langhooks_inner, AsyncStreamingChatResponseHandler):
-            raise TypeError("flush() is for sync handlers: await aflush() instead")
-        with self._lock:
-            if self._buffer.chunks:
-                _deliver_sync(self._langhooks_inner, *self._buffer.take())
+class _SyncCoalescing(CoalescingDeltas, StreamingChatResponseHandler):
+    """``CoalescingDeltas`` around a sync handler: ``flush()``."""
+
+    _langhooks_name: ClassVar[str] = "CoalescingDeltas"
+
+    def flush(self) -> None:
+        """Deliver the text waiting now, if any."""
+        with self._langhooks_lock:
+            if self._langhooks_buffer.chunks:
+                _deliver_sync(self._langhooks_inner, *self._langhooks_buffer.take())
+
+
+class _AsyncCoalescing(CoalescingDeltas, AsyncStreamingChatResponseHandler):
+    """``CoalescingDeltas`` around an async handler: ``await aflush()``."""
+
+    _langhooks_name: ClassVar[str] = "CoalescingDeltas"
 
     async def aflush(self) -> None:
-        """Deliver the text waiting now, if any (async handlers).
-
-        Raises:
-            TypeError: the wrapped handler is sync (use ``flush``).
-        """
-        if not isinstance(self._langhooks_inner, AsyncStreamingChatResponseHandler):
-            raise TypeError("aflush() is for async handlers: call flush() instead")
-        with self._lock:
-            waiting = self._buffer.take() if self._buffer.chunks else None
+        """Deliver the text waiting now, if any."""
+        with self._langhooks_lock:
+            buffer = self._langhooks_buffer
+            waiting = buffer.take() if buffer.chunks else None
         if waiting is not None:
             await _deliver_async(self._langhooks_inner, *waiting)
 
@@ -694,7 +760,8 @@ def _coalescing_sync(
     max_interval: float | None,
 ) -> Callable[..., Any]:
     # Everything the calls need is bound here, once: see ``_Buffer``.
-    buffer, lock, inner = wrapper._buffer, wrapper._lock, wrapper._langhooks_inner
+    buffer, lock = wrapper._langhooks_buffer, wrapper._langhooks_lock
+    inner = wrapper._langhooks_inner
     acquire, release = lock.acquire, lock.release
     if name in _PARTIALS:
         kind: _Kind = "text" if name == "on_partial_response" else "thinking"
@@ -741,7 +808,8 @@ def _coalescing_async(
     max_chars: int,
     max_interval: float | None,
 ) -> Callable[..., Any]:
-    buffer, lock, inner = wrapper._buffer, wrapper._lock, wrapper._langhooks_inner
+    buffer, lock = wrapper._langhooks_buffer, wrapper._langhooks_lock
+    inner = wrapper._langhooks_inner
     # Concurrent streams may share the wrapper: another stream's task can fill the
     # buffer while this one awaits a delivery, so each check is made again after
     # an await, and the check and the buffering happen with no await between them
@@ -785,12 +853,3 @@ def _coalescing_async(
         return await method(*args)
 
     return other
-
-
-if TYPE_CHECKING:
-
-    class _StreamingCoalescing(CoalescingDeltas, StreamingChatResponseHandler): ...
-
-    class _AsyncStreamingCoalescing(
-        CoalescingDeltas, AsyncStreamingChatResponseHandler
-    ): ...

@@ -10,6 +10,28 @@ format.
 
 from __future__ import annotations
 
-from ._notify import Callback, Notify, NotifyingHandler, events, to_message
+from ._notify import (
+    AgentStartPayload,
+    Callback,
+    Notify,
+    NotifyingHandler,
+    NousCallbacks,
+    NousEvent,
+    ToolCallPayload,
+    ToolResponsePayload,
+    events,
+    to_message,
+)
 
-__all__ = ["Callback", "Notify", "NotifyingHandler", "events", "to_message"]
+__all__ = [
+    "AgentStartPayload",
+    "Callback",
+    "Notify",
+    "NotifyingHandler",
+    "NousCallbacks",
+    "NousEvent",
+    "ToolCallPayload",
+    "ToolResponsePayload",
+    "events",
+    "to_message",
+]

@@ -1,7 +1,7 @@
 """Typing contract: ``in_background`` keeps the handler's interface, and the items of
 ``iterate_stream`` / ``aiterate_stream`` narrow with ``match``.
 
-Checked by mypy (strict, explicit-override, warn_unused_ignores); never executed.
+Checked by mypy and pyright (both strict, unused ignores rejected); never executed.
 A line ending in ``# type: ignore[<code>]`` is misuse the checker must keep
 rejecting.
 """

@@ -1,6 +1,6 @@
 """Typing contract: chain handlers and a review policy, as an integration writes them.
 
-Checked by mypy (strict, explicit-override, warn_unused_ignores); never executed.
+Checked by mypy and pyright (both strict, unused ignores rejected); never executed.
 """
 
 from __future__ import annotations
@@ -30,7 +30,13 @@ from langhooks import (
     ToolResult,
     UpdateArguments,
 )
-from langhooks.chain import LLMChain, RunResult
+from langhooks.chain import (
+    ErrorResult,
+    InterruptedResult,
+    LLMChain,
+    OkResult,
+    RunResult,
+)
 from langhooks.models import ChatModel, ChatRequest
 
 log = logging.getLogger("my_app")
@@ -165,7 +171,13 @@ class AuditTrail(ChainCallbackHandler):
 
     @override
     def on_run_complete(self, chain: LLMChain, result: RunResult) -> None:
-        self.lines.append(result.status)
+        # The status narrows the result: no cast, no assert.
+        if result.status == "error":
+            self.lines.append(result.error.type)
+        elif result.status == "interrupted":
+            self.lines.append(str(result.interrupt_data["tool_call_id"]))
+        else:
+            assert_type(result.error, None)
 
 
 class ToolPolicy(ChainCallbackHandler):
@@ -248,6 +260,18 @@ def run_with_handlers(model: ChatModel) -> RunResult:
     ).add_message(Message.user("find langhooks"))
     result = chain.run()
     assert_type(result, RunResult)
+    if result.status == "error":
+        assert_type(result.error, LangHooksError)
+        print(result.error.type, result.error.retryable)
+    if result.status == "interrupted":
+        print(result.interrupt_data["tool_call_id"])
+    match result:
+        case ErrorResult(error=error):
+            assert_type(error, LangHooksError)
+        case InterruptedResult(interrupt_data=data):
+            assert_type(data, Mapping[str, Any])
+        case OkResult():
+            assert_type(result.interrupt_data, None)
     return result
 
 

@@ -1,6 +1,6 @@
 """Typing contract: composing and wrapping handlers keeps their types.
 
-Checked by mypy (strict, explicit-override, warn_unused_ignores); never executed.
+Checked by mypy and pyright (both strict, unused ignores rejected); never executed.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from langhooks import (
     isolate,
 )
 from langhooks.chain import LLMChain
+from langhooks.notify import NotifyingHandler
 
 
 class Printer(StreamingChatResponseHandler):
@@ -88,6 +89,10 @@ twice: HandlerWithoutInvocation = HandlerWithoutInvocation(
 )
 
 assert_type(isolate(printer), Printer)
+# ... and is one at runtime: the count it reads and writes is the printer's.
+isolated_printer = isolate(printer)
+isolated_printer.count += 5
+assert_type(Synchronized.wrap(printer), Printer)
 assert_type(isolate(AsyncPolicy()), AsyncPolicy)
 assert_type(filtered(Policy(), events=["on_tool_call_review"]), Policy)
 assert_type(filtered(printer, events={"on_partial_response"}), Printer)
@@ -152,3 +157,16 @@ async def review_async(chain: LLMChain, call: ToolCall, tool: Tool) -> ReviewDec
     return await async_chain_composite.on_tool_call_review(
         chain, call, tool, ReviewContext()
     )
+
+
+# --- a handler of two interfaces, wrapped, goes in either composite ----------------
+
+notifying = NotifyingHandler()
+for both in (
+    HandlerWithoutInvocation.wrap(notifying),
+    Synchronized.wrap(notifying),
+    isolate(notifying),
+    filtered(notifying, events=["on_error", "on_partial_response"]),
+):
+    CompositeStreamingHandler([both])
+    CompositeChainHandler([both])

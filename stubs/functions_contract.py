@@ -37,7 +37,13 @@ from langhooks import (
     streaming_callbacks,
 )
 from langhooks.chain import LLMChain
-from langhooks.notify import NotifyingHandler, events, to_message
+from langhooks.notify import (
+    NotifyingHandler,
+    NousEvent,
+    ToolCallPayload,
+    events,
+    to_message,
+)
 
 # --- functions a user writes ----------------------------------------------------------
 
@@ -154,15 +160,42 @@ async def notification() -> None:
     assert_type(updated, NotifyingHandler)
     assert_type(updated.remove_callback("on_error"), NotifyingHandler)
     assert_type(handler.dropped, int)
-    assert_type(events(), list[str])
+    assert_type(events(), list[NousEvent])
     assert_type(to_message("on_tool_call", {"id": "1"}), tuple[str, Any])
     handler.execute_many([("on_tool_call", {"id": "1", "name": "search"})])
+
+    # Each event's callback gets that event's payload type.
+    typed = NotifyingHandler(
+        callbacks={
+            "on_agent_start": lambda event, payload: print(payload["chain"].messages),
+            "on_tool_call": on_tool_call,
+            "on_tool_response": lambda event, payload: print(
+                payload["result"].is_error
+            ),
+            "on_agent_complete": lambda event, result: print(result.status),
+            "on_error": lambda event, error: print(error.type),
+        }
+    )
+    typed.put_callback("on_llm_new_message", lambda event, message: print(message.text))
+    typed.put_callback("on_llm_new_delta", lambda event, text: print(text.upper()))
+    NotifyingHandler(callbacks={"on_llm_new_delta": on_tool_call})  # type: ignore[arg-type]
+    typed.put_callback("on_tool_call", print_text)  # type: ignore[call-overload]
+    NotifyingHandler(callbacks={"on_agent_stat": print_text})  # type: ignore[arg-type]
+    typed.remove_callback("on_run_start")  # type: ignore[arg-type]
 
     NotifyingHandler(notify=queue.Queue())
     NotifyingHandler(notify=print)
     NotifyingHandler(notify=["not", "a", "queue"])  # type: ignore[arg-type]
-    NotifyingHandler(callbacks={"on_error": payload_only})  # type: ignore[dict-item]
-    handler.put_callback("on_error", payload_only)  # type: ignore[arg-type]
+    NotifyingHandler(callbacks={"on_error": payload_only})  # type: ignore[arg-type]
+    handler.put_callback("on_error", payload_only)  # type: ignore[call-overload]
+
+
+def on_tool_call(event: str, payload: ToolCallPayload) -> None:
+    print(payload["name"], payload["arguments"])
+
+
+def print_text(event: str, text: str) -> None:
+    print(text)
 
 
 def _model() -> Any:

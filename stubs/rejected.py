@@ -1,8 +1,11 @@
-"""Typing contract: misuse that mypy must reject.
+"""Typing contract: misuse that mypy and pyright must reject.
 
-Checked by mypy (strict, explicit-override, warn_unused_ignores); never executed.
-Each ``# type: ignore[<code>]`` marks a line that must stay an error: if mypy ever
-accepts one, warn_unused_ignores fails the check.
+Checked by mypy (strict, explicit-override, warn_unused_ignores) and by pyright
+(strict, reportImplicitOverride, reportUnnecessaryTypeIgnoreComment); never
+executed. Each ``# type: ignore[<code>]`` marks a line that must stay an error in
+both: if either checker ever accepts one, its unused-ignore check fails. (The code
+is mypy's; pyright honours any ``# type: ignore``.) A line only one checker can
+reject goes in that checker's own file, such as ``mypy_only.py``.
 """
 
 from __future__ import annotations
@@ -58,6 +61,12 @@ class WrongParameterType(ChainCallbackHandler):
 
 class MissingOverrideDecorator(StreamingChatResponseHandler):
     def on_error(self, error: BaseException) -> None:  # type: ignore[explicit-override]
+        ...
+
+
+class NarrowerError(StreamingChatResponseHandler):
+    @override
+    def on_error(self, error: TimeoutError) -> None:  # type: ignore[override]
         ...
 
 
@@ -123,9 +132,17 @@ HandlerWithoutInvocation(object())  # type: ignore[call-overload]
 HandlerWithoutInvocation.wrap("handler")  # type: ignore[type-var]
 isolate(42)  # type: ignore[type-var]
 Synchronized(None)  # type: ignore[call-overload]
-filtered(print, events=["on_error"])  # type: ignore[type-var]
+filtered(print, events=["on_error"])  # type: ignore[call-overload]
+filtered(StreamingChatResponseHandler(), events=["on_eror"])  # type: ignore[list-item]
+filtered(StreamingChatResponseHandler(), events=["on_run_start"])  # type: ignore[list-item]
+filtered(ChainCallbackHandler(), events=["on_partial_response"])  # type: ignore[list-item]
+filtered(StreamingChatResponseHandler(), events="on_error")  # type: ignore[arg-type]
+any_names: list[str] = ["on_error"]
+filtered(StreamingChatResponseHandler(), events=any_names)  # type: ignore[arg-type]
 CoalescingDeltas(ChainCallbackHandler())  # type: ignore[call-overload]
 CoalescingDeltas(StreamingChatResponseHandler(), max_chars="64")  # type: ignore[call-overload]
+CoalescingDeltas(StreamingChatResponseHandler()).aflush  # type: ignore[attr-defined]
+CoalescingDeltas(AsyncStreamingChatResponseHandler()).flush  # type: ignore[attr-defined]
 
 
 class Counter(StreamingChatResponseHandler):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, assert_type
 
 import attrs
 from typing_extensions import override
@@ -12,6 +12,7 @@ from langhooks import (
     AsyncStreamingChatResponseHandler,
     ChainCallbackHandler,
     ChatResponse,
+    FinishReason,
     Interrupt,
     LangHooksError,
     Message,
@@ -154,4 +155,21 @@ async def later(chain: LLMChain, message: Message) -> Message:
 LLMChain(model, message_processors=[text_only])  # type: ignore[list-item]
 chain.add_message_processors([later])  # type: ignore[list-item]
 Reject(reply=3)  # type: ignore[arg-type]
-attrs.evolve(chain, callbacks=[EchoModel()])  # type: ignore[list-item]
+
+
+def history_size(arguments: Mapping[str, Any], context: ToolContext) -> str:
+    """A tool reads the chain it was called from: an LLMChain, not Any."""
+    if context.chain is None:
+        return "0"
+    assert_type(context.chain, LLMChain)
+    return str(len(context.chain.messages))
+
+
+outside = ToolContext(call=ToolCall(call_id="c", name="n", arguments={}))
+outside.chain.messages  # type: ignore[union-attr]
+reason: str = FinishReason.STOP
+
+
+def stopped(response: ChatResponse) -> bool:
+    """A finish reason compares with its string value."""
+    return response.finish_reason == "stop"

@@ -1,6 +1,6 @@
 """Typing contract: streaming handlers, as a third-party integration writes them.
 
-Checked by mypy (strict, explicit-override, warn_unused_ignores); never executed.
+Checked by mypy and pyright (both strict, unused ignores rejected); never executed.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class TranscriptHandler(StreamingChatResponseHandler):
         self.fragments: dict[int, str] = {}
         self.raw: list[object] = []
         self.result: ChatResponse | None = None
-        self.failure: BaseException | None = None
+        self.failure: LangHooksError | None = None
 
     @override
     def on_partial_response(
@@ -80,8 +80,9 @@ class TranscriptHandler(StreamingChatResponseHandler):
         assert_type(response.message, Message)
 
     @override
-    def on_error(self, error: BaseException) -> None:
-        if isinstance(error, LangHooksError) and error.retryable:
+    def on_error(self, error: LangHooksError) -> None:
+        # The natural override: every error a stream reports is a LangHooksError.
+        if error.retryable:
             self.failure = error
 
 
@@ -132,8 +133,8 @@ class AsyncPrinter(AsyncStreamingChatResponseHandler):
         await self.out.put(response.message.text)
 
     @override
-    async def on_error(self, error: BaseException) -> None:
-        await self.out.put(str(error))
+    async def on_error(self, error: LangHooksError) -> None:
+        await self.out.put(error.type)
 
 
 def ask(model: ChatModel, question: str) -> str:
@@ -156,3 +157,11 @@ async def ask_async(model: ChatModel, question: str) -> str:
     await model.astream(request, TranscriptHandler(stop_word="STOP"))
     response = await model.astream(request, AsyncPrinter(out))
     return response.message.text
+
+
+class WiderError(StreamingChatResponseHandler):
+    """An override may still accept more than the stream sends."""
+
+    @override
+    def on_error(self, error: BaseException) -> None:
+        print(error)

@@ -27,7 +27,7 @@ from langhooks import (
     ToolResult,
 )
 from langhooks._cli import main
-from langhooks.chain import LLMChain, RunResult
+from langhooks.chain import LLMChain, OkResult
 from langhooks.chain._demo import WEATHER_TOOL
 from langhooks.events import EventRecorder
 from langhooks.models import ChatRequest, ScriptedChatModel
@@ -132,7 +132,7 @@ def record_everything(path: Path) -> None:
         r.on_llm_error(c, error)
         r.on_retries_exceeded(c)
         r.on_error(c, error)
-        r.on_run_complete(c, RunResult(status="ok", chain=c))
+        r.on_run_complete(c, OkResult(chain=c))
         r.on_partial_thinking(
             PartialThinking(text="t"), PartialThinkingContext(handle=handle)
         )

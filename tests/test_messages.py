@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 from collections.abc import Mapping
 from typing import Any
@@ -398,6 +399,14 @@ class TestChatResponse:
             "CONTENT_FILTER",
             "OTHER",
         }
+
+    def test_finish_reason_is_a_str(self) -> None:
+        """A finish reason equals its value and is written by json as that string."""
+        reason: str = FinishReason.STOP
+        assert reason == "stop"
+        assert FinishReason("tool_execution") is FinishReason.TOOL_EXECUTION
+        assert json.dumps({"reason": FinishReason.LENGTH}) == '{"reason": "length"}'
+        assert f"{FinishReason.CONTENT_FILTER}" == "content_filter"
 
 
 class TestLangHooksError:

@@ -7,7 +7,7 @@ import logging
 import queue
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from hypothesis import given
@@ -30,9 +30,16 @@ from langhooks import (
     isolate,
 )
 from langhooks._handler import overridden_events
-from langhooks.chain import LLMChain, RunResult
+from langhooks._notify import _TAGS
+from langhooks.chain import LLMChain, OkResult
 from langhooks.models import ChatRequest, ScriptedChatModel, ScriptedTurn
-from langhooks.notify import NotifyingHandler, events, to_message
+from langhooks.notify import (
+    NotifyingHandler,
+    NousCallbacks,
+    NousEvent,
+    events,
+    to_message,
+)
 
 NOUS_EVENTS = [
     "on_agent_start",
@@ -227,30 +234,33 @@ class TestCallbacks:
     def test_a_misspelled_callback_names_the_closest_event(self) -> None:
         """A callback key that is not a Nous event is a ValueError with a hint."""
         with pytest.raises(ValueError, match="did you mean on_llm_new_delta"):
-            NotifyingHandler(callbacks={"on_llm_new_detla": lambda e, p: None})
+            NotifyingHandler(callbacks={"on_llm_new_detla": lambda e, p: None})  # type: ignore[arg-type]
         with pytest.raises(ValueError, match="did you mean on_tool_call"):
-            NotifyingHandler().put_callback("on_tool_cal", lambda e, p: None)
+            NotifyingHandler().put_callback("on_tool_cal", lambda e, p: None)  # type: ignore[call-overload]
         with pytest.raises(ValueError, match="not a Nous event"):
-            NotifyingHandler().remove_callback("on_run_start")
+            NotifyingHandler().remove_callback("on_run_start")  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="must be a str"):
-            NotifyingHandler().put_callback(None, print)  # type: ignore[arg-type]
+            NotifyingHandler().put_callback(None, print)  # type: ignore[call-overload]
 
     def test_a_bad_callback_is_rejected(self) -> None:
         """A callback must be callable with (event, payload)."""
         with pytest.raises(TypeError, match="must be a function of"):
-            NotifyingHandler(callbacks={"on_error": "print"})  # type: ignore[dict-item]
+            NotifyingHandler(callbacks={"on_error": "print"})  # type: ignore[arg-type]
 
         def one(payload: Any) -> None:
             pass
 
         with pytest.raises(TypeError, match="cannot take them"):
-            NotifyingHandler().put_callback("on_error", one)  # type: ignore[arg-type]
+            NotifyingHandler().put_callback("on_error", one)  # type: ignore[call-overload]
         with pytest.raises(TypeError, match="callbacks must be a mapping"):
             NotifyingHandler(callbacks=[print])  # type: ignore[arg-type]
 
     def test_a_builtin_without_a_signature_is_trusted(self) -> None:
         """A callable inspect cannot read is accepted as a callback."""
-        assert NotifyingHandler(callbacks={"on_error": max}).has_callback("on_error")
+        # max takes comparable values, not (str, LangHooksError): only the type
+        # checker can tell.
+        handler = NotifyingHandler(callbacks={"on_error": max})  # type: ignore[arg-type]
+        assert handler.has_callback("on_error")
 
     def test_repr_shows_the_configuration(self) -> None:
         """repr shows the callbacks and the notify target."""
@@ -575,7 +585,7 @@ class TestAsChainHandler:
         seen: list[tuple[str, Any]] = []
         handler = _messages_of(seen)
         chain = _chain()
-        result = RunResult(status="ok", chain=chain)
+        result = OkResult(chain=chain)
         error = LangHooksError("timeout", "slow")
         handler.on_run_complete(chain, result)
         handler.on_error(chain, error)
@@ -737,3 +747,13 @@ class TestWithTheRuntime:
         assert result.status == "error"
         assert messages[0][0] == "agent_start"
         assert messages[-1] == ("agent_error", result.error)
+
+
+class TestNousTypes:
+    def test_the_event_type_lists_nous_events_in_order(self) -> None:
+        """NousEvent's names are events(), in Nous's order, and the tag table's."""
+        assert list(get_args(NousEvent)) == events() == list(_TAGS)
+
+    def test_the_callbacks_type_has_a_key_per_event(self) -> None:
+        """NousCallbacks types one callback per Nous event."""
+        assert list(NousCallbacks.__annotations__) == events()

@@ -27,7 +27,7 @@ class TestReadme:
         runpy.run_path(str(script), run_name="__main__")
         out = capsys.readouterr().out
         assert out.startswith("Hello from the scripted model.")
-        assert "FinishReason.STOP complete" in out
+        assert "stop complete" in out
 
     def test_commands_are_what_ci_runs(self) -> None:
         """The README gives the demo and exactly the test command .ci/run runs."""

@@ -8,8 +8,8 @@ import contextvars
 import inspect
 import logging
 import threading
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, get_args
 
 import pytest
 from hypothesis import given, settings
@@ -21,6 +21,7 @@ from langhooks import (
     AsyncCompositeStreamingHandler,
     AsyncStreamingChatResponseHandler,
     ChainCallbackHandler,
+    ChainEventName,
     ChatResponse,
     CoalescingDeltas,
     CompleteToolCall,
@@ -38,6 +39,7 @@ from langhooks import (
     ReviewContext,
     ReviewDecision,
     StreamingChatResponseHandler,
+    StreamingEventName,
     StreamingHandle,
     Synchronized,
     Tool,
@@ -50,6 +52,7 @@ from langhooks import (
     isolate,
 )
 from langhooks._handler import HandlerBase, overridden_events
+from langhooks.notify import NotifyingHandler
 
 CHAIN: Any = object()  # chain events carry a snapshot; these tests never read it
 ERROR = LangHooksError("timeout", "t")
@@ -66,8 +69,11 @@ CALL = ToolCall(call_id="c1", name="echo")
 REVIEW = ReviewContext()
 
 
-class Boom(Exception):
-    """Raised by handlers on request."""
+class Boom(LangHooksError):
+    """Raised by handlers on request (a LangHooksError, as on_error receives)."""
+
+    def __init__(self, message: str = "boom") -> None:
+        super().__init__("handler_error", message)
 
 
 # --- one observing handler per interface -------------------------------------------
@@ -128,7 +134,7 @@ INTERFACE = {
 }
 
 
-async def _fire_error(handler: Any, error: BaseException) -> None:
+async def _fire_error(handler: Any, error: LangHooksError) -> None:
     """Deliver on_error to any of the four kinds, awaiting when needed."""
     streaming = StreamingChatResponseHandler | AsyncStreamingChatResponseHandler
     if isinstance(handler, streaming):
@@ -408,7 +414,7 @@ class TestIsolate:
     ) -> None:
         """An async handler's exception is logged after awaiting it."""
         with caplog.at_level(logging.ERROR, logger="langhooks"):
-            await isolate(AsyncChain()).on_error(CHAIN, Boom("no disk"))  # type: ignore[arg-type]
+            await isolate(AsyncChain()).on_error(CHAIN, Boom("no disk"))
         assert "no disk" in caplog.text
 
     def test_log_names_the_wrapped_handler(
@@ -653,12 +659,27 @@ class TestFiltered:
     def test_unknown_name_rejected_with_hint(self) -> None:
         """An unknown event name is a TypeError naming the closest event."""
         with pytest.raises(TypeError, match="did you mean on_complete_response"):
-            filtered(_Everything(), events=["on_complete_respose"])
+            filtered(_Everything(), events=["on_complete_respose"])  # type: ignore[list-item]
+
+    @pytest.mark.parametrize(
+        ("names", "interface"),
+        [
+            (StreamingEventName, StreamingChatResponseHandler),
+            (StreamingEventName, AsyncStreamingChatResponseHandler),
+            (ChainEventName, ChainCallbackHandler),
+            (ChainEventName, AsyncChainCallbackHandler),
+        ],
+    )
+    def test_event_name_types_list_every_event(
+        self, names: object, interface: type[HandlerBase]
+    ) -> None:
+        """The Literal types of event names hold exactly the interface's events."""
+        assert set(get_args(names)) == set(interface._langhooks_events)
 
     def test_bare_string_rejected(self) -> None:
         """A single str is not taken as a collection of letters."""
         with pytest.raises(TypeError, match="collection of names"):
-            filtered(_Everything(), events="on_error")
+            filtered(_Everything(), events="on_error")  # type: ignore[arg-type]
 
     def test_keeps_interface(self) -> None:
         """The filtered handler is still an instance of the interface."""
@@ -669,7 +690,7 @@ class TestFiltered:
     def test_non_handler_rejected(self) -> None:
         """filtered needs a handler."""
         with pytest.raises(TypeError, match="filtered wraps a handler"):
-            filtered(None, events=())  # type: ignore[type-var]
+            filtered(None, events=())  # type: ignore[call-overload]
 
     def test_in_a_composite(self) -> None:
         """Filtered and wrapped handlers compose like any handler."""
@@ -974,11 +995,11 @@ class TestCoalescingDeltas:
             CoalescingDeltas(SyncChain())  # type: ignore[call-overload]
 
     def test_flush_kind_checked(self) -> None:
-        """flush() is for sync handlers and aflush() for async ones."""
-        with pytest.raises(TypeError, match="await aflush"):
-            CoalescingDeltas(_AsyncCollector()).flush()
-        with pytest.raises(TypeError, match="call flush"):
-            asyncio.run(CoalescingDeltas(_Collector()).aflush())
+        """flush() exists only around sync handlers and aflush() around async ones."""
+        with pytest.raises(AttributeError, match="flush"):
+            CoalescingDeltas(_AsyncCollector()).flush()  # type: ignore[attr-defined]
+        with pytest.raises(AttributeError, match="aflush"):
+            CoalescingDeltas(_Collector()).aflush()  # type: ignore[attr-defined]
 
     @settings(max_examples=200, deadline=None)
     @given(
@@ -1162,6 +1183,105 @@ def test_handler_of_two_interfaces() -> None:
         wrapped.on_error(ERROR)
         wrapped.on_error(CHAIN, ERROR)
     assert seen == [(1, None), (2, None)]
+
+
+class _Counter(StreamingChatResponseHandler):
+    label = "counter"
+
+    def __init__(self) -> None:
+        self.chars = 0
+
+    def bump(self, n: int) -> int:
+        self.chars += n
+        return self.chars
+
+    @override
+    def on_partial_response(
+        self, partial: PartialResponse, context: PartialResponseContext
+    ) -> None:
+        self.chars += len(partial.text)
+
+
+class TestWrappersAreWhatTheirTypeSays:
+    WRAPPERS: ClassVar[list[Callable[[_Counter], _Counter]]] = [
+        HandlerWithoutInvocation.wrap,
+        Synchronized.wrap,
+        isolate,
+        lambda h: filtered(h, events=["on_partial_response"]),
+    ]
+
+    @pytest.mark.parametrize("wrap", WRAPPERS)
+    def test_instance_of_the_handler_class(
+        self, wrap: Callable[[_Counter], _Counter]
+    ) -> None:
+        """A wrapper typed as the handler's class is an instance of it."""
+        assert isinstance(wrap(_Counter()), _Counter)
+
+    @pytest.mark.parametrize("wrap", WRAPPERS)
+    def test_attributes_read_and_written_on_the_handler(
+        self, wrap: Callable[[_Counter], _Counter]
+    ) -> None:
+        """State read, written or changed by a method through the wrapper is the
+        handler's own; the handler's events still reach it."""
+        inner = _Counter()
+        wrapper = wrap(inner)
+        wrapper.chars += 5
+        assert inner.chars == 5
+        assert wrapper.bump(2) == 7
+        wrapper.on_partial_response(
+            PartialResponse(text="abc"),
+            PartialResponseContext(handle=StreamingHandle()),
+        )
+        assert (inner.chars, wrapper.chars, wrapper.label) == (10, 10, "counter")
+        wrapper.extra = 1  # type: ignore[attr-defined]
+        assert inner.extra == 1  # type: ignore[attr-defined]
+        del wrapper.extra  # type: ignore[attr-defined]
+        assert not hasattr(inner, "extra")
+        assert "_langhooks_inner" not in vars(inner)
+        assert "chars" not in vars(wrapper)
+
+    def test_a_filtered_out_override_is_not_called(self) -> None:
+        """An event filtered out is the interface's no-op, not the class's method."""
+        inner = _Counter()
+        wrapper = filtered(inner, events=["on_error"])
+        wrapper.on_partial_response(
+            PartialResponse(text="abc"),
+            PartialResponseContext(handle=StreamingHandle()),
+        )
+        assert inner.chars == 0
+
+    def test_a_wrapped_wrapper_is_an_instance_of_the_handler_class(self) -> None:
+        """Wrapping a wrapper again keeps the handler's class, not the wrapper's."""
+        wrapper = isolate(HandlerWithoutInvocation.wrap(_Counter()))
+        assert isinstance(wrapper, _Counter)
+        wrapper.chars = 3
+        assert wrapper.wrapped.wrapped.chars == 3  # type: ignore[attr-defined]
+
+    def test_a_wrapped_composite_adds_to_the_composite(self) -> None:
+        """A composite's own API (add, handlers) works through a wrapper."""
+        composite = CompositeStreamingHandler([])
+        wrapper = isolate(composite)
+        counter = _Counter()
+        wrapper.add(counter)
+        assert composite.handlers == (counter,)
+
+    def test_wrapper_equality_is_identity(self) -> None:
+        """A wrapper equals itself only, and is hashable."""
+        inner = _Counter()
+        wrapper = isolate(inner)
+        assert wrapper == wrapper
+        assert wrapper != inner
+        assert len({wrapper, wrapper}) == 1
+
+    @pytest.mark.parametrize("wrap", [HandlerWithoutInvocation.wrap, Synchronized.wrap])
+    def test_a_two_interface_handler_goes_in_either_composite(
+        self, wrap: Callable[[NotifyingHandler], NotifyingHandler]
+    ) -> None:
+        """A handler of two interfaces, wrapped, goes in the composite of each."""
+        notifying = wrap(NotifyingHandler())
+        CompositeStreamingHandler([notifying])
+        CompositeChainHandler([notifying])
+        assert isinstance(notifying, NotifyingHandler)
 
 
 class TestCoalescingDeltasSharedByStreams:

@@ -1,14 +1,23 @@
 """The reference chain runtime: ``LLMChain``, tools, run modes and decisions."""
 
 from .._messages import Tool
-from ._chain import LLMChain, RunResult
+from ._chain import (
+    ErrorResult,
+    InterruptedResult,
+    LLMChain,
+    OkResult,
+    RunResult,
+)
 from ._decision import Decision, RetryPolicy
 from ._processors import MessageProcessor, Reject, json_processor
 
 __all__ = [
     "Decision",
+    "ErrorResult",
+    "InterruptedResult",
     "LLMChain",
     "MessageProcessor",
+    "OkResult",
     "Reject",
     "RetryPolicy",
     "RunResult",

@@ -109,13 +109,13 @@ class Run:
         Returns:
             The run's result ("error" whenever ``on_error`` fired).
         """
-        from ._chain import RunResult  # _chain imports this module
+        from ._chain import ErrorResult, run_result  # _chain imports this module
 
         skip = 0
         try:
             yield fire(_H.on_run_start, self.chain)
             status, data = yield from body
-            result = RunResult(status=status, chain=self.chain, interrupt_data=data)
+            result = run_result(status=status, chain=self.chain, interrupt_data=data)
             failed = yield Complete(self.chain, result)
             if failed is None:
                 return result
@@ -128,7 +128,7 @@ class Run:
             error = handler_error(fault)
         # A handler that raises in on_error itself propagates out of run().
         yield attrs.evolve(fire(_H.on_error, self.chain, error), skip=skip)
-        return RunResult(status="error", chain=self.chain, error=error)
+        return ErrorResult(chain=self.chain, error=error)
 
     # --- the bodies -----------------------------------------------------------------
 

@@ -107,8 +107,8 @@ class ConsoleHandler(ChainCallbackHandler):
         # of the attempt an announced retry will make.
         self._attempt: dict[str, int] = {}
         self._retrying: dict[str, int] = {}
-        self.count = 0
-        self.lines = 0
+        self.count: int = 0
+        self.lines: int = 0
 
     def _end_line(self) -> None:
         if self._streaming is not None:

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 try:
     import redis as _redis  # noqa: F401  # fail here, with the extra to install
-except ImportError as error:  # pragma: no cover  # the test environment has redis
+except ImportError as _missing:  # pragma: no cover  # the test environment has redis
     raise ImportError(
         "langhooks.integrations.redis needs redis-py: pip install 'langhooks[redis]'"
-    ) from error
+    ) from _missing
 
 from ._redis_consumer import RedisEventConsumer
 from ._redis_follow import RunEntry, afollow, arun_entries, follow, run_entries

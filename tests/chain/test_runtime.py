@@ -315,6 +315,7 @@ class TestTools:
         assert dict(context.custom_context) == {"user": "ada"}
         assert context.invocation is not None
         assert context.chain is not None
+        assert context.chain.invocation is not None
         assert context.invocation.name == "spy"
         assert context.invocation.parent_id == context.chain.invocation.id
         assert current_invocation() is None
