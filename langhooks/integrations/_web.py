@@ -30,7 +30,7 @@ from ._web_backend import (
 from ._web_memory import MemoryBackend
 
 if TYPE_CHECKING:
-    from redis import Redis
+    import redis
 
 __all__ = ["MAX_BODY_BYTES", "MAX_PROMPT_CHARS", "Agent", "create_app"]
 
@@ -277,7 +277,7 @@ class _WebApp:
 
 def create_app(
     *,
-    redis: Redis | None = None,
+    redis: redis.Redis | None = None,
     prefix: str = "langhooks:",
     agent: Agent | None = None,
     heartbeat: float = 15.0,
@@ -297,7 +297,7 @@ def create_app(
             proxies keep the connection open.
 
     Returns:
-        A Starlette app: serve it with uvicorn or mount it in another app.
+        The app (a ``Starlette``), to serve with uvicorn or mount in another app.
 
     Raises:
         TypeError: ``agent`` is not callable, ``heartbeat`` is not a number,
