@@ -9,10 +9,10 @@ from __future__ import annotations
 
 try:
     import starlette  # noqa: F401
-except ImportError as exc:  # pragma: no cover - tested in a subprocess
+except ImportError as _missing:  # pragma: no cover - tested in a subprocess
     raise ImportError(
         "langhooks.integrations.web needs Starlette: pip install 'langhooks[web]'"
-    ) from exc
+    ) from _missing
 
 from ._web import MAX_BODY_BYTES, Agent, create_app
 
