@@ -79,6 +79,7 @@ nitpick_ignore = [
     ("py:class", "Handler"),  # langhooks.chain: a chain handler, sync or async
     ("py:class", "SyncHandler"),  # the Redis integration's sync handler union
     ("py:class", "ErrorPolicy"),  # the composites' errors="raise" | "log"
+    ("py:class", "Starlette"),  # what create_app returns: Starlette ships none
     ("py:class", "TracerProvider"),
     ("py:class", "MeterProvider"),
 ]

@@ -29,6 +29,10 @@ _COMMANDS: Final = {
         "langhooks._events_cli",
         "print an event recording (EventRecorder's JSON Lines, demo --record)",
     ),
+    "serve": (
+        "langhooks.integrations._serve_cli",
+        "run the demo agent behind a live web page (needs langhooks[web])",
+    ),
 }
 
 

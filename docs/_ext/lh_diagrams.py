@@ -182,7 +182,7 @@ def graph_svg(
 ) -> str:
     """Boxes on a grid joined by labelled arrows, as an ``<svg>`` element."""
     found, edges = graph
-    cell_w, cell_h, box_w, box_h = 330, 110, 170, 40
+    cell_w, cell_h, box_w, box_h = 340, 110, 196, 40
 
     def centre(name: str) -> tuple[float, float]:
         column, row, _, _ = found[name]
@@ -247,7 +247,9 @@ def graph_svg(
         )
     columns = max(c for c, _, _, _ in found.values()) + 1
     rows = max(r for _, r, _, _ in found.values()) + 1
-    width, height = 60 + columns * cell_w - (cell_w - box_w), 60 + rows * cell_h - 60
+    # Room on the right for the label of an arrow down the last column.
+    width = 60 + columns * cell_w - (cell_w - box_w) + 150
+    height = 60 + rows * cell_h - 60
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" role="img" '
         f'viewBox="0 0 {width} {height}" width="{width}" class="lh-diagram">'

@@ -32,6 +32,7 @@ from ._decision import Decision
 if TYPE_CHECKING:
     from .._chain_callbacks import ReviewDecision
     from .._model import ChatModel
+    from ..models._scripted import ScriptedTurn
 
 __all__ = ["add_arguments", "run"]
 
@@ -64,37 +65,41 @@ WEATHER_TOOL: Final = Tool(
 )
 
 
+def demo_turns() -> list[ScriptedTurn]:
+    """The scripted model's two answers: a tool call, then the answer."""
+    from ..models._scripted import ScriptedTurn
+
+    return [
+        ScriptedTurn(
+            thinking=(
+                "The user asks about rain in Paris. I should look up the "
+                "weather before answering."
+            ),
+            text="Let me check the weather in Paris.",
+            tool_calls=[
+                ToolCall(
+                    call_id="call_weather_1",
+                    name="get_weather",
+                    arguments={"city": "Paris"},
+                )
+            ],
+            usage=TokenUsage(input_tokens=48, output_tokens=36),
+        ),
+        ScriptedTurn(
+            text=(
+                "It is 14°C in Paris with light rain until 16:00, so yes: take "
+                "an umbrella."
+            ),
+            usage=TokenUsage(input_tokens=97, output_tokens=21),
+        ),
+    ]
+
+
 def scripted_model(delay: float) -> ChatModel:
     """The scripted model the demo runs on by default."""
-    from ..models._scripted import ScriptedChatModel, ScriptedTurn
+    from ..models._scripted import ScriptedChatModel
 
-    return ScriptedChatModel(
-        [
-            ScriptedTurn(
-                thinking=(
-                    "The user asks about rain in Paris. I should look up the "
-                    "weather before answering."
-                ),
-                text="Let me check the weather in Paris.",
-                tool_calls=[
-                    ToolCall(
-                        call_id="call_weather_1",
-                        name="get_weather",
-                        arguments={"city": "Paris"},
-                    )
-                ],
-                usage=TokenUsage(input_tokens=48, output_tokens=36),
-            ),
-            ScriptedTurn(
-                text=(
-                    "It is 14°C in Paris with light rain until 16:00, so yes: take "
-                    "an umbrella."
-                ),
-                usage=TokenUsage(input_tokens=97, output_tokens=21),
-            ),
-        ],
-        delay=delay,
-    )
+    return ScriptedChatModel(demo_turns(), delay=delay)
 
 
 class ApprovalGate(ChainCallbackHandler):

@@ -1,0 +1,248 @@
+"""``langhooks serve``: the demo agent behind the live web page.
+
+Open the page, start a run, watch it stream, approve the tool call, read the answer.
+The agent is ``langhooks demo``'s (scripted model by default, ``--base-url/--model``
+for an OpenAI-compatible server). Starlette and uvicorn are imported when the command
+runs, so that ``langhooks --help`` works without the ``web`` extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final, TextIO, final
+
+from .._messages import ChatResponse, Message
+from ..chain import LLMChain
+from ..chain._demo import SYSTEM, WEATHER_TOOL, ApprovalGate, _server_model, demo_turns
+from ..models._scripted import ScriptedChatModel
+
+if TYPE_CHECKING:
+    from .._model import ChatModel, ChatRequest
+    from .._streaming import (
+        AsyncStreamingChatResponseHandler,
+        StreamingChatResponseHandler,
+        StreamingHandle,
+    )
+
+__all__ = ["DemoModel", "add_arguments", "demo_agent", "run"]
+
+# Hosts that only this machine reaches, and the names a browser uses for them.
+_LOOPBACK: Final = frozenset({"127.0.0.1", "localhost"})
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare the command's options."""
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="the address to listen on (default: 127.0.0.1, this machine only)",
+    )
+    parser.add_argument(
+        "--port", type=int, default=8000, help="the port (default: 8000; 0: any free)"
+    )
+    parser.add_argument(
+        "--redis",
+        metavar="URL",
+        help="keep runs in Redis at URL instead of in this process",
+    )
+    parser.add_argument(
+        "--prefix",
+        default="langhooks:",
+        help="the key prefix of the runs in Redis (default: langhooks:)",
+    )
+    parser.add_argument(
+        "--delay",
+        type=float,
+        default=0.05,
+        help="seconds between streamed pieces of the scripted model (default: 0.05)",
+    )
+    parser.add_argument(
+        "--base-url",
+        help="run on an OpenAI-compatible server at this URL instead of the "
+        "scripted model (needs --model)",
+    )
+    parser.add_argument("--model", help="the model name on that server")
+    parser.add_argument(
+        "--api-key", help="the server's API key (default: $OPENAI_API_KEY or 'none')"
+    )
+
+
+def demo_agent(model: Callable[[], ChatModel]) -> Callable[[str], LLMChain]:
+    """The demo's agent as the web app takes it: a prompt to a chain that answers it.
+
+    Args:
+        model: makes the model of one run (a scripted model is used up by a run).
+
+    Returns:
+        A function from a prompt to the chain to run.
+    """
+
+    def agent(prompt: str) -> LLMChain:
+        return LLMChain(
+            model(), tools=[WEATHER_TOOL], callbacks=[ApprovalGate()]
+        ).add_messages([Message.system(SYSTEM), Message.user(prompt)])
+
+    return agent
+
+
+@final
+class DemoModel:
+    """The demo's scripted answers, chosen by the conversation rather than by how
+    often the model was called: a run resumed from saved state (in another
+    process, with a new model object) gets the answer that comes next.
+
+    Args:
+        delay: seconds between streamed pieces.
+    """
+
+    def __init__(self, delay: float) -> None:
+        self._delay = delay
+
+    def _script(self, request: ChatRequest) -> ScriptedChatModel:
+        answered = 0
+        for message in reversed(request.messages):
+            if message.role == "user":
+                break
+            answered += message.role == "assistant"
+        turns = demo_turns()
+        return ScriptedChatModel(
+            [turns[min(answered, len(turns) - 1)]], delay=self._delay
+        )
+
+    def stream(
+        self,
+        request: ChatRequest,
+        handler: StreamingChatResponseHandler,
+        *,
+        handle: StreamingHandle | None = None,
+    ) -> ChatResponse:
+        """Stream the answer the conversation is at."""
+        return self._script(request).stream(request, handler, handle=handle)
+
+    async def astream(
+        self,
+        request: ChatRequest,
+        handler: AsyncStreamingChatResponseHandler | StreamingChatResponseHandler,
+        *,
+        handle: StreamingHandle | None = None,
+    ) -> ChatResponse:
+        """The async twin of ``stream``."""
+        return await self._script(request).astream(request, handler, handle=handle)
+
+
+def _redis_client(url: str) -> Any:
+    """A client of the Redis at ``url`` that answers, or None (said on stderr)."""
+    try:
+        import redis
+    except ImportError:
+        print(
+            "langhooks serve: --redis needs redis-py (pip install 'langhooks[redis]')",
+            file=sys.stderr,
+        )
+        return None
+    try:
+        client = redis.Redis.from_url(url)
+        client.ping()
+    except (redis.RedisError, ValueError) as exc:
+        print(f"langhooks serve: cannot use Redis at {url}: {exc}", file=sys.stderr)
+        return None
+    return client
+
+
+def _url(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+
+
+def run(
+    args: argparse.Namespace,
+    out: TextIO | None = None,
+    *,
+    on_started: Callable[[Any], object] = lambda server: None,
+) -> int:
+    """Serve the page and the demo agent until interrupted.
+
+    Args:
+        args: the parsed options.
+        out: where the startup line goes (default: standard output).
+        on_started: called with the uvicorn server once it listens (tests stop it
+            by setting its ``should_exit``).
+
+    Returns:
+        0 after a clean stop; 1 when the address cannot be used; 2 for bad options
+        or a missing extra.
+    """
+    out = sys.stdout if out is None else out
+    if (args.base_url is None) != (args.model is None):
+        print("langhooks serve: --base-url and --model go together", file=sys.stderr)
+        return 2
+    try:
+        import uvicorn
+
+        from .web import create_app
+    except ImportError:
+        print(
+            "langhooks serve: needs Starlette and uvicorn "
+            "(pip install 'langhooks[web]')",
+            file=sys.stderr,
+        )
+        return 2
+    if args.base_url is not None:
+        server_model = _server_model(args)
+        if server_model is None:
+            print(
+                "langhooks serve: OpenAIChatModel is not available in this install "
+                "(pip install 'langhooks[openai]')",
+                file=sys.stderr,
+            )
+            return 2
+        source = f"{args.model} at {args.base_url}"
+        agent = demo_agent(lambda: server_model)
+    else:
+        delay = max(0.0, args.delay)
+        source = "the scripted model"
+        demo = DemoModel(delay)
+        agent = demo_agent(lambda: demo)
+    client = None
+    if args.redis is not None:
+        client = _redis_client(args.redis)
+        if client is None:
+            return 2
+    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    try:
+        listener = socket.create_server((args.host, args.port), family=family)
+    except OSError as exc:
+        print(
+            f"langhooks serve: cannot listen on {args.host}:{args.port}: {exc}",
+            file=sys.stderr,
+        )
+        return 1
+    app = create_app(agent=agent, redis=client, prefix=args.prefix)
+    if args.host in _LOOPBACK:
+        # A page elsewhere could rebind its own name to 127.0.0.1 and then talk to
+        # this server as if it were same-origin: answer only to local names.
+        from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=sorted(_LOOPBACK))
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        lifespan="on",
+        # Open event streams end at once on Ctrl-C instead of holding the server.
+        timeout_graceful_shutdown=1,
+    )
+    server = uvicorn.Server(config)
+    port = listener.getsockname()[1]
+    print(
+        f"langhooks serve: {_url(args.host, port)} (the demo agent on {source}"
+        f"{'' if client is None else f'; runs in Redis at {args.redis}'}; "
+        "Ctrl-C stops)",
+        file=out,
+        flush=True,
+    )
+    on_started(server)
+    with listener:
+        server.run(sockets=[listener])
+    return 0

@@ -1,0 +1,104 @@
+"""How the web app records the runs it drives: an ``EventRecorder`` whose sink
+appends each record, encoded with ``langhooks.codec``, to the run's stream."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from typing import TYPE_CHECKING, Final, final
+
+from typing_extensions import override
+
+from .. import codec
+from .._chain_callbacks import ChainCallbackHandler
+from ..events import EventRecord, EventRecorder
+
+if TYPE_CHECKING:
+    from ..chain import LLMChain, RunResult
+    from ._web_memory import MemoryBackend
+
+__all__ = ["RecordSink"]
+
+# A run's own last word when it gives up.
+_ENDS: Final = frozenset({"on_error"})
+
+
+@final
+class _EndMarker(ChainCallbackHandler):
+    """Tells the sink, just before ``on_run_complete`` is recorded, whether the run
+    ended for good: status "ok" and the model answered (not a resume whose tool
+    results still wait for the model)."""
+
+    def __init__(self) -> None:
+        self._ending = threading.local()
+
+    def ending(self) -> bool:
+        """Whether the ``on_run_complete`` recorded on this thread ends the run."""
+        return bool(getattr(self._ending, "value", False))
+
+    @override
+    def on_run_complete(self, chain: LLMChain, result: RunResult) -> None:
+        messages = result.chain.messages
+        self._ending.value = result.status == "ok" and messages[-1].role != "tool"
+
+    @override
+    def on_run_start(self, chain: LLMChain) -> None:
+        self._ending.value = False
+
+
+@final
+class RecordSink:
+    """Takes one conversation's records (its resumed parts too) into the backend.
+
+    Add ``handlers`` to the chain, in that order. The run's id is the first
+    record's ``run_id``: a resumed run keeps it, and every record goes there.
+    """
+
+    def __init__(self, backend: MemoryBackend, prompt: str) -> None:
+        self._backend = backend
+        self._prompt = prompt
+        self._first: asyncio.Future[str] | None = None
+        self._marker = _EndMarker()
+        self.run_id: str | None = None
+        self.handlers = (self._marker, EventRecorder(self.write))
+
+    def on_first(self, future: asyncio.Future[str]) -> None:
+        """Resolve ``future`` with the run id when the first record arrives."""
+        self._first = future
+
+    def write(self, record: EventRecord) -> None:
+        """Append one record to the run's stream."""
+        if self.run_id is None:
+            # The first record is the run's on_run_start, which names the run.
+            assert record.run_id is not None
+            self.run_id = record.run_id
+            self._backend.create(self.run_id, self._prompt, self)
+            self._resolve(self.run_id, None)
+        ends = record.event in _ENDS or (
+            record.event == "on_run_complete" and self._marker.ending()
+        )
+        self._backend.append(self.run_id, record.event, codec.dumps(record), ends=ends)
+
+    def failed(self, exc: BaseException) -> None:
+        """The run raised: a starter still waiting for the run id gets the error."""
+        self._resolve(None, exc)
+
+    def _resolve(self, run_id: str | None, exc: BaseException | None) -> None:
+        future = self._first
+        if future is None:
+            return
+        self._first = None
+        future.get_loop().call_soon_threadsafe(_settle, future, run_id, exc)
+
+
+def _settle(
+    future: asyncio.Future[str], run_id: str | None, exc: BaseException | None
+) -> None:
+    # The starter may have gone away (its request was cancelled) in the meantime.
+    with contextlib.suppress(asyncio.InvalidStateError):
+        if exc is not None:
+            future.set_exception(exc)
+        else:
+            assert run_id is not None
+            future.set_result(run_id)

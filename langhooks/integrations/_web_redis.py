@@ -1,0 +1,357 @@
+"""``RedisBackend``: runs kept in Redis, so the page can be served by another process
+than the one running the agent.
+
+Streams are those of ``RedisEventPublisher`` (``{prefix}run:{run_id}``, the entry that
+ends a run marked); interrupted runs are saved and resumed once through
+``RedisRunStore``. The runs this app starts are also listed in the hash
+``{prefix}web:runs`` (their prompt and start time); runs other processes publish are
+found by their streams. redis-py's client is synchronous: its calls run on a thread
+pool of the backend's own, so a blocked read never holds the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import logging
+import re
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Final, TypeVar, final
+
+import redis
+from typing_extensions import override
+
+from .. import codec
+from .._chain_callbacks import ChainCallbackHandler
+from .._messages import LangHooksError
+from ..events import EventRecord
+from ._redis_follow import _Entries
+from ._redis_publisher import RedisEventPublisher
+from ._redis_store import RedisRunStore
+from ._redis_wire import (
+    EVENT_FIELD,
+    RECORD_FIELD,
+    block_step,
+    check_sync_client,
+    ends_run,
+    run_key,
+    text,
+)
+from ._web_backend import (
+    Agent,
+    DecisionMismatch,
+    Entry,
+    RunConflict,
+    RunNotFound,
+    RunState,
+    RunSummary,
+)
+
+if TYPE_CHECKING:
+    from ..chain import Decision, LLMChain, RunResult
+
+__all__ = ["RedisBackend"]
+
+_log: Final = logging.getLogger("langhooks.integrations.web")
+_T = TypeVar("_T")
+_ID: Final = re.compile(r"[0-9]{1,20}-[0-9]{1,20}")
+# Entries one read takes at most, and the most runs the page lists.
+_COUNT: Final = 500
+_MAX_RUNS: Final = 200
+
+
+def _stream_id(value: str) -> tuple[int, int]:
+    ms, _, seq = value.partition("-")
+    return int(ms), int(seq)
+
+
+@final
+class _Begun(ChainCallbackHandler):
+    """Resolves a future with the run id when the run (or its resume) begins."""
+
+    def __init__(self, future: asyncio.Future[str]) -> None:
+        self._future = future
+
+    @override
+    def on_run_start(self, chain: LLMChain) -> None:
+        assert chain.invocation is not None  # a running chain has its invocation
+        self._future.get_loop().call_soon_threadsafe(
+            _resolve, self._future, chain.invocation.id
+        )
+
+
+def _resolve(future: asyncio.Future[str], run_id: str) -> None:
+    # Only the first start counts (a resume's run() after its tools starts again).
+    with contextlib.suppress(asyncio.InvalidStateError):
+        future.set_result(run_id)
+
+
+@final
+class RedisBackend:
+    """Runs in Redis, shared by every process that serves the page or runs agents.
+
+    Args:
+        client: a synchronous ``redis.Redis`` client.
+        prefix: the key prefix the publishers and run stores use.
+    """
+
+    def __init__(self, client: redis.Redis, prefix: str) -> None:
+        check_sync_client(client, "create_app(redis=...)")
+        self._client = client
+        self._prefix = prefix
+        self._index = f"{prefix}web:runs"
+        self._store = RedisRunStore(client, prefix=prefix)
+        self._publisher: RedisEventPublisher | None = None
+        self._pool = ThreadPoolExecutor(64, thread_name_prefix="langhooks-web-redis")
+        self._tasks: set[asyncio.Future[Any]] = set()
+
+    async def _call(self, function: Callable[..., _T], *args: Any, **kw: Any) -> _T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._pool, functools.partial(function, *args, **kw)
+        )
+
+    # --- reading ---------------------------------------------------------------------
+
+    def check_id(self, text: str) -> str:
+        """``text`` when it is a Redis stream id.
+
+        Raises:
+            ValueError: it is not "<milliseconds>-<sequence>".
+        """
+        if _ID.fullmatch(text) is None:
+            raise ValueError(f"not a Redis stream id: {text[:40]!r}")
+        return text
+
+    def _summary(self, run_id: str) -> RunSummary | None:
+        client = self._client
+        # redis-py's reply types are unions over its sync and async clients.
+        listed: Any = client.hget(self._index, run_id)
+        last: Any = client.xrevrange(run_key(self._prefix, run_id), count=1)
+        if listed is None and not last:
+            return None
+        meta = json.loads(text(listed)) if listed is not None else {}
+        created = meta.get("created")
+        if created is None:
+            first: Any = client.xrange(run_key(self._prefix, run_id), count=1)
+            created = _stream_id(text(first[0][0]))[0] / 1000
+        state = self._state(run_id, last[0] if last else None)
+        return RunSummary(
+            run_id=run_id, prompt=meta.get("prompt", ""), state=state, created=created
+        )
+
+    def _state(self, run_id: str, last: Any) -> RunState:
+        if last is not None and ends_run(last[1]):
+            return "error" if _event(last[1]) == "on_error" else "ok"
+        if self._client.exists(f"{self._prefix}resume:{run_id}"):
+            return "resuming"
+        if (
+            last is not None
+            and _event(last[1]) == "on_run_complete"
+            and _record(last[1]).payload["result"]["status"] == "interrupted"
+        ):
+            return "interrupted"
+        # Also a resume between its tools and the model's answer.
+        return "running"
+
+    async def summary(self, run_id: str) -> RunSummary:
+        """One run, whoever published it.
+
+        Raises:
+            RunNotFound: no run has this id here.
+        """
+        found = await self._call(self._summary, run_id)
+        if found is None:
+            raise RunNotFound(run_id)
+        return found
+
+    def _runs(self) -> list[RunSummary]:
+        ids = {text(run_id) for run_id in self._client.hkeys(self._index)}
+        start = len(run_key(self._prefix, ""))
+        for key in self._client.scan_iter(match=f"{run_key(self._prefix, '')}*"):
+            ids.add(text(key)[start:])
+        summaries = [s for s in map(self._summary, sorted(ids)) if s is not None]
+        summaries.sort(key=lambda s: s.created, reverse=True)
+        return summaries[:_MAX_RUNS]
+
+    async def runs(self) -> list[RunSummary]:
+        """The newest runs: this app's and those other processes published."""
+        return await self._call(self._runs)
+
+    def _read(self, run_id: str, after: str | None, block_ms: int) -> list[Entry]:
+        client = self._client
+        key = run_key(self._prefix, run_id)
+        # A batch redis-py retried after a timeout can be in the stream twice:
+        # follow's dedup (by publisher and seq) drops the repeats, knowing the
+        # record the reader saw last.
+        once = _Entries()
+        if after is not None:
+            seen: Any = client.xrange(key, after, after, count=1)
+            for entry_id, fields in seen:
+                self._entry(once, entry_id, fields)
+        answer: Any = client.xread({key: after or "0-0"}, count=_COUNT, block=block_ms)
+        return [
+            self._entry(once, entry_id, fields)
+            for _, stream in answer
+            for entry_id, fields in stream
+        ]
+
+    @staticmethod
+    def _entry(once: _Entries, entry_id: Any, fields: Any) -> Entry:
+        record = _field(fields, RECORD_FIELD)
+        # Something else written to a run's stream is not this app's to show.
+        fresh = None if record is None else once.entry(entry_id, fields)
+        if fresh is None:
+            return Entry(id=text(entry_id), event="", data="", hidden=True)
+        return Entry(
+            id=fresh.id, event=_event(fields), data=text(record), ends=fresh.ends_run
+        )
+
+    async def read(self, run_id: str, after: str | None, timeout: float) -> list[Entry]:
+        """The entries after ``after``, blocking up to ``timeout`` seconds."""
+        # Not longer than the client's socket timeout allows (an earlier return
+        # only makes the next heartbeat come sooner).
+        block_ms = block_step(self._client, max(1, round(timeout * 1000)))
+        return await self._call(self._read, run_id, after, block_ms)
+
+    def _ended(self, run_id: str, after: str) -> bool:
+        last: Any = self._client.xrevrange(run_key(self._prefix, run_id), count=1)
+        return (
+            bool(last)
+            and ends_run(last[0][1])
+            and (_stream_id(text(last[0][0])) <= _stream_id(after))
+        )
+
+    async def ended(self, run_id: str, after: str | None) -> bool:
+        """Whether the entry that ends the run is at or before ``after``."""
+        if after is None:
+            return False
+        return await self._call(self._ended, run_id, after)
+
+    # --- driving ---------------------------------------------------------------------
+
+    def _publisher_of(self) -> RedisEventPublisher:
+        if self._publisher is None:
+            self._publisher = RedisEventPublisher(self._client, prefix=self._prefix)
+        return self._publisher
+
+    async def start(self, chain: LLMChain, prompt: str) -> str:
+        """Run ``chain`` as a task of this loop, published to Redis.
+
+        Raises:
+            Exception: whatever the run raised before it began.
+        """
+        begun: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        chain = chain.add_callback(_Begun(begun)).add_callback(self._publisher_of())
+        task = self._spawn(self._first_run(chain))
+        await asyncio.wait({begun, task}, return_when=asyncio.FIRST_COMPLETED)
+        if not begun.done():
+            task.result()  # raises what the run raised before it began
+        run_id = begun.result()
+        meta = json.dumps({"prompt": prompt, "created": time.time()})
+        await self._call(self._client.hset, self._index, run_id, meta)
+        return run_id
+
+    async def _first_run(self, chain: LLMChain) -> None:
+        result: RunResult = await chain.arun()
+        # Saved however it ended, as RedisRunStore.resume does: an interrupted run
+        # can then be resumed by any process, a finished one is refused.
+        await self._call(self._store.save, result.chain)
+
+    async def resume(
+        self,
+        run_id: str,
+        decisions: Sequence[tuple[str, Decision]],
+        agent: Agent | None,
+    ) -> None:
+        """Resume an interrupted run through ``RedisRunStore`` (once), in a thread.
+
+        Raises:
+            RunNotFound: no run has this id.
+            RunConflict: the run is not waiting, is being resumed, or this app has
+                no agent to go on with.
+            DecisionMismatch: a decision names a call that is not waiting.
+        """
+        summary = await self.summary(run_id)
+        if agent is None:
+            raise RunConflict("this app runs no agent, so it cannot resume runs")
+        by_id = dict(decisions)
+        if len(by_id) != len(decisions):
+            raise DecisionMismatch("a tool call is given more than once")
+        template = agent(summary.prompt)
+        begun: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        callbacks = [_Begun(begun), *template.callbacks, self._publisher_of()]
+        work = self._call(
+            self._store.resume,
+            run_id,
+            by_id,
+            template.model,
+            tools=template.tools,
+            callbacks=callbacks,
+            fallbacks=template.fallbacks,
+            retry=template.retry,
+        )
+        task: asyncio.Future[Any] = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        await asyncio.wait((begun, task), return_when=asyncio.FIRST_COMPLETED)
+        if begun.done():
+            # Accepted: what the resumed run raises from now on is only logged.
+            task.add_done_callback(_log_failure)
+            return
+        try:
+            task.result()
+        except LangHooksError as error:
+            if error.type == "conflict":
+                raise RunConflict(error.message) from None
+            raise RunConflict(
+                "the run waits for no decision yet (its state is not saved)"
+            ) from None
+        except ValueError as error:
+            raise DecisionMismatch(str(error)) from None
+
+    def _spawn(self, work: Coroutine[Any, Any, Any]) -> asyncio.Future[Any]:
+        task: asyncio.Future[Any] = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(_log_failure)
+        return task
+
+    async def close(self) -> None:
+        """Cancel this app's runs, send what the publisher holds, stop the pool."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self._publisher is not None:
+            await self._call(self._publisher.close, 5.0)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _log_failure(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        _log.error("langhooks web: a run raised", exc_info=task.exception())
+
+
+def _field(fields: Any, name: str) -> Any:
+    for key, value in fields.items():
+        if text(key) == name:
+            return value
+    return None
+
+
+def _event(fields: Any) -> str:
+    # The publisher names every entry's event; "message" is SSE's default name.
+    return text(_field(fields, EVENT_FIELD) or "message")
+
+
+def _record(fields: Any) -> EventRecord:
+    record = codec.loads(text(_field(fields, RECORD_FIELD)))
+    assert isinstance(record, EventRecord)
+    return record

@@ -1,0 +1,254 @@
+"""The live page in a real browser: Debian's chromium, driven by Playwright.
+
+Skipped with a reason when chromium or Playwright is missing, except in CI (CI=true),
+where .ci/run installs chromium and a missing browser fails the tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from langhooks.integrations.web import create_app
+from langhooks.models import ScriptedTurn
+
+from ._web_harness import ANSWER, FIRST_TEXT, QUESTION, agent_of, serving, weather_turns
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Locator, Page
+    from playwright.sync_api._generated import LocatorAssertions
+
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def _unavailable(reason: str) -> None:
+    if IN_CI:
+        pytest.fail(f"{reason}; CI=true, so the browser tests must run")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Headless chromium from the system's packages (not Playwright's download)."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("Playwright is not installed (pip install playwright)")
+    path = shutil.which("chromium")
+    if path is None:
+        _unavailable("chromium is not installed (apt-get install -y chromium)")
+    assert path is not None
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=path)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    """A fresh page; script errors on it fail the test."""
+    opened = browser.new_page(viewport={"width": 1100, "height": 760})
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    try:
+        yield opened
+    finally:
+        opened.close()
+    assert errors == []
+
+
+def expect(locator: Locator) -> LocatorAssertions:
+    """Playwright's retrying assertions (imported late: Playwright may be missing)."""
+    from playwright.sync_api import expect as playwright_expect
+
+    return playwright_expect(locator)
+
+
+def start_run(page: Page, url: str, prompt: str = QUESTION) -> None:
+    """Open the page and start a run from its form."""
+    page.goto(url)
+    page.fill("#prompt", prompt)
+    page.click("#start-button")
+
+
+class TestDemoRun:
+    def test_renders_the_run_up_to_the_approval(self, page: Page) -> None:
+        """Thinking, text, the tool call awaiting approval and the usage all show."""
+        app = create_app(agent=agent_of(weather_turns(), delay=0.01), heartbeat=0.5)
+        with serving(app) as url:
+            start_run(page, url)
+            page.wait_for_selector(".tool[data-state=awaiting]")
+            assert page.text_content("#question") == QUESTION
+            assert page.text_content(".turn .thinking") == (
+                "I should look up the weather before answering."
+            )
+            assert page.text_content(".turn .text") == FIRST_TEXT
+            assert page.text_content(".tool .name") == "get_weather"
+            assert "Paris" in (page.text_content(".tool .arguments") or "")
+            assert page.text_content(".tool .badge") == "awaiting approval"
+            assert page.is_visible("button.approve")
+            assert page.is_visible("button.reject")
+            expect(page.locator("#usage")).to_have_text("tokens: 48 in · 36 out")
+            assert page.text_content("#run-state") == "waiting for approval"
+            assert page.text_content("#runs .prompt") == QUESTION
+            page.close()
+
+    def test_approve_resumes_the_run_and_the_answer_appears(self, page: Page) -> None:
+        """Approve runs the tool; its result and the model's answer appear."""
+        app = create_app(agent=agent_of(weather_turns(), delay=0.01), heartbeat=0.5)
+        with serving(app) as url:
+            start_run(page, url)
+            page.click("button.approve")
+            page.wait_for_selector(".tool[data-state=completed]")
+            page.wait_for_selector("#run-state.ok")
+            texts = page.locator(".turn .text").all_text_contents()
+            assert texts == [FIRST_TEXT, ANSWER]
+            assert (
+                page.text_content(".tool .result")
+                == "Paris: 14°C, light rain until 16:00"
+            )
+            assert page.locator("button.approve").count() == 0
+            assert page.text_content("#usage") == "tokens: 145 in · 57 out"
+            expect(page.locator("#connection")).to_have_text("stream ended")
+            page.close()
+
+    def test_reject_denies_the_call_and_the_run_goes_on(self, page: Page) -> None:
+        """Reject does not run the tool; the card says denied and the model answers."""
+        app = create_app(agent=agent_of(weather_turns(), delay=0.01), heartbeat=0.5)
+        with serving(app) as url:
+            start_run(page, url)
+            page.click("button.reject")
+            page.wait_for_selector(".tool[data-state=denied]")
+            page.wait_for_selector("#run-state.ok")
+            assert "rejected" in (page.text_content(".tool .result") or "")
+            page.close()
+
+
+class DropOnce:
+    """ASGI middleware that cuts the first event stream after ``after`` events, from
+    the server side, as a proxy or a restarting worker would; it records what each
+    connection sent."""
+
+    class _Dropped(Exception):
+        pass
+
+    def __init__(self, app: Any, after: int) -> None:
+        self.app = app
+        self.after = after
+        self.connections: list[tuple[str | None, list[str]]] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not scope["path"].endswith("/events"):
+            await self.app(scope, receive, send)
+            return
+        last = dict(scope["headers"]).get(b"last-event-id")
+        sent: list[str] = []
+        self.connections.append((None if last is None else last.decode(), sent))
+        drop = len(self.connections) == 1
+
+        async def forward(message: Any) -> None:
+            body = message.get("body", b"")
+            if body.startswith(b"id: "):
+                sent.append(body.split(b"\n", 1)[0][4:].decode())
+            await send(message)
+            if drop and len(sent) == self.after:
+                await send(
+                    {"type": "http.response.body", "body": b"", "more_body": False}
+                )
+                raise DropOnce._Dropped
+
+        with contextlib.suppress(DropOnce._Dropped):
+            await self.app(scope, receive, forward)
+
+
+class TestReconnect:
+    def test_a_dropped_stream_resumes_with_every_event_once(self, page: Page) -> None:
+        """The browser reconnects with Last-Event-ID; the text shows exactly once."""
+        words = [f"word{n}" for n in range(150)]
+        text = " ".join(words) + "."
+        agent = agent_of([ScriptedTurn(text=text)], delay=0.01, gate=False)
+        app = DropOnce(create_app(agent=agent, heartbeat=0.5), after=40)
+        with serving(app) as url:
+            start_run(page, url, "Count.")
+            page.wait_for_selector("#run-state.ok")
+            expect(page.locator("#connection")).to_have_text("stream ended")
+            stats = page.evaluate("window.langhooks.stats")
+            shown = page.locator(".turn .text").all_text_contents()
+            page.close()
+        sent = [event_id for _, ids in app.connections for event_id in ids]
+        received: list[str] = stats["received"]
+        duplicates = len(received) - len(set(received))
+        lost = sorted(set(sent) - set(received), key=int)
+        print(
+            f"\nreconnect: events sent {len(sent)}, received {len(received)}, "
+            f"duplicates {duplicates}, lost {len(lost)}, "
+            f"connections {len(app.connections)}"
+        )
+        assert shown == [text]
+        assert duplicates == 0
+        assert lost == []
+        assert received == [str(n) for n in range(1, len(sent) + 1)]
+        first, second = app.connections[0], app.connections[1]
+        assert len(first[1]) == 40
+        assert second[0] == "40"
+        assert stats["opened"] >= 2
+
+
+class TestUntrustedContent:
+    def test_a_script_in_an_answer_is_shown_as_text(self, page: Page) -> None:
+        """Markup from the model or a tool is inert text: nothing runs, no element."""
+        attack = (
+            '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
+        )
+        turns = [
+            ScriptedTurn(thinking=attack, text=attack),
+        ]
+        app = create_app(agent=agent_of(turns, gate=False), heartbeat=0.5)
+        with serving(app) as url:
+            start_run(page, url, attack)
+            page.wait_for_selector("#run-state.ok")
+            assert page.text_content(".turn .text") == attack
+            assert page.text_content(".turn .thinking") == attack
+            assert page.text_content("#question") == attack
+            assert page.text_content("#runs .prompt") == attack
+            assert page.locator("#run img, #run script, #runs img").count() == 0
+            assert page.evaluate("window.pwned") is None
+            page.close()
+
+
+class TestOnRedis:
+    def test_approve_on_a_page_whose_runs_live_in_redis(self, page: Page) -> None:
+        """The same page works when runs live in Redis and resume from saved state."""
+        import uuid
+
+        import redis
+
+        from langhooks.integrations._serve_cli import DemoModel, demo_agent
+
+        client = redis.Redis(host="127.0.0.1", port=6379)
+        prefix = f"langhooks-test:{uuid.uuid4().hex}:"
+        agent = demo_agent(lambda: DemoModel(0.01))
+        app = create_app(redis=client, prefix=prefix, agent=agent, heartbeat=0.5)
+        try:
+            with serving(app) as url:
+                start_run(page, url)
+                page.click("button.approve")
+                page.wait_for_selector("#run-state.ok")
+                texts = page.locator(".turn .text").all_text_contents()
+                assert texts[-1] == (
+                    "It is 14°C in Paris with light rain until 16:00, so yes: take "
+                    "an umbrella."
+                )
+                page.close()
+        finally:
+            keys = list(client.scan_iter(match=f"{prefix}*"))
+            if keys:
+                client.delete(*keys)
+            client.close()

@@ -1,0 +1,362 @@
+"""The web app on Redis (``create_app(redis=client)``), against the real server on
+127.0.0.1:6379; every test works under its own key prefix and deletes its keys."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+import pytest
+import redis
+
+from langhooks import LangHooksError, Message, ToolContext
+from langhooks.chain import LLMChain, Tool
+from langhooks.chain._demo import QUESTION, SYSTEM, WEATHER_TOOL, ApprovalGate
+from langhooks.integrations._redis_wire import text
+from langhooks.integrations._serve_cli import DemoModel, demo_agent
+from langhooks.integrations.redis import RedisEventPublisher
+from langhooks.integrations.web import create_app
+from langhooks.models import ScriptedChatModel, ScriptedTurn
+
+from ._web_harness import serving, sse
+from .test_web import decide, events, start, text_of, wait_state
+
+FIRST = "Let me check the weather in Paris."
+ANSWER = "It is 14°C in Paris with light rain until 16:00, so yes: take an umbrella."
+APPROVE = {"tool_call_id": "call_weather_1", "decision": "approve"}
+
+
+@pytest.fixture
+def client() -> Iterator[redis.Redis]:
+    """A client of the shared server."""
+    client = redis.Redis(host="127.0.0.1", port=6379)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def prefix(client: redis.Redis) -> Iterator[str]:
+    """A key prefix of this test's own; its keys are deleted afterwards."""
+    prefix = f"langhooks-test:{uuid.uuid4().hex}:"
+    yield prefix
+    keys = list(client.scan_iter(match=f"{prefix}*"))
+    if keys:
+        client.delete(*keys)
+
+
+@pytest.fixture
+def url(client: redis.Redis, prefix: str) -> Iterator[str]:
+    """The demo agent served on Redis."""
+    agent = demo_agent(lambda: DemoModel(0.0))
+    app = create_app(redis=client, prefix=prefix, agent=agent, heartbeat=0.05)
+    with serving(app) as base:
+        yield base
+
+
+def records(base: str, run_id: str) -> list[dict[str, Any]]:
+    """The run's records, as the event stream carries them."""
+    return [json.loads(e["data"]) for e in events(base, run_id)]
+
+
+def publish_elsewhere(client: redis.Redis, prefix: str, *, approve: bool) -> str:
+    """Run the demo agent here with a publisher, as another process would; its id."""
+    with RedisEventPublisher(client, prefix=prefix) as publisher:
+        chain = LLMChain(
+            DemoModel(0.0), tools=[WEATHER_TOOL], callbacks=[ApprovalGate(), publisher]
+        ).add_messages([Message.system(SYSTEM), Message.user(QUESTION)])
+        result = chain.run()
+        if approve:
+            from langhooks.chain import Decision
+
+            waiting = result.chain.pending_tool_calls
+            result = result.chain.execute_tool_calls_with_decisions(
+                waiting, [Decision.approve()]
+            )
+            result = result.chain.run()
+    assert result.chain.invocation is not None
+    return result.chain.invocation.id
+
+
+class TestCreateApp:
+    def test_takes_only_a_synchronous_client(self, prefix: str) -> None:
+        """redis= is a redis.Redis client."""
+        with pytest.raises(TypeError, match=r"redis\.Redis"):
+            create_app(redis="redis://127.0.0.1")  # type: ignore[arg-type]
+
+    def test_takes_only_a_str_prefix(self, client: redis.Redis) -> None:
+        """prefix= is a str."""
+        with pytest.raises(TypeError, match="prefix must be a str"):
+            create_app(redis=client, prefix=3)  # type: ignore[arg-type]
+
+
+class TestRunsOnRedis:
+    def test_a_run_streams_and_an_approval_finishes_it(self, url: str) -> None:
+        """A run started here streams from Redis; Approve resumes it to the answer;
+        the stream's ids are Redis ids and it ends for good after the answer."""
+        run_id = start(url, QUESTION)
+        wait_state(url, run_id, "interrupted")
+        answer = decide(url, run_id, APPROVE)
+        assert answer.status_code == 202
+        received = events(url, run_id)
+        assert all("-" in e["id"] for e in received)
+        got = [json.loads(e["data"]) for e in received]
+        assert {r["run_id"] for r in got} == {run_id}
+        assert text_of(got) == FIRST + ANSWER
+        assert received[-1]["event"] == "on_run_complete"
+        wait_state(url, run_id, "ok")
+        runs = httpx.get(f"{url}runs").json()["runs"]
+        assert [(r["run_id"], r["prompt"]) for r in runs] == [(run_id, QUESTION)]
+        end = httpx.get(
+            f"{url}runs/{run_id}/events", headers={"Last-Event-ID": received[-1]["id"]}
+        )
+        assert end.status_code == 204
+
+    def test_a_reconnect_resumes_after_the_last_event_id(self, url: str) -> None:
+        """Last-Event-ID (a Redis id) is exclusive."""
+        run_id = start(url, QUESTION)
+        wait_state(url, run_id, "interrupted")
+        decide(url, run_id, APPROVE)
+        everything = events(url, run_id)
+        assert events(url, run_id, last_id=everything[5]["id"]) == everything[6:]
+
+    def test_an_idle_run_sends_heartbeats(self, url: str) -> None:
+        """While a run waits for a human, heartbeats keep its stream open."""
+        run_id = start(url, QUESTION)
+        wait_state(url, run_id, "interrupted")
+        with httpx.stream("GET", f"{url}runs/{run_id}/events", timeout=30) as answer:
+            for item in sse(answer.iter_lines()):
+                if item.get("comment") == "heartbeat":
+                    break
+
+    def test_a_heartbeat_longer_than_the_socket_timeout_still_works(
+        self, prefix: str
+    ) -> None:
+        """An idle stream's reads stay within the client's socket timeout."""
+        client = redis.Redis(host="127.0.0.1", port=6379, socket_timeout=1.0)
+        agent = demo_agent(lambda: DemoModel(0.0))
+        app = create_app(redis=client, prefix=prefix, agent=agent, heartbeat=3.0)
+        try:
+            with serving(app) as base:
+                run_id = start(base, QUESTION)
+                wait_state(base, run_id, "interrupted")
+                url = f"{base}runs/{run_id}/events"
+                with httpx.stream("GET", url, timeout=30) as answer:
+                    comments = (e for e in sse(answer.iter_lines()) if "comment" in e)
+                    assert next(comments) == {"comment": "heartbeat"}
+        finally:
+            client.close()
+
+    def test_a_malformed_last_event_id_is_400(self, url: str) -> None:
+        """Last-Event-ID must be a Redis stream id."""
+        run_id = start(url, QUESTION)
+        answer = httpx.get(
+            f"{url}runs/{run_id}/events", headers={"Last-Event-ID": "17"}
+        )
+        assert answer.status_code == 400
+
+    def test_an_unknown_run_is_404(self, url: str) -> None:
+        """Neither listed nor published: 404, for events and for decisions."""
+        assert httpx.get(f"{url}runs/{'0' * 32}/events").status_code == 404
+        assert decide(url, "0" * 32, APPROVE).status_code == 404
+
+    def test_decisions_are_accepted_once(self, url: str) -> None:
+        """Of two concurrent resumes, one is accepted; the other is 409."""
+        run_id = start(url, QUESTION)
+        wait_state(url, run_id, "interrupted")
+        with ThreadPoolExecutor(2) as pool:
+            answers = list(pool.map(lambda _: decide(url, run_id, APPROVE), range(2)))
+        assert sorted(a.status_code for a in answers) == [202, 409]
+        ran = [r for r in records(url, run_id) if r["event"] == "on_tool_pre_execution"]
+        assert len(ran) == 1
+        wait_state(url, run_id, "ok")
+        assert decide(url, run_id, APPROVE).status_code == 409
+
+    @pytest.mark.parametrize(
+        "decisions",
+        [
+            [{"tool_call_id": "call_9", "decision": "approve"}],
+            [APPROVE, {"tool_call_id": "call_weather_1", "decision": "reject"}],
+        ],
+    )
+    def test_decisions_that_match_no_waiting_call_are_422(
+        self, url: str, decisions: list[dict[str, Any]]
+    ) -> None:
+        """A call that is not waiting, or one given twice: 422; the run still waits."""
+        run_id = start(url, QUESTION)
+        wait_state(url, run_id, "interrupted")
+        assert decide(url, run_id, *decisions).status_code == 422
+        assert decide(url, run_id, APPROVE).status_code == 202
+
+    def test_a_run_being_resumed_is_listed_so(
+        self, url: str, client: redis.Redis, prefix: str
+    ) -> None:
+        """While a resume holds the run's lock, the run is "resuming"."""
+        run_id = start(url, QUESTION)
+        wait_state(url, run_id, "interrupted")
+        client.set(f"{prefix}resume:{run_id}", "another worker")
+        wait_state(url, run_id, "resuming")
+
+    def test_an_entry_without_a_record_is_skipped(
+        self, url: str, client: redis.Redis, prefix: str
+    ) -> None:
+        """Something else written to a run's stream is not shown."""
+        run_id = start(url, QUESTION)
+        wait_state(url, run_id, "interrupted")
+        client.xadd(f"{prefix}run:{run_id}", {"note": "not a record"})
+        with httpx.stream("GET", f"{url}runs/{run_id}/events", timeout=30) as answer:
+            seen = []
+            for item in sse(answer.iter_lines()):
+                if item.get("comment") == "heartbeat":
+                    break
+                seen.append(item)
+        assert "note" not in json.dumps(seen)
+        assert seen[-1]["event"] == "on_run_complete"
+
+
+def until_heartbeat(url: str, last_id: str | None = None) -> list[dict[str, str]]:
+    """The events a stream sends before its first heartbeat."""
+    headers = {} if last_id is None else {"Last-Event-ID": last_id}
+    seen: list[dict[str, str]] = []
+    with httpx.stream("GET", url, headers=headers, timeout=30) as answer:
+        for item in sse(answer.iter_lines()):
+            if item.get("comment") == "heartbeat":
+                return seen
+            if "event" in item:
+                seen.append(item)
+    raise AssertionError("the stream ended")
+
+
+class TestRepeats:
+    def test_a_repeated_batch_is_sent_once(
+        self, url: str, client: redis.Redis, prefix: str
+    ) -> None:
+        """Records in the stream twice (a batch redis-py retried) are sent once, also
+        to a reader that reconnects after the originals."""
+        run_id = start(url, QUESTION)
+        wait_state(url, run_id, "interrupted")
+        key = f"{prefix}run:{run_id}"
+        originals: Any = client.xrange(key)
+        for _, fields in originals[-3:]:
+            client.xadd(key, fields)
+        events_url = f"{url}runs/{run_id}/events"
+        assert len(until_heartbeat(events_url)) == len(originals)
+        last = originals[-1][0].decode()
+        assert until_heartbeat(events_url, last) == []
+
+    def test_a_reader_placed_after_a_foreign_entry_goes_on(
+        self, url: str, client: redis.Redis, prefix: str
+    ) -> None:
+        """A Last-Event-ID naming an entry that is not a record is only a position."""
+        run_id = start(url, QUESTION)
+        wait_state(url, run_id, "interrupted")
+        foreign = client.xadd(f"{prefix}run:{run_id}", {"note": "not a record"})
+        events_url = f"{url}runs/{run_id}/events"
+        assert until_heartbeat(events_url, text(foreign)) == []
+
+
+class TestRunsOfOtherProcesses:
+    def test_a_page_shows_a_run_published_elsewhere(
+        self, client: redis.Redis, prefix: str
+    ) -> None:
+        """An app with no agent lists and streams a run another process ran."""
+        run_id = publish_elsewhere(client, prefix, approve=True)
+        with serving(create_app(redis=client, prefix=prefix)) as base:
+            runs = httpx.get(f"{base}runs").json()
+            assert runs["agent"] is False
+            assert [(r["run_id"], r["state"]) for r in runs["runs"]] == [(run_id, "ok")]
+            assert text_of(records(base, run_id)) == FIRST + ANSWER
+
+    def test_an_app_without_an_agent_resumes_nothing(
+        self, client: redis.Redis, prefix: str
+    ) -> None:
+        """Without an agent there is no code to go on with: 409."""
+        run_id = publish_elsewhere(client, prefix, approve=False)
+        with serving(create_app(redis=client, prefix=prefix)) as base:
+            wait_state(base, run_id, "interrupted")
+            answer = decide(base, run_id, APPROVE)
+        assert answer.status_code == 409
+        assert "no agent" in answer.json()["error"]
+
+    def test_a_run_whose_state_is_not_saved_waits_for_nothing(
+        self, client: redis.Redis, prefix: str
+    ) -> None:
+        """A run interrupted elsewhere but never saved cannot be resumed here."""
+        run_id = publish_elsewhere(client, prefix, approve=False)
+        agent = demo_agent(lambda: DemoModel(0.0))
+        with serving(create_app(redis=client, prefix=prefix, agent=agent)) as base:
+            answer = decide(base, run_id, APPROVE)
+        assert answer.status_code == 409
+        assert "not saved" in answer.json()["error"]
+
+
+class TestFailures:
+    def test_a_run_that_fails_is_listed_as_error(
+        self, client: redis.Redis, prefix: str
+    ) -> None:
+        """A run that gives up ends its stream with on_error; its state is "error"."""
+        failing = LangHooksError("authentication", "bad key")
+
+        def agent(prompt: str) -> LLMChain:
+            return LLMChain(ScriptedChatModel([failing])).add_message(
+                Message.user(prompt)
+            )
+
+        with serving(create_app(redis=client, prefix=prefix, agent=agent)) as base:
+            run_id = start(base)
+            assert events(base, run_id)[-1]["event"] == "on_error"
+            wait_state(base, run_id, "error")
+
+    def test_a_run_that_raises_at_once_is_a_server_error(
+        self, client: redis.Redis, prefix: str
+    ) -> None:
+        """A chain that cannot run fails the request that started it."""
+
+        def agent(prompt: str) -> LLMChain:
+            # Calls that wait for a human: run() refuses such a chain.
+            chain = LLMChain(ScriptedChatModel([ScriptedTurn(text="x")]))
+            return chain.add_messages(
+                [Message.user(prompt), *_interrupted_tail(prompt)]
+            )
+
+        with serving(create_app(redis=client, prefix=prefix, agent=agent)) as base:
+            answer = httpx.post(f"{base}runs", json={"prompt": "hi"})
+        assert answer.status_code == 500
+
+    def test_a_run_still_going_when_the_server_stops_is_cancelled(
+        self, client: redis.Redis, prefix: str
+    ) -> None:
+        """Stopping the server cancels the runs it drives."""
+        gate = threading.Event()
+
+        async def wait(arguments: Any, context: ToolContext) -> str:
+            while not gate.is_set():
+                await asyncio.sleep(0.01)
+            return "done"
+
+        def agent(prompt: str) -> LLMChain:
+            chain = demo_agent(lambda: DemoModel(0.0))(prompt)
+            return LLMChain(
+                chain.model, tools=[Tool("get_weather", wait)], messages=chain.messages
+            )
+
+        with serving(create_app(redis=client, prefix=prefix, agent=agent)) as base:
+            run_id = start(base)
+            wait_state(base, run_id, "running")
+        gate.set()
+
+
+def _interrupted_tail(prompt: str) -> list[Message]:
+    """An assistant call and a tool message that still waits for a human."""
+    from langhooks import ToolCall, ToolResult
+
+    call = ToolCall(call_id="c1", name="get_weather", arguments={})
+    waiting = ToolResult(
+        tool_call_id="c1", name="get_weather", content="waits", is_interrupt=True
+    )
+    return [Message.assistant("", tool_calls=[call]), Message.tool([waiting])]
