@@ -1,7 +1,11 @@
 """The ``langhooks`` command line.
 
 Each command lives in its own module, which provides ``add_arguments(parser)`` and
-``run(args) -> int``; this module only builds the parser and dispatches.
+``run(args) -> int``; this module only builds the parser and dispatches. A command's
+module is ``langhooks/_cli_<command>.py`` (``serve`` imports its web libraries, so it
+lives with them in ``langhooks/integrations/``). To add a command, write that module
+and add one entry to ``_COMMANDS``. Every command's module is imported to build the
+parser: keep its top-level imports light (a heavy library goes inside ``run``).
 """
 
 from __future__ import annotations
@@ -18,15 +22,15 @@ __all__ = ["main"]
 # command -> (module, one-line help)
 _COMMANDS: Final = {
     "demo": (
-        "langhooks.chain._demo",
+        "langhooks._cli_demo",
         "run a scripted agent and show each handler event as it fires",
     ),
     "replay": (
-        "langhooks.models._replay_cli",
+        "langhooks._cli_replay",
         "show the handler events a recorded provider stream produces",
     ),
     "events": (
-        "langhooks._events_cli",
+        "langhooks._cli_events",
         "print an event recording (EventRecorder's JSON Lines, demo --record)",
     ),
     "serve": (

@@ -30,14 +30,14 @@ from langhooks import (
     ToolCall,
     ToolContext,
 )
-from langhooks.chain import Decision, LLMChain, RetryPolicy, RunResult
-from langhooks.chain._demo import (
+from langhooks._cli_demo import (
     QUESTION,
     SYSTEM,
     WEATHER_TOOL,
     ApprovalGate,
     scripted_model,
 )
+from langhooks.chain import Decision, LLMChain, RetryPolicy, RunResult
 from langhooks.codec import encode
 from langhooks.events import EventRecord, EventRecorder, read_events, replay_events
 from langhooks.models import ChatModel, ChatRequest, ScriptedChatModel, ScriptedTurn

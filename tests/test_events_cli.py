@@ -27,8 +27,8 @@ from langhooks import (
     ToolResult,
 )
 from langhooks._cli import main
+from langhooks._cli_demo import WEATHER_TOOL
 from langhooks.chain import LLMChain, OkResult
-from langhooks.chain._demo import WEATHER_TOOL
 from langhooks.events import EventRecorder
 from langhooks.models import ChatRequest, ScriptedChatModel
 

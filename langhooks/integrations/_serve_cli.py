@@ -14,9 +14,9 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, TextIO, final
 
+from .._cli_demo import SYSTEM, WEATHER_TOOL, ApprovalGate, _server_model, demo_turns
 from .._messages import ChatResponse, Message
 from ..chain import LLMChain
-from ..chain._demo import SYSTEM, WEATHER_TOOL, ApprovalGate, _server_model, demo_turns
 from ..models._scripted import ScriptedChatModel
 
 if TYPE_CHECKING:

@@ -16,8 +16,8 @@ import pytest
 import redis
 
 from langhooks import LangHooksError, Message, ToolContext
+from langhooks._cli_demo import QUESTION, SYSTEM, WEATHER_TOOL, ApprovalGate
 from langhooks.chain import LLMChain, Tool
-from langhooks.chain._demo import QUESTION, SYSTEM, WEATHER_TOOL, ApprovalGate
 from langhooks.integrations._redis_wire import text
 from langhooks.integrations._serve_cli import DemoModel, demo_agent
 from langhooks.integrations.redis import RedisEventPublisher

@@ -16,7 +16,7 @@ from pathlib import Path
 import uvicorn
 from playwright.sync_api import expect, sync_playwright
 
-from langhooks.chain._demo import QUESTION, scripted_model
+from langhooks._cli_demo import QUESTION, scripted_model
 from langhooks.integrations._serve_cli import demo_agent
 from langhooks.integrations.web import create_app
 

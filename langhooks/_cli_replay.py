@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from typing_extensions import override
 
-from .._messages import (
+from ._messages import (
     ChatResponse,
     CompleteToolCall,
     LangHooksError,
@@ -38,16 +38,16 @@ from .._messages import (
     PartialThinking,
     PartialToolCall,
 )
-from .._streaming import (
+from ._streaming import (
     PartialResponseContext,
     PartialThinkingContext,
     PartialToolCallContext,
     StreamingChatResponseHandler,
 )
-from ._drive import STREAM_FORMATS, StreamDriver, StreamFormat
-from ._replay import _read_error
-from ._sse import Chunk, stream_events
-from ._transport import pump
+from .models._drive import STREAM_FORMATS, StreamDriver, StreamFormat
+from .models._replay import _read_error
+from .models._sse import Chunk, stream_events
+from .models._transport import pump
 
 __all__ = ["add_arguments", "run"]
 
