@@ -45,7 +45,8 @@ from ._streaming import (
     StreamingChatResponseHandler,
     StreamingHandle,
 )
-from .chain._chain import LLMChain, RunResult, run_result
+from .chain._chain import LLMChain
+from .chain._result import RunResult, run_result
 
 __all__ = [
     "EventRecord",

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast, get_args
+from typing import TYPE_CHECKING, Any, cast, get_args
 
 import attrs
 
 from .._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
 from .._invocation import Invocation, entered, invocation
 from .._messages import (
-    LangHooksError,
     Message,
     Tool,
     ToolCall,
@@ -26,9 +25,10 @@ from .._messages import (
     tool_tuple,
 )
 from .._model import ChatModel
-from .._validators import count, instance_of, positive_int
+from .._validators import count, positive_int
 from ._decision import Decision, RetryPolicy
 from ._processors import MessageProcessor, processor_tuple
+from ._result import RunResult
 from ._runtime import (
     Mode,
     Run,
@@ -41,16 +41,8 @@ from ._runtime import (
 if TYPE_CHECKING:
     from collections.abc import Generator
 
-__all__ = [
-    "ErrorResult",
-    "InterruptedResult",
-    "LLMChain",
-    "OkResult",
-    "RunResult",
-    "RunStatus",
-]
+__all__ = ["LLMChain"]
 
-RunStatus = Literal["ok", "interrupted", "error"]
 _MODES = frozenset(get_args(Mode))
 
 Handler = ChainCallbackHandler | AsyncChainCallbackHandler
@@ -478,152 +470,3 @@ class LLMChain:
             return await drive_async(
                 run.chain, run, self._resume(run, calls, decisions)
             )
-
-
-def _none_unless(status: str) -> Any:
-    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-        if value is not None:
-            raise ValueError(
-                f"a RunResult with status {instance.status!r} has no "
-                f"{attribute.name} (only status {status!r} has one), got {value!r}"
-            )
-
-    return check
-
-
-def _status_is(status: str) -> Any:
-    def check(_instance: Any, _attribute: attrs.Attribute[Any], value: Any) -> None:
-        if value != status:
-            raise ValueError(f"status must be {status!r}, got {value!r}")
-
-    return check
-
-
-class _RunResultBase:
-    """How a run ended: an ``OkResult``, ``InterruptedResult`` or ``ErrorResult``.
-
-    For type checkers ``RunResult`` is the union of the three, so comparing
-    ``status`` narrows it: after ``if result.status == "error":``,
-    ``result.error`` is a ``LangHooksError``, and after ``"interrupted"``,
-    ``result.interrupt_data`` is a mapping. At runtime it is their base class:
-    ``RunResult(status=..., chain=..., ...)`` builds the class the status names,
-    and ``isinstance(x, RunResult)`` holds for all three.
-
-    Attributes:
-        status: "ok", "interrupted" (calls wait for a human) or "error".
-        chain: the chain as the run left it.
-        interrupt_data: for "interrupted": one call's interrupt data plus its
-            ``tool_call_id``; several calls: ``{"interrupts": (data, ...)}``.
-        error: for "error": why the run gave up.
-    """
-
-    __slots__ = ()
-
-    def __new__(cls, *_args: Any, **kwargs: Any) -> Any:
-        if cls is not _RunResultBase:
-            return object.__new__(cls)
-        status = kwargs.get("status")
-        chosen = _BY_STATUS.get(status) if isinstance(status, str) else None
-        if chosen is None:
-            raise ValueError(
-                f"status must be 'ok', 'interrupted' or 'error', got {status!r}"
-            )
-        return object.__new__(chosen)
-
-
-# The runtime base is documented and shown (in reprs, "Bases:" lines) under its
-# public name.
-_RunResultBase.__name__ = _RunResultBase.__qualname__ = "RunResult"
-_RunResultBase.__module__ = "langhooks.chain"
-
-
-@attrs.frozen(kw_only=True)
-class OkResult(_RunResultBase):
-    """A run that ended with the model's answer.
-
-    Attributes:
-        status: "ok".
-        chain: the chain as the run left it.
-        interrupt_data: always None.
-        error: always None.
-    """
-
-    status: Literal["ok"] = attrs.field(default="ok", validator=_status_is("ok"))
-    chain: LLMChain
-    interrupt_data: None = attrs.field(
-        default=None, validator=_none_unless("interrupted")
-    )
-    error: None = attrs.field(default=None, validator=_none_unless("error"))
-
-
-@attrs.frozen(kw_only=True)
-class InterruptedResult(_RunResultBase):
-    """A run that stopped because tool calls wait for a human decision.
-
-    Attributes:
-        status: "interrupted".
-        chain: the chain as the run left it (``chain.pending_tool_calls`` wait).
-        interrupt_data: one call's interrupt data plus its ``tool_call_id``;
-            several calls: ``{"interrupts": (data, ...)}``.
-        error: always None.
-    """
-
-    status: Literal["interrupted"] = attrs.field(
-        default="interrupted", validator=_status_is("interrupted")
-    )
-    chain: LLMChain
-    interrupt_data: Mapping[str, Any] = attrs.field(validator=instance_of(Mapping))
-    error: None = attrs.field(default=None, validator=_none_unless("error"))
-
-
-@attrs.frozen(kw_only=True)
-class ErrorResult(_RunResultBase):
-    """A run that gave up (``on_error`` has fired).
-
-    Attributes:
-        status: "error".
-        chain: the chain as the run left it.
-        interrupt_data: always None.
-        error: why the run gave up.
-    """
-
-    status: Literal["error"] = attrs.field(
-        default="error", validator=_status_is("error")
-    )
-    chain: LLMChain
-    interrupt_data: None = attrs.field(
-        default=None, validator=_none_unless("interrupted")
-    )
-    error: LangHooksError = attrs.field(validator=instance_of(LangHooksError))
-
-
-_BY_STATUS: dict[str, type[_RunResultBase]] = {
-    "ok": OkResult,
-    "interrupted": InterruptedResult,
-    "error": ErrorResult,
-}
-
-if TYPE_CHECKING:
-    RunResult: TypeAlias = OkResult | InterruptedResult | ErrorResult
-else:
-    RunResult = _RunResultBase
-
-
-def run_result(
-    *,
-    status: RunStatus,
-    chain: LLMChain,
-    interrupt_data: Mapping[str, Any] | None = None,
-    error: LangHooksError | None = None,
-) -> RunResult:
-    """``RunResult(status=..., ...)`` for code whose status is not a literal: the
-    class the status names, typed as the union (a type checker cannot call one).
-
-    Raises:
-        ValueError: an unknown status, or a field the status has no use for.
-        TypeError: a field of the wrong type, or one the status needs is missing.
-    """
-    result: RunResult = _RunResultBase(
-        status=status, chain=chain, interrupt_data=interrupt_data, error=error
-    )
-    return result

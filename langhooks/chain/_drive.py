@@ -42,7 +42,8 @@ from ._ops import (
 )
 
 if TYPE_CHECKING:
-    from ._chain import LLMChain, RunResult
+    from ._chain import LLMChain
+    from ._result import RunResult
     from ._run import Run
 
 __all__ = ["drive_async", "drive_sync", "sync_callbacks"]

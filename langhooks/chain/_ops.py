@@ -23,7 +23,8 @@ from ._tool_results import describe
 
 if TYPE_CHECKING:
     from .._model import ChatModel, ChatRequest
-    from ._chain import LLMChain, RunResult
+    from ._chain import LLMChain
+    from ._result import RunResult
 
 __all__ = [
     "Complete",

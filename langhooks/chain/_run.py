@@ -37,11 +37,13 @@ from ._ops import (
     handler_error,
 )
 from ._processors import Reject
+from ._result import ErrorResult, run_result
 from ._tool_results import interrupt_data, short_description
 
 if TYPE_CHECKING:
     from ._bridge import BridgeState
-    from ._chain import LLMChain, RunResult, RunStatus
+    from ._chain import LLMChain
+    from ._result import RunResult, RunStatus
 
 __all__ = ["Ending", "Mode", "Run"]
 
@@ -109,8 +111,6 @@ class Run:
         Returns:
             The run's result ("error" whenever ``on_error`` fired).
         """
-        from ._chain import ErrorResult, run_result  # _chain imports this module
-
         skip = 0
         try:
             yield fire(_H.on_run_start, self.chain)

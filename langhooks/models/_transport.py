@@ -34,7 +34,7 @@ from .._streaming import (
 )
 from ._drive import AsyncStreamDriver, StreamDriver, StreamFormat
 from ._errors import classify_error, parse_ratelimit
-from ._sse import Chunk, WireDecoder, stream_events
+from ._sse import Chunk, stream_events
 
 __all__ = [
     "ERROR_BODY_LIMIT",
@@ -43,6 +43,7 @@ __all__ = [
     "ConnectionWatch",
     "Decoder",
     "aerror_body_hook",
+    "apump",
     "aread_error_body",
     "arun_stream",
     "error_body_hook",
@@ -578,28 +579,44 @@ async def arun_stream(
         interrupter = _Interrupter(_network_socket(body))
         handle.add_cancel_callback(interrupter)
         try:
-            return await _apump(driver, body, handle, stream_events(format))
+            return await apump(
+                driver, body.iter_bytes(), stream_events(format), error_from_exception
+            )
         finally:
             interrupter.done()
     finally:
         await opened.__aexit__(None, None, None)
 
 
-async def _apump(
+async def apump(
     driver: AsyncStreamDriver,
-    body: AsyncBody,
-    handle: StreamingHandle,
-    decoder: WireDecoder,
+    chunks: AsyncIterator[Chunk],
+    decoder: Decoder,
+    read_error: Callable[[Exception], LangHooksError],
 ) -> ChatResponse:
-    chunks = body.iter_bytes()
+    """The async twin of ``pump``; it also closes ``chunks`` when it ends.
+
+    Args:
+        driver: the stream's driver.
+        chunks: the body, in pieces as read.
+        decoder: the wire decoder for the stream's format.
+        read_error: the ``LangHooksError`` for an exception reading ``chunks``
+            raised (unless the stream was cancelled, as for ``pump``).
+
+    Returns:
+        The response (after ``on_complete_response``), or the cancelled one.
+
+    Raises:
+        LangHooksError: the stream failed (after ``on_error``).
+    """
     try:
         while True:
             try:
                 chunk = await anext(chunks, None)
             except Exception as exc:
-                if _cancelled(handle):
+                if _cancelled(driver.handle):
                     return await driver.finish()
-                await driver.fail(error_from_exception(exc))
+                await driver.fail(read_error(exc))
             for event in decoder.end() if chunk is None else decoder.feed(chunk):
                 if not await driver.feed(event):
                     return await driver.finish()
