@@ -19,7 +19,6 @@ per-call lookups.
 
 from __future__ import annotations
 
-import difflib
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, ClassVar, Final
@@ -203,6 +202,8 @@ def _interfaces_with(name: str) -> list[str]:
 
 def closest_event(name: str, events: Iterable[str]) -> str:
     """A 'did you mean ...?' hint for an unknown event name."""
+    import difflib  # only for a misspelt event name
+
     close = difflib.get_close_matches(name, list(events), n=1, cutoff=0.6)
     return f"did you mean {close[0]}?" if close else "it is not an event"
 

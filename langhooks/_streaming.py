@@ -16,7 +16,6 @@ The contract every stream keeps, for every provider:
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable
 from typing import ClassVar, Final, Literal, TypeAlias, final
@@ -43,9 +42,6 @@ __all__ = [
     "StreamingEventName",
     "StreamingHandle",
 ]
-
-
-_logger: Final = logging.getLogger("langhooks")
 
 
 @final
@@ -118,7 +114,11 @@ def _run_cancel_callback(callback: Callable[[], object]) -> None:
     try:
         callback()
     except Exception:
-        _logger.exception("langhooks: cancel callback %r raised", callback)
+        import logging  # only on a failure: a plain import of langhooks skips it
+
+        logging.getLogger("langhooks").exception(
+            "langhooks: cancel callback %r raised", callback
+        )
 
 
 @attrs.frozen(kw_only=True)

@@ -9,7 +9,6 @@ the events the wrapped handler handles: an event it does not override stays free
 from __future__ import annotations
 
 import contextvars
-import logging
 import threading
 import time
 import types
@@ -68,7 +67,6 @@ _Streaming = TypeVar(
 )
 _Chain = TypeVar("_Chain", bound=ChainCallbackHandler | AsyncChainCallbackHandler)
 
-logger: Final = logging.getLogger("langhooks")
 
 _SPECIALIZED: Final[dict[tuple[type, tuple[type, ...]], type]] = {}
 _SPECIALIZED_LOCK: Final = threading.Lock()
@@ -368,7 +366,9 @@ def _isolated(
     )
 
     def report() -> None:
-        logger.exception(
+        import logging  # only on a failure: a plain import of langhooks skips it
+
+        logging.getLogger("langhooks").exception(
             "langhooks: %r.%s raised; the exception is isolated and the run goes on%s",
             owner,
             name,
