@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, cast, final
 
 from .._chain_callbacks import ChainCallbackHandler
 from .._compose import AsyncCompositeChainHandler, CompositeChainHandler
@@ -121,22 +121,57 @@ def drive_sync(chain: LLMChain, run: Run, steps: Steps[RunResult]) -> RunResult:
     return _drive(steps, perform)
 
 
-def _drive(steps: Steps[RunResult], perform: Callable[[Op], Any]) -> RunResult:
-    sent: Any = None
-    thrown: Exception | None = None
-    while True:
+@final
+class _Trampoline:
+    """The loop both drivers share, but for the ``await``: each operation's outcome
+    goes back into the run's steps (its value, or the ``LangHooksError`` or
+    ``HandlerFault`` it raised), which give the next operation.
+    """
+
+    __slots__ = ("_sent", "_steps", "_thrown", "result")
+
+    def __init__(self, steps: Steps[RunResult]) -> None:
+        self._steps: Final = steps
+        self._sent: Any = None
+        self._thrown: Exception | None = None
+        self.result: RunResult | None = None
+
+    def next_op(self) -> Op | None:
+        """The run's next operation; None once the run returned (into ``result``).
+
+        Raises:
+            Exception: what a handler raised in ``on_error`` (nothing else).
+        """
         try:
-            op = steps.send(sent) if thrown is None else steps.throw(thrown)
+            if self._thrown is None:
+                op = self._steps.send(self._sent)
+            else:
+                op = self._steps.throw(self._thrown)
         except StopIteration as stop:
-            result: RunResult = stop.value
-            return result
+            self.result = stop.value
+            return None
         except HandlerFault as fault:
             raise fault.original from None
-        sent, thrown = None, None
+        self._sent, self._thrown = None, None
+        return op
+
+    def performed(self, value: Any) -> None:
+        """The last operation gave ``value``."""
+        self._sent = value
+
+    def failed(self, exc: LangHooksError | HandlerFault) -> None:
+        """The last operation raised ``exc``."""
+        self._thrown = exc
+
+
+def _drive(steps: Steps[RunResult], perform: Callable[[Op], Any]) -> RunResult:
+    trampoline = _Trampoline(steps)
+    while (op := trampoline.next_op()) is not None:
         try:
-            sent = perform(op)
+            trampoline.performed(perform(op))
         except (LangHooksError, HandlerFault) as exc:
-            thrown = exc
+            trampoline.failed(exc)
+    return cast("RunResult", trampoline.result)
 
 
 async def drive_async(chain: LLMChain, run: Run, steps: Steps[RunResult]) -> RunResult:
@@ -187,18 +222,10 @@ async def drive_async(chain: LLMChain, run: Run, steps: Steps[RunResult]) -> Run
             return None
         return await execute_async(run, pre, pre_sync, op.planned, parallel=op.parallel)
 
-    sent: Any = None
-    thrown: Exception | None = None
-    while True:
+    trampoline = _Trampoline(steps)
+    while (op := trampoline.next_op()) is not None:
         try:
-            op = steps.send(sent) if thrown is None else steps.throw(thrown)
-        except StopIteration as stop:
-            result: RunResult = stop.value
-            return result
-        except HandlerFault as fault:
-            raise fault.original from None
-        sent, thrown = None, None
-        try:
-            sent = await perform(op)
+            trampoline.performed(await perform(op))
         except (LangHooksError, HandlerFault) as exc:
-            thrown = exc
+            trampoline.failed(exc)
+    return cast("RunResult", trampoline.result)
