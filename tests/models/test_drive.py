@@ -116,6 +116,18 @@ class TestTerminal:
         assert driver.feed(_TEXT2) is False
         assert recorder.names == ["partial_response", "complete_response"]
 
+    def test_adapter_exception_is_a_malformed_event(self) -> None:
+        """An event that makes the adapter itself raise (a list where the type
+        goes) ends the stream with one protocol_error naming the exception."""
+        recorder = Recorder()
+        driver = StreamDriver("openai-responses", recorder)
+        with pytest.raises(lh.LangHooksError) as caught:
+            driver.feed({"type": [], "sequence_number": 0})
+        assert caught.value.type == "protocol_error"
+        assert "malformed openai-responses event: TypeError" in str(caught.value)
+        assert isinstance(caught.value.original, TypeError)
+        assert recorder.names == ["error"]
+
     def test_after_error_nothing(self) -> None:
         """After an error, feed does nothing and finish re-raises, with no call."""
         recorder = Recorder()
