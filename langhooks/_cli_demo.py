@@ -136,6 +136,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds between streamed pieces of the scripted model "
         "(default: 0.03 on a terminal, else 0)",
     )
+    add_server_arguments(parser)
+    parser.add_argument(
+        "--record",
+        metavar="FILE",
+        help="also record every event to FILE (JSON Lines, appended); print it "
+        "with 'langhooks events FILE'",
+    )
+
+
+def add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--base-url``, ``--model`` and ``--api-key`` (``demo`` and ``serve``)."""
     parser.add_argument(
         "--base-url",
         help="run on an OpenAI-compatible server at this URL instead of the "
@@ -145,16 +156,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--api-key", help="the server's API key (default: $OPENAI_API_KEY or 'none')"
     )
-    parser.add_argument(
-        "--record",
-        metavar="FILE",
-        help="also record every event to FILE (JSON Lines, appended); print it "
-        "with 'langhooks events FILE'",
-    )
 
 
-def _server_model(args: argparse.Namespace) -> ChatModel | None:
-    """``OpenAIChatModel`` for the options, or None when it cannot be built here."""
+def server_options_agree(args: argparse.Namespace, command: str) -> bool:
+    """Whether ``--base-url`` and ``--model`` are both given or both left out.
+
+    When they are not, says so on standard error for ``langhooks COMMAND``.
+    """
+    if (args.base_url is None) == (args.model is None):
+        return True
+    print(f"langhooks {command}: --base-url and --model go together", file=sys.stderr)
+    return False
+
+
+def server_model(args: argparse.Namespace, command: str) -> ChatModel | None:
+    """``OpenAIChatModel`` for the options, or None when it cannot be built here.
+
+    None (the openai extra is missing) is said on standard error for
+    ``langhooks COMMAND``.
+    """
     api_key = args.api_key or os.environ.get("OPENAI_API_KEY") or "none"
     try:
         from .models import OpenAIChatModel  # needs the openai extra
@@ -163,6 +183,11 @@ def _server_model(args: argparse.Namespace) -> ChatModel | None:
             args.model, base_url=args.base_url, api_key=api_key
         )
     except ImportError:
+        print(
+            f"langhooks {command}: OpenAIChatModel is not available in this install "
+            "(pip install 'langhooks[openai]')",
+            file=sys.stderr,
+        )
         return None
     return model
 
@@ -177,17 +202,11 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = sys.stdout if out is None else out
     tty = out.isatty()
     style = _Style(tty and not args.no_color and "NO_COLOR" not in os.environ)
-    if (args.base_url is None) != (args.model is None):
-        print("langhooks demo: --base-url and --model go together", file=sys.stderr)
+    if not server_options_agree(args, "demo"):
         return 2
     if args.base_url is not None:
-        model = _server_model(args)
+        model = server_model(args, "demo")
         if model is None:
-            print(
-                "langhooks demo: OpenAIChatModel is not available in this install "
-                "(pip install 'langhooks[openai]')",
-                file=sys.stderr,
-            )
             return 2
         source = f"{args.model} at {args.base_url}"
     else:

@@ -14,7 +14,15 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, TextIO, final
 
-from .._cli_demo import SYSTEM, WEATHER_TOOL, ApprovalGate, _server_model, demo_turns
+from .._cli_demo import (
+    SYSTEM,
+    WEATHER_TOOL,
+    ApprovalGate,
+    add_server_arguments,
+    demo_turns,
+    server_model,
+    server_options_agree,
+)
 from .._messages import ChatResponse, Message
 from ..chain import LLMChain
 from ..models._scripted import ScriptedChatModel
@@ -59,15 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=0.05,
         help="seconds between streamed pieces of the scripted model (default: 0.05)",
     )
-    parser.add_argument(
-        "--base-url",
-        help="run on an OpenAI-compatible server at this URL instead of the "
-        "scripted model (needs --model)",
-    )
-    parser.add_argument("--model", help="the model name on that server")
-    parser.add_argument(
-        "--api-key", help="the server's API key (default: $OPENAI_API_KEY or 'none')"
-    )
+    add_server_arguments(parser)
 
 
 def demo_agent(model: Callable[[], ChatModel]) -> Callable[[str], LLMChain]:
@@ -175,8 +175,7 @@ def run(
         or a missing extra.
     """
     out = sys.stdout if out is None else out
-    if (args.base_url is None) != (args.model is None):
-        print("langhooks serve: --base-url and --model go together", file=sys.stderr)
+    if not server_options_agree(args, "serve"):
         return 2
     try:
         import uvicorn
@@ -190,16 +189,11 @@ def run(
         )
         return 2
     if args.base_url is not None:
-        server_model = _server_model(args)
-        if server_model is None:
-            print(
-                "langhooks serve: OpenAIChatModel is not available in this install "
-                "(pip install 'langhooks[openai]')",
-                file=sys.stderr,
-            )
+        chosen = server_model(args, "serve")
+        if chosen is None:
             return 2
         source = f"{args.model} at {args.base_url}"
-        agent = demo_agent(lambda: server_model)
+        agent = demo_agent(lambda: chosen)
     else:
         delay = max(0.0, args.delay)
         source = "the scripted model"

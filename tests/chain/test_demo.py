@@ -96,7 +96,9 @@ class TestDemo:
         self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
     ) -> None:
         """Without OpenAIChatModel the server mode explains and exits 2."""
-        monkeypatch.setattr(_demo, "_server_model", lambda args: None)
+        monkeypatch.setitem(
+            sys.modules, "langhooks.models", types.ModuleType("langhooks.models")
+        )
         code = main(["demo", "--base-url", "http://127.0.0.1:9", "--model", "m"])
         assert code == 2
         assert "OpenAIChatModel is not available" in capsys.readouterr().err
@@ -196,7 +198,7 @@ class TestEventPrinter:
             sys.modules, "langhooks.models", types.ModuleType("langhooks.models")
         )
         args = argparse.Namespace(base_url="http://h", model="m", api_key="k")
-        assert _demo._server_model(args) is None
+        assert _demo.server_model(args, "demo") is None
 
 
 class TestApprovalRounds:

@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import threading
+import types
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -119,7 +120,9 @@ class TestServe:
         self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
     ) -> None:
         """Without the openai extra a server model cannot be built."""
-        monkeypatch.setattr(_serve_cli, "_server_model", lambda args: None)
+        monkeypatch.setitem(
+            sys.modules, "langhooks.models", types.ModuleType("langhooks.models")
+        )
         argv = ["serve", "--base-url", "http://127.0.0.1:9", "--model", "m"]
         assert _serve_cli.run(_parser().parse_args(argv)) == 2
         assert "pip install 'langhooks[openai]'" in capsys.readouterr().err
