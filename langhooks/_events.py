@@ -15,6 +15,7 @@ replay rebuilds the chain snapshot from the records before it.
 from __future__ import annotations
 
 import datetime
+import inspect
 import json
 import logging
 import os
@@ -51,7 +52,11 @@ from .chain._result import RunResult, run_result
 __all__ = [
     "EventRecord",
     "EventRecorder",
+    "Handler",
+    "Replayer",
     "Sink",
+    "SyncHandler",
+    "areplay_events",
     "read_events",
     "replay_events",
 ]
@@ -657,7 +662,111 @@ def _interface_of(record: EventRecord) -> tuple[type[HandlerBase], ...] | None:
     return None
 
 
-def replay_events(records: Iterable[EventRecord], handler: HandlerBase) -> None:
+#: What ``replay_events`` (and ``follow``, the consumer) drive.
+SyncHandler: TypeAlias = ChainCallbackHandler | StreamingChatResponseHandler
+#: What ``areplay_events`` (and ``afollow``) drive.
+Handler: TypeAlias = (
+    ChainCallbackHandler
+    | StreamingChatResponseHandler
+    | AsyncChainCallbackHandler
+    | AsyncStreamingChatResponseHandler
+)
+
+_ASYNC: Final = (AsyncChainCallbackHandler, AsyncStreamingChatResponseHandler)
+_INTERFACES: Final = (
+    ChainCallbackHandler,
+    AsyncChainCallbackHandler,
+    StreamingChatResponseHandler,
+    AsyncStreamingChatResponseHandler,
+)
+
+
+@final
+class Replayer:
+    """Turns records, one at a time, into calls of one handler's ``on_*`` methods.
+
+    The one replay loop body: ``replay_events`` and ``areplay_events`` run it over a
+    list, ``follow`` and the Redis consumer over a stream read piece by piece (they
+    may start in the middle of a run, so ``prime`` feeds earlier records to the
+    decoder, which rebuilds each run's chain, without calling the handler).
+
+    Args:
+        handler: the handler to drive.
+        what: the caller's name, for error messages.
+        twin: the async twin to name when ``handler`` is async and this replayer
+            drives sync handlers only; None when async handlers are welcome.
+
+    Raises:
+        TypeError: ``handler`` is not a langhooks handler, or is async where only
+            sync handlers are driven.
+    """
+
+    def __init__(self, handler: Handler, what: str, *, twin: str | None) -> None:
+        if not isinstance(handler, _INTERFACES):
+            raise TypeError(
+                f"{what} drives a langhooks handler (a ChainCallbackHandler, a "
+                f"StreamingChatResponseHandler or their Async twins), got {handler!r}"
+            )
+        if twin is not None and isinstance(handler, _ASYNC):
+            raise TypeError(
+                f"{what} drives synchronous handlers; {handler!r} is async: use the "
+                f"async twin ({twin})"
+            )
+        self._handler: Final = handler
+        self._decoder = _Decoder()
+
+    def call(self, record: EventRecord) -> tuple[Callable[..., Any], list[Any]] | None:
+        """The handler's method for ``record`` and its arguments, or None when the
+        handler does not implement the record's interface.
+
+        Raises:
+            ValueError: an unknown event, or a record that refers to messages the
+                records before it did not carry.
+        """
+        interfaces = _interface_of(record)
+        if interfaces is None:
+            raise ValueError(
+                f"record {record.seq} names {record.event!r}, which is not an event "
+                f"of a chain or streaming handler"
+            )
+        if not isinstance(self._handler, interfaces):
+            return None
+        spec = interfaces[0]._langhooks_own_events[record.event]
+        args: list[Any] = []
+        for param in spec.params:
+            if param in record.payload:
+                args.append(self._decoder.value(record.payload[param], record))
+            elif param == "context" and record.event in _CONTEXTS:
+                args.append(_CONTEXTS[record.event](handle=self._decoder.handle))
+            else:
+                raise ValueError(
+                    f"record {record.seq} ({record.event}) has no {param!r} in its "
+                    f"payload"
+                )
+        return getattr(self._handler, record.event), args
+
+    def prime(self, record: EventRecord) -> None:
+        """Take in a record delivered before (its messages), calling nothing."""
+        self.call(record)
+
+    def replay(self, record: EventRecord) -> None:
+        """Deliver ``record`` to a synchronous handler."""
+        call = self.call(record)
+        if call is not None:
+            method, args = call
+            method(*args)
+
+    async def areplay(self, record: EventRecord) -> None:
+        """Deliver ``record``, awaiting an async handler's method."""
+        call = self.call(record)
+        if call is not None:
+            method, args = call
+            result = method(*args)
+            if inspect.isawaitable(result):
+                await result
+
+
+def replay_events(records: Iterable[EventRecord], handler: SyncHandler) -> None:
     """Drive ``handler`` with recorded events: the same methods, in the same order,
     with arguments equal to the recorded ones.
 
@@ -669,38 +778,30 @@ def replay_events(records: Iterable[EventRecord], handler: HandlerBase) -> None:
 
     Args:
         records: the records, in ``seq`` order (``read_events(...)``).
-        handler: a synchronous chain and/or streaming handler.
+        handler: a synchronous chain and/or streaming handler (for an async one,
+            ``await areplay_events(...)``).
 
     Raises:
         TypeError: ``handler`` is async, or not a handler.
         ValueError: a record names an unknown event, or refers to messages the
             records before it did not carry.
     """
-    if not isinstance(handler, ChainCallbackHandler | StreamingChatResponseHandler):
-        raise TypeError(
-            f"replay_events drives a ChainCallbackHandler or a "
-            f"StreamingChatResponseHandler, got {handler!r}"
-        )
-    decoder = _Decoder()
+    replayer = Replayer(handler, "replay_events", twin="areplay_events")
     for record in records:
-        interfaces = _interface_of(record)
-        if interfaces is None:
-            raise ValueError(
-                f"record {record.seq} names {record.event!r}, which is not an event "
-                f"of a chain or streaming handler"
-            )
-        if not isinstance(handler, interfaces):
-            continue
-        spec = interfaces[0]._langhooks_own_events[record.event]
-        args: list[Any] = []
-        for param in spec.params:
-            if param in record.payload:
-                args.append(decoder.value(record.payload[param], record))
-            elif param == "context" and record.event in _CONTEXTS:
-                args.append(_CONTEXTS[record.event](handle=decoder.handle))
-            else:
-                raise ValueError(
-                    f"record {record.seq} ({record.event}) has no {param!r} in its "
-                    f"payload"
-                )
-        getattr(handler, record.event)(*args)
+        replayer.replay(record)
+
+
+async def areplay_events(records: Iterable[EventRecord], handler: Handler) -> None:
+    """``replay_events`` for any handler: an async handler's methods are awaited.
+
+    Args:
+        records: the records, in ``seq`` order (``read_events(...)``).
+        handler: a chain and/or streaming handler, sync or async.
+
+    Raises:
+        TypeError: ``handler`` is not a handler.
+        ValueError: as ``replay_events``.
+    """
+    replayer = Replayer(handler, "areplay_events", twin=None)
+    for record in records:
+        await replayer.areplay(record)

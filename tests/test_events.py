@@ -16,6 +16,7 @@ import pytest
 from typing_extensions import override
 
 from langhooks import (
+    AsyncChainCallbackHandler,
     AsyncCompositeChainHandler,
     AsyncCompositeStreamingHandler,
     ChainCallbackHandler,
@@ -29,6 +30,7 @@ from langhooks import (
     Tool,
     ToolCall,
     ToolContext,
+    ToolResult,
 )
 from langhooks._cli_demo import (
     QUESTION,
@@ -39,7 +41,13 @@ from langhooks._cli_demo import (
 )
 from langhooks.chain import Decision, LLMChain, RetryPolicy, RunResult
 from langhooks.codec import encode
-from langhooks.events import EventRecord, EventRecorder, read_events, replay_events
+from langhooks.events import (
+    EventRecord,
+    EventRecorder,
+    areplay_events,
+    read_events,
+    replay_events,
+)
 from langhooks.models import ChatModel, ChatRequest, ScriptedChatModel, ScriptedTurn
 from langhooks.testing import RecordingChainHandler, RecordingStreamingHandler
 
@@ -385,6 +393,69 @@ class TestReplay:
         """replay_events needs a sync handler."""
         with pytest.raises(TypeError, match="replay_events drives"):
             replay_events([], object())  # type: ignore[arg-type]
+
+    def test_an_async_handler_is_sent_to_the_async_twin(self) -> None:
+        """replay_events refuses an async handler and names areplay_events."""
+        with pytest.raises(TypeError, match=r"async twin \(areplay_events\)"):
+            replay_events([], AsyncChainRecorder())  # type: ignore[arg-type]
+
+
+class AsyncChainRecorder(AsyncChainCallbackHandler):
+    """Records, through awaited methods, the events a chain run's replay needs."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, tuple[Any, ...]]] = []
+
+    @override
+    async def on_run_start(self, chain: LLMChain) -> None:
+        await asyncio.sleep(0)
+        self.events.append(("on_run_start", (chain,)))
+
+    @override
+    async def on_tool_execution_completed(
+        self, chain: LLMChain, call: ToolCall, result: ToolResult
+    ) -> None:
+        await asyncio.sleep(0)
+        self.events.append(("on_tool_execution_completed", (chain, call, result)))
+
+    @override
+    async def on_run_complete(self, chain: LLMChain, result: RunResult) -> None:
+        await asyncio.sleep(0)
+        self.events.append(("on_run_complete", (chain, result)))
+
+
+class TestAsyncReplay:
+    """areplay_events drives any handler, awaiting an async one's methods."""
+
+    async def test_an_async_handler_gets_the_live_events(self, tmp_path: Path) -> None:
+        """An async chain handler receives the demo's events as a live one would."""
+        live = RecordingChainHandler()
+        path = tmp_path / "demo.jsonl"
+        with EventRecorder(path) as recorder:
+            demo_run(live, recorder)
+        replayed = AsyncChainRecorder()
+        await areplay_events(read_events(path), replayed)
+        wanted = {"on_run_start", "on_tool_execution_completed", "on_run_complete"}
+        assert_same_events(
+            [event for event in live.events if event[0] in wanted], replayed.events
+        )
+        assert [name for name, _ in replayed.events].count("on_run_start") == 3
+
+    async def test_a_sync_handler_is_called_inline(self, tmp_path: Path) -> None:
+        """A sync handler replays through areplay_events exactly as through
+        replay_events."""
+        got: list[EventRecord] = []
+        demo_run(EventRecorder(got.append))
+        inline = RecordingChainHandler()
+        await areplay_events(got, inline)
+        again = RecordingChainHandler()
+        replay_events(got, again)
+        assert_same_events(again.events, inline.events)
+
+    async def test_not_a_handler(self) -> None:
+        """areplay_events needs a langhooks handler."""
+        with pytest.raises(TypeError, match="areplay_events drives a langhooks"):
+            await areplay_events([], object())  # type: ignore[arg-type]
 
 
 class TestReadEvents:

@@ -9,8 +9,8 @@ from typing import Any, Final, final
 
 import redis
 
+from .._events import Replayer, SyncHandler
 from ..events import EventRecord
-from ._redis_replay import Replayer, SyncHandler
 from ._redis_wire import (
     block_step,
     check_count,
@@ -200,7 +200,7 @@ class _RunReplays:
     """
 
     def __init__(self, client: redis.Redis, handler: SyncHandler, prefix: str) -> None:
-        Replayer(handler, "RedisEventConsumer", is_async=False)  # checks the handler
+        Replayer(handler, "RedisEventConsumer", twin="afollow")  # checks the handler
         self._client: Final = client
         self._handler: Final = handler
         self._prefix: Final = prefix
@@ -222,7 +222,7 @@ class _RunReplays:
             replayer.replay(record)
 
     def _new(self) -> Replayer:
-        return Replayer(self._handler, "RedisEventConsumer", is_async=False)
+        return Replayer(self._handler, "RedisEventConsumer", twin="afollow")
 
     def _rebuilt(self, run_id: str, key: tuple[str, int]) -> Replayer:
         replayer = self._new()

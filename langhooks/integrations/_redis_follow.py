@@ -11,8 +11,8 @@ import attrs
 import redis
 import redis.asyncio
 
+from .._events import Handler, Replayer, SyncHandler
 from ..events import EventRecord
-from ._redis_replay import Handler, Replayer, SyncHandler
 from ._redis_wire import (
     block_step,
     check_sync_client,
@@ -228,7 +228,7 @@ def follow(
         Exception: what the handler raised.
     """
     check_sync_client(client, "follow")
-    replayer = Replayer(handler, "follow", is_async=False)
+    replayer = Replayer(handler, "follow", twin="afollow")
     key, once = run_key(prefix, run_id), _Entries()
     if last_id != "0-0":
         # The chains of the records to come are rebuilt from the ones before.
@@ -262,7 +262,7 @@ async def afollow(
         Exception: what the handler raised.
     """
     _check_async_client(client, "afollow")
-    replayer = Replayer(handler, "afollow", is_async=True)
+    replayer = Replayer(handler, "afollow", twin=None)
     key, once = run_key(prefix, run_id), _Entries()
     if last_id != "0-0":
         history: Any = await client.xrange(key, "-", last_id)
