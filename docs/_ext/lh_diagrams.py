@@ -44,7 +44,8 @@ __all__ = ["firing_order_svg", "graph_svg", "parse_graph", "setup"]
 
 BLOCK: Final = re.compile(r"<!-- events: (\w+) -->\n```text\n(.*?)\n```", re.DOTALL)
 
-# Who makes each chain event happen: the lane its arrow starts from.
+# Who makes each chain event happen: the lane its arrow starts from (the runtime,
+# LLMChain, for every event not listed).
 _SOURCE: Final = {
     "on_llm_call_start": "LLMChain",
     "on_llm_new_delta": "model",
@@ -66,12 +67,6 @@ _COLOURS: Final = {
     "error": "#dc2626",
 }
 _FONT: Final = "font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace"
-
-
-def _lane_of(event: str) -> str:
-    if event in ("on_error", "on_retries_exceeded"):
-        return "LLMChain"
-    return _SOURCE.get(event, "LLMChain")
 
 
 def _colour(event: str, lane: str) -> str:
@@ -110,7 +105,7 @@ def firing_order_svg(lines: Sequence[str], *, title: str = "") -> str:
                 f'<text x="12" y="{y + 8}" font-size="11" fill="#64748b" '
                 f'style="{_FONT}">call {calls}</text>'
             )
-        lane = _lane_of(event)
+        lane = _SOURCE.get(event, "LLMChain")
         colour = _colour(event, lane)
         x1, x2 = lane_x[lane], lane_x["handlers"]
         label = " ".join([event, *rest])
