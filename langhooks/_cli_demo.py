@@ -26,7 +26,7 @@ from ._messages import (
 )
 from .chain._chain import LLMChain
 from .chain._decision import Decision
-from .integrations.console import ConsoleHandler, _arguments
+from .integrations.console import ConsoleHandler, _arguments, _wants_color
 from .integrations.console import _Style as _Style  # the demo tests build printers
 
 if TYPE_CHECKING:
@@ -201,7 +201,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """
     out = sys.stdout if out is None else out
     tty = out.isatty()
-    style = _Style(tty and not args.no_color and "NO_COLOR" not in os.environ)
+    # ConsoleHandler's rule (a terminal, NO_COLOR unset or empty), or --no-color.
+    style = _Style(not args.no_color and _wants_color(out))
     if not server_options_agree(args, "demo"):
         return 2
     if args.base_url is not None:

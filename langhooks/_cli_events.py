@@ -19,13 +19,13 @@ read or is not a recording.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TextIO
 
 from ._events import read_events
 from ._records import EventRecord
+from ._terminal import escaped, short_json
 
 __all__ = ["add_arguments", "run"]
 
@@ -66,8 +66,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 
 def _short(value: object) -> str:
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= _LIMIT else text[: _LIMIT - 3] + "..."
+    return short_json(value, _LIMIT)
 
 
 def _text(value: str) -> str:
@@ -193,7 +192,7 @@ class _Printer:
         if record.run_id is not None and record.run_id != self._run:
             self.end()
             self._run = record.run_id
-            self._out.write(f"run {record.run_id}\n")
+            self._out.write(escaped(f"run {record.run_id}") + "\n")
         for kind, piece in _pieces(record):
             if self._open != (record.event, kind):
                 self.end()
@@ -206,7 +205,9 @@ class _Printer:
             self.line(record.event, detail)
 
     def line(self, event: str, detail: str) -> None:
-        self._out.write(f"  {event:<{_WIDTH}} {detail}".rstrip() + "\n")
+        # Names in a recording (a tool's, a model's) are wire text too.
+        line = f"  {event:<{_WIDTH}} {detail}".rstrip()
+        self._out.write(escaped(line) + "\n")
 
     def end(self) -> None:
         """Print the streamed pieces joined so far, if any."""

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 from collections.abc import Iterator
 from typing import Any, Final
@@ -44,6 +43,7 @@ from ._streaming import (
     PartialToolCallContext,
     StreamingChatResponseHandler,
 )
+from ._terminal import escaped, short_json
 from .models._drive import STREAM_FORMATS, StreamDriver, StreamFormat
 from .models._replay import _read_error
 from .models._sse import Chunk, stream_events
@@ -96,9 +96,8 @@ def _format(args: argparse.Namespace) -> StreamFormat | None:
         )
         return None
     if given not in STREAM_FORMATS:
-        _error(
-            f"unknown format {_field(given)!r}; use one of: {', '.join(STREAM_FORMATS)}"
-        )
+        formats = ", ".join(STREAM_FORMATS)
+        _error(f"unknown format {escaped(given)!r}; use one of: {formats}")
         return None
     return given  # type: ignore[no-any-return]  # checked against the literals
 
@@ -188,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
     format = _format(args)
     if format is None:
         return 2
-    shown = "standard input" if args.file == "-" else repr(_field(args.file))
+    shown = "standard input" if args.file == "-" else repr(escaped(args.file))
     decoder = _Counting(format)
     head = _Head()
     try:
@@ -196,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
             driver = StreamDriver(format, _Printer())
             response = pump(driver, head.reading(chunks), decoder, _read_error)
     except LangHooksError as error:
-        _error(f"the stream failed: {_field(str(error))}")
+        _error(f"the stream failed: {escaped(str(error))}")
         hint = _hint(format, head.data)
         if decoder.decoded == 0:
             _error(f"nothing in {shown} decodes as an {format} stream")
@@ -207,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
             _error(hint)
         return 1
     except OSError as exc:
-        _error(f"cannot read {shown}: {_field(str(exc.strerror or exc))}")
+        _error(f"cannot read {shown}: {escaped(str(exc.strerror or exc))}")
         return 2
     _print_response(response)
     return 0
@@ -217,21 +216,8 @@ def _line(event: str, payload: str) -> None:
     print(f"{event:<{_WIDTH}}{payload}")
 
 
-def _field(text: str) -> str:
-    """``text`` from the wire, safe to print: every unprintable character (a
-    control character, a lone surrogate, a line separator) escaped."""
-    if text.isprintable():
-        return text
-    return "".join(
-        char if char.isprintable() else char.encode("unicode_escape").decode("ascii")
-        for char in text
-    )
-
-
 def _short(value: object) -> str:
-    # Raw events and arguments come from JSON: they always serialise.
-    text = _field(json.dumps(value, ensure_ascii=False, default=repr))
-    return text if len(text) <= _RAW_LIMIT else text[: _RAW_LIMIT - 3] + "..."
+    return short_json(value, _RAW_LIMIT)
 
 
 class _Printer(StreamingChatResponseHandler):
@@ -255,7 +241,7 @@ class _Printer(StreamingChatResponseHandler):
     ) -> None:
         _line(
             "partial_tool_call",
-            f"#{partial.index} {_field(partial.name)} {_field(partial.id or '-')} "
+            f"#{partial.index} {escaped(partial.name)} {escaped(partial.id or '-')} "
             f"{partial.partial_arguments!r}",
         )
 
@@ -264,7 +250,7 @@ class _Printer(StreamingChatResponseHandler):
         call = complete.tool_call
         _line(
             "complete_tool_call",
-            f"#{complete.index} {_field(call.name)} {_field(call.call_id)} "
+            f"#{complete.index} {escaped(call.name)} {escaped(call.call_id)} "
             f"{_short(call.arguments)}",
         )
 
@@ -282,7 +268,7 @@ class _Printer(StreamingChatResponseHandler):
 
     @override
     def on_error(self, error: BaseException) -> None:
-        _line("error", _field(str(error)))
+        _line("error", escaped(str(error)))
 
 
 def _print_response(response: ChatResponse) -> None:
@@ -291,8 +277,8 @@ def _print_response(response: ChatResponse) -> None:
     print()
     print("response")
     rows: list[tuple[str, str]] = [
-        ("id", _field(response.id or "-")),
-        ("model", _field(response.model_name or "-")),
+        ("id", escaped(response.id or "-")),
+        ("model", escaped(response.model_name or "-")),
         (
             "finish_reason",
             response.finish_reason.value if response.finish_reason else "-",
@@ -313,7 +299,8 @@ def _print_response(response: ChatResponse) -> None:
         rows.append(
             (
                 f"tool_call #{call.index}",
-                f"{_field(call.name)} {_field(call.call_id)} {_short(call.arguments)}",
+                f"{escaped(call.name)} {escaped(call.call_id)} "
+                f"{_short(call.arguments)}",
             )
         )
     for name, value in rows:

@@ -205,6 +205,21 @@ class TestEventsCommand:
         assert any("\\u001b[31mRed" in line for line in lines)
         assert max(len(line) for line in lines) < 260
 
+    def test_names_and_raw_text_escaped(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A tool's name and characters JSON leaves as they are (a C1 control,
+        a line separator) are shown escaped too."""
+        path = tmp_path / "names.jsonl"
+        call = ToolCall(call_id="c", name="get\x1b[2Jweather", arguments={})
+        with EventRecorder(path) as r:
+            r.on_tool_call_review(chain(), call, WEATHER_TOOL, ReviewContext())
+            r.on_unmapped_raw_event({"type": "\x9b31m\u2028"})
+        lines = show(path, capsys)
+        assert not any(c in "".join(lines) for c in "\x1b\x9b\u2028")
+        assert any("get\\x1b[2Jweather {}" in line for line in lines)
+        assert any("\\x9b31m\\u2028" in line for line in lines)
+
     def test_unreadable(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:

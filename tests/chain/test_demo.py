@@ -87,6 +87,25 @@ class TestDemo:
         assert _demo.run(args, out) == 0
         assert "\033[35mon_run_start" in out.getvalue()
 
+    @pytest.mark.parametrize(("no_color", "coloured"), [("1", False), ("", True)])
+    def test_no_color_on_a_terminal(
+        self, monkeypatch: pytest.MonkeyPatch, no_color: str, coloured: bool
+    ) -> None:
+        """NO_COLOR turns colour off as for ConsoleHandler: when set, non-empty."""
+
+        class Terminal(io.StringIO):
+            @override
+            def isatty(self) -> bool:
+                return True
+
+        monkeypatch.setenv("NO_COLOR", no_color)
+        out = Terminal()
+        args = argparse.Namespace(
+            no_color=False, delay=0.0, base_url=None, model=None, api_key=None
+        )
+        assert _demo.run(args, out) == 0
+        assert ("\033[" in out.getvalue()) is coloured
+
     def test_options_go_together(self, capsys: pytest.CaptureFixture[str]) -> None:
         """--base-url without --model is refused with status 2."""
         assert main(["demo", "--base-url", "http://127.0.0.1:9"]) == 2
