@@ -100,34 +100,6 @@ class AsyncNoop(AsyncStreamingChatResponseHandler):
         pass
 
 
-class Pushing(StreamingChatResponseHandler):
-    """Sleeps ``HANDLER_SLEEP`` per token, as a request to a push service would."""
-
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-
-    @override
-    def on_partial_response(
-        self, partial: PartialResponse, context: PartialResponseContext
-    ) -> None:
-        time.sleep(HANDLER_SLEEP)
-        self.texts.append(partial.text)
-
-
-class AsyncPushing(AsyncStreamingChatResponseHandler):
-    """The async twin of ``Pushing``: awaits ``HANDLER_SLEEP`` per token."""
-
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-
-    @override
-    async def on_partial_response(
-        self, partial: PartialResponse, context: PartialResponseContext
-    ) -> None:
-        await asyncio.sleep(HANDLER_SLEEP)
-        self.texts.append(partial.text)
-
-
 class Keeping(StreamingChatResponseHandler):
     """Keeps each text: the work an iterator's loop body does below."""
 
@@ -152,6 +124,28 @@ class AsyncKeeping(AsyncStreamingChatResponseHandler):
         self, partial: PartialResponse, context: PartialResponseContext
     ) -> None:
         self.texts.append(partial.text)
+
+
+class Pushing(Keeping):
+    """Sleeps ``HANDLER_SLEEP`` per token, as a request to a push service would."""
+
+    @override
+    def on_partial_response(
+        self, partial: PartialResponse, context: PartialResponseContext
+    ) -> None:
+        time.sleep(HANDLER_SLEEP)
+        super().on_partial_response(partial, context)
+
+
+class AsyncPushing(AsyncKeeping):
+    """The async twin of ``Pushing``: awaits ``HANDLER_SLEEP`` per token."""
+
+    @override
+    async def on_partial_response(
+        self, partial: PartialResponse, context: PartialResponseContext
+    ) -> None:
+        await asyncio.sleep(HANDLER_SLEEP)
+        await super().on_partial_response(partial, context)
 
 
 EXPECTED = [f"w{i} " for i in range(TOKENS - 1)] + [f"w{TOKENS - 1}"]

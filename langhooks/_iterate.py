@@ -66,6 +66,17 @@ class _End:
         self.response = response
         self.error = error
 
+    def outcome(self) -> ChatResponse:
+        """The stream's response, the iterator's last item.
+
+        Raises:
+            BaseException: what the stream raised, if it failed.
+        """
+        if self.error is not None:
+            raise self.error
+        assert self.response is not None  # (set whenever error is None)
+        return self.response
+
 
 def _check(model: object, request: object, handle: object, what: str) -> None:
     if not isinstance(model, ChatModel):
@@ -197,10 +208,7 @@ class _StreamIterator(Iterator[StreamEvent]):
         item = self._handoff.get()
         if type(item) is _End:
             self._finished = True
-            if item.error is not None:
-                raise item.error
-            assert item.response is not None  # (set whenever error is None)
-            return item.response
+            return item.outcome()
         return item  # type: ignore[no-any-return]  # only StreamEvents are put
 
 
@@ -399,10 +407,7 @@ class _AsyncStreamIterator(AsyncIterator[StreamEvent]):
         handoff.took()
         if type(item) is _End:
             self._finished = True
-            if item.error is not None:
-                raise item.error
-            assert item.response is not None  # (set whenever error is None)
-            return item.response
+            return item.outcome()
         return item  # type: ignore[no-any-return]  # only StreamEvents are put
 
 

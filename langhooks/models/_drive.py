@@ -52,6 +52,7 @@ from .._streaming import (
     PartialThinkingContext,
     PartialToolCallContext,
     StreamingChatResponseHandler,
+    StreamingEventName,
     StreamingHandle,
 )
 from ._adapters import ADAPTERS, StreamAdapter
@@ -81,15 +82,7 @@ _FAILED: Final = 3  # on_error was called (or is being raised)
 _CANCELLED: Final = 4  # the handle was cancelled: nothing more is called
 _BROKEN: Final = 5  # the handler raised: nothing more is called
 
-_EVENTS: Final = (
-    "on_partial_response",
-    "on_partial_thinking",
-    "on_partial_tool_call",
-    "on_complete_tool_call",
-    "on_unmapped_raw_event",
-    "on_complete_response",
-    "on_error",
-)
+_EVENTS: Final[tuple[str, ...]] = get_args(StreamingEventName)
 
 # Join every this many pieces of a content run into one block: pieces are a few
 # bytes of text each against ~50 bytes of overhead per str object.
@@ -543,7 +536,7 @@ class AsyncStreamDriver(_Driver):
             return await self._deliver(actions)
 
     async def _deliver(self, actions: list[Action] | LangHooksError) -> bool:
-        # Holding the handle's delivery lock, as StreamDriver._deliver does.
+        # Called holding the handle's delivery lock, as StreamDriver.feed holds it.
         handle = self.handle
         if isinstance(actions, LangHooksError):
             if handle.is_cancelled:
