@@ -26,7 +26,11 @@ from typing_extensions import override
 from ._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
 from ._handler import HandlerBase, interfaces_of, overridden_events
 from ._messages import LangHooksError
-from ._streaming import AsyncStreamingChatResponseHandler, StreamingChatResponseHandler
+from ._streaming import (
+    AsyncStreamingChatResponseHandler,
+    StreamingChatResponseHandler,
+    mark_delivery_proxy,
+)
 from ._wrappers import _check_handler, _Wrapper
 
 __all__ = ["in_background"]
@@ -201,6 +205,7 @@ class _ThreadWorker:
         self._thread.start()
 
     def _run(self) -> None:
+        mark_delivery_proxy()
         try:
             self._deliver_all()
         finally:

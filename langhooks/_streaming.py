@@ -44,6 +44,18 @@ __all__ = [
 ]
 
 
+# Threads that deliver events on a stream's behalf, after the stream handed them
+# over (``in_background``'s workers). The stream's callback in flight may be waiting
+# for such a thread (for room in its queue), so ``cancel()`` there must not wait for
+# that callback.
+_proxies: Final = threading.local()
+
+
+def mark_delivery_proxy() -> None:
+    """Mark this thread as delivering events a stream handed over (see ``cancel``)."""
+    _proxies.active = True
+
+
 @final
 class StreamingHandle:
     """Cancels one stream, from a callback or from any thread.
@@ -77,7 +89,10 @@ class StreamingHandle:
         running, it first waits for that callback to return (so a callback must
         not wait for a thread that may cancel its stream); called from inside a
         callback, it returns at once and nothing is called after that callback.
-        A stream whose ``on_complete_response`` has begun stays complete.
+        Called from a thread that delivers events the stream handed over (an
+        ``in_background`` worker), it also returns at once: the callback in flight
+        may be waiting for that thread, and nothing begins after it. A stream whose
+        ``on_complete_response`` has begun stays complete.
 
         Idempotent and thread-safe; the callbacks registered with
         ``add_cancel_callback`` run once, on the first call, in this thread. A
@@ -85,13 +100,22 @@ class StreamingHandle:
         logger and the others still run: one failing callback must not leave a
         connection open.
         """
-        with self._delivery, self._lock:
-            if self._cancelled:
-                return
-            self._cancelled = True
-            callbacks, self._callbacks = self._callbacks, []
+        if getattr(_proxies, "active", False):
+            with self._lock:
+                callbacks = self._mark_cancelled()
+        else:
+            with self._delivery, self._lock:
+                callbacks = self._mark_cancelled()
         for callback in callbacks:
             _run_cancel_callback(callback)
+
+    def _mark_cancelled(self) -> list[Callable[[], object]]:
+        """Set the flag (under ``_lock``); the callbacks to run, once."""
+        if self._cancelled:
+            return []
+        self._cancelled = True
+        callbacks, self._callbacks = self._callbacks, []
+        return callbacks
 
     def add_cancel_callback(self, callback: Callable[[], object]) -> None:
         """Run ``callback`` when the handle is cancelled (now, if it already is).

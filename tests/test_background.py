@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -412,6 +413,46 @@ class TestThreadDelivery:
         thread.join(PATIENCE)
         assert answers == [False, False]
         assert wrapper.close() is True
+
+
+class CancelsFromTheWorker(StreamingChatResponseHandler):
+    """Cancels its stream from the background worker, after a little work."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    @override
+    def on_partial_response(
+        self, partial: PartialResponse, context: PartialResponseContext
+    ) -> None:
+        time.sleep(0.005)
+        self.texts.append(partial.text)
+        context.handle.cancel()
+
+
+class TestCancelFromTheWorker:
+    """A background handler that cancels its stream never deadlocks it."""
+
+    def test_a_full_queue_and_a_cancel_from_the_worker(self) -> None:
+        """With the stream waiting for room in a full queue, cancel() from the
+        worker returns at once and the stream ends "cancelled"."""
+        handler = CancelsFromTheWorker()
+        wrapper = in_background(handler, maxsize=1)
+        model = ScriptedChatModel([ScriptedTurn(text=" ".join(["word"] * 50))])
+        results: list[str] = []
+
+        def stream() -> None:
+            response = model.stream(ChatRequest([Message.user("hi")]), wrapper)
+            results.append(response.message.status)
+
+        thread = threading.Thread(target=stream, daemon=True)
+        thread.start()
+        thread.join(timeout=30)  # a bound for a deadlock, not a timing assertion
+        assert not thread.is_alive(), "the stream deadlocked"
+        assert results == ["cancelled"]
+        assert wrapper.flush(timeout=30)
+        wrapper.close()
+        assert handler.texts
 
 
 class TestErrors:
