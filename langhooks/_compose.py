@@ -244,10 +244,8 @@ def _settle(
 
 def _users(handler: object) -> object:
     """The user's handler inside any wrappers, to name it in an error message."""
-    inner = getattr(handler, "_langhooks_inner", None)
-    while inner is not None:
-        handler = inner
-        inner = getattr(handler, "_langhooks_inner", None)
+    while isinstance(handler, _Wrapper):
+        handler = handler.wrapped
     return handler
 
 

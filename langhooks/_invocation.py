@@ -85,11 +85,8 @@ def invocation(
         parent_id=None if parent is None else parent.id,
         custom_context=custom_context,
     )
-    token = _CURRENT.set(current)
-    try:
+    with entered(current):
         yield current
-    finally:
-        _CURRENT.reset(token)
 
 
 @contextmanager

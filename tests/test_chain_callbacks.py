@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import Any, get_args
 
 import attrs
 import pytest
@@ -12,41 +12,15 @@ from langhooks import (
     Allow,
     AsyncChainCallbackHandler,
     ChainCallbackHandler,
+    ChainEventName,
     Deny,
     Interrupt,
     ReviewContext,
     UpdateArguments,
 )
 
-EVENTS = sorted(
-    [
-        "on_run_start",
-        "on_llm_call_start",
-        "on_llm_call_complete",
-        "on_llm_new_delta",
-        "on_llm_new_message",
-        "on_llm_ratelimit_info",
-        "on_llm_token_usage",
-        "on_llm_response_headers",
-        "on_message_processed",
-        "on_message_processing_error",
-        "on_error_message_created",
-        "on_tool_call_identified",
-        "on_tool_call_review",
-        "on_tool_execution_started",
-        "on_tool_pre_execution",
-        "on_tool_execution_completed",
-        "on_tool_execution_failed",
-        "on_tool_execution_exception",
-        "on_tool_interrupted",
-        "on_tool_response_created",
-        "on_llm_error",
-        "on_llm_retry",
-        "on_error",
-        "on_retries_exceeded",
-        "on_run_complete",
-    ]
-)
+EVENTS = sorted(get_args(ChainEventName))
+"""Every chain event, from the public ``Literal`` that ``filtered`` takes."""
 
 
 def _arguments_for(method: Any) -> list[object]:

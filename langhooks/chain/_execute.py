@@ -17,12 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from .._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
 from .._invocation import invocation
-from ._ops import HandlerFault, Outcome, Planned
+from ._ops import HandlerFault, Outcome, Planned, deliver_async, deliver_sync, fire
 
 if TYPE_CHECKING:
     from ._run import Run
 
 __all__ = ["execute_async", "execute_sync"]
+
+_H = ChainCallbackHandler
 
 
 def execute_sync(
@@ -102,9 +104,9 @@ def _call_sync(run: Run, pre: ChainCallbackHandler, planned: Planned) -> Outcome
     call, tool = planned.call, planned.tool
     with invocation(tool.name, custom_context=run.chain.custom_context) as inv:
         try:
-            pre.on_tool_pre_execution(run.chain, call, tool)
-        except Exception as exc:
-            return Outcome(fault=HandlerFault("on_tool_pre_execution", exc))
+            deliver_sync(pre, fire(_H.on_tool_pre_execution, run.chain, call, tool))
+        except HandlerFault as fault:
+            return Outcome(fault=fault)
         try:
             value = tool.function(call.arguments, run.tool_context(call, inv))
             if inspect.isawaitable(value):
@@ -130,9 +132,11 @@ async def _call_async(
         return outcome
     with invocation(tool.name, custom_context=run.chain.custom_context) as inv:
         try:
-            await pre.on_tool_pre_execution(run.chain, call, tool)
-        except Exception as exc:
-            return Outcome(fault=HandlerFault("on_tool_pre_execution", exc))
+            await deliver_async(
+                pre, fire(_H.on_tool_pre_execution, run.chain, call, tool)
+            )
+        except HandlerFault as fault:
+            return Outcome(fault=fault)
         try:
             context = run.tool_context(call, inv)
             if thread and not tool.is_async:

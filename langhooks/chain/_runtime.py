@@ -29,7 +29,6 @@ from ._run import Mode, Run
 from ._tool_results import (
     INTERRUPT_STAND_IN,
     check_arguments,
-    interrupt_data,
     pending_results,
 )
 
@@ -40,7 +39,6 @@ __all__ = [
     "check_arguments",
     "drive_async",
     "drive_sync",
-    "interrupt_data",
     "pending_results",
     "sync_callbacks",
 ]
