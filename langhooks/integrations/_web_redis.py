@@ -25,10 +25,8 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar, final
 import redis
 from typing_extensions import override
 
-from .. import codec
 from .._chain_callbacks import ChainCallbackHandler
 from .._messages import LangHooksError
-from ..events import EventRecord
 from ._redis_follow import _Entries
 from ._redis_publisher import RedisEventPublisher
 from ._redis_store import RedisRunStore
@@ -38,6 +36,8 @@ from ._redis_wire import (
     block_step,
     check_sync_client,
     ends_run,
+    field,
+    record_of,
     run_key,
     text,
 )
@@ -153,7 +153,7 @@ class RedisBackend:
         if (
             last is not None
             and _event(last[1]) == "on_run_complete"
-            and _record(last[1]).payload["result"]["status"] == "interrupted"
+            and record_of(last[1]).payload["result"]["status"] == "interrupted"
         ):
             return "interrupted"
         # Also a resume between its tools and the model's answer.
@@ -203,7 +203,7 @@ class RedisBackend:
 
     @staticmethod
     def _entry(once: _Entries, entry_id: Any, fields: Any) -> Entry:
-        record = _field(fields, RECORD_FIELD)
+        record = field(fields, RECORD_FIELD)
         # Something else written to a run's stream is not this app's to show.
         fresh = None if record is None else once.entry(entry_id, fields)
         if fresh is None:
@@ -327,19 +327,6 @@ def _log_failure(task: asyncio.Future[Any]) -> None:
         _log.error("langhooks web: a run raised", exc_info=task.exception())
 
 
-def _field(fields: Any, name: str) -> Any:
-    for key, value in fields.items():
-        if text(key) == name:
-            return value
-    return None
-
-
 def _event(fields: Any) -> str:
     # The publisher names every entry's event; "message" is SSE's default name.
-    return text(_field(fields, EVENT_FIELD) or "message")
-
-
-def _record(fields: Any) -> EventRecord:
-    record = codec.loads(text(_field(fields, RECORD_FIELD)))
-    assert isinstance(record, EventRecord)
-    return record
+    return text(field(fields, EVENT_FIELD) or "message")
