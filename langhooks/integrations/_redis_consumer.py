@@ -214,12 +214,17 @@ class _RunReplays:
             if len(self._runs) > _RUNS:
                 self._runs.popitem(last=False)
         try:
-            replayer.replay(record)
+            call = replayer.call(record)
         except ValueError:
+            # The record refers to messages this member never saw (a ValueError
+            # of the handler itself is not caught here: it is called below).
             if run is None:
                 raise
             self._runs[run] = replayer = self._rebuilt(run, key)
-            replayer.replay(record)
+            call = replayer.call(record)
+        if call is not None:
+            method, args = call
+            method(*args)
 
     def _new(self) -> Replayer:
         return Replayer(self._handler, "RedisEventConsumer", twin="afollow")

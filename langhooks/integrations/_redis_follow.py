@@ -68,32 +68,56 @@ class _Entries:
 
 
 @final
-class _Patience:
-    """How long a reader still waits for a new record: ``block_ms`` after the
-    last one, in reads no longer than the client's socket timeout allows."""
+class _Reader:
+    """One reader of a run's stream: the position it reads after, how long it still
+    waits for a new record (``block_ms`` after the last one, in reads no longer than
+    the client's socket timeout allows), and whether the run has ended."""
 
-    def __init__(self, client: redis.Redis | redis.asyncio.Redis, block_ms: int):
+    def __init__(
+        self,
+        client: redis.Redis | redis.asyncio.Redis,
+        position: str,
+        block_ms: int,
+        once: _Entries,
+    ) -> None:
+        self.position = position
+        self._once: Final = once
         self._block_ms: Final = block_ms
         self._step: Final = block_step(client, block_ms)
         self._deadline: float | None = None
-        self.renew()
+        self._ended = False
+        self._renew()
 
-    def renew(self) -> None:
-        """Something new came: wait ``block_ms`` from now."""
+    def _renew(self) -> None:
+        # Something new came: wait block_ms from now.
         if self._block_ms:
             self._deadline = time.monotonic() + self._block_ms / 1000
 
     def next_block(self) -> int | None:
-        """The ``BLOCK`` of the next read, or None when the wait is over."""
+        """The ``BLOCK`` of the next read, or None when the wait is over or the
+        run has ended."""
+        if self._ended:
+            return None
         if self._deadline is None:
             return self._step
         left = int((self._deadline - time.monotonic()) * 1000)
         return min(self._step, left) if left > 0 else None
 
-
-def _entries(reply: Any) -> Sequence[Any]:
-    # XREAD of one stream: [[key, [(id, fields), ...]]], or empty after the block.
-    return reply[0][1] if reply else ()
+    def take(self, reply: Any) -> Iterator[RunEntry]:
+        """The new entries of one ``XREAD`` reply, up to the one that ends the run."""
+        # XREAD of one stream: [[key, [(id, fields), ...]]], or empty after the block.
+        entries: Sequence[Any] = reply[0][1] if reply else ()
+        if entries:
+            self._renew()
+            self.position = text(entries[-1][0])
+        for entry_id, fields in entries:
+            entry = self._once.entry(entry_id, fields)
+            if entry is None:
+                continue
+            yield entry
+            if entry.ends_run:
+                self._ended = True
+                return
 
 
 def run_entries(
@@ -131,20 +155,10 @@ def run_entries(
 def _run_entries(
     client: redis.Redis, key: str, position: str, block_ms: int, once: _Entries
 ) -> Iterator[RunEntry]:
-    patience = _Patience(client, block_ms)
-    while (block := patience.next_block()) is not None:
-        reply: Any = client.xread({key: position}, count=_COUNT, block=block)
-        entries = _entries(reply)
-        if entries:
-            patience.renew()
-            position = text(entries[-1][0])
-        for entry_id, fields in entries:
-            entry = once.entry(entry_id, fields)
-            if entry is None:
-                continue
-            yield entry
-            if entry.ends_run:
-                return
+    reader = _Reader(client, position, block_ms, once)
+    while (block := reader.next_block()) is not None:
+        reply: Any = client.xread({key: reader.position}, count=_COUNT, block=block)
+        yield from reader.take(reply)
 
 
 async def arun_entries(
@@ -174,20 +188,13 @@ async def _arun_entries(
     block_ms: int,
     once: _Entries,
 ) -> AsyncIterator[RunEntry]:
-    patience = _Patience(client, block_ms)
-    while (block := patience.next_block()) is not None:
-        reply: Any = await client.xread({key: position}, count=_COUNT, block=block)
-        entries = _entries(reply)
-        if entries:
-            patience.renew()
-            position = text(entries[-1][0])
-        for entry_id, fields in entries:
-            entry = once.entry(entry_id, fields)
-            if entry is None:
-                continue
+    reader = _Reader(client, position, block_ms, once)
+    while (block := reader.next_block()) is not None:
+        reply: Any = await client.xread(
+            {key: reader.position}, count=_COUNT, block=block
+        )
+        for entry in reader.take(reply):
             yield entry
-            if entry.ends_run:
-                return
 
 
 def follow(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import threading
 import uuid
 import weakref
 from collections.abc import Callable
@@ -27,6 +26,7 @@ from ._redis_wire import (
     record_json,
     run_key,
 )
+from ._run_end import EndMarker
 
 if TYPE_CHECKING:
     from ..chain import LLMChain, RunResult
@@ -36,9 +36,6 @@ __all__ = ["RedisEventPublisher"]
 # Records after which the buffer is flushed at once: the run or stream returns, or a
 # tool call waits on its review (a human may be about to look at the stream).
 _URGENT: Final = _TERMINAL | {"on_tool_call_review"}
-
-# Records that end their run (a chain's on_error) or stream for good.
-_ENDS: Final = frozenset({"on_error", "on_complete_response"})
 
 # Publishers with a flusher thread, flushed (briefly) when the interpreter exits.
 _LIVE: Final[weakref.WeakSet[RedisEventPublisher]] = weakref.WeakSet()
@@ -154,7 +151,7 @@ class RedisEventPublisher(ChainCallbackHandler, StreamingChatResponseHandler):
             max_buffer=max_buffer,
             block_timeout=float(block_timeout),
         )
-        self._ending = threading.local()
+        self._end: Final = EndMarker()
         self._raised_at = 0
         self._recorder: Final = EventRecorder(self._publish)
         # A publisher dropped without close() must not leave its thread behind.
@@ -207,15 +204,12 @@ class RedisEventPublisher(ChainCallbackHandler, StreamingChatResponseHandler):
                 f"(fail_run=True)",
             )
         stream = record.run_id or record.invocation_id
-        end = record.event in _ENDS or (
-            record.event == "on_run_complete" and getattr(self._ending, "value", False)
-        )
         self._outbox.put(
             Pending(
                 key=None if stream is None else run_key(self._prefix, stream),
                 event=record.event,
                 record=record_json(record),
-                end=end,
+                end=self._end.ends(record.event),
             )
         )
         if record.event in _URGENT:
@@ -238,14 +232,8 @@ class RedisEventPublisher(ChainCallbackHandler, StreamingChatResponseHandler):
         """Publish ``on_run_complete``, marked as the run's end when the run
         ended for good (status "ok" and the model answered: not a resume that
         leaves tool results for the model)."""
-        messages = result.chain.messages
-        self._ending.value = result.status == "ok" and not (
-            messages and messages[-1].role == "tool"
-        )
-        try:
-            self._recorder.on_run_complete(chain, result)
-        finally:
-            self._ending.value = False
+        self._end.on_run_complete(chain, result)
+        self._recorder.on_run_complete(chain, result)
 
     @overload
     def on_error(self, error: BaseException, /) -> None: ...

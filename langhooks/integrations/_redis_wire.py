@@ -22,6 +22,7 @@ __all__ = [
     "check_seconds",
     "check_sync_client",
     "ends_run",
+    "field",
     "firehose_key",
     "publisher_of",
     "record_json",
@@ -73,13 +74,19 @@ def text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
+def field(fields: Mapping[Any, Any], name: str) -> Any:
+    """The value of an entry's field ``name`` (None when it has none), whatever
+    the client's ``decode_responses``."""
+    return next((v for k, v in fields.items() if text(k) == name), None)
+
+
 def record_of(fields: Mapping[Any, Any]) -> EventRecord:
     """The record a stream entry carries.
 
     Raises:
         ValueError: the entry carries no langhooks event record.
     """
-    data = next((v for k, v in fields.items() if text(k) == RECORD_FIELD), None)
+    data = field(fields, RECORD_FIELD)
     record = None if data is None else codec.loads(text(data))
     if isinstance(record, EventRecord):
         return record
@@ -91,7 +98,7 @@ def record_of(fields: Mapping[Any, Any]) -> EventRecord:
 
 def publisher_of(fields: Mapping[Any, Any]) -> str:
     """The publisher id of an entry ("" when it has none)."""
-    return next((text(v) for k, v in fields.items() if text(k) == PUBLISHER_FIELD), "")
+    return text(field(fields, PUBLISHER_FIELD) or "")
 
 
 def ends_run(fields: Mapping[Any, Any]) -> bool:

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Final, final
 
+import attrs
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -25,7 +26,6 @@ from ._web_backend import (
     DecisionMismatch,
     RunConflict,
     RunNotFound,
-    RunSummary,
 )
 from ._web_memory import MemoryBackend
 
@@ -148,15 +148,6 @@ def _decisions(body: object) -> list[tuple[str, Decision]]:
     return [_decision(item, position) for position, item in enumerate(items)]
 
 
-def _summary(summary: RunSummary) -> dict[str, Any]:
-    return {
-        "run_id": summary.run_id,
-        "prompt": summary.prompt,
-        "state": summary.state,
-        "created": summary.created,
-    }
-
-
 @final
 class _WebApp:
     """The routes, over one backend and an optional agent."""
@@ -193,7 +184,7 @@ class _WebApp:
 
     async def list_runs(self, request: Request) -> Response:
         """GET /runs: every run, newest first, and whether runs can be started."""
-        runs = [_summary(summary) for summary in await self._backend.runs()]
+        runs = [attrs.asdict(summary) for summary in await self._backend.runs()]
         return JSONResponse({"agent": self._agent is not None, "runs": runs})
 
     async def start_run(self, request: Request) -> Response:

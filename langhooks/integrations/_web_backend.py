@@ -5,8 +5,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Final, Literal, Protocol, final
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeVar, final
 
 import attrs
 
@@ -23,9 +25,12 @@ __all__ = [
     "RunNotFound",
     "RunState",
     "RunSummary",
+    "Tasks",
     "match_decisions",
     "not_waiting",
 ]
+
+_T = TypeVar("_T")
 
 Agent = Callable[[str], "LLMChain"]
 """Builds the chain that answers a prompt: model, tools, handlers, messages."""
@@ -145,3 +150,28 @@ def not_waiting(state: RunState) -> str:
     if state in _FINAL:
         return f"the run has finished ({state}): it waits for no decision"
     return "the run is still running: it waits for no decision yet"
+
+
+@final
+class Tasks:
+    """A backend's background tasks: referenced until they are done, cancelled
+    (and awaited) when the server stops."""
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Future[Any]] = set()
+
+    def spawn(self, work: Awaitable[_T]) -> asyncio.Future[_T]:
+        """Run ``work`` as a task of the running loop."""
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def cancel(self) -> None:
+        """Cancel every task still going and wait until each has stopped."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

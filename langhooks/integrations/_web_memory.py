@@ -24,6 +24,7 @@ from ._web_backend import (
     RunNotFound,
     RunState,
     RunSummary,
+    Tasks,
     match_decisions,
     not_waiting,
 )
@@ -56,7 +57,7 @@ class MemoryBackend:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._runs: dict[str, _Run] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = Tasks()
 
     def _run(self, run_id: str) -> _Run:
         run = self._runs.get(run_id)
@@ -162,7 +163,7 @@ class MemoryBackend:
         sink.on_first(started)
         marker, recorder = sink.handlers
         chain = chain.add_callback(marker).add_callback(recorder)
-        self._spawn(self._drive(sink, chain.arun()))
+        self._tasks.spawn(self._drive(sink, chain.arun()))
         return await started
 
     async def resume(
@@ -185,21 +186,11 @@ class MemoryBackend:
                 raise RunConflict(not_waiting(run.state))
             calls, settled = match_decisions(chain.pending_tool_calls, decisions)
             run.chain, run.state = None, "resuming"
-        self._spawn(self._drive(run.sink, _resumed(chain, calls, settled)))
+        self._tasks.spawn(self._drive(run.sink, _resumed(chain, calls, settled)))
 
     async def close(self) -> None:
         """Cancel the runs still going."""
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.get_running_loop().create_task(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        await self._tasks.cancel()
 
     async def _drive(
         self, sink: RecordSink, work: Coroutine[Any, Any, RunResult]

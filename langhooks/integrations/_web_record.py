@@ -5,46 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
-from typing import TYPE_CHECKING, Final, final
-
-from typing_extensions import override
+from typing import TYPE_CHECKING, final
 
 from .. import codec
-from .._chain_callbacks import ChainCallbackHandler
 from ..events import EventRecord, EventRecorder
+from ._run_end import EndMarker
 
 if TYPE_CHECKING:
-    from ..chain import LLMChain, RunResult
     from ._web_memory import MemoryBackend
 
 __all__ = ["RecordSink"]
-
-# A run's own last word when it gives up.
-_ENDS: Final = frozenset({"on_error"})
-
-
-@final
-class _EndMarker(ChainCallbackHandler):
-    """Tells the sink, just before ``on_run_complete`` is recorded, whether the run
-    ended for good: status "ok" and the model answered (not a resume whose tool
-    results still wait for the model)."""
-
-    def __init__(self) -> None:
-        self._ending = threading.local()
-
-    def ending(self) -> bool:
-        """Whether the ``on_run_complete`` recorded on this thread ends the run."""
-        return bool(getattr(self._ending, "value", False))
-
-    @override
-    def on_run_complete(self, chain: LLMChain, result: RunResult) -> None:
-        messages = result.chain.messages
-        self._ending.value = result.status == "ok" and messages[-1].role != "tool"
-
-    @override
-    def on_run_start(self, chain: LLMChain) -> None:
-        self._ending.value = False
 
 
 @final
@@ -59,7 +29,7 @@ class RecordSink:
         self._backend = backend
         self._prompt = prompt
         self._first: asyncio.Future[str] | None = None
-        self._marker = _EndMarker()
+        self._marker = EndMarker()
         self.run_id: str | None = None
         self.handlers = (self._marker, EventRecorder(self.write))
 
@@ -75,10 +45,12 @@ class RecordSink:
             self.run_id = record.run_id
             self._backend.create(self.run_id, self._prompt, self)
             self._resolve(self.run_id, None)
-        ends = record.event in _ENDS or (
-            record.event == "on_run_complete" and self._marker.ending()
+        self._backend.append(
+            self.run_id,
+            record.event,
+            codec.dumps(record),
+            ends=self._marker.ends(record.event),
         )
-        self._backend.append(self.run_id, record.event, codec.dumps(record), ends=ends)
 
     def failed(self, exc: BaseException) -> None:
         """The run raised: a starter still waiting for the run id gets the error."""

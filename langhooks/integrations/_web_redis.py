@@ -18,17 +18,15 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Final, TypeVar, final
 
 import redis
 from typing_extensions import override
 
-from .. import codec
 from .._chain_callbacks import ChainCallbackHandler
 from .._messages import LangHooksError
-from ..events import EventRecord
 from ._redis_follow import _Entries
 from ._redis_publisher import RedisEventPublisher
 from ._redis_store import RedisRunStore
@@ -38,6 +36,8 @@ from ._redis_wire import (
     block_step,
     check_sync_client,
     ends_run,
+    field,
+    record_of,
     run_key,
     text,
 )
@@ -49,6 +49,7 @@ from ._web_backend import (
     RunNotFound,
     RunState,
     RunSummary,
+    Tasks,
 )
 
 if TYPE_CHECKING:
@@ -107,7 +108,7 @@ class RedisBackend:
         self._store = RedisRunStore(client, prefix=prefix)
         self._publisher: RedisEventPublisher | None = None
         self._pool = ThreadPoolExecutor(64, thread_name_prefix="langhooks-web-redis")
-        self._tasks: set[asyncio.Future[Any]] = set()
+        self._tasks = Tasks()
 
     async def _call(self, function: Callable[..., _T], *args: Any, **kw: Any) -> _T:
         loop = asyncio.get_running_loop()
@@ -152,7 +153,7 @@ class RedisBackend:
         if (
             last is not None
             and _event(last[1]) == "on_run_complete"
-            and _record(last[1]).payload["result"]["status"] == "interrupted"
+            and record_of(last[1]).payload["result"]["status"] == "interrupted"
         ):
             return "interrupted"
         # Also a resume between its tools and the model's answer.
@@ -202,7 +203,7 @@ class RedisBackend:
 
     @staticmethod
     def _entry(once: _Entries, entry_id: Any, fields: Any) -> Entry:
-        record = _field(fields, RECORD_FIELD)
+        record = field(fields, RECORD_FIELD)
         # Something else written to a run's stream is not this app's to show.
         fresh = None if record is None else once.entry(entry_id, fields)
         if fresh is None:
@@ -247,7 +248,8 @@ class RedisBackend:
         """
         begun: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         chain = chain.add_callback(_Begun(begun)).add_callback(self._publisher_of())
-        task = self._spawn(self._first_run(chain))
+        task: asyncio.Future[Any] = self._tasks.spawn(self._first_run(chain))
+        task.add_done_callback(_log_failure)
         await asyncio.wait({begun, task}, return_when=asyncio.FIRST_COMPLETED)
         if not begun.done():
             task.result()  # raises what the run raised before it began
@@ -295,9 +297,7 @@ class RedisBackend:
             fallbacks=template.fallbacks,
             retry=template.retry,
         )
-        task: asyncio.Future[Any] = asyncio.ensure_future(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task: asyncio.Future[Any] = self._tasks.spawn(work)
         await asyncio.wait((begun, task), return_when=asyncio.FIRST_COMPLETED)
         if begun.done():
             # Accepted: what the resumed run raises from now on is only logged.
@@ -314,21 +314,9 @@ class RedisBackend:
         except ValueError as error:
             raise DecisionMismatch(str(error)) from None
 
-    def _spawn(self, work: Coroutine[Any, Any, Any]) -> asyncio.Future[Any]:
-        task: asyncio.Future[Any] = asyncio.ensure_future(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        task.add_done_callback(_log_failure)
-        return task
-
     async def close(self) -> None:
         """Cancel this app's runs, send what the publisher holds, stop the pool."""
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._tasks.cancel()
         if self._publisher is not None:
             await self._call(self._publisher.close, 5.0)
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -339,19 +327,6 @@ def _log_failure(task: asyncio.Future[Any]) -> None:
         _log.error("langhooks web: a run raised", exc_info=task.exception())
 
 
-def _field(fields: Any, name: str) -> Any:
-    for key, value in fields.items():
-        if text(key) == name:
-            return value
-    return None
-
-
 def _event(fields: Any) -> str:
     # The publisher names every entry's event; "message" is SSE's default name.
-    return text(_field(fields, EVENT_FIELD) or "message")
-
-
-def _record(fields: Any) -> EventRecord:
-    record = codec.loads(text(_field(fields, RECORD_FIELD)))
-    assert isinstance(record, EventRecord)
-    return record
+    return text(field(fields, EVENT_FIELD) or "message")

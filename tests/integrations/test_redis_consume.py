@@ -28,7 +28,7 @@ from langhooks.integrations.redis import (
     follow,
 )
 from langhooks.models import ScriptedChatModel, ScriptedTurn
-from langhooks.testing import RecordingChainHandler
+from langhooks.testing import RecordingChainHandler, RecordingStreamingHandler
 from tests.integrations.test_redis_publish import (
     ROOT,
     client,
@@ -215,6 +215,40 @@ class TestConsumerGroups:
         assert counts == [1, 2]
         assert client.xpending(key, "gTrue")["pending"] == 0
 
+    def test_handler_value_error_raised_once(
+        self, client: redis.Redis, prefix: str
+    ) -> None:
+        """A handler's own ValueError leaves run_once after one call: it is not
+        taken for a record whose run must be rebuilt, and handled again."""
+        simple_run(RedisEventPublisher(client, prefix=prefix))
+
+        class Failing(ChainCallbackHandler):
+            calls = 0
+
+            @override
+            def on_run_start(self, chain: LLMChain) -> None:
+                self.calls += 1
+                raise ValueError("the handler's own")
+
+        handler = Failing()
+        consumer = RedisEventConsumer(
+            client, group="g", consumer="a", handler=handler, prefix=prefix
+        )
+        with pytest.raises(ValueError, match="the handler's own"):
+            consumer.run_once(block_ms=10)
+        assert handler.calls == 1
+
+    def test_other_interface_skipped(self, client: redis.Redis, prefix: str) -> None:
+        """A streaming handler is not called for a chain's records; they are still
+        acknowledged."""
+        simple_run(RedisEventPublisher(client, prefix=prefix))
+        handler = RecordingStreamingHandler()
+        RedisEventConsumer(
+            client, group="g", consumer="a", handler=handler, prefix=prefix
+        ).run_once(block_ms=10)
+        assert handler.events == []
+        assert client.xpending(f"{prefix}events", "g")["pending"] == 0
+
     def test_dedupe_forgets_old_records(
         self, client: redis.Redis, prefix: str, monkeypatch: pytest.MonkeyPatch
     ) -> None:
@@ -296,7 +330,7 @@ SLOW_MEMBER = textwrap.dedent(
     import sys, time
     import redis
     from langhooks.integrations.redis import RedisEventConsumer
-    from langhooks.testing import RecordingChainHandler
+    from langhooks.testing import RecordingChainHandler, RecordingStreamingHandler
 
     class Slow(RecordingChainHandler):
         def _record(self, event, *args):

@@ -142,6 +142,19 @@ def simple_run(
     return result
 
 
+def interrupted_run(*handlers: ChainCallbackHandler) -> RunResult:
+    """The demo's run, stopped at its tool call by ``ApprovalGate`` (after
+    ``handlers``): its stream has not ended."""
+    chain = LLMChain(
+        scripted_model(0.0),
+        tools=[WEATHER_TOOL],
+        callbacks=[*handlers, ApprovalGate()],
+    ).add_messages([Message.system(SYSTEM), Message.user(QUESTION)])
+    result = chain.run()
+    assert result.status == "interrupted"
+    return result
+
+
 def stream_ids(client: redis.Redis, key: str) -> list[str]:
     """The entry ids of a stream, in order."""
     got: Any = client.xrange(key)
@@ -444,17 +457,7 @@ class TestFollow:
         """An interrupted run has not ended: follow delivers its records, waits
         block_ms for more, and returns the last id."""
         live = RecordingChainHandler()
-        chain = LLMChain(
-            scripted_model(0.0),
-            tools=[WEATHER_TOOL],
-            callbacks=[
-                RedisEventPublisher(client, prefix=prefix),
-                live,
-                ApprovalGate(),
-            ],
-        ).add_messages([Message.system(SYSTEM), Message.user(QUESTION)])
-        result = chain.run()
-        assert result.status == "interrupted"
+        result = interrupted_run(RedisEventPublisher(client, prefix=prefix), live)
         followed = RecordingChainHandler()
         key = f"{prefix}run:{run_id_of(result)}"
         last = follow(client, run_id_of(result), followed, prefix=prefix, block_ms=50)
@@ -481,12 +484,7 @@ class TestFollow:
         delivered once, also when following from an id after the first copy."""
         publisher = RedisEventPublisher(client, prefix=prefix)
         live = RecordingChainHandler()
-        chain = LLMChain(
-            scripted_model(0.0),
-            tools=[WEATHER_TOOL],
-            callbacks=[publisher, live, ApprovalGate()],
-        ).add_messages([Message.system(SYSTEM), Message.user(QUESTION)])
-        result = chain.run()
+        result = interrupted_run(publisher, live)
         key = f"{prefix}run:{run_id_of(result)}"
         got: Any = client.xrange(key)
         for _id, fields in got[-3:]:  # the retried end of a batch, interrupted run
@@ -646,12 +644,7 @@ class TestAfollow:
         """As follow: a record in the stream twice is delivered once."""
         live = RecordingChainHandler()
         publisher = RedisEventPublisher(client, prefix=prefix)
-        chain = LLMChain(
-            scripted_model(0.0),
-            tools=[WEATHER_TOOL],
-            callbacks=[publisher, live, ApprovalGate()],
-        ).add_messages([Message.system(SYSTEM), Message.user(QUESTION)])
-        result = chain.run()  # interrupted: its stream has not ended
+        result = interrupted_run(publisher, live)
         assert await asyncio.to_thread(publisher.flush, 5.0)
         key = f"{prefix}run:{run_id_of(result)}"
         got: Any = client.xrange(key)
@@ -666,12 +659,8 @@ class TestAfollow:
         """As follow: an interrupted run's records, then block_ms of waiting."""
         live = RecordingChainHandler()
         publisher = RedisEventPublisher(client, prefix=prefix)
-        chain = LLMChain(
-            scripted_model(0.0),
-            tools=[WEATHER_TOOL],
-            callbacks=[publisher, live, ApprovalGate()],
-        ).add_messages([Message.system(SYSTEM), Message.user(QUESTION)])
-        result = chain.run()  # on the loop's thread: the end is sent, not awaited
+        # On the loop's thread: the end is sent, not awaited.
+        result = interrupted_run(publisher, live)
         assert await asyncio.to_thread(publisher.flush, 5.0)
         followed = RecordingChainHandler()
         await afollow(aclient, run_id_of(result), followed, prefix=prefix, block_ms=50)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -25,29 +24,14 @@ from langhooks.integrations.web import create_app
 from langhooks.models import ScriptedChatModel, ScriptedTurn
 
 from ._web_harness import serving, sse
+from .test_redis_publish import client, prefix
 from .test_web import decide, events, start, text_of, wait_state
+
+__all__ = ["client", "prefix"]  # fixtures used here
 
 FIRST = "Let me check the weather in Paris."
 ANSWER = "It is 14°C in Paris with light rain until 16:00, so yes: take an umbrella."
 APPROVE = {"tool_call_id": "call_weather_1", "decision": "approve"}
-
-
-@pytest.fixture
-def client() -> Iterator[redis.Redis]:
-    """A client of the shared server."""
-    client = redis.Redis(host="127.0.0.1", port=6379)
-    yield client
-    client.close()
-
-
-@pytest.fixture
-def prefix(client: redis.Redis) -> Iterator[str]:
-    """A key prefix of this test's own; its keys are deleted afterwards."""
-    prefix = f"langhooks-test:{uuid.uuid4().hex}:"
-    yield prefix
-    keys = list(client.scan_iter(match=f"{prefix}*"))
-    if keys:
-        client.delete(*keys)
 
 
 @pytest.fixture
