@@ -308,8 +308,10 @@ class RedisBackend:
         except LangHooksError as error:
             if error.type == "conflict":
                 raise RunConflict(error.message) from None
+            # Keep the store's own reason (never saved, expired, ...) in the answer.
             raise RunConflict(
-                "the run waits for no decision yet (its state is not saved)"
+                "the run waits for no decision yet (its state is not saved): "
+                f"{error.message}"
             ) from None
         except ValueError as error:
             raise DecisionMismatch(str(error)) from None
