@@ -131,7 +131,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--delay",
-        type=float,
+        type=seconds,
         default=None,
         help="seconds between streamed pieces of the scripted model "
         "(default: 0.03 on a terminal, else 0)",
@@ -143,6 +143,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also record every event to FILE (JSON Lines, appended); print it "
         "with 'langhooks events FILE'",
     )
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a number of seconds, 0 or more (``--delay``)."""
+    problem = argparse.ArgumentTypeError(
+        f"expected a number of seconds, 0 or more, got {text!r}"
+    )
+    try:
+        value = float(text)
+    except ValueError:
+        raise problem from None
+    if not 0 <= value < float("inf"):
+        raise problem
+    return value
 
 
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
@@ -212,7 +226,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         source = f"{args.model} at {args.base_url}"
     else:
         delay = args.delay if args.delay is not None else (0.03 if tty else 0.0)
-        model = scripted_model(max(0.0, delay))
+        model = scripted_model(delay)
         source = "the scripted model"
 
     printer = EventPrinter(out, style)

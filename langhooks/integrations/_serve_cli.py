@@ -20,6 +20,7 @@ from .._cli_demo import (
     ApprovalGate,
     add_server_arguments,
     demo_turns,
+    seconds,
     server_model,
     server_options_agree,
 )
@@ -63,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--delay",
-        type=float,
+        type=seconds,
         default=0.05,
         help="seconds between streamed pieces of the scripted model (default: 0.05)",
     )
@@ -195,7 +196,7 @@ def run(
         source = f"{args.model} at {args.base_url}"
         agent = demo_agent(lambda: chosen)
     else:
-        delay = max(0.0, args.delay)
+        delay = args.delay
         source = "the scripted model"
         demo = DemoModel(delay)
         agent = demo_agent(lambda: demo)

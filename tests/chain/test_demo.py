@@ -106,6 +106,16 @@ class TestDemo:
         assert _demo.run(args, out) == 0
         assert ("\033[" in out.getvalue()) is coloured
 
+    @pytest.mark.parametrize("delay", ["-1", "nan", "inf", "soon"])
+    def test_a_delay_that_is_not_seconds_is_refused(
+        self, delay: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """--delay takes 0 or more seconds; anything else is a usage error."""
+        with pytest.raises(SystemExit) as exited:
+            main(["demo", "--delay", delay])
+        assert exited.value.code == 2
+        assert "expected a number of seconds, 0 or more" in capsys.readouterr().err
+
     def test_options_go_together(self, capsys: pytest.CaptureFixture[str]) -> None:
         """--base-url without --model is refused with status 2."""
         assert main(["demo", "--base-url", "http://127.0.0.1:9"]) == 2
