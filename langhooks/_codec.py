@@ -61,10 +61,17 @@ __all__ = [
     "json_text",
     "loads",
     "message_from_data",
+    "parse_json",
 ]
 
 #: The schema version ``encode`` writes; ``decode`` reads it and every older one.
 SCHEMA_VERSION: Final = 1
+
+#: How deep caller data (tool arguments, metadata, ...) may nest. The limit is
+#: fixed, not whatever stack is left: Python's ``json`` recurses once per level and
+#: fails with ``RecursionError`` near 1,000 levels minus the caller's depth, which a
+#: record adds its own levels to. Deeper data is refused with ``ValueError``.
+MAX_DEPTH: Final = 200
 
 _T = TypeVar("_T")
 
@@ -95,7 +102,7 @@ class _Unencodable(Exception):
 # --- JSON data (arguments, metadata, custom context, ...) -------------------------
 
 
-def _json(value: Any) -> Any:
+def _json(value: Any, depth: int = 0) -> Any:
     """``value`` as fresh JSON types (tuples become lists), or ``_Unencodable``."""
     kind = type(value)
     if kind is str or kind is int or kind is bool or value is None:
@@ -104,6 +111,10 @@ def _json(value: Any) -> Any:
         if math.isfinite(value):
             return value
         raise _Unencodable(ValueError, f"{value!r} is not a JSON number")
+    if depth >= MAX_DEPTH and isinstance(value, Mapping | list | tuple):
+        raise _Unencodable(
+            ValueError, f"JSON data may nest {MAX_DEPTH} levels deep at most"
+        )
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for key, item in value.items():
@@ -114,7 +125,7 @@ def _json(value: Any) -> Any:
                     f"are str",
                 )
             try:
-                out[key] = _json(item)
+                out[key] = _json(item, depth + 1)
             except _Unencodable as error:
                 error.path.append(f"[{json.dumps(key)}]")
                 raise
@@ -123,13 +134,13 @@ def _json(value: Any) -> Any:
         items: list[Any] = []
         try:
             for item in value:
-                items.append(_json(item))
+                items.append(_json(item, depth + 1))
         except _Unencodable as error:
             error.path.append(f"[{len(items)}]")
             raise
         return items
     if isinstance(value, str | int | float):  # subclasses (bool was handled above)
-        return _json(str(value) if isinstance(value, str) else value.real)
+        return _json(str(value) if isinstance(value, str) else value.real, depth)
     raise _Unencodable(
         TypeError,
         f"{type(value).__qualname__} is not JSON data (use str, int, float, bool, "
@@ -151,7 +162,8 @@ def json_data(value: Any, what: str) -> Any:
     Raises:
         TypeError: a part of it is not JSON data (the message names its path
             under ``what``).
-        ValueError: a float is NaN or infinite.
+        ValueError: a float is NaN or infinite, or it nests deeper than
+            ``MAX_DEPTH`` levels.
     """
     try:
         return _json(value)
@@ -686,10 +698,27 @@ def loads(text: str | bytes) -> Any:
     """The value ``dumps`` wrote as ``text``.
 
     Raises:
-        ValueError: the text is not JSON, or as ``decode``.
+        ValueError: the text is not JSON (or nests too deeply for Python's JSON
+            parser), or as ``decode``.
         TypeError: the JSON is not an object.
     """
-    return decode(json.loads(text))
+    return decode(parse_json(text))
+
+
+def parse_json(text: str | bytes) -> Any:
+    """``json.loads(text)``, with text nested too deeply to parse refused as
+    ``ValueError`` (the parser recurses once per level).
+
+    Raises:
+        ValueError: the text is not JSON, or nests too deeply.
+    """
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError(
+            "the JSON nests too deeply to parse (langhooks data nests "
+            f"{MAX_DEPTH} levels deep at most)"
+        ) from None
 
 
 # --- messages as data, for run state and event records ------------------------------

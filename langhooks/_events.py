@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import datetime
 import inspect
-import json
 import logging
 import os
 import threading
@@ -461,7 +460,7 @@ def _read_lines(lines: Iterable[str | bytes], where: str) -> Iterator[EventRecor
         return
     number, line = pending
     try:
-        data = json.loads(line)
+        data = _codec.parse_json(line)
     except ValueError:
         _logger.warning(
             "langhooks: %s: line %d, the last line, is incomplete (a writer stopped "
@@ -475,7 +474,7 @@ def _read_lines(lines: Iterable[str | bytes], where: str) -> Iterator[EventRecor
 
 def _parse(number: int, line: str | bytes, where: str) -> EventRecord:
     try:
-        data = json.loads(line)
+        data = _codec.parse_json(line)
     except ValueError as error:
         raise ValueError(f"{where}: line {number} is not JSON: {error}") from None
     return _record_from(data, number, where)
