@@ -14,6 +14,7 @@ replay rebuilds the chain snapshot from the records before it.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import inspect
 import logging
@@ -593,9 +594,13 @@ class _Decoder:
         self.chains = _Chains()
         self.handle = StreamingHandle()
 
-    def value(self, value: Any, record: EventRecord) -> Any:
+    def value(self, value: Any, record: EventRecord, depth: int = 0) -> Any:
         if isinstance(value, list):
-            return tuple(self.value(item, record) for item in value)
+            if depth >= _codec.MAX_DEPTH:
+                raise ValueError(
+                    f"payload data may nest {_codec.MAX_DEPTH} levels deep at most"
+                )
+            return tuple(self.value(item, record, depth + 1) for item in value)
         if not isinstance(value, Mapping) or "type" not in value:
             return value
         tag = value["type"]
@@ -639,14 +644,24 @@ class _Decoder:
         return _codec.decode_fields(tag, value)
 
 
-def _rebuilt_exception(qualified: str, message: str) -> BaseException:
+def _rebuilt_exception(qualified: object, message: object) -> BaseException:
+    """A builtin ``Exception`` class that takes a message alone comes back as
+    itself; any other (``UnicodeDecodeError``, ``ExceptionGroup``, a class of the
+    application: never imported from a record) as an ``Exception`` naming it."""
+    if not isinstance(qualified, str) or not isinstance(message, str):
+        raise TypeError(
+            f"a recorded exception's class and message are str, got {qualified!r} "
+            f"and {message!r}"
+        )
     module, _, name = qualified.rpartition(".")
     if module == "builtins":
         import builtins
 
         kind = getattr(builtins, name, None)
         if isinstance(kind, type) and issubclass(kind, Exception):
-            return kind(message)
+            # A class with another constructor gets the stand-in below.
+            with contextlib.suppress(Exception):
+                return kind(message)
     return Exception(f"{qualified}: {message}")
 
 
@@ -719,8 +734,9 @@ class Replayer:
         handler does not implement the record's interface.
 
         Raises:
-            ValueError: an unknown event, or a record that refers to messages the
-                records before it did not carry.
+            ValueError: an unknown event, a record that refers to messages the
+                records before it did not carry, or a payload that is not what
+                the event records (a value of the wrong shape).
         """
         interfaces = _interface_of(record)
         if interfaces is None:
@@ -734,7 +750,7 @@ class Replayer:
         args: list[Any] = []
         for param in spec.params:
             if param in record.payload:
-                args.append(self._decoder.value(record.payload[param], record))
+                args.append(self._decoded(record, param))
             elif param == "context" and record.event in _CONTEXTS:
                 args.append(_CONTEXTS[record.event](handle=self._decoder.handle))
             else:
@@ -743,6 +759,20 @@ class Replayer:
                     f"payload"
                 )
         return getattr(self._handler, record.event), args
+
+    def _decoded(self, record: EventRecord, param: str) -> Any:
+        # A record comes from outside (a file, a stream): a payload value of the
+        # wrong shape is a bad record, reported as such, never a crash.
+        try:
+            return self._decoder.value(record.payload[param], record)
+        except (KeyError, TypeError, AttributeError, IndexError) as error:
+            detail = (
+                f"the field {error} is missing" if type(error) is KeyError else error
+            )
+            raise ValueError(
+                f"record {record.seq} ({record.event}): its {param!r} is not a "
+                f"valid recorded value: {detail}"
+            ) from None
 
     def prime(self, record: EventRecord) -> None:
         """Take in a record delivered before (its messages), calling nothing."""
