@@ -58,6 +58,7 @@ __all__ = [
     "SyncHandler",
     "areplay_events",
     "read_events",
+    "read_numbered_events",
     "replay_events",
 ]
 
@@ -439,23 +440,37 @@ def read_events(
             gives its line number).
         OSError: the path cannot be read.
     """
+    return (record for _number, record in read_numbered_events(source))
+
+
+def read_numbered_events(
+    source: str | os.PathLike[str] | Iterable[str | bytes],
+) -> Iterator[tuple[int, EventRecord]]:
+    """``read_events``, each record with the number of its line (from 1).
+
+    Raises:
+        ValueError: as ``read_events``.
+        OSError: as ``read_events``.
+    """
     if isinstance(source, str | os.PathLike):
         return _read_path(source)
     return _read_lines(source, "the recording")
 
 
-def _read_path(path: str | os.PathLike[str]) -> Iterator[EventRecord]:
+def _read_path(path: str | os.PathLike[str]) -> Iterator[tuple[int, EventRecord]]:
     with open(path, encoding="utf-8") as file:
         yield from _read_lines(file, os.fspath(path))
 
 
-def _read_lines(lines: Iterable[str | bytes], where: str) -> Iterator[EventRecord]:
+def _read_lines(
+    lines: Iterable[str | bytes], where: str
+) -> Iterator[tuple[int, EventRecord]]:
     pending: tuple[int, str | bytes] | None = None
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         if pending is not None:
-            yield _parse(*pending, where)
+            yield pending[0], _parse(*pending, where)
         pending = (number, line)
     if pending is None:
         return
@@ -470,7 +485,7 @@ def _read_lines(lines: Iterable[str | bytes], where: str) -> Iterator[EventRecor
             number,
         )
         return
-    yield _record_from(data, number, where)
+    yield number, _record_from(data, number, where)
 
 
 def _parse(number: int, line: str | bytes, where: str) -> EventRecord:
