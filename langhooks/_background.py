@@ -184,6 +184,11 @@ class _ThreadWorker:
             self._counters.drop(self._maxsize)
             self._notify_flushers()
             return
+        if self._thread is threading.current_thread():
+            # The handler sends an event to its own wrapper (a nested stream):
+            # only this thread makes room, so waiting would never end. The queue
+            # holds it beyond maxsize; the handler's own nesting bounds that.
+            return
         self._waiting_for_room += 1
         try:
             while len(self._queue) >= self._maxsize and not self._closed:
@@ -373,12 +378,16 @@ class _TaskWorker:
             return True
         queue = self._queue
         if len(queue) >= self._maxsize:
-            if not self._drop:
+            if self._drop:
+                queue.popleft()
+                self.removed += 1
+                self._counters.drop(self._maxsize)
+                self._progress.set()
+            elif asyncio.current_task() is not self.task:
                 return False
-            queue.popleft()
-            self.removed += 1
-            self._counters.drop(self._maxsize)
-            self._progress.set()
+            # Else the handler sends an event to its own wrapper (a nested
+            # stream): only this task makes room, so the queue holds it beyond
+            # maxsize; the handler's own nesting bounds that.
         queue.append(item)
         self.queued += 1
         idle = self._idle
@@ -422,6 +431,12 @@ class _TaskWorker:
                     self._room.set()
                 try:
                     await method(*args)
+                except asyncio.CancelledError:
+                    if self.task.cancelling():
+                        raise  # this worker is cancelled: its loop is ending
+                    # The handler's own CancelledError (it awaited something that
+                    # was cancelled): an error of that event, not the worker's end.
+                    counters.failed(name)
                 except Exception:
                     counters.failed(name)
         finally:
