@@ -9,7 +9,7 @@ import redis
 import redis.asyncio
 
 from .. import codec
-from .._codec import SCHEMA_VERSION, json_text
+from .._persist._codec import SCHEMA_VERSION, json_text
 from ..events import EventRecord
 
 __all__ = [

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Final, TextIO
 
 from typing_extensions import override
 
-from .._chain_callbacks import ChainCallbackHandler, ReviewContext
-from .._invocation import current_invocation
-from .._messages import (
+from .._core._chain_callbacks import ChainCallbackHandler, ReviewContext
+from .._core._invocation import current_invocation
+from .._core._messages import (
     LangHooksError,
     Message,
     MessageDelta,
@@ -29,7 +29,7 @@ from .._messages import (
 )
 
 if TYPE_CHECKING:
-    from .._chain_callbacks import ReviewDecision
+    from .._core._chain_callbacks import ReviewDecision
     from ..chain import LLMChain, RunResult
     from ..models import ChatModel, ChatRequest
 

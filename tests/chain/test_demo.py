@@ -12,8 +12,8 @@ import types
 import pytest
 from typing_extensions import override
 
-from langhooks import _cli_demo as _demo
-from langhooks._cli import main
+from langhooks.cli import demo as _demo
+from langhooks.cli import main
 from langhooks.events import read_events
 
 

@@ -16,23 +16,23 @@ from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from typing_extensions import override
 
-from ._chain_callbacks import ChainCallbackHandler, Interrupt, ReviewContext
-from ._messages import (
+from .._core._chain_callbacks import ChainCallbackHandler, Interrupt, ReviewContext
+from .._core._messages import (
     Message,
     TokenUsage,
     Tool,
     ToolCall,
     ToolContext,
 )
-from .chain._chain import LLMChain
-from .chain._decision import Decision
-from .integrations.console import ConsoleHandler, _arguments, _wants_color
-from .integrations.console import _Style as _Style  # the demo tests build printers
+from ..chain._chain import LLMChain
+from ..chain._decision import Decision
+from ..integrations.console import ConsoleHandler, _arguments, _wants_color
+from ..integrations.console import _Style as _Style  # the demo tests build printers
 
 if TYPE_CHECKING:
-    from ._chain_callbacks import ReviewDecision
-    from ._model import ChatModel
-    from .models._scripted import ScriptedTurn
+    from .._core._chain_callbacks import ReviewDecision
+    from .._core._model import ChatModel
+    from ..models._scripted import ScriptedTurn
 
 __all__ = ["add_arguments", "run"]
 
@@ -67,7 +67,7 @@ WEATHER_TOOL: Final = Tool(
 
 def demo_turns() -> list[ScriptedTurn]:
     """The scripted model's two answers: a tool call, then the answer."""
-    from .models._scripted import ScriptedTurn
+    from ..models._scripted import ScriptedTurn
 
     return [
         ScriptedTurn(
@@ -97,7 +97,7 @@ def demo_turns() -> list[ScriptedTurn]:
 
 def scripted_model(delay: float) -> ChatModel:
     """The scripted model the demo runs on by default."""
-    from .models._scripted import ScriptedChatModel
+    from ..models._scripted import ScriptedChatModel
 
     return ScriptedChatModel(demo_turns(), delay=delay)
 
@@ -191,7 +191,7 @@ def server_model(args: argparse.Namespace, command: str) -> ChatModel | None:
     """
     api_key = args.api_key or os.environ.get("OPENAI_API_KEY") or "none"
     try:
-        from .models import OpenAIChatModel  # needs the openai extra
+        from ..models import OpenAIChatModel  # needs the openai extra
 
         model: ChatModel = OpenAIChatModel(
             args.model, base_url=args.base_url, api_key=api_key
@@ -234,7 +234,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     recorder = None
     record = getattr(args, "record", None)  # callers may build args by hand
     if record is not None:
-        from .events import EventRecorder
+        from ..events import EventRecorder
 
         try:
             recorder = EventRecorder(record)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Literal, TypeVa
 import attrs
 from typing_extensions import override
 
+from .._wrap._wrappers import _Wrapper, isolate
 from ._chain_callbacks import (
     Allow,
     AsyncChainCallbackHandler,
@@ -38,10 +39,9 @@ from ._handler import (
 )
 from ._messages import Tool, ToolCall
 from ._streaming import AsyncStreamingChatResponseHandler, StreamingChatResponseHandler
-from ._wrappers import _Wrapper, isolate
 
 if TYPE_CHECKING:
-    from .chain import LLMChain
+    from ..chain import LLMChain
 
 __all__ = [
     "AsyncCompositeChainHandler",
