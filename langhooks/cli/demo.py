@@ -24,10 +24,10 @@ from .._core._messages import (
     ToolCall,
     ToolContext,
 )
+from .._core._terminal_style import Style, call_arguments, wants_color
 from ..chain._chain import LLMChain
 from ..chain._decision import Decision
-from ..integrations.console import ConsoleHandler, _arguments, _wants_color
-from ..integrations.console import _Style as _Style  # the demo tests build printers
+from ..integrations.console import ConsoleHandler
 
 if TYPE_CHECKING:
     from .._core._chain_callbacks import ReviewDecision
@@ -120,7 +120,7 @@ class ApprovalGate(ChainCallbackHandler):
 class EventPrinter(ConsoleHandler):
     """The demo's printer: ``ConsoleHandler`` with the demo's colour choice."""
 
-    def __init__(self, out: TextIO, style: _Style) -> None:
+    def __init__(self, out: TextIO, style: Style) -> None:
         super().__init__(out, color=style.enabled)
 
 
@@ -216,7 +216,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = sys.stdout if out is None else out
     tty = out.isatty()
     # ConsoleHandler's rule (a terminal, NO_COLOR unset or empty), or --no-color.
-    style = _Style(not args.no_color and _wants_color(out))
+    style = Style(not args.no_color and wants_color(out))
     if not server_options_agree(args, "demo"):
         return 2
     if args.base_url is not None:
@@ -268,7 +268,9 @@ def _converse(chain: LLMChain, printer: EventPrinter, source: str) -> int:
         waiting = result.chain.pending_tool_calls
         printer.note(f"run interrupted: {dict(result.interrupt_data or {})}", "yellow")
         for call in waiting:
-            printer.note(f"human (scripted): approve {call.name}({_arguments(call)})")
+            printer.note(
+                f"human (scripted): approve {call.name}({call_arguments(call)})"
+            )
         result = result.chain.execute_tool_calls_with_decisions(
             waiting, [Decision.approve() for _ in waiting]
         )
