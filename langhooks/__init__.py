@@ -14,12 +14,6 @@ from ._core._chain_callbacks import (
     ReviewDecision,
     UpdateArguments,
 )
-from ._core._compose import (
-    AsyncCompositeChainHandler,
-    AsyncCompositeStreamingHandler,
-    CompositeChainHandler,
-    CompositeStreamingHandler,
-)
 from ._core._functions import (
     async_chain_callbacks,
     async_streaming_callbacks,
@@ -54,6 +48,12 @@ from ._core._streaming import (
     StreamingHandle,
 )
 from ._version import __version__
+from ._wrap._compose import (
+    AsyncCompositeChainHandler,
+    AsyncCompositeStreamingHandler,
+    CompositeChainHandler,
+    CompositeStreamingHandler,
+)
 from ._wrap._wrappers import (
     CoalescingDeltas,
     HandlerWithoutInvocation,

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, cast, final
 
 from .._core._chain_callbacks import ChainCallbackHandler
-from .._core._compose import AsyncCompositeChainHandler, CompositeChainHandler
 from .._core._messages import ChatResponse, LangHooksError
+from .._wrap._compose import AsyncCompositeChainHandler, CompositeChainHandler
 from .._wrap._wrappers import HandlerWithoutInvocation
 from ._bridge import (
     AsyncBridge,

@@ -234,7 +234,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     recorder = None
     record = getattr(args, "record", None)  # callers may build args by hand
     if record is not None:
-        from ..events import EventRecorder
+        from .._persist._events import EventRecorder
 
         try:
             recorder = EventRecorder(record)

@@ -60,7 +60,6 @@ except ImportError as _missing:  # pragma: no cover  # tested in a subprocess
     ) from _missing
 
 from .._core._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
-from .._core._compose import AsyncCompositeStreamingHandler, CompositeStreamingHandler
 from .._core._messages import (
     ChatResponse,
     LangHooksError,
@@ -81,6 +80,7 @@ from .._core._streaming import (
     StreamingHandle,
 )
 from .._version import __version__
+from .._wrap._compose import AsyncCompositeStreamingHandler, CompositeStreamingHandler
 from . import _genai_content as content
 
 if TYPE_CHECKING:
