@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from langhooks import Message, ToolCall, codec
-from langhooks._codec import MAX_DEPTH
+from langhooks._persist._codec import MAX_DEPTH
 from langhooks.chain import LLMChain
 from langhooks.events import EventRecorder, read_events
 from langhooks.models import ScriptedChatModel, ScriptedTurn

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from langhooks._cli import main
+from langhooks.cli import main
 
 
 def line(event: str, payload: dict[str, Any], seq: int = 0) -> str:

@@ -12,6 +12,7 @@ import datetime
 from typing import Any
 
 import pytest
+from typing_extensions import override
 
 from langhooks import ToolCall
 from langhooks.events import EventRecord, EventRecorder, replay_events
@@ -25,6 +26,7 @@ class TwoArguments(Exception):
     def __init__(self, code: int, text: str) -> None:
         super().__init__(code, text)
 
+    @override
     def __str__(self) -> str:
         return f"{self.args[0]}: {self.args[1]}"
 

@@ -18,8 +18,8 @@ import pytest
 import redis
 
 from langhooks import Message, ToolCall
-from langhooks._cli_demo import QUESTION, SYSTEM, WEATHER_TOOL, ApprovalGate
 from langhooks.chain import Decision, LLMChain
+from langhooks.cli.demo import QUESTION, SYSTEM, WEATHER_TOOL, ApprovalGate
 from langhooks.integrations.redis import (
     RedisEventConsumer,
     RedisEventPublisher,

@@ -23,14 +23,15 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, final, overloa
 
 from typing_extensions import override
 
-from ._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
-from ._handler import HandlerBase, interfaces_of, overridden_events
-from ._messages import LangHooksError
-from ._streaming import (
+from .._core._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
+from .._core._handler import HandlerBase, interfaces_of, overridden_events
+from .._core._streaming import (
     AsyncStreamingChatResponseHandler,
     StreamingChatResponseHandler,
     mark_delivery_proxy,
 )
+from ._counters import Counters as _Counters
+from ._counters import closed_error as _closed_error
 from ._wrappers import _check_handler, _Wrapper
 
 __all__ = ["in_background"]
@@ -53,52 +54,6 @@ _EXIT_TIMEOUT: Final = 10.0
 
 # One queued event: (event name, the handler's method, its arguments).
 _Item: TypeAlias = tuple[str, Callable[..., Any], tuple[Any, ...]]
-
-
-def _closed_error(owner: str) -> LangHooksError:
-    return LangHooksError(
-        "handler_error",
-        f"in_background({owner}) was closed: it takes no more events; wrap the "
-        f"handler again for a new run",
-        retryable=False,
-    )
-
-
-@final
-class _Counters:
-    """What went wrong, for the wrapper's ``error_count`` and ``dropped_count``."""
-
-    __slots__ = ("dropped", "errors", "lock", "owner")
-
-    def __init__(self, owner: str) -> None:
-        self.owner = owner
-        self.lock = threading.Lock()
-        self.errors = 0
-        self.dropped = 0
-
-    def failed(self, name: str) -> None:
-        """Log the exception being handled (a handler's) and count it."""
-        with self.lock:
-            self.errors += 1
-        logger.exception(
-            "langhooks: %s.%s raised in the background; the event is lost and the "
-            "worker goes on",
-            self.owner,
-            name,
-        )
-
-    def drop(self, maxsize: int) -> None:
-        """Count a dropped event; the first drop is logged."""
-        with self.lock:
-            self.dropped += 1
-            first = self.dropped == 1
-        if first:
-            logger.warning(
-                "langhooks: in_background(%s) has %d events waiting and drops the "
-                "oldest ones (overflow='drop_oldest'); see dropped_count for how many",
-                self.owner,
-                maxsize,
-            )
 
 
 # --- the thread worker (synchronous events) ---------------------------------------
