@@ -7,6 +7,8 @@ the line number, never a traceback. An empty file says so and exits 2.
 
 from __future__ import annotations
 
+import datetime
+import io
 import json
 import re
 from pathlib import Path
@@ -15,6 +17,8 @@ from typing import Any
 import pytest
 
 from langhooks.cli import main
+from langhooks.cli.events import _print, _Printer
+from langhooks.events import EventRecord
 
 
 def line(event: str, payload: dict[str, Any], seq: int = 0) -> str:
@@ -137,3 +141,22 @@ class TestEmpty:
         assert status == 2
         assert out == ""
         assert "holds no event records" in err
+
+
+class TestTooDeepToShow:
+    """A value the printer cannot serialise for its nesting is a bad record."""
+
+    def test_deep_value(self) -> None:
+        """A payload list nested 5,000 deep (made in Python, not parsed) is a
+        ValueError naming where it was, never RecursionError."""
+        deep: list[Any] = []
+        for _ in range(5000):
+            deep = [deep]
+        record = EventRecord(
+            seq=4,
+            event="on_some_newer_event",
+            time=datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC),
+            payload={"x": deep},
+        )
+        with pytest.raises(ValueError, match=r"line 9: record 4 .* too deeply"):
+            _print(_Printer(io.StringIO()), record, "r.jsonl: line 9")

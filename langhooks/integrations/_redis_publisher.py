@@ -57,7 +57,9 @@ def _flush_at_exit() -> None:  # pragma: no cover  # runs as the interpreter exi
         publisher.flush(timeout=1.0)
 
 
-def _after_fork_in_child() -> None:
+def _after_fork_in_child() -> None:  # pragma: no cover  # in a forked child
+    # Coverage does not follow a fork: tests/integrations/test_redis_fork.py runs
+    # this in real children, and _forked in-process.
     # A child of fork() shares its parent's publisher ids and seq numbers (readers
     # would drop the child's records as repeats) and has none of its threads (the
     # parent's flusher is gone, its locks may be held): each publisher starts over.

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import redis
 
-from langhooks import Message, ToolCall
+from langhooks import Message, ToolCall, codec
 from langhooks.chain import Decision, LLMChain
 from langhooks.cli.demo import QUESTION, SYSTEM, WEATHER_TOOL, ApprovalGate
 from langhooks.integrations.redis import (
@@ -189,3 +189,24 @@ class TestFork:
         report = in_child(publisher, lambda: warm_up(publisher))
         assert report["published"] == 0
         assert report["lost"] > 0
+
+    def test_forked_starts_over(self, client: redis.Redis, prefix: str) -> None:
+        """What the fork hook does to each publisher, seen in-process: a new id,
+        seq from 0, counters from 0, and a worker of its own that publishes."""
+        publisher = RedisEventPublisher(client, prefix=prefix)
+        warm_up(publisher)
+        parent_id, parent_outbox = publisher.id, publisher._outbox
+        publisher._forked()
+        parent_outbox.close(5.0)  # in a real child, the parent's thread is gone
+        assert publisher.id != parent_id
+        assert (publisher.published, publisher.lost) == (0, 0)
+        assert warm_up(publisher) == "ok"
+        assert publisher.flush(5.0)
+        ours: Any = client.xrange(f"{prefix}events")
+        seqs = [
+            codec.loads(fields[b"record"]).seq
+            for _, fields in ours
+            if fields[b"publisher"] == publisher.id.encode()
+        ]
+        assert seqs == list(range(publisher.published))
+        publisher.close()
