@@ -110,7 +110,7 @@ class RedisEventConsumer:
         check_count("max_attempts", max_attempts, 1)
         self._max_attempts: Final = max_attempts
         self._dead: Final = dead_key(prefix)
-        self.dead_letters = 0
+        self.dead_letters: int = 0
         """How many records this member moved to the dead-letter stream."""
         self._count: Final = count
         self._client: Final = client
