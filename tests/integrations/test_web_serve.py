@@ -26,7 +26,8 @@ from langhooks.models import ChatRequest
 
 @contextmanager
 def served(*argv: str) -> Iterator[tuple[str, str]]:
-    """Run ``langhooks serve ARGV`` in a thread; yields its URL and startup line."""
+    """Run ``langhooks serve ARGV`` in a thread; yields the URL it prints (with its
+    token) and its startup line."""
     args = _parser().parse_args(["serve", *argv])
     out = io.StringIO()
     servers: list[Any] = []
@@ -50,6 +51,13 @@ def served(*argv: str) -> Iterator[tuple[str, str]]:
     assert status == [0]
 
 
+def authed(url: str) -> httpx.Client:
+    """A client of the server at the printed ``url``, sending its token as a
+    bearer token."""
+    base, _, query = url.partition("?token=")
+    return httpx.Client(base_url=base, headers={"Authorization": f"Bearer {query}"})
+
+
 class TestServe:
     def test_prints_the_url_and_serves_the_page(self) -> None:
         """The startup line names the URL; the page and the agent answer there."""
@@ -57,24 +65,41 @@ class TestServe:
             assert url.startswith("http://127.0.0.1:")
             assert "the demo agent on the scripted model" in line
             assert httpx.get(url).status_code == 200
-            started = httpx.post(f"{url}runs", json={"prompt": "Paris?"})
-            assert started.status_code == 201
-            runs = httpx.get(f"{url}runs").json()
+            with authed(url) as http:
+                started = http.post("runs", json={"prompt": "Paris?"})
+                assert started.status_code == 201
+                runs = http.get("runs").json()
             assert runs["agent"] is True
             assert runs["runs"][0]["run_id"] == started.json()["run_id"]
 
     def test_answers_only_to_local_names(self) -> None:
         """A request naming another host (DNS rebinding) is refused."""
-        with served("--port", "0") as (url, _):
-            assert httpx.get(url, headers={"Host": "evil.example"}).status_code == 400
+        with served("--port", "0") as (url, _), authed(url) as http:
+            assert http.get("", headers={"Host": "evil.example"}).status_code == 400
             local = url.replace("127.0.0.1", "localhost")
             assert httpx.get(local).status_code == 200
 
-    def test_another_address_answers_to_any_name(self) -> None:
+    def test_answers_only_to_local_names_on_ipv6_loopback(self) -> None:
+        """Bound to ::1, the server also refuses a name that is not local."""
+        with served("--host", "::1", "--port", "0") as (url, _), authed(url) as http:
+            assert url.startswith("http://[::1]:")
+            assert http.get("", headers={"Host": "evil.example"}).status_code == 400
+            assert http.get("").status_code == 200
+
+    def test_another_address_answers_to_any_name_with_the_token(self) -> None:
         """Bound to an address the user chose, the server takes any Host header
-        (the names it is reached by are the user's to know)."""
+        (the names it is reached by are the user's to know): its token is what
+        keeps a rebinding page out."""
         with served("--host", "127.0.0.2", "--port", "0") as (url, _):
             assert httpx.get(url, headers={"Host": "box"}).status_code == 200
+            bare = url.partition("?")[0]
+            assert httpx.get(bare, headers={"Host": "box"}).status_code == 401
+
+    def test_every_address_prints_a_loopback_url(self) -> None:
+        """--host '' listens everywhere and prints a URL that works on this machine."""
+        with served("--host", "", "--port", "0") as (url, _):
+            assert url.startswith("http://127.0.0.1:")
+            assert httpx.get(url).status_code == 200
 
     def test_runs_on_a_server_model(self) -> None:
         """--base-url and --model put the demo agent on an OpenAI-compatible server."""
@@ -143,7 +168,8 @@ class TestServe:
         try:
             with served(*argv, "--prefix", prefix) as (url, line):
                 assert "runs in Redis at redis://127.0.0.1:6379/0" in line
-                started = httpx.post(f"{url}runs", json={"prompt": "Paris?"})
+                with authed(url) as http:
+                    started = http.post("runs", json={"prompt": "Paris?"})
                 run_id = started.json()["run_id"]
                 assert client.hexists(f"{prefix}web:runs", run_id)
         finally:
@@ -179,6 +205,8 @@ class TestServe:
                 assert process.stdout is not None
                 line = process.stdout.readline()
                 assert line.startswith("langhooks serve: http://127.0.0.1:")
-                assert httpx.get(line.split()[2]).status_code == 200
+                url = line.split()[2]
+                assert httpx.get(url).status_code == 200
+                assert httpx.get(url.partition("?")[0]).status_code == 401
             finally:
                 process.terminate()
