@@ -135,6 +135,28 @@ class TestServe:
             assert _serve_cli.run(args) == 1
         assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
 
+    @pytest.mark.parametrize(
+        ("argv", "error"),
+        [
+            (["--port", "99999"], "expected a port from 0"),
+            (["--port", "-1"], "expected a port from 0"),
+            (["--port", "http"], "expected a port from 0"),
+            (["--model", "", "--base-url", "http://127.0.0.1:9"], "must not be empty"),
+            (["--model", "m", "--base-url", "http://[::1"], "not a URL"),
+            (["--token", "a b"], "the token must be"),
+            (["--token", "t", "--no-auth"], "not allowed with argument"),
+        ],
+    )
+    def test_a_bad_option_is_a_usage_error(
+        self, argv: list[str], error: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A port out of range, an empty model, a URL that does not parse, a token
+        that cannot go into a URL: exit 2 with a usage line, no traceback."""
+        with pytest.raises(SystemExit) as exited:
+            _parser().parse_args(["serve", *argv])
+        assert exited.value.code == 2
+        assert error in capsys.readouterr().err
+
     def test_base_url_needs_a_model(self, capsys: pytest.CaptureFixture[str]) -> None:
         """--base-url without --model is refused."""
         args = _parser().parse_args(["serve", "--base-url", "http://127.0.0.1:9"])
