@@ -95,6 +95,67 @@ class TestServe:
             bare = url.partition("?")[0]
             assert httpx.get(bare, headers={"Host": "box"}).status_code == 401
 
+    def test_requires_its_token_and_the_printed_url_logs_the_browser_in(
+        self,
+    ) -> None:
+        """Without the token: 401. The printed URL sets a cookie with which the
+        page's own requests (list, start, events) work."""
+        with served("--port", "0", "--delay", "0") as (url, _):
+            base = url.partition("?")[0]
+            assert httpx.get(f"{base}runs").status_code == 401
+            with httpx.Client() as browser:
+                assert browser.get(url).status_code == 200
+                assert browser.get(f"{base}runs").status_code == 200
+                started = browser.post(f"{base}runs", json={"prompt": "Paris?"})
+                assert started.status_code == 201
+                events = f"{base}runs/{started.json()['run_id']}/events"
+                with browser.stream("GET", events, timeout=30) as answer:
+                    assert answer.status_code == 200
+
+    def test_a_token_given_is_the_one_required(self) -> None:
+        """--token sets the token instead of a random one."""
+        with served("--port", "0", "--token", "my-token") as (url, _):
+            assert url.endswith("/?token=my-token")
+            base = url.partition("?")[0]
+            bearer = {"Authorization": "Bearer my-token"}
+            assert httpx.get(f"{base}runs", headers=bearer).status_code == 200
+
+    def test_a_random_token_differs_per_start(self) -> None:
+        """Each start makes a new, long token."""
+        tokens = set()
+        for _ in range(2):
+            with served("--port", "0") as (url, _):
+                tokens.add(url.partition("?token=")[2])
+        assert len(tokens) == 2
+        assert all(len(token) >= 32 for token in tokens)
+
+    def test_no_auth_warns_and_requires_nothing(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """--no-auth serves without a token and says so on a warning line."""
+        with served("--port", "0", "--no-auth") as (url, _):
+            assert "?" not in url
+            assert httpx.get(f"{url}runs").status_code == 200
+        assert "WARNING: --no-auth: anyone who can reach" in capsys.readouterr().err
+
+    def test_a_cross_origin_decision_is_refused(self) -> None:
+        """A decision posted from another site is 403 even with the token (the
+        browser would send the cookie); from the page's own origin it is taken."""
+        with served("--port", "0", "--delay", "0") as (url, _), authed(url) as http:
+            run_id = http.post("runs", json={"prompt": "Paris?"}).json()["run_id"]
+            for _ in range(3000):
+                if http.get("runs").json()["runs"][0]["state"] == "interrupted":
+                    break
+                threading.Event().wait(0.01)
+            body = {
+                "decisions": [{"tool_call_id": "call_weather_1", "decision": "approve"}]
+            }
+            path = f"runs/{run_id}/decisions"
+            evil = {"Origin": "http://evil.example"}
+            assert http.post(path, json=body, headers=evil).status_code == 403
+            own = {"Origin": url.partition("/?")[0]}
+            assert http.post(path, json=body, headers=own).status_code == 202
+
     def test_every_address_prints_a_loopback_url(self) -> None:
         """--host '' listens everywhere and prints a URL that works on this machine."""
         with served("--host", "", "--port", "0") as (url, _):
