@@ -304,8 +304,10 @@ class _WebApp:
                 continue
             for entry in entries:
                 if not entry.hidden:
-                    yield f"id: {entry.id}\nevent: {entry.event}\n"
-                    yield f"data: {entry.data}\n\n"
+                    # One write per event: a cut connection never splits one.
+                    yield (
+                        f"id: {entry.id}\nevent: {entry.event}\ndata: {entry.data}\n\n"
+                    )
                 if entry.ends:
                     return
             after = entries[-1].id
