@@ -169,10 +169,12 @@ class RedisBackend:
             return "error" if _event(last[1]) == "on_error" else "ok"
         if self._client.exists(f"{self._prefix}resume:{run_id}"):
             return "resuming"
-        if last is not None and _event(last[1]) == "on_run_complete":
-            result = record_of(last[1]).payload["result"]
-            if result["status"] == "interrupted":
-                return "interrupted"
+        if (
+            last is not None
+            and _event(last[1]) == "on_run_complete"
+            and record_of(last[1]).payload["result"]["status"] == "interrupted"
+        ):
+            return "interrupted"
         # Also a resume between its tools and the model's answer.
         return "running"
 

@@ -4,6 +4,7 @@ checks, and ``TokenAuth``, over HTTP against the app served on 127.0.0.1."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -160,6 +161,26 @@ class TestEveryRoute:
             assert httpx.get(f"{base}runs").status_code == 200
             assert httpx.post(f"{base}runs", json={"prompt": "hi"}).status_code == 403
 
+    def test_a_run_authorize_refuses_by_raising_is_left_out_of_the_list(
+        self,
+    ) -> None:
+        """The list shows only the runs authorize lets the caller read, whether it
+        says no or raises."""
+        hidden: set[str] = set()
+
+        def authorize(request: Request, action: Action, run_id: str | None) -> bool:
+            if run_id in hidden:
+                raise HTTPException(404)
+            return True
+
+        app = create_app(agent=agent_of(weather_turns()), authorize=authorize)
+        with serving(app) as base:
+            first = httpx.post(f"{base}runs", json={"prompt": "a"}).json()["run_id"]
+            second = httpx.post(f"{base}runs", json={"prompt": "b"}).json()["run_id"]
+            hidden.add(first)
+            listed = httpx.get(f"{base}runs").json()["runs"]
+        assert [run["run_id"] for run in listed] == [second]
+
     def test_an_authorize_that_answers_no_bool_is_a_server_error(self) -> None:
         """authorize must answer True or False; anything else is a bug, not a yes."""
         app = create_app(authorize=lambda request, action, run_id: "yes")  # type: ignore[arg-type, return-value]
@@ -302,6 +323,17 @@ class TestOrigin:
 
 
 class TestHostWithoutAuthorize:
+    def test_a_request_without_a_host_is_served(self) -> None:
+        """An HTTP/1.0 request names no host: not a browser, so not a rebinding."""
+        with serving(create_app()) as url:
+            host, port = url.split("/")[2].split(":")
+            with socket.create_connection((host, int(port))) as connection:
+                connection.sendall(b"GET /runs HTTP/1.0\r\n\r\n")
+                answer = b""
+                while chunk := connection.recv(65536):
+                    answer += chunk
+        assert answer.startswith(b"HTTP/1.1 200"), answer[:100]
+
     @pytest.mark.parametrize(
         "host", ["localhost:8000", "app.localhost", "[::1]:80", "10.1.2.3", "127.0.0.1"]
     )

@@ -203,6 +203,50 @@ class TestRunsOnRedis:
         assert seen[-1]["event"] == "on_run_complete"
 
 
+class TestOwners:
+    def test_each_user_sees_and_decides_only_their_runs(
+        self, client: redis.Redis, prefix: str
+    ) -> None:
+        """On Redis, the starting identity is kept with the run: owner_only lets
+        only that user list, stream and decide it."""
+        from starlette.requests import Request
+
+        from langhooks.integrations.web import owner_only
+
+        def user(request: Request) -> str | None:
+            return request.headers.get("x-user")
+
+        agent = demo_agent(lambda: DemoModel(0.0))
+        app = create_app(
+            redis=client,
+            prefix=prefix,
+            agent=agent,
+            heartbeat=0.05,
+            authorize=owner_only(user),
+        )
+        alice, bob = {"X-User": "alice"}, {"X-User": "bob"}
+        with serving(app) as base:
+            started = httpx.post(f"{base}runs", json={"prompt": "hi"}, headers=alice)
+            run_id = started.json()["run_id"]
+            assert httpx.get(f"{base}runs", headers=bob).json()["runs"] == []
+            mine = httpx.get(f"{base}runs", headers=alice).json()["runs"]
+            assert [run["run_id"] for run in mine] == [run_id]
+            events_url = f"{base}runs/{run_id}/events"
+            assert httpx.get(events_url, headers=bob).status_code == 403
+            body = {"decisions": [APPROVE]}
+            decisions = f"{base}runs/{run_id}/decisions"
+            assert httpx.post(decisions, json=body, headers=bob).status_code == 403
+            for _ in range(3000):
+                runs = httpx.get(f"{base}runs", headers=alice).json()["runs"]
+                if runs[0]["state"] == "interrupted":
+                    break
+                threading.Event().wait(0.01)
+            assert httpx.post(decisions, json=body, headers=alice).status_code == 202
+        assert json.loads(client.hget(f"{prefix}web:runs", run_id) or "")["owner"] == (
+            "alice"
+        )
+
+
 class TestHostileData:
     def test_a_listed_prompt_that_is_not_unicode_keeps_the_list_readable(
         self, url: str, client: redis.Redis, prefix: str
