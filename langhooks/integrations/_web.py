@@ -41,6 +41,8 @@ MAX_BODY_BYTES: Final = 64 * 1024
 # Request bodies nested deeper than this are refused (400): no decision or prompt
 # needs more, and a deeper one would only exhaust the stack of what handles it.
 MAX_BODY_DEPTH: Final = 64
+_TOO_DEEP: Final = f"the body is nested deeper than {MAX_BODY_DEPTH} levels"
+_NOT_UNICODE: Final = "the body holds text that is not valid Unicode (a lone surrogate)"
 MAX_PROMPT_CHARS: Final = 8_000
 # How long a browser waits before reconnecting a dropped event stream.
 _RETRY_MS: Final = 1000
@@ -116,10 +118,6 @@ async def _json_body(request: Request) -> Any:
     return value
 
 
-_TOO_DEEP: Final = f"the body is nested deeper than {MAX_BODY_DEPTH} levels"
-_NOT_UNICODE: Final = "the body holds text that is not valid Unicode (a lone surrogate)"
-
-
 def _check_tree(value: object) -> None:
     """Refuse a parsed body nested too deep or holding text that is not Unicode
     (a lone surrogate, which JSON's escapes allow but nothing can encode).
@@ -131,23 +129,24 @@ def _check_tree(value: object) -> None:
     stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        if depth > MAX_BODY_DEPTH:
-            raise _BadRequest(400, _TOO_DEEP)
         if isinstance(item, str):
-            texts: list[object] = [item]
-        elif isinstance(item, dict):
-            texts = list(item)
+            _check_text(item)
+            continue
+        if isinstance(item, dict | list) and depth > MAX_BODY_DEPTH:
+            raise _BadRequest(400, _TOO_DEEP)
+        if isinstance(item, dict):
+            for key in item:
+                _check_text(key)
             stack.extend((child, depth + 1) for child in item.values())
         elif isinstance(item, list):
-            texts = []
             stack.extend((child, depth + 1) for child in item)
-        else:
-            texts = []
-        for text in texts:
-            try:
-                str(text).encode("utf-8")
-            except UnicodeEncodeError:
-                raise _BadRequest(400, _NOT_UNICODE) from None
+
+
+def _check_text(text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _BadRequest(400, _NOT_UNICODE) from None
 
 
 def _decision(item: object, position: int) -> tuple[str, Decision]:

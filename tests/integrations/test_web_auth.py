@@ -403,6 +403,18 @@ class TestTokenAuth:
             assert answer.headers["www-authenticate"] == "Bearer"
         assert httpx.get(f"{base}?token=nope").status_code == 401
 
+    @pytest.mark.parametrize(("method", "path"), routes())
+    def test_every_route_needs_the_token(
+        self, base: str, method: str, path: str
+    ) -> None:
+        """Every route of the app, listed from it: 401 without the token or with a
+        wrong one, through with the right one."""
+        run_id = "0" * 32
+        assert hit(base, method, path, run_id, {}) == 401
+        assert hit(base, method, path, run_id, {"Authorization": "Bearer x"}) == 401
+        right = {"Authorization": "Bearer s3cret-token"}
+        assert hit(base, method, path, run_id, right) not in (401, 403)
+
     def test_a_bearer_token_is_accepted(self, base: str) -> None:
         """Authorization: Bearer TOKEN works without a cookie."""
         headers = {"Authorization": "Bearer s3cret-token"}
