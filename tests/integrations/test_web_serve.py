@@ -281,15 +281,26 @@ class TestServe:
         assert "pip install 'langhooks[redis]'" in capsys.readouterr().err
 
     def test_the_command_line_serves(self) -> None:
-        """`langhooks serve --port 0` prints its URL first and serves the page."""
+        """`langhooks serve --port 0` prints its URL first and serves the page; a
+        request without the token gets 401; the token is printed once and never
+        logged, whatever the requests carried."""
         command = [sys.executable, "-m", "langhooks", "serve", "--port", "0"]
-        with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as process:
+        with subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        ) as process:
             try:
                 assert process.stdout is not None
                 line = process.stdout.readline()
                 assert line.startswith("langhooks serve: http://127.0.0.1:")
                 url = line.split()[2]
+                base, _, token = url.partition("?token=")
                 assert httpx.get(url).status_code == 200
-                assert httpx.get(url.partition("?")[0]).status_code == 401
+                assert httpx.get(base).status_code == 401
+                assert httpx.get(f"{base}runs?token={token}x").status_code == 401
+                bearer = {"Authorization": f"Bearer {token}"}
+                assert httpx.get(f"{base}nowhere", headers=bearer).status_code == 404
             finally:
                 process.terminate()
+                out, err = process.communicate(timeout=30)
+        assert token not in out
+        assert token not in err
