@@ -14,10 +14,15 @@ Three pieces, each usable by any Starlette app in a line or two:
   turns a tokenized visit into a cookie, so the page and its event streams keep
   working through reconnects.
 
-Wiring another app::
+Wiring another app (``owner_of(run_id)`` answers who started a run, from what the
+app keeps about it; ``started_by(request)`` is who to record when a run starts)::
 
-    guard = Guard(authorize, owner_of=store_owner)
+    guard = Guard(authorize, owner_of)
     Route("/runs/{run_id}", guard.route(endpoint, "decide"), methods=["POST"])
+    # or, inside an endpoint whose run id is in the body:
+    refusal = await guard.check(request, "decide", run_id)
+    if refusal is not None:
+        return refusal
 """
 
 from __future__ import annotations
