@@ -7,11 +7,15 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Final, final
 
-import redis
-
 from .._core._messages import LangHooksError, Tool, ToolCall
 from ..chain import Decision, LLMChain, RunResult
-from ._redis_wire import check_count, check_seconds, check_sync_client
+from ._redis_wire import (
+    SyncClient,
+    check_count,
+    check_seconds,
+    check_sync_client,
+    is_cluster,
+)
 
 if TYPE_CHECKING:
     from ..chain import RetryPolicy
@@ -36,24 +40,27 @@ class RedisRunStore:
 
     Keys: ``{prefix}state:{run_id}`` holds the state (``chain.to_state()`` as JSON,
     expiring ``expire_after`` seconds after the last save) and
-    ``{prefix}resume:{run_id}`` is the lock a resume holds. Code (model, tools,
-    callbacks) is never stored: the worker passes it again.
+    ``{prefix}resume:{run_id}`` is the lock a resume holds; on a Redis Cluster the
+    run id is their hash tag (``{prefix}state:{{run_id}}``), so the keys of one run
+    share a slot. Code (model, tools, callbacks) is never stored: the worker passes
+    it again.
 
     Args:
-        client: a synchronous ``redis.Redis`` client (its ``decode_responses``
-            setting does not matter).
+        client: a synchronous ``redis.Redis`` or ``redis.cluster.RedisCluster``
+            client (its ``decode_responses`` setting does not matter).
         prefix: prepended to every key.
         expire_after: seconds a saved state is kept after its last save.
         lock_timeout: seconds after which the lock of a resume whose worker died
             expires, so the run can be resumed again.
 
     Raises:
-        TypeError: ``client`` is not a ``redis.Redis``, or a bad option.
+        TypeError: ``client`` is not a ``redis.Redis`` or
+            ``redis.cluster.RedisCluster``, or a bad option.
     """
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: SyncClient,
         *,
         prefix: str = "langhooks:",
         expire_after: int = 7 * 24 * 3600,
@@ -69,9 +76,19 @@ class RedisRunStore:
         self._expire_after: Final = expire_after
         self._lock_ms: Final = max(1, round(lock_timeout * 1000))
         self._release: Final = client.register_script(_RELEASE)
+        self._tagged: Final = is_cluster(client)
+
+    def _key(self, kind: str, run_id: str) -> str:
+        if self._tagged:
+            return f"{self._prefix}{kind}:{{{run_id}}}"
+        return f"{self._prefix}{kind}:{run_id}"
 
     def _state_key(self, run_id: str) -> str:
-        return f"{self._prefix}state:{run_id}"
+        return self._key("state", run_id)
+
+    def resume_key(self, run_id: str) -> str:
+        """The key of the lock a resume of run ``run_id`` holds."""
+        return self._key("resume", run_id)
 
     def save(self, chain: LLMChain) -> str:
         """Save ``chain``'s state under its run id (replacing an earlier save).
@@ -167,7 +184,7 @@ class RedisRunStore:
                 an unknown run.
             ValueError: the decisions do not match the waiting calls.
         """
-        lock_key = f"{self._prefix}resume:{run_id}"
+        lock_key = self.resume_key(run_id)
         token = uuid.uuid4().hex
         if not self._client.set(lock_key, token, nx=True, px=self._lock_ms):
             raise LangHooksError(

@@ -2,35 +2,69 @@
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, TypeAlias, final
 
+import attrs
 import redis
 import redis.asyncio
+import redis.asyncio.cluster
+import redis.cluster
 
 from .._persist import _codec as codec
 from .._persist._codec import SCHEMA_VERSION, json_text
 from .._persist._events import EventRecord
 
 __all__ = [
+    "CLUSTER_SHARDS",
     "END_FIELD",
     "EVENT_FIELD",
+    "FAULTS",
     "PUBLISHER_FIELD",
     "RECORD_FIELD",
+    "TRANSIENT",
+    "AsyncClient",
+    "Keys",
+    "SyncClient",
     "block_step",
+    "check_async_client",
     "check_count",
     "check_seconds",
     "check_sync_client",
-    "dead_key",
     "ends_run",
     "field",
-    "firehose_key",
+    "is_cluster",
     "publisher_of",
     "record_json",
     "record_of",
-    "run_key",
     "text",
 ]
+
+#: A synchronous client: one Redis node, or a Redis Cluster.
+SyncClient: TypeAlias = "redis.Redis | redis.cluster.RedisCluster"
+#: An asyncio client: one Redis node, or a Redis Cluster.
+AsyncClient: TypeAlias = "redis.asyncio.Redis | redis.asyncio.cluster.RedisCluster"
+
+#: The firehose's shards on a Redis Cluster when ``shards=`` is not given.
+CLUSTER_SHARDS: Final = 16
+
+#: What a Redis call may raise when the server or the cluster fails: redis-py's
+#: ``RedisError`` and, on a cluster, ``RedisClusterException`` (no subclass of it:
+#: no node owns a slot, no node could be reached, keys in several slots).
+FAULTS: Final = (redis.RedisError, redis.exceptions.RedisClusterException)
+
+#: The faults a reader waits out (and then reads again from where it was): the
+#: connection lost or timing out, a node down or failing over, a moved slot.
+TRANSIENT: Final = (
+    redis.ConnectionError,
+    redis.TimeoutError,
+    redis.exceptions.ClusterError,
+    redis.exceptions.AskError,
+    redis.exceptions.TryAgainError,
+    redis.exceptions.ReadOnlyError,
+    redis.exceptions.RedisClusterException,
+)
 
 #: The entry field holding the record, encoded with ``langhooks.codec``.
 RECORD_FIELD: Final = "record"
@@ -41,19 +75,91 @@ EVENT_FIELD: Final = "event"
 END_FIELD: Final = "end"
 
 
-def run_key(prefix: str, run_id: str) -> str:
-    """The stream of one run's records."""
-    return f"{prefix}run:{run_id}"
+def is_cluster(client: object) -> bool:
+    """Whether ``client`` is a Redis Cluster client (sync or asyncio)."""
+    return isinstance(
+        client, redis.cluster.RedisCluster | redis.asyncio.cluster.RedisCluster
+    )
 
 
-def firehose_key(prefix: str) -> str:
-    """The capped stream of every record, which consumer groups read."""
-    return f"{prefix}events"
+@final
+@attrs.frozen
+class Keys:
+    """Where one prefix's streams are, on one node or on a cluster.
 
+    The single-node layout (one node, one shard): ``{prefix}run:{run_id}`` and the
+    firehose ``{prefix}events``. The sharded layout (a cluster, or ``shards`` > 1):
+    shard ``k`` of ``shards`` has the hash tag ``{{prefix}k}``; the firehose shard
+    is ``{prefix}events:{{prefix}k}`` and the stream of a run on it
+    ``{prefix}run:{{prefix}k}:{run_id}``, so a run's stream and its shard share a
+    slot and one script writes both. A run is on shard ``crc32(run_id) % shards``
+    (records outside a run on shard 0). Every publisher and reader of a prefix
+    must use the same ``shards``.
+    """
 
-def dead_key(prefix: str) -> str:
-    """The stream of records a consumer group could not decode (dead letters)."""
-    return f"{prefix}dead"
+    prefix: str
+    shards: int
+    sharded: bool
+
+    @classmethod
+    def of(cls, client: object, prefix: str, shards: int | None) -> Keys:
+        """The layout for ``client`` (the default ``shards``: 1 on one node,
+        ``CLUSTER_SHARDS`` on a cluster).
+
+        Raises:
+            TypeError: ``prefix`` is not a str, or ``shards`` not an int >= 1.
+        """
+        if not isinstance(prefix, str):
+            raise TypeError(f"prefix must be a str, got {prefix!r}")
+        cluster = is_cluster(client)
+        if shards is None:
+            shards = CLUSTER_SHARDS if cluster else 1
+        check_count("shards", shards, 1)
+        return cls(prefix, shards, cluster or shards > 1)
+
+    def shard(self, run_id: str | None) -> int:
+        """The firehose shard the records of ``run_id`` go to."""
+        if run_id is None or self.shards == 1:
+            return 0
+        return zlib.crc32(run_id.encode("utf-8", "surrogatepass")) % self.shards
+
+    def _tag(self, shard: int) -> str:
+        return f"{{{self.prefix}{shard}}}"
+
+    def run(self, run_id: str) -> str:
+        """The stream of one run's records."""
+        if not self.sharded:
+            return f"{self.prefix}run:{run_id}"
+        return f"{self.prefix}run:{self._tag(self.shard(run_id))}:{run_id}"
+
+    def run_id_of(self, key: str) -> str | None:
+        """The run id of a key ``run`` gives (None: not such a key)."""
+        base = f"{self.prefix}run:"
+        if not key.startswith(base):
+            return None
+        rest = key[len(base) :]
+        if not self.sharded:
+            return rest
+        # rest: "{" prefix shard "}:" run_id (the prefix may hold "}:" itself).
+        opening = "{" + self.prefix
+        if not rest.startswith(opening):
+            return None
+        _shard, _, run_id = rest[len(opening) :].partition("}:")
+        return run_id if run_id and self.run(run_id) == key else None
+
+    def firehose(self, shard: int = 0) -> str:
+        """Firehose shard ``shard`` (the firehose itself on one node)."""
+        if not self.sharded:
+            return f"{self.prefix}events"
+        return f"{self.prefix}events:{self._tag(shard)}"
+
+    def firehoses(self) -> list[str]:
+        """Every shard of the firehose."""
+        return [self.firehose(shard) for shard in range(self.shards)]
+
+    def dead(self) -> str:
+        """The stream of records consumer groups could not decode (dead letters)."""
+        return f"{self.prefix}dead"
 
 
 def record_json(record: EventRecord) -> str:
@@ -131,22 +237,44 @@ def check_seconds(name: str, value: object) -> None:
 
 
 def check_sync_client(client: object, what: str) -> None:
-    """Raise ``TypeError`` unless ``client`` is a synchronous ``redis.Redis``."""
-    if not isinstance(client, redis.Redis):
+    """Raise ``TypeError`` unless ``client`` is a synchronous ``redis.Redis`` or
+    ``redis.cluster.RedisCluster``."""
+    if not isinstance(client, redis.Redis | redis.cluster.RedisCluster):
         raise TypeError(
-            f"{what} takes a synchronous redis.Redis client (redis.asyncio clients "
-            f"are for follow's async twin), got {client!r}"
+            f"{what} takes a synchronous redis.Redis or redis.cluster.RedisCluster "
+            f"client (redis.asyncio clients are for the async twins, afollow and "
+            f"arun_entries), got {client!r}"
         )
 
 
-def block_step(client: redis.Redis | redis.asyncio.Redis, block_ms: int) -> int:
+def check_async_client(client: object, what: str) -> None:
+    """Raise ``TypeError`` unless ``client`` is a ``redis.asyncio.Redis`` or
+    ``redis.asyncio.cluster.RedisCluster``."""
+    if not isinstance(client, redis.asyncio.Redis | redis.asyncio.cluster.RedisCluster):
+        raise TypeError(
+            f"{what} takes a redis.asyncio.Redis or redis.asyncio.cluster.RedisCluster "
+            f"client (the sync twin takes a redis.Redis or redis.cluster.RedisCluster)"
+            f", got {client!r}"
+        )
+
+
+def _connection_kwargs(client: SyncClient | AsyncClient) -> Mapping[str, Any]:
+    if isinstance(client, redis.cluster.RedisCluster):
+        return client.nodes_manager.connection_kwargs
+    if isinstance(client, redis.asyncio.cluster.RedisCluster):
+        kwargs: Mapping[str, Any] = client.connection_kwargs
+        return kwargs
+    return client.connection_pool.connection_kwargs
+
+
+def block_step(client: SyncClient | AsyncClient, block_ms: int) -> int:
     """The longest ``BLOCK`` (ms) one read may ask for on ``client``.
 
     A blocking read must return before the client's ``socket_timeout`` (5 s by
     default in recent redis-py) or it fails with a timeout: longer waits are made
     of several reads, each this long at most. ``block_ms`` 0 means without end.
     """
-    timeout = client.connection_pool.connection_kwargs.get("socket_timeout")
+    timeout = _connection_kwargs(client).get("socket_timeout")
     limit = None if not timeout else max(1, int(timeout * 1000) - 500)
     if limit is None:
         return block_ms
