@@ -10,6 +10,7 @@ same for one plain node.
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -17,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Final
 
-__all__ = ["LocalCluster", "LocalServer", "free_port"]
+__all__ = ["LocalCluster", "LocalServer", "free_cluster_port", "free_port"]
 
 _STARTUP: Final = 30.0
 
@@ -28,6 +29,24 @@ def free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
         return port
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def free_cluster_port() -> int:
+    """A free port P of 127.0.0.1 whose cluster bus port P + 10000 is free too
+    (so P is at most 55535)."""
+    while True:
+        port = random.randint(20_000, 55_535)
+        if _bindable(port) and _bindable(port + 10_000):
+            return port
 
 
 def _wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
@@ -59,12 +78,19 @@ def _server(directory: Path, port: int, *extra: str) -> subprocess.Popen[bytes]:
             str(directory),
             "--daemonize",
             "no",
+            "--logfile",
+            str(directory / f"redis-{port}.log"),
             *extra,
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    _wait_for_port(port, process)
+    try:
+        _wait_for_port(port, process)
+    except RuntimeError as error:
+        log = directory / f"redis-{port}.log"
+        tail = log.read_text()[-500:] if log.exists() else ""
+        raise RuntimeError(f"{error}: {tail}") from None
     return process
 
 
@@ -89,7 +115,7 @@ class LocalCluster:
     """A cluster of ``masters`` nodes with no replicas; ``ports[i]`` is node i's."""
 
     def __init__(self, directory: Path, masters: int = 3) -> None:
-        self.ports: Final = [free_port() for _ in range(masters)]
+        self.ports: Final = [free_cluster_port() for _ in range(masters)]
         self.processes: dict[int, subprocess.Popen[bytes]] = {}
         try:
             for port in self.ports:

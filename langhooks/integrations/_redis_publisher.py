@@ -89,7 +89,7 @@ class RedisEventPublisher(ChainCallbackHandler, StreamingChatResponseHandler):
     capped firehose ``{prefix}events`` that ``RedisEventConsumer`` groups read.
     On a Redis Cluster (or with ``shards`` > 1) the firehose is sharded: a run's
     records go to the shard of its id, and its stream is in that shard's slot
-    (``{prefix}run:{{prefix}k}:{run_id}`` beside ``{prefix}events:{{prefix}k}``).
+    (``{prefix}{{prefix}k}:run:{run_id}`` beside ``{prefix}{{prefix}k}:events``).
     Entry fields: ``record`` (the record, ``langhooks.codec`` JSON), ``event``,
     ``publisher`` (this publisher's id: ``seq`` is unique per publisher), and
     ``end`` on the record that ends a run for good (its ``on_error``, or its

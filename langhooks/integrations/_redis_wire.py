@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import zlib
 from collections.abc import Mapping
 from typing import Any, Final, TypeAlias, final
@@ -89,12 +90,13 @@ class Keys:
 
     The single-node layout (one node, one shard): ``{prefix}run:{run_id}`` and the
     firehose ``{prefix}events``. The sharded layout (a cluster, or ``shards`` > 1):
-    shard ``k`` of ``shards`` has the hash tag ``{{prefix}k}``; the firehose shard
-    is ``{prefix}events:{{prefix}k}`` and the stream of a run on it
-    ``{prefix}run:{{prefix}k}:{run_id}``, so a run's stream and its shard share a
-    slot and one script writes both. A run is on shard ``crc32(run_id) % shards``
-    (records outside a run on shard 0). Every publisher and reader of a prefix
-    must use the same ``shards``.
+    shard ``k`` of ``shards`` is ``{prefix}{{prefix}k}:events`` and the stream of
+    a run on it ``{prefix}{{prefix}k}:run:{run_id}``. Both keys begin with the
+    same text, which holds their hash tag whatever the prefix holds (the first
+    ``{`` and the ``}`` after it), so a run's stream and its shard share a slot and
+    one script writes both. A run is on shard ``crc32(run_id) % shards`` (records
+    outside a run on shard 0). Every publisher and reader of a prefix must use the
+    same ``shards``.
     """
 
     prefix: str
@@ -123,35 +125,41 @@ class Keys:
             return 0
         return zlib.crc32(run_id.encode("utf-8", "surrogatepass")) % self.shards
 
-    def _tag(self, shard: int) -> str:
-        return f"{{{self.prefix}{shard}}}"
+    def _base(self, shard: int) -> str:
+        # The text every key of a shard begins with, hash tag included.
+        return f"{self.prefix}{{{self.prefix}{shard}}}:"
 
     def run(self, run_id: str) -> str:
         """The stream of one run's records."""
         if not self.sharded:
             return f"{self.prefix}run:{run_id}"
-        return f"{self.prefix}run:{self._tag(self.shard(run_id))}:{run_id}"
+        return f"{self._base(self.shard(run_id))}run:{run_id}"
+
+    def run_pattern(self) -> str:
+        """A ``SCAN MATCH`` pattern for every run stream (and maybe more keys:
+        ``run_id_of`` tells)."""
+        prefix = _glob(self.prefix)
+        if not self.sharded:
+            return f"{prefix}run:*"
+        return f"{prefix}{{{prefix}*}}:run:*"
 
     def run_id_of(self, key: str) -> str | None:
         """The run id of a key ``run`` gives (None: not such a key)."""
-        base = f"{self.prefix}run:"
-        if not key.startswith(base):
-            return None
-        rest = key[len(base) :]
         if not self.sharded:
-            return rest
-        # rest: "{" prefix shard "}:" run_id (the prefix may hold "}:" itself).
-        opening = "{" + self.prefix
-        if not rest.startswith(opening):
+            base = f"{self.prefix}run:"
+            return key[len(base) :] if key.startswith(base) else None
+        opening = f"{self.prefix}{{{self.prefix}"
+        if not key.startswith(opening):
             return None
-        _shard, _, run_id = rest[len(opening) :].partition("}:")
+        # The rest: the shard, "}:run:", the run id (the prefix may hold "}:").
+        _shard, _, run_id = key[len(opening) :].partition("}:run:")
         return run_id if run_id and self.run(run_id) == key else None
 
     def firehose(self, shard: int = 0) -> str:
         """Firehose shard ``shard`` (the firehose itself on one node)."""
         if not self.sharded:
             return f"{self.prefix}events"
-        return f"{self.prefix}events:{self._tag(shard)}"
+        return f"{self._base(shard)}events"
 
     def firehoses(self) -> list[str]:
         """Every shard of the firehose."""
@@ -160,6 +168,11 @@ class Keys:
     def dead(self) -> str:
         """The stream of records consumer groups could not decode (dead letters)."""
         return f"{self.prefix}dead"
+
+
+def _glob(text: str) -> str:
+    """``text`` as a literal in a ``SCAN MATCH`` pattern."""
+    return re.sub(r"([*?\[\]\\])", r"\\\1", text)
 
 
 def record_json(record: EventRecord) -> str:

@@ -194,7 +194,7 @@ class RedisBackend:
 
     def _runs(self) -> list[RunSummary]:
         ids = {text(run_id) for run_id in self._client.hkeys(self._index)}
-        for key in self._client.scan_iter(match=f"{_glob(self._prefix)}run:*"):
+        for key in self._client.scan_iter(match=self._keys.run_pattern()):
             run_id = self._keys.run_id_of(text(key))
             if run_id is not None:
                 ids.add(run_id)
@@ -368,11 +368,6 @@ class RedisBackend:
 def _log_failure(task: asyncio.Future[Any]) -> None:
     if not task.cancelled() and task.exception() is not None:
         _log.error("langhooks web: a run raised", exc_info=task.exception())
-
-
-def _glob(text: str) -> str:
-    """``text`` as a literal in a ``SCAN MATCH`` pattern."""
-    return re.sub(r"([*?\[\]\\])", r"\\\1", text)
 
 
 def _meta(listed: Any) -> dict[str, Any]:
