@@ -28,10 +28,10 @@ import redis.asyncio
 import redis.asyncio.cluster
 import redis.cluster
 from redis.crc import key_slot
+from typing_extensions import override
 
 from langhooks import ChainCallbackHandler, LangHooksError, Message
 from langhooks.chain import Decision, LLMChain
-from langhooks.cli.demo import QUESTION, SYSTEM, WEATHER_TOOL, ApprovalGate
 from langhooks.cli.serve import DemoModel, demo_agent
 from langhooks.integrations._redis_wire import Keys
 from langhooks.integrations.redis import (
@@ -83,7 +83,8 @@ def cluster_client(cluster: LocalCluster, **options: Any) -> redis.cluster.Redis
     """A cluster client knowing every node."""
     return redis.cluster.RedisCluster(
         startup_nodes=[
-            redis.cluster.ClusterNode("127.0.0.1", port) for port in cluster.ports
+            redis.cluster.ClusterNode("127.0.0.1", port)  # type: ignore[no-untyped-call]
+            for port in cluster.ports
         ],
         **options,
     )
@@ -118,7 +119,7 @@ def prefix(client: redis.cluster.RedisCluster) -> Iterator[str]:
 
 def node_of(client: redis.cluster.RedisCluster, key: str) -> str:
     """The name of the node that owns ``key``'s slot."""
-    node = client.get_node_from_key(key)
+    node = client.get_node_from_key(key)  # type: ignore[no-untyped-call]
     assert node is not None
     return str(node.name)
 
@@ -241,6 +242,7 @@ class TestOnACluster:
         run_ids: list[str] = []
 
         class Starter(ChainCallbackHandler):
+            @override
             def on_run_start(self, chain: LLMChain) -> None:
                 assert chain.invocation is not None
                 run_ids.append(chain.invocation.id)
@@ -441,7 +443,8 @@ class TestNodeKilled:
             caplog.set_level(logging.WARNING, logger="langhooks")
 
             class Killer(ChainCallbackHandler):
-                def on_run_start(self, chain: LLMChain) -> None:  # noqa: D102
+                @override
+                def on_run_start(self, chain: LLMChain) -> None:
                     cluster.kill(victim)
 
             words = " ".join(f"w{n}" for n in range(40))
