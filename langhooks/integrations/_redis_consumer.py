@@ -22,6 +22,7 @@ from ._redis_wire import (
     check_sync_client,
     is_cluster,
     publisher_of,
+    read_stream,
     record_of,
     text,
 )
@@ -240,12 +241,13 @@ class RedisEventConsumer:
         shard.ready = True
 
     def _read(self, shard: _Shard, start: str, block_ms: int | None) -> Sequence[Any]:
-        reply: Any = self._client.xreadgroup(
-            self._group,
-            self._consumer,
-            {shard.key: start},
+        reply: Any = read_stream(
+            self._client,
+            shard.key,
+            start,
             count=self._count,
             block=block_ms,
+            group=(self._group, self._consumer),
         )
         return reply[0][1] if reply else []
 

@@ -17,11 +17,13 @@ from ._redis_wire import (
     AsyncClient,
     Keys,
     SyncClient,
+    aread_stream,
     block_step,
     check_async_client,
     check_sync_client,
     ends_run,
     publisher_of,
+    read_stream,
     record_of,
     text,
 )
@@ -210,7 +212,9 @@ def _run_entries(
     reader = _Reader(client, key, position, block_ms, once)
     while (block := reader.next_block()) is not None:
         try:
-            reply: Any = client.xread({key: reader.position}, count=_COUNT, block=block)
+            reply: Any = read_stream(
+                client, key, reader.position, count=_COUNT, block=block
+            )
         except TRANSIENT as fault:
             time.sleep(reader.failed(fault))
             continue
@@ -250,8 +254,8 @@ async def _arun_entries(
     reader = _Reader(client, key, position, block_ms, once)
     while (block := reader.next_block()) is not None:
         try:
-            reply: Any = await client.xread(
-                {key: reader.position}, count=_COUNT, block=block
+            reply: Any = await aread_stream(
+                client, key, reader.position, count=_COUNT, block=block
             )
         except TRANSIENT as fault:
             await asyncio.sleep(reader.failed(fault))

@@ -38,6 +38,7 @@ from ._redis_wire import (
     check_sync_client,
     ends_run,
     field,
+    read_stream,
     record_of,
     text,
 )
@@ -223,7 +224,9 @@ class RedisBackend:
             seen: Any = client.xrange(key, after, after, count=1)
             for entry_id, fields in seen:
                 self._entry(once, entry_id, fields)
-        answer: Any = client.xread({key: after or "0-0"}, count=_COUNT, block=block_ms)
+        answer: Any = read_stream(
+            client, key, after or "0-0", count=_COUNT, block=block_ms
+        )
         return [
             self._entry(once, entry_id, fields)
             for _, stream in answer
