@@ -69,11 +69,11 @@ class RedisEventConsumer:
     share the work. Within a group each record is delivered once under normal operation,
     and acknowledged (``XACK``) only after the handler returned. Records a member took
     and never acknowledged (it died) are claimed by another member once they have been
-    pending ``claim_idle_ms`` (``XAUTOCLAIM``): delivery is at least once across a
-    crash. With ``dedupe=True`` a member skips a record it has already handled (by its
-    publisher and ``seq``), which covers a record claimed back from it; make effects
-    idempotent by ``record.seq`` where a crash between the handler and its
-    acknowledgement must not repeat them.
+    pending ``claim_idle_ms`` (``XAUTOCLAIM``, looked for every half of it): delivery is
+    at least once across a crash. With ``dedupe=True`` a member skips a record it has
+    already handled (by its publisher and ``seq``), which covers a record claimed back
+    from it; make effects idempotent by ``record.seq`` where a crash between the handler
+    and its acknowledgement must not repeat them.
 
     The group is created on first use, from the start of the firehose (a new group
     reads what the firehose still holds). A consumer is one member: call it from
@@ -151,6 +151,7 @@ class RedisEventConsumer:
         self._replays: Final = _RunReplays(client, handler, keys)
         self._shards: Final = [_Shard(key) for key in keys.firehoses()]
         self._turn = 0
+        self._swept = -float("inf")
         self._claim_idle_ms: Final = claim_idle_ms
         self._seen: OrderedDict[tuple[str, int], None] | None = (
             OrderedDict() if dedupe else None
@@ -183,6 +184,11 @@ class RedisEventConsumer:
 
     def _run_once(self, block_ms: int) -> int:
         handled = 0
+        # Records idle for claim_idle_ms are looked for every half of it.
+        now = time.monotonic()
+        sweep = now - self._swept >= self._claim_idle_ms / 2000
+        if sweep:
+            self._swept = now
         for shard in self._shards:
             self._ensure_group(shard)
             if shard.own_pending:
@@ -190,7 +196,8 @@ class RedisEventConsumer:
                 entries = self._read(shard, "0", None)
                 shard.own_pending = bool(entries)
                 handled += self._handle(shard, entries)
-            handled += self._handle(shard, self._claim(shard))
+            if sweep:
+                handled += self._handle(shard, self._claim(shard))
         if handled:
             return handled
         step = block_step(self._client, block_ms)

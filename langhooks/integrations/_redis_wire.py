@@ -326,6 +326,8 @@ async def aread_stream(
 ) -> Any:
     """The async twin of ``read_stream`` (``XREAD`` only)."""
     if isinstance(client, redis.asyncio.cluster.RedisCluster):
+        # Its slots are known after its first command, or this (cheap once done).
+        await client.initialize()
         node = client.get_node_from_key(key)
         return await client.execute_command(
             *_read_args(None, key, position, count, block), target_nodes=node
