@@ -401,7 +401,8 @@ def stream_events(format: str) -> WireDecoder:
     for ``StreamDriver.feed``. "ollama" is NDJSON, the other formats SSE.
 
     Args:
-        format: "openai-chat", "openai-responses", "anthropic" or "ollama".
+        format: one of ``STREAM_FORMATS`` ("openai-chat", "openai-responses",
+            "anthropic", "ollama", "gemini", "cohere", ...).
 
     Raises:
         ValueError: ``format`` is unknown.
