@@ -597,6 +597,9 @@ def expect_cohere(events: list[object]) -> Expected:
             calls[event["index"]].arguments += function.get("arguments") or ""
         elif kind == "message-end":
             delta = event["delta"]
+            if delta.get("finish_reason") in ("ERROR", "TIMEOUT"):
+                out.error_code = delta["finish_reason"]
+                break
             out.finish = _COHERE_FINISH.get(delta.get("finish_reason"), "other")
             usage = delta.get("usage")
             if usage is not None:

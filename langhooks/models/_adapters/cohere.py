@@ -14,6 +14,8 @@ Quirks handled (see ``docs/guide/providers.md``):
   ``STOP``, ``MAX_TOKENS`` is ``LENGTH``, ``TOOL_CALL`` is ``TOOL_EXECUTION``;
   usage comes from ``usage.tokens`` (what the model read and wrote), not
   ``billed_units`` (the raw usage keeps both);
+- ``finish_reason`` ``ERROR`` (the generation failed) raises a retryable
+  ``stream_error``, ``TIMEOUT`` a ``timeout``;
 - ``citation-start`` / ``citation-end``, ``debug`` and unknown events go to
   ``on_unmapped_raw_event``.
 """
@@ -25,7 +27,7 @@ from typing import Any, ClassVar, Final
 
 from typing_extensions import override
 
-from ..._messages import FinishReason, TokenUsage
+from ..._messages import ErrorType, FinishReason, LangHooksError, TokenUsage
 from ._base import (
     TEXT,
     THINKING,
@@ -49,6 +51,11 @@ _FINISH: Final[Mapping[str, FinishReason]] = {
     "STOP_SEQUENCE": FinishReason.STOP,
     "MAX_TOKENS": FinishReason.LENGTH,
     "TOOL_CALL": FinishReason.TOOL_EXECUTION,
+}
+# Finish reasons that say the generation failed: raised, as an error event is.
+_FAILED: Final[Mapping[str, ErrorType]] = {
+    "ERROR": "stream_error",
+    "TIMEOUT": "timeout",
 }
 
 
@@ -157,8 +164,17 @@ class CohereAdapter(StreamAdapter):
         return slot
 
     def _end(self, delta: Mapping[str, Any]) -> None:
-        self.done = True
         reason = optional_str(delta, "finish_reason")
+        failed = _FAILED.get(reason) if reason is not None else None
+        if failed is not None:
+            raise LangHooksError(
+                failed,
+                f"Cohere ended the response with finish_reason {reason}",
+                retryable=True,
+                original=dict(delta),
+                metadata={"error_code": reason},
+            )
+        self.done = True
         self.response_metadata["stop_reason"] = reason
         self.finish_reason = (
             _FINISH.get(reason, FinishReason.OTHER) if reason else FinishReason.OTHER

@@ -175,7 +175,10 @@ class GeminiAdapter(StreamAdapter):
             return False
         text = optional_str(part, "text")
         if text:
-            out.append((THINKING if part.get("thought") is True else TEXT, text))
+            if part.get("thought") is True:
+                out.append((THINKING, text))
+            else:
+                out.append((TEXT, text))
         return True
 
     def _call(self, call: Mapping[str, Any], out: list[Action]) -> str:
