@@ -155,7 +155,7 @@ class CohereChatModel(SDKChatModel):
                 )
             wrapper = given._client_wrapper
             options["base_url"] = wrapper.get_base_url()
-            options["api_key"] = wrapper.api_key
+            options["api_key"] = wrapper._token  # a str, or a callable giving one
         kwargs: dict[str, Any] = {
             "api_key": options["api_key"],
             "max_retries": 0,  # the runtime retries; every failure must be seen
