@@ -232,7 +232,7 @@ def _opened(client: Any, params: dict[str, Any]) -> Iterator[Body]:
         raw = opened.__enter__()
     except cohere.core.api_error.ApiError as exc:
         # A client passed in has no error hook: the SDK read the error itself.
-        raise status_error(exc.status_code, exc.headers, exc.body, exc) from exc
+        raise status_error(exc.status_code, exc.headers, exc.body) from exc
     try:
         yield ResponseBody(raw.response)
     finally:

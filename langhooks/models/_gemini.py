@@ -125,8 +125,6 @@ def gemini_contents(
 
 def gemini_tools(tools: tuple[Tool, ...]) -> list[dict[str, Any]]:
     """``tools`` as one Gemini tool of ``functionDeclarations`` (JSON Schema)."""
-    if not tools:
-        return []
     return [
         {
             "functionDeclarations": [

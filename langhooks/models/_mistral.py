@@ -167,7 +167,7 @@ def _opened(client: Any, params: dict[str, Any]) -> Iterator[Body]:
         events = client.chat.stream(**params)
     except errors.MistralError as exc:
         # A client passed in has no error hook: the SDK read the error itself.
-        raise status_error(exc.status_code, exc.headers, exc.body, exc) from exc
+        raise status_error(exc.status_code, exc.headers, exc.body) from exc
     try:
         yield ResponseBody(events.response)
     finally:
@@ -180,7 +180,7 @@ async def _aopened(client: Any, params: dict[str, Any]) -> AsyncIterator[AsyncBo
     try:
         events = await client.chat.stream_async(**params)
     except errors.MistralError as exc:
-        raise status_error(exc.status_code, exc.headers, exc.body, exc) from exc
+        raise status_error(exc.status_code, exc.headers, exc.body) from exc
     try:
         yield AsyncResponseBody(events.response)
     finally:

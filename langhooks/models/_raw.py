@@ -86,30 +86,15 @@ async def aresponse_body(
 
 
 def status_error(
-    status: int | None,
-    headers: Mapping[str, str] | None,
-    body: object,
-    original: Exception,
+    status: int, headers: Mapping[str, str] | None, body: object
 ) -> LangHooksError:
     """An SDK's HTTP status error (raised by a client passed in, which has no
     ``error_body_hook``) classified as ``http_error`` classifies the response.
 
     Args:
-        status: the HTTP status (None: not an HTTP error).
+        status: the HTTP status.
         headers: the response headers.
-        body: the error body as the SDK kept it (bytes, str or decoded JSON).
-        original: the SDK's exception.
+        body: the error body as the SDK kept it (text, or decoded JSON).
     """
-    if not isinstance(status, int):
-        return LangHooksError(
-            "stream_error",
-            f"the request failed: {type(original).__name__}: {original}",
-            original=original,
-        )
-    if isinstance(body, bytes):
-        data = body
-    elif isinstance(body, str):
-        data = body.encode()
-    else:
-        data = json.dumps(body, default=str).encode()
-    return http_error(status, headers or {}, data)
+    data = body if isinstance(body, str) else json.dumps(body, default=str)
+    return http_error(status, headers or {}, data.encode())

@@ -79,6 +79,7 @@ class TestRequest:
                     ]
                 ),
                 Message.assistant("Sunny."),
+                Message.assistant("", [ToolCall(call_id="c2", name="get_weather")]),
                 Message(
                     role="user",
                     content=[
@@ -120,6 +121,16 @@ class TestRequest:
             },
             {"role": "tool", "tool_call_id": "get_weather_1", "content": "sunny"},
             {"role": "assistant", "content": "Sunny."},
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {
+                        "id": "c2",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": "{}"},
+                    }
+                ],
+            },
             {
                 "role": "user",
                 "content": [

@@ -97,6 +97,7 @@ class TestRequest:
                 Message(
                     role="user",
                     content=[
+                        ContentPart.thinking("not sent"),
                         ContentPart.text("And these?"),
                         ContentPart(type="image_url", content="https://x.test/a.png"),
                         ContentPart(
