@@ -227,6 +227,9 @@ class SSEDecoder:
                     break
                 data.append(line[6:])
                 continue
+            if line[:7] == b"event: ":  # named events (Anthropic, Cohere, ...)
+                self._event = line[7:]
+                continue
             if line[0] == 0x3A:  # ":" a comment or keep-alive
                 continue
             field, colon, value = line.partition(b":")

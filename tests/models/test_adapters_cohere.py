@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, Final
 
 import pytest
 
 import langhooks as lh
+from langhooks.models import replay_stream
 
-from . import drive
+from . import Recorder, drive
 
 FORMAT: Final = "cohere"
 
@@ -99,6 +101,30 @@ class TestEvents:
         """finish_reason TIMEOUT is a retryable timeout error."""
         error = _fails(_end("TIMEOUT"))
         assert (error.type, error.retryable) == ("timeout", True)
+
+    def test_other_shapes_of_content_delta(self) -> None:
+        """Empty text, a thinking delta and a read-only mapping take the slow path."""
+        recorder, response = drive(
+            FORMAT,
+            MappingProxyType(_content("content-delta", text="")),
+            _content("content-delta", thinking="t"),
+            {"type": "content-delta", "index": 0},
+            {"type": "content-delta", "index": 0, "delta": {"message": None}},
+            _content("content-delta", text="a", extra=None),
+            _end(),
+        )
+        assert (response.message.thinking, response.message.text) == ("t", "a")
+        assert recorder.names == [
+            "partial_thinking",
+            "partial_response",
+            "complete_response",
+        ]
+
+    def test_event_names_without_a_space(self) -> None:
+        """``event:name`` (no space after the colon) names the event too."""
+        body = b'event:message-end\ndata: {"delta": {"finish_reason": "COMPLETE"}}\n\n'
+        response = replay_stream([body], format=FORMAT, handler=Recorder())
+        assert response.finish_reason is lh.FinishReason.STOP
 
 
 class TestMalformed:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, Final
 
 import pytest
@@ -102,6 +103,18 @@ class TestParts:
         ]
         assert response.message.tool_calls[0].call_id == "call_0"
         assert response.token_usage == lh.TokenUsage()
+
+    def test_read_only_mappings(self) -> None:
+        """Events given as other mappings (an SDK's, say) map the same."""
+        chunk = _chunk({"text": "a"}, finishReason="STOP")
+        candidate = MappingProxyType(
+            {
+                **chunk["candidates"][0],
+                "content": MappingProxyType({"parts": [{"text": "a"}]}),
+            }
+        )
+        _, response = _drive(MappingProxyType({**chunk, "candidates": [candidate]}))
+        assert response.message.text == "a"
 
     def test_prompt_blocked(self) -> None:
         """promptFeedback.blockReason ends the stream as CONTENT_FILTER."""

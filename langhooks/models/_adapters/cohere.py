@@ -78,9 +78,18 @@ class CohereAdapter(StreamAdapter):
 
     @override
     def feed(self, event: WireEvent) -> list[Action]:
-        event = require_mapping(event, "a Cohere chat stream event")
+        if type(event) is not dict:
+            event = require_mapping(event, "a Cohere chat stream event")
         kind = event.get("type")
         if kind == "content-delta":
+            delta = event.get("delta")
+            message = delta.get("message") if type(delta) is dict else None
+            content = message.get("content") if type(message) is dict else None
+            if type(content) is dict and len(content) == 1:
+                # The hot path: a delta of nothing but text.
+                text = content.get("text")
+                if type(text) is str:
+                    return [(TEXT, text)] if text else []
             content = optional_mapping(_message(event), "content") or {}
             thinking = optional_str(content, "thinking")
             text = optional_str(content, "text")

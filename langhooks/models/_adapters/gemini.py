@@ -49,7 +49,6 @@ from ._base import (
     WireEvent,
     malformed,
     optional_int,
-    optional_mapping,
     optional_str,
     require_mapping,
 )
@@ -85,10 +84,12 @@ class GeminiAdapter(StreamAdapter):
         super().__init__()
         self._tool_count = 0
         self._call_signatures: dict[str, str] = {}
+        self._usage_raw: object = None
 
     @override
     def feed(self, event: WireEvent) -> list[Action]:
-        event = require_mapping(event, "a Gemini stream event")
+        if type(event) is not dict:
+            event = require_mapping(event, "a Gemini stream event")
         error = event.get("error")
         if error is not None:
             raise _error(error, event)
@@ -96,9 +97,12 @@ class GeminiAdapter(StreamAdapter):
             self.id = optional_str(event, "responseId")
         if self.model_name is None:
             self.model_name = optional_str(event, "modelVersion")
-        usage = optional_mapping(event, "usageMetadata")
-        if usage is not None:
-            self._usage(usage)
+        usage = event.get("usageMetadata")
+        if usage is not None and usage != self._usage_raw:
+            # Every chunk restates the usage, mostly unchanged: only a change
+            # builds a new report.
+            self._usage_raw = usage
+            self._usage(require_mapping(usage, "'usageMetadata'"))
         out: list[Action] = []
         typed = False  # the chunk carried a typed action or a finish
         extra = False  # the chunk carried data no typed callback covers
@@ -107,15 +111,17 @@ class GeminiAdapter(StreamAdapter):
             if type(candidates) is not list:
                 raise malformed("'candidates' must be a list")
             for candidate in candidates:
-                candidate = require_mapping(candidate, "a candidate")
-                if (optional_int(candidate, "index") or 0) != 0:
+                if type(candidate) is not dict:
+                    candidate = require_mapping(candidate, "a candidate")
+                if candidate.get("index", 0) != 0:
                     extra = True  # another candidate (candidateCount > 1)
                     continue
                 part_typed, part_extra = self._candidate(candidate, out)
                 typed = typed or part_typed
                 extra = extra or part_extra
-        feedback = optional_mapping(event, "promptFeedback")
+        feedback = event.get("promptFeedback")
         if feedback is not None:
+            feedback = require_mapping(feedback, "'promptFeedback'")
             reason = optional_str(feedback, "blockReason")
             if reason:
                 self.response_metadata["block_reason"] = reason
@@ -131,16 +137,28 @@ class GeminiAdapter(StreamAdapter):
         self, candidate: Mapping[str, Any], out: list[Action]
     ) -> tuple[bool, bool]:
         typed = extra = False
-        content = optional_mapping(candidate, "content")
+        content = candidate.get("content")
+        if content is not None and type(content) is not dict:
+            content = require_mapping(content, "'content'")
         parts = content.get("parts") if content is not None else None
         if parts:
             if type(parts) is not list:
                 raise malformed("'content.parts' must be a list")
             for part in parts:
+                if type(part) is dict and len(part) == 1:
+                    text = part.get("text")
+                    if type(text) is str:
+                        # The hot path: a part of nothing but text.
+                        if text:
+                            out.append((TEXT, text))
+                        typed = True
+                        continue
                 if self._part(require_mapping(part, "a part"), out):
                     typed = True
                 else:
                     extra = True
+        if len(candidate) == ("content" in candidate) + ("index" in candidate):
+            return typed, extra  # the common chunk: nothing but content
         for key, name in _KEPT.items():
             value = candidate.get(key)
             if value:
