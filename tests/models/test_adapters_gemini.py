@@ -104,6 +104,15 @@ class TestParts:
         assert response.message.tool_calls[0].call_id == "call_0"
         assert response.token_usage == lh.TokenUsage()
 
+    def test_several_parts_in_a_chunk(self) -> None:
+        """A chunk of several parts delivers each, in order."""
+        recorder, response = _drive(
+            _chunk({"text": "a"}, {"text": "b", "thought": True}, index=0),
+            _chunk({"text": "c"}, finishReason="STOP", index=0),
+        )
+        assert [p.text for _, p in recorder.events[:3]] == ["a", "b", "c"]
+        assert (response.message.text, response.message.thinking) == ("ac", "b")
+
     def test_read_only_mappings(self) -> None:
         """Events given as other mappings (an SDK's, say) map the same."""
         chunk = _chunk({"text": "a"}, finishReason="STOP")

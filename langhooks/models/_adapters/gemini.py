@@ -103,10 +103,30 @@ class GeminiAdapter(StreamAdapter):
             # builds a new report.
             self._usage_raw = usage
             self._usage(require_mapping(usage, "'usageMetadata'"))
+        candidates = event.get("candidates")
+        if (
+            type(candidates) is list
+            and len(candidates) == 1
+            and "promptFeedback" not in event
+        ):
+            # The hot path: one candidate of one text part and nothing else.
+            candidate = candidates[0]
+            if (
+                type(candidate) is dict
+                and len(candidate) == 2
+                and candidate.get("index") == 0
+            ):
+                content = candidate.get("content")
+                parts = content.get("parts") if type(content) is dict else None
+                if type(parts) is list and len(parts) == 1:
+                    part = parts[0]
+                    if type(part) is dict and len(part) == 1:
+                        text = part.get("text")
+                        if type(text) is str:
+                            return [(TEXT, text)] if text else []
         out: list[Action] = []
         typed = False  # the chunk carried a typed action or a finish
         extra = False  # the chunk carried data no typed callback covers
-        candidates = event.get("candidates")
         if candidates:
             if type(candidates) is not list:
                 raise malformed("'candidates' must be a list")
