@@ -110,7 +110,11 @@ class TestParts:
             _chunk({"text": "a"}, {"text": "b", "thought": True}, index=0),
             _chunk({"text": "c"}, finishReason="STOP", index=0),
         )
-        assert [p.text for _, p in recorder.events[:3]] == ["a", "b", "c"]
+        assert recorder.names[:3] == [
+            "partial_response",
+            "partial_thinking",
+            "partial_response",
+        ]
         assert (response.message.text, response.message.thinking) == ("ac", "b")
 
     def test_read_only_mappings(self) -> None:
