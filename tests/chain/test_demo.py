@@ -12,8 +12,9 @@ import types
 import pytest
 from typing_extensions import override
 
-from langhooks import _cli_demo as _demo
-from langhooks._cli import main
+from langhooks._core._terminal_style import Style
+from langhooks.cli import demo as _demo
+from langhooks.cli import main
 from langhooks.events import read_events
 
 
@@ -116,6 +117,26 @@ class TestDemo:
         assert exited.value.code == 2
         assert "expected a number of seconds, 0 or more" in capsys.readouterr().err
 
+    @pytest.mark.parametrize(
+        ("option", "value", "error"),
+        [
+            ("--model", "", "the model name must not be empty"),
+            ("--base-url", "http://[::1", "not a URL"),
+            ("--base-url", "http://x:99999", "not a URL"),
+            ("--base-url", "ftp://x", "expected an http:// or https:// URL"),
+            ("--base-url", "http://", "expected an http:// or https:// URL"),
+        ],
+    )
+    def test_a_bad_server_option_is_a_usage_error(
+        self, option: str, value: str, error: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """An empty model name or a URL that does not parse: exit 2, no traceback."""
+        argv = {"--model": "m", "--base-url": "http://127.0.0.1:9/v1", option: value}
+        with pytest.raises(SystemExit) as exited:
+            main(["demo", *[part for pair in argv.items() for part in pair]])
+        assert exited.value.code == 2
+        assert error in capsys.readouterr().err
+
     def test_options_go_together(self, capsys: pytest.CaptureFixture[str]) -> None:
         """--base-url without --model is refused with status 2."""
         assert main(["demo", "--base-url", "http://127.0.0.1:9"]) == 2
@@ -178,7 +199,7 @@ class TestEventPrinter:
         from langhooks.chain import LLMChain
 
         out = io.StringIO()
-        printer = _demo.EventPrinter(out, _demo._Style(False))
+        printer = _demo.EventPrinter(out, Style(False))
         chain = LLMChain(_demo.scripted_model(0.0))
         call = ToolCall(call_id="c", name="get_weather", arguments={"city": "Rome"})
         failed = ToolResult(tool_call_id="c", name="get_weather", content="no")
