@@ -129,9 +129,6 @@ _PROVIDERS: Final = {
     "OpenAIResponsesModel": gen_ai.GenAiProviderNameValues.OPENAI.value,
     "AnthropicChatModel": gen_ai.GenAiProviderNameValues.ANTHROPIC.value,
     "OllamaChatModel": "ollama",
-    "GeminiChatModel": gen_ai.GenAiProviderNameValues.GCP_GEMINI.value,
-    "CohereChatModel": gen_ai.GenAiProviderNameValues.COHERE.value,
-    "MistralChatModel": gen_ai.GenAiProviderNameValues.MISTRAL_AI.value,
     "ScriptedChatModel": "langhooks.scripted",
 }
 # The conventions' value when the provider is not known.

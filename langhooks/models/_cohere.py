@@ -16,8 +16,8 @@ from typing import Any
 
 from typing_extensions import override
 
-from .._messages import ContentPart, LangHooksError, Message
-from .._model import ChatRequest
+from .._core._messages import ContentPart, LangHooksError, Message
+from .._core._model import ChatRequest
 from ._raw import AsyncResponseBody, ResponseBody, status_error
 from ._sdk import SDKChatModel
 from ._tool_schema import function_tools

@@ -17,8 +17,8 @@ from typing import Any, Final
 
 from typing_extensions import override
 
-from .._messages import ContentPart, LangHooksError, Message, Tool
-from .._model import ChatRequest
+from .._core._messages import ContentPart, LangHooksError, Message, Tool
+from .._core._model import ChatRequest
 from ._raw import aresponse_body, response_body
 from ._sdk import SDKChatModel
 from ._tool_schema import tool_schema

@@ -17,8 +17,8 @@ from typing import Any
 
 from typing_extensions import override
 
-from .._messages import Message
-from .._model import ChatRequest
+from .._core._messages import Message
+from .._core._model import ChatRequest
 from ._openai import chat_completions_messages
 from ._raw import AsyncResponseBody, ResponseBody, status_error
 from ._sdk import SDKChatModel

@@ -15,7 +15,7 @@ from typing import Any
 
 from typing_extensions import override
 
-from .._messages import LangHooksError
+from .._core._messages import LangHooksError
 from ._transport import aerror_body_hook, error_body_hook, http_error
 
 __all__ = [

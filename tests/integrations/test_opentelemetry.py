@@ -930,21 +930,6 @@ class TestMetrics:
             server_attributes.SERVER_PORT: 9,
         }
 
-    def test_gemini_cohere_and_mistral(self) -> None:
-        """The three SDK models are named as the conventions name their providers."""
-        from langhooks.models import CohereChatModel, GeminiChatModel, MistralChatModel
-
-        base = "http://127.0.0.1:9"
-        gemini = GeminiChatModel(model="g", api_key="k", base_url=base)
-        cohere = CohereChatModel(model="c", api_key="k", base_url=base)
-        mistral = MistralChatModel(model="m", api_key="k", base_url=base)
-        assert [lh_otel._provider(m) for m in (gemini, cohere, mistral)] == [
-            "gcp.gemini",
-            "cohere",
-            "mistral_ai",
-        ]
-        assert lh_otel._request_attributes(cohere)[server_attributes.SERVER_PORT] == 9
-
     def test_other_models(self) -> None:
         """Another model is provider _OTHER; its server port defaults by scheme."""
 

@@ -27,7 +27,7 @@ from typing import Any, ClassVar, Final
 
 from typing_extensions import override
 
-from ..._messages import ErrorType, FinishReason, LangHooksError, TokenUsage
+from ..._core._messages import ErrorType, FinishReason, LangHooksError, TokenUsage
 from ._base import (
     TEXT,
     THINKING,
