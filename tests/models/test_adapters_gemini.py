@@ -9,7 +9,7 @@ import pytest
 
 import langhooks as lh
 from langhooks.models import replay_stream
-from langhooks.models._transport import google_retry_delay
+from langhooks.models._transport import google_retry_delay, http_error
 
 from . import Recorder, drive, local_fixture
 
@@ -116,6 +116,25 @@ class TestParts:
             "partial_response",
         ]
         assert (response.message.text, response.message.thinking) == ("ac", "b")
+
+    def test_untyped_parts_are_unmapped(self) -> None:
+        """Code, images and server parts alone send their chunk to unmapped."""
+        code = _chunk({"executableCode": {"language": "PYTHON", "code": "1"}}, index=0)
+        image = _chunk(
+            {
+                "inlineData": {"mimeType": "image/png", "data": "AA=="},
+                "thoughtSignature": "s",
+            },
+            {"codeExecutionResult": {"outcome": "OUTCOME_OK"}},
+            index=0,
+        )
+        recorder, response = _drive(
+            code, image, _chunk({"text": ""}, finishReason="STOP", index=0)
+        )
+        assert recorder.payloads("unmapped_raw_event") == [code, image]
+        assert recorder.names[-1] == "complete_response"
+        assert response.message.metadata["thinking_signature"] == "s"
+        assert response.message.text == ""
 
     def test_read_only_mappings(self) -> None:
         """Events given as other mappings (an SDK's, say) map the same."""
@@ -233,3 +252,13 @@ class TestRetryInfo:
     def test_retry_delay(self, details: object, seconds: float | None) -> None:
         """google.rpc.RetryInfo's retryDelay gives the wait; anything else none."""
         assert google_retry_delay({"details": details}) == seconds
+
+
+class TestHttpErrors:
+    def test_google_error_body_without_a_string_code(self) -> None:
+        """An error whose only code is the HTTP status is classified by the status."""
+        body = b'{"error": {"code": 503, "message": "The model is overloaded."}}'
+        error = http_error(503, {}, body)
+        assert (error.type, error.retryable) == ("overloaded", True)
+        assert "error_code" not in error.metadata
+        assert error.message.startswith("The model is overloaded.")
