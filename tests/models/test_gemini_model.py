@@ -29,6 +29,7 @@ from ._server import (
     first_bytes_until,
     http_reply,
     stream_reply,
+    unused_port,
     weather_request,
 )
 
@@ -358,6 +359,19 @@ class TestErrors:
         with pytest.raises(LangHooksError, match="finishReason") as raised:
             model(server).stream(REQUEST, Recorder())
         assert (raised.value.type, raised.value.retryable) == ("stream_error", True)
+
+    def test_connection_refused(self) -> None:
+        """Nothing listening is one retryable connection error."""
+        gemini = GeminiChatModel(
+            model="gemini-2.5-flash",
+            api_key="k",
+            base_url=f"http://127.0.0.1:{unused_port()}",
+        )
+        recorder = Recorder()
+        with pytest.raises(LangHooksError) as raised:
+            gemini.stream(REQUEST, recorder)
+        assert (raised.value.type, raised.value.retryable) == ("connection", True)
+        assert recorder.events == [("error", raised.value)]
 
     async def test_async_rate_limit(self, server: FixtureServer) -> None:
         """``astream`` classifies HTTP errors the same way."""

@@ -223,6 +223,16 @@ class TestErrors:
         assert recorder.text == "Checking."
         assert recorder.errors == [raised.value]
 
+    def test_sdk_refusing_an_option(self, server: FixtureServer) -> None:
+        """An option the SDK refuses is one stream_error; nothing raw escapes."""
+        recorder = Recorder()
+        with pytest.raises(LangHooksError) as raised:
+            model(server, extra_params={"no_such_option": 1}).stream(REQUEST, recorder)
+        assert (raised.value.type, raised.value.retryable) == ("stream_error", False)
+        assert "no_such_option" in raised.value.message
+        assert recorder.events == [("error", raised.value)]
+        assert server.requests == []
+
     def test_connection_dropped_mid_stream(self, server: FixtureServer) -> None:
         """A connection cut mid-body is one connection error after the partials."""
         data = local_fixture(STREAM).read_bytes()
