@@ -7,6 +7,7 @@ from typing import Final
 
 from ._base import StreamAdapter
 from .anthropic import AnthropicAdapter
+from .bedrock import BedrockAdapter
 from .ollama import OllamaAdapter
 from .openai_chat import OpenAIChatAdapter
 from .openai_responses import OpenAIResponsesAdapter
@@ -14,6 +15,7 @@ from .openai_responses import OpenAIResponsesAdapter
 __all__ = [
     "ADAPTERS",
     "AnthropicAdapter",
+    "BedrockAdapter",
     "OllamaAdapter",
     "OpenAIChatAdapter",
     "OpenAIResponsesAdapter",
@@ -26,4 +28,5 @@ ADAPTERS: Final[Mapping[str, Callable[[], StreamAdapter]]] = {
     "openai-responses": OpenAIResponsesAdapter,
     "anthropic": AnthropicAdapter,
     "ollama": OllamaAdapter,
+    "bedrock": BedrockAdapter,
 }
