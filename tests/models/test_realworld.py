@@ -47,7 +47,9 @@ def _captures() -> list[str]:
     if not REALWORLD.is_dir():
         return []
     return sorted(
-        path.name for path in REALWORLD.iterdir() if path.suffix in (".sse", ".ndjson")
+        path.name
+        for path in REALWORLD.iterdir()
+        if path.suffix in (".sse", ".ndjson", ".bin")
     )
 
 
@@ -67,6 +69,8 @@ def wire_format(name: str) -> StreamFormat:
     """The wire format a capture's name gives (the corpus README's rule)."""
     if name.endswith(".ndjson"):
         return "ollama"
+    if name.endswith(".bin"):
+        return "bedrock"
     for marker, format in (
         ("_anthropic_", "anthropic"),
         ("_responses_", "openai-responses"),
@@ -485,6 +489,10 @@ def expect_ollama(events: list[object]) -> Expected:
 
 def expected(name: str) -> Expected:
     """What the capture ``name`` says, read by the reference decoder."""
+    if name.endswith(".bin"):
+        from ._realworld_bedrock import expect_bedrock
+
+        return expect_bedrock(REALWORLD / name)
     body = (REALWORLD / name).read_bytes().decode("utf-8-sig")
     format = wire_format(name)
     if format == "ollama":
@@ -613,10 +621,10 @@ class TestCorpusIndex:
         _corpus_or_skip()
         readme = (REALWORLD / "README.md").read_text(encoding="utf-8")
         listed = sorted(
-            set(re.findall(r"^\| `([^`]+\.(?:sse|ndjson))` \|", readme, re.M))
+            set(re.findall(r"^\| `([^`]+\.(?:sse|ndjson|bin))` \|", readme, re.M))
         )
         assert listed == CAPTURES
-        assert len(CAPTURES) == 52
+        assert len(CAPTURES) == 107
 
     def test_perplexity_citations_are_kept(self) -> None:
         """Perplexity's citations and search results reach the response metadata."""
