@@ -2,6 +2,7 @@
 
 from .._model import ChatModel, ChatRequest
 from ._anthropic import AnthropicChatModel
+from ._bedrock import BedrockChatModel
 from ._drive import STREAM_FORMATS, AsyncStreamDriver, StreamDriver, StreamFormat
 from ._ollama import OllamaChatModel
 from ._openai import OpenAIChatModel, OpenAIResponsesModel
@@ -23,6 +24,7 @@ __all__ += [
 
 __all__ += [
     "AnthropicChatModel",
+    "BedrockChatModel",
     "OllamaChatModel",
     "OpenAIChatModel",
     "OpenAIResponsesModel",
