@@ -190,10 +190,9 @@ def bedrock_tools(tools: tuple[Tool, ...]) -> dict[str, Any]:
     return {"tools": specs}
 
 
-def _client_error(exc: Exception) -> LangHooksError:
-    """The ``LangHooksError`` for an exception boto3 raised opening the stream."""
-    if isinstance(exc, LangHooksError):
-        return exc
+def _client_error(exc: Exception) -> LangHooksError | None:
+    """The ``LangHooksError`` for an exception boto3 raised opening the stream;
+    None for one botocore does not define (the transport classifies it)."""
     response = getattr(exc, "response", None)
     if isinstance(response, Mapping):  # botocore's ClientError: an HTTP error
         error = response.get("Error") or {}
@@ -226,7 +225,7 @@ def _client_error(exc: Exception) -> LangHooksError:
         return LangHooksError(
             "invalid_request", f"Bedrock refused the request: {exc}", original=exc
         )
-    return LangHooksError("stream_error", f"the request failed: {text}", original=exc)
+    return None  # for the transport's own classification
 
 
 def _read_error(exc: Exception) -> LangHooksError:
@@ -242,6 +241,15 @@ def _socket_of(raw: object) -> Any:
     """The socket under a urllib3 response (through http.client's reader)."""
     reader = getattr(getattr(raw, "_fp", None), "fp", None)
     return getattr(getattr(reader, "raw", None), "_sock", None)
+
+
+def _shut(sock: Any) -> None:
+    """Shut ``sock`` down (safe from any thread: a blocked read wakes)."""
+    if sock is None:  # pragma: no cover - a urllib3 without http.client's reader
+        return
+    # OSError: already closed, so there is nothing to wake.
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
 
 
 class _Stream:
@@ -268,7 +276,10 @@ class _Stream:
         try:
             response = self._client.converse_stream(**self._params)
         except Exception as exc:
-            raise _client_error(exc) from exc
+            error = _client_error(exc)
+            if error is None:
+                raise
+            raise error from exc
         meta = response.get("ResponseMetadata") or {}
         self.headers = dict(meta.get("HTTPHeaders") or {})
         self._raw = response["stream"]._raw_stream
@@ -278,11 +289,8 @@ class _Stream:
 
     def _shutdown(self) -> None:
         with self._lock:
-            if self._closed or self._socket is None:
-                return
-            # OSError: the socket is already closed, so nothing to wake.
-            with contextlib.suppress(OSError):
-                self._socket.shutdown(socket.SHUT_RDWR)
+            if not self._closed:
+                _shut(self._socket)
 
     def iter_bytes(self) -> Iterator[bytes]:
         """The body as it arrives."""
@@ -293,21 +301,15 @@ class _Stream:
         self._drained = True
 
     def close(self) -> None:
-        """Close the response (and its connection) once."""
+        """Close the response: release its connection when the body was read to
+        its end; otherwise (cancelled, failed, or ended by its last event) shut
+        the connection, so the server sees it close now."""
         with self._lock:
-            if self._closed:
-                return
             self._closed = True
-        if self._raw is None:
-            return
         if self._drained:
-            self._raw.release_conn()  # read to its end: the connection is reusable
+            self._raw.release_conn()
             return
-        # A body left unread (cancelled, failed, or ended by its last event):
-        # the connection is not reused, and the server sees it close now.
-        if self._socket is not None:
-            with contextlib.suppress(OSError):
-                self._socket.shutdown(socket.SHUT_RDWR)
+        _shut(self._socket)
         self._raw.close()
 
     def __exit__(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 from typing import Any
 
 import boto3
@@ -48,6 +49,15 @@ from ._server import (
 )
 
 MODEL = "anthropic.claude-test-v1:0"
+#: A body that ends after messageStop (no metadata event).
+NO_METADATA = (
+    event("messageStart", {"role": "assistant"})
+    + event(
+        "contentBlockDelta",
+        {"contentBlockIndex": 0, "delta": {"text": "Hello there, traveller."}},
+    )
+    + event("messageStop", {"stopReason": "end_turn"})
+)
 REQUEST = weather_request("Weather in Paris?")
 
 
@@ -287,6 +297,37 @@ class TestRequest:
         assert recorder.errors == [raised.value]
         assert server.requests == []
 
+    def test_assistant_turn_with_only_a_call(self, server: FixtureServer) -> None:
+        """An assistant turn with no text sends its toolUse block alone."""
+        server.add(stream_reply(TEXT_STREAM))
+        call = ToolCall(call_id="tooluse_2", name="get_weather")
+        model(server).stream(
+            ChatRequest([Message.user("Go"), Message.assistant("", [call])]),
+            Recorder(),
+        )
+        assert server.requests[0].json["messages"][1]["content"] == [
+            {"toolUse": {"toolUseId": "tooluse_2", "name": "get_weather", "input": {}}}
+        ]
+
+    def test_unknown_parameter_is_invalid_request(self, server: FixtureServer) -> None:
+        """A ``converse_stream`` argument boto3 does not know fails before sending."""
+        recorder = Recorder()
+        with pytest.raises(LangHooksError) as raised:
+            model(server, extra_params={"notAParameter": 1}).stream(REQUEST, recorder)
+        assert (raised.value.type, raised.value.retryable) == ("invalid_request", False)
+        assert "notAParameter" in raised.value.message
+        assert recorder.errors == [raised.value]
+        assert server.requests == []
+
+    def test_a_client_that_cannot_stream(self) -> None:
+        """A client without ``converse_stream`` is a classified error, reported once."""
+        recorder = Recorder()
+        with pytest.raises(LangHooksError) as raised:
+            BedrockChatModel(model=MODEL, client=object()).stream(REQUEST, recorder)
+        assert raised.value.type == "stream_error"
+        assert isinstance(raised.value.original, AttributeError)
+        assert recorder.errors == [raised.value]
+
     def test_jpg_data_url_is_jpeg(self, server: FixtureServer) -> None:
         """A ``data:image/jpg`` URL is sent with Converse's ``jpeg`` format."""
         server.add(stream_reply(TEXT_STREAM))
@@ -453,6 +494,40 @@ class TestStreaming:
         assert dict(complete.tool_call.arguments) == {"city": "Paris"}
         assert response.finish_reason is FinishReason.TOOL_EXECUTION
 
+    def test_body_ending_after_message_stop_completes(
+        self, server: FixtureServer
+    ) -> None:
+        """A body that ends after messageStop, with no metadata, completes (no
+        usage) once it has ended."""
+        body = NO_METADATA
+        server.add(stream_reply(body))
+        recorder = Recorder()
+        response = model(server).stream(REQUEST, recorder)
+        assert response.message.text == "Hello there, traveller."
+        assert response.token_usage is None
+        assert response.finish_reason is FinishReason.STOP
+        assert recorder.names[-1] == "complete_response"
+
+    async def test_async_body_ending_after_message_stop(
+        self, server: FixtureServer
+    ) -> None:
+        """``astream`` completes a body that ends after messageStop the same way."""
+        body = NO_METADATA
+        server.add(stream_reply(body))
+        response = await model(server).astream(REQUEST, AsyncRecorder())
+        assert response.message.status == "complete"
+        assert response.token_usage is None
+
+    def test_cancel_after_the_end_changes_nothing(self, server: FixtureServer) -> None:
+        """A cancel after the stream completed touches no connection and no call."""
+        server.add(stream_reply(TEXT_STREAM))
+        handle = StreamingHandle()
+        recorder = Recorder()
+        response = model(server).stream(REQUEST, recorder, handle=handle)
+        handle.cancel()
+        assert response.message.status == "complete"
+        assert recorder.names[-1] == "complete_response"
+
     async def test_async_stream_with_an_async_handler(
         self, server: FixtureServer
     ) -> None:
@@ -564,6 +639,25 @@ class TestErrors:
         with pytest.raises(LangHooksError) as raised:
             BedrockChatModel(model=MODEL, client=slow).stream(REQUEST, Recorder())
         assert raised.value.type == "timeout"
+
+    def test_no_response_headers_in_time(self, server: FixtureServer) -> None:
+        """A server that never answers is a timeout once botocore's read times out."""
+        server.add(stream_reply(TEXT_STREAM, release=threading.Event()))
+        session = boto3.session.Session(
+            aws_access_key_id="AKIDLANGHOOKSTEST",
+            aws_secret_access_key="test-secret",
+            region_name="eu-west-1",
+        )
+        slow = session.client(
+            "bedrock-runtime",
+            endpoint_url=server.url,
+            config=Config(read_timeout=0.3, retries={"total_max_attempts": 1}),
+        )
+        recorder = Recorder()
+        with pytest.raises(LangHooksError) as raised:
+            BedrockChatModel(model=MODEL, client=slow).stream(REQUEST, recorder)
+        assert (raised.value.type, raised.value.retryable) == ("timeout", True)
+        assert recorder.errors == [raised.value]
 
     async def test_async_throttling(self, server: FixtureServer) -> None:
         """``astream`` classifies HTTP errors the same way."""
