@@ -64,6 +64,7 @@ _MARKS: Final[tuple[tuple[StreamFormat, bytes], ...]] = (
     ("anthropic", b"content_block_"),
     ("openai-chat", b"chat.completion.chunk"),
     ("openai-chat", b'"choices"'),
+    ("bedrock", b":event-type"),
 )
 
 

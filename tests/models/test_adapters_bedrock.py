@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Final
 
 import pytest
 
 import langhooks as lh
+from langhooks._cli import main
 from langhooks.models import StreamDriver, replay_stream
 from langhooks.models._adapters.bedrock import bedrock_error
 from langhooks.models._eventstream import END_OF_STREAM
@@ -394,6 +396,19 @@ class TestReplay:
         with pytest.raises(lh.LangHooksError) as raised:
             replay_stream([TEXT_STREAM[:-3]], format=FORMAT, handler=Recorder())
         assert (raised.value.type, raised.value.retryable) == ("stream_error", True)
+
+    def test_cli_replays_a_body(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """``langhooks replay --format bedrock`` prints a body's events; another
+        format gets a hint naming bedrock."""
+        path = tmp_path / "converse.bin"
+        path.write_bytes(TOOL_STREAM)
+        assert main(["replay", str(path), "--format", "bedrock"]) == 0
+        out = capsys.readouterr().out
+        assert "complete_tool_call   #0 get_weather tooluse_1" in out
+        assert main(["replay", str(path), "--format", "anthropic"]) == 2
+        assert "try --format bedrock" in capsys.readouterr().err
 
     def test_text_chunks_are_refused(self) -> None:
         """A binary stream has no text form: str chunks are a TypeError."""
