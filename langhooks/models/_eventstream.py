@@ -77,7 +77,6 @@ _LENGTHS: Final = struct.Struct(">II")
 _CRC: Final = struct.Struct(">I")
 _PRELUDE_BYTES: Final = 12
 _OVERHEAD: Final = 16  # prelude and message CRC
-_MAX_TOTAL: Final = _OVERHEAD + MAX_HEADERS_BYTES + MAX_PAYLOAD_BYTES
 # Header blocks recur (one per event type): parsed once, up to this many kept.
 _CACHE_SIZE: Final = 64
 _crc32: Final = zlib.crc32
@@ -148,6 +147,18 @@ def _headers(data: bytes) -> dict[str, HeaderValue]:
     return headers
 
 
+class _Head:
+    """A parsed header block, kept per distinct block: its headers and, once a
+    ``BedrockEventDecoder`` looked, the event type of a plain event."""
+
+    __slots__ = ("event", "headers", "seen")
+
+    def __init__(self, headers: dict[str, HeaderValue]) -> None:
+        self.headers = headers
+        self.seen = False  # whether ``event`` was worked out
+        self.event: str | None = None
+
+
 @final
 class EventStreamDecoder:
     """Eventstream messages from a body read in chunks split anywhere.
@@ -159,7 +170,7 @@ class EventStreamDecoder:
 
     def __init__(self) -> None:
         self._buffer = bytearray()
-        self._cache: dict[bytes, dict[str, HeaderValue]] = {}
+        self._cache: dict[bytes, _Head] = {}
         self._error: LangHooksError | None = None
 
     @property
@@ -189,6 +200,19 @@ class EventStreamDecoder:
         Raises:
             TypeError: ``chunk`` is not bytes.
         """
+        frames, error = self._frames(chunk, False)
+        messages = [
+            EventMessage(head.headers, payload)  # type: ignore[arg-type]  # bytes here
+            for head, payload in frames
+        ]
+        return messages, error
+
+    def _frames(
+        self, chunk: bytes | bytearray | memoryview, text: bool
+    ) -> tuple[list[tuple[_Head, bytes | str]], LangHooksError | None]:
+        """The (header block, payload) of each message ``chunk`` completes; the
+        payload decoded as UTF-8 when ``text`` (straight from the buffer: one
+        copy fewer for what is JSON anyway)."""
         if not isinstance(chunk, bytes | bytearray | memoryview):
             raise TypeError(
                 f"eventstream chunks must be bytes, got {type(chunk).__name__}"
@@ -197,59 +221,68 @@ class EventStreamDecoder:
             return [], self._error
         buffer = self._buffer
         buffer += chunk
-        messages: list[EventMessage] = []
+        frames: list[tuple[_Head, bytes | str]] = []
+        append = frames.append
         position = 0
         available = len(buffer)
-        try:
-            while available - position >= _PRELUDE_BYTES:
-                total, headers_length, prelude_crc = _PRELUDE.unpack_from(
-                    buffer, position
-                )
-                if _crc32(buffer[position : position + 8]) != prelude_crc:
-                    raise malformed(
-                        "an eventstream prelude fails its CRC32 check (corrupt data)"
+        cache = self._cache
+        crc32 = _crc32
+        prelude = _PRELUDE.unpack_from
+        checksum = _CRC.unpack_from
+        # The view is released before the buffer is resized (a resize with a
+        # view exported fails).
+        with memoryview(buffer) as view:
+            try:
+                while available - position >= _PRELUDE_BYTES:
+                    total, headers_length, prelude_crc = prelude(view, position)
+                    if crc32(view[position : position + 8]) != prelude_crc:
+                        raise malformed(
+                            "an eventstream prelude fails its CRC32 check "
+                            "(corrupt data)"
+                        )
+                    payload_length = total - headers_length - _OVERHEAD
+                    if (
+                        headers_length > MAX_HEADERS_BYTES
+                        or payload_length < 0
+                        or payload_length > MAX_PAYLOAD_BYTES
+                    ):
+                        raise _bad_lengths(total, headers_length)
+                    end = position + total
+                    if end > available:
+                        break
+                    if (
+                        crc32(view[position + 8 : end - 4], prelude_crc)
+                        != checksum(view, end - 4)[0]
+                    ):
+                        raise malformed(
+                            "an eventstream message fails its CRC32 check "
+                            "(corrupt data)"
+                        )
+                    split = position + _PRELUDE_BYTES + headers_length
+                    block = view[position + _PRELUDE_BYTES : split].tobytes()
+                    head = cache.get(block)
+                    if head is None:
+                        head = _Head(_headers(block))
+                        if len(cache) < _CACHE_SIZE:
+                            cache[block] = head
+                    append(
+                        (
+                            head,
+                            str(view[split : end - 4], "utf-8", "replace")
+                            if text
+                            else view[split : end - 4].tobytes(),
+                        )
                     )
-                if headers_length > MAX_HEADERS_BYTES:
-                    raise malformed(
-                        f"an eventstream message has {headers_length} bytes of "
-                        f"headers, over the {MAX_HEADERS_BYTES}-byte limit"
-                    )
-                payload_length = total - headers_length - _OVERHEAD
-                if payload_length < 0:
-                    raise malformed(
-                        f"an eventstream message of {total} bytes cannot hold "
-                        f"{headers_length} bytes of headers"
-                    )
-                if payload_length > MAX_PAYLOAD_BYTES:
-                    raise malformed(
-                        f"an eventstream message has a {payload_length}-byte "
-                        f"payload, over the {MAX_PAYLOAD_BYTES}-byte limit"
-                    )
-                end = position + total
-                if end > available:
-                    break
-                (message_crc,) = _CRC.unpack_from(buffer, end - 4)
-                if _crc32(buffer[position + 8 : end - 4], prelude_crc) != message_crc:
-                    raise malformed(
-                        "an eventstream message fails its CRC32 check (corrupt data)"
-                    )
-                start = position + _PRELUDE_BYTES
-                block = bytes(buffer[start : start + headers_length])
-                headers = self._cache.get(block)
-                if headers is None:
-                    headers = _headers(block)
-                    if len(self._cache) < _CACHE_SIZE:
-                        self._cache[block] = headers
-                payload = bytes(buffer[start + headers_length : end - 4])
-                messages.append(EventMessage(headers, payload))
-                position = end
-        except LangHooksError as error:
-            self._error = error
+                    position = end
+            except LangHooksError as error:
+                self._error = error
+        failed = self._error
+        if failed is not None:
             buffer.clear()
-            return messages, error
+            return frames, failed
         if position:
             del buffer[:position]
-        return messages, None
+        return frames, None
 
     def end(self) -> bool:
         """End of input: whether the body ended on a message boundary.
@@ -262,9 +295,26 @@ class EventStreamDecoder:
         return not self._buffer
 
 
-def _event_type(message: EventMessage) -> str | LangHooksError:
+def _bad_lengths(total: int, headers_length: int) -> LangHooksError:
+    if headers_length > MAX_HEADERS_BYTES:
+        return malformed(
+            f"an eventstream message has {headers_length} bytes of headers, over "
+            f"the {MAX_HEADERS_BYTES}-byte limit"
+        )
+    payload_length = total - headers_length - _OVERHEAD
+    if payload_length < 0:
+        return malformed(
+            f"an eventstream message of {total} bytes cannot hold "
+            f"{headers_length} bytes of headers"
+        )
+    return malformed(
+        f"an eventstream message has a {payload_length}-byte payload, over the "
+        f"{MAX_PAYLOAD_BYTES}-byte limit"
+    )
+
+
+def _event_type(headers: Mapping[str, HeaderValue]) -> str | LangHooksError:
     """The ``"type"`` of a message's event, or the error its headers are."""
-    headers = message.headers
     kind = headers.get(":message-type", "event")
     if kind == "event":
         name = headers.get(":event-type")
@@ -322,10 +372,27 @@ class BedrockEventDecoder:
             )
         if self._failed:
             return []
-        messages, error = self._frames.decode(chunk)
+        frames, error = self._frames._frames(chunk, True)
         out: list[object] = []
-        for message in messages:
-            event = self._event(message)
+        for head, payload in frames:
+            if not head.seen:
+                kind = _event_type(head.headers)
+                # Plain events and exceptions take the hot path; error
+                # messages (their fields are headers) and bad headers do not.
+                head.event = kind if isinstance(kind, str) and kind != "error" else None
+                head.seen = True
+            name = head.event
+            if name is not None and payload:
+                # The hot path: a plain event with a JSON object payload.
+                try:
+                    value = _loads(payload)
+                except (ValueError, RecursionError):
+                    value = None
+                if type(value) is dict:
+                    value["type"] = name
+                    out.append(value)
+                    continue
+            event = self._event(head.headers, str(payload))
             out.append(event)
             if isinstance(event, LangHooksError):
                 self._failed = True
@@ -342,36 +409,26 @@ class BedrockEventDecoder:
         return [END_OF_STREAM]
 
     @staticmethod
-    def _event(message: EventMessage) -> dict[str, Any] | LangHooksError:
-        kind = _event_type(message)
+    def _event(
+        headers: Mapping[str, HeaderValue], payload: str
+    ) -> dict[str, Any] | LangHooksError:
+        """The event for a message the hot path did not take: an error message,
+        an empty payload, or a payload that is no JSON object."""
+        kind = _event_type(headers)
         if isinstance(kind, LangHooksError):
             return kind
         if kind == "error":
-            headers = message.headers
             return {
                 "type": "error",
                 "code": headers.get(":error-code"),
                 "message": headers.get(":error-message"),
             }
-        payload = message.payload
         if not payload:
             return {"type": kind}
-        try:
-            value = _loads(payload)
-        except (ValueError, RecursionError) as exc:
-            if kind.endswith("Exception"):
-                # An exception whose body is not JSON: its text is the message.
-                return {"type": kind, "message": payload.decode("utf-8", "replace")}
-            return malformed(
-                f"a {kind} payload is not valid JSON: {payload[:120]!r} ({exc})",
-                original=exc,
-            )
-        if type(value) is not dict:
-            return malformed(
-                f"a {kind} payload is not a JSON object: {payload[:120]!r}"
-            )
-        value["type"] = kind
-        return value
+        if kind.endswith("Exception"):
+            # An exception whose body is not a JSON object: its text says why.
+            return {"type": kind, "message": payload}
+        return malformed(f"a {kind} payload is not a JSON object: {payload[:120]!r}")
 
 
 def _header_bytes(name: str, value: HeaderValue | tuple[str, object]) -> bytes:

@@ -245,10 +245,11 @@ class TestMapping:
             FORMAT,
             {"messageStart": {"role": "assistant"}},
             {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"text": "a"}}},
+            {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"text": "b"}}},
             {"messageStop": {"stopReason": "end_turn"}},
             {"metadata": {"usage": {"inputTokens": 1, "outputTokens": 1}}},
         )
-        assert response.message.text == "a"
+        assert response.message.text == "ab"
         assert response.token_usage is not None
 
     def test_end_of_body_after_message_stop_completes(self) -> None:

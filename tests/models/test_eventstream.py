@@ -304,7 +304,7 @@ class TestBedrockEvents:
             ({":message-type": "exception"}, b"{}", ":exception-type"),
             ({":message-type": "error"}, b"", ":error-code"),
             ({":message-type": "surprise"}, b"", "surprise"),
-            ({":event-type": "metadata"}, b"{nope", "not valid JSON"),
+            ({":event-type": "metadata"}, b"{nope", "not a JSON object"),
             ({":event-type": "metadata"}, b"[1]", "not a JSON object"),
         ],
     )

@@ -153,6 +153,17 @@ class BedrockAdapter(StreamAdapter):
 
     @override
     def feed(self, event: WireEvent) -> list[Action]:
+        if type(event) is dict and event.get("type") == "contentBlockDelta":
+            # The hot path: text in a text block already open (checked as the
+            # full path checks it; anything else takes the full path).
+            delta = event.get("delta")
+            if type(delta) is dict:
+                text = delta.get("text")
+                index = event.get("contentBlockIndex")
+                if type(text) is str and type(index) is int:
+                    block = self._blocks.get(index)
+                    if block is not None and block.kind == "text" and not block.stopped:
+                        return [(TEXT, text)] if text else []
         if type(event) is str:
             # The body ended on a message boundary (BedrockEventDecoder.end).
             if self._stopped:
@@ -274,8 +285,6 @@ class BedrockAdapter(StreamAdapter):
         if block is None:
             block = self._blocks[index] = _Block(kind)
             self._order.append(block)
-            return block
-        if block.kind == "text" and kind == "text":
             return block
         if block.kind != kind:
             raise malformed(
