@@ -52,9 +52,7 @@ def _frame(kind: str, payload: dict[str, Any], i: int) -> tuple[bytes, bytes]:
 
 def build_stream(chunks: int) -> tuple[bytes, list[bytes]]:
     """The body of a ``chunks``-delta ConverseStream, and its payloads."""
-    events: list[tuple[str, dict[str, Any]]] = [
-        ("messageStart", {"role": "assistant"})
-    ]
+    events: list[tuple[str, dict[str, Any]]] = [("messageStart", {"role": "assistant"})]
     events += [
         (
             "contentBlockDelta",

@@ -235,6 +235,9 @@ def main() -> None:
         f"  peak: {(peak - baseline_memory) / 1024:.1f} KiB "
         f"(input body {len(body) / 1024:.0f} KiB is not copied)"
     )
+    import bedrock_stream  # Bedrock ConverseStream: the binary eventstream case
+
+    bedrock_stream.report(args.chunks, args.repeat)
 
 
 if __name__ == "__main__":

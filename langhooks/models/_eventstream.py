@@ -25,7 +25,7 @@ import json
 import struct
 import uuid
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeAlias, final
 
 import attrs
@@ -81,6 +81,9 @@ _OVERHEAD: Final = 16  # prelude and message CRC
 _CACHE_SIZE: Final = 64
 _crc32: Final = zlib.crc32
 _loads: Final = json.loads
+# The json module's own scanner, without ``loads``'s wrapping (a type check, a
+# decode call and two whitespace matches): payloads are compact JSON objects.
+_scan: Final[Callable[[str, int], tuple[Any, int]]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # not in the stubs
 
 _INT_FORMATS: Final[Mapping[int, struct.Struct]] = {
     2: struct.Struct(">b"),
@@ -385,9 +388,14 @@ class BedrockEventDecoder:
             if name is not None and payload:
                 # The hot path: a plain event with a JSON object payload.
                 try:
-                    value = _loads(payload)
-                except (ValueError, RecursionError):
-                    value = None
+                    value, stop = _scan(payload, 0)  # type: ignore[arg-type]  # str here
+                except (ValueError, RecursionError, StopIteration):
+                    stop = -1
+                if stop != len(payload):  # whitespace around it, or not JSON
+                    try:
+                        value = _loads(payload)
+                    except (ValueError, RecursionError):
+                        value = None
                 if type(value) is dict:
                     value["type"] = name
                     out.append(value)

@@ -289,6 +289,11 @@ class TestBedrockEvents:
             END_OF_STREAM,
         ]
 
+    def test_json_with_whitespace(self) -> None:
+        """A payload with whitespace around its object is still that object."""
+        data = encode_message({":event-type": "metadata"}, b' {"a": 1}\n')
+        assert self.feed(data)[0] == {"type": "metadata", "a": 1}
+
     def test_error_messages(self) -> None:
         """An error message's code and message come from its headers."""
         data = encode_message(
