@@ -20,9 +20,9 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from types import TracebackType
 from typing import Any, Final
 
-from .._messages import ChatResponse, LangHooksError, Message, Tool
-from .._model import ChatRequest
-from .._streaming import (
+from .._core._messages import ChatResponse, LangHooksError, Message, Tool
+from .._core._model import ChatRequest
+from .._core._streaming import (
     AsyncStreamingChatResponseHandler,
     StreamingChatResponseHandler,
     StreamingHandle,

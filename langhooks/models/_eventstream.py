@@ -30,7 +30,7 @@ from typing import Any, Final, TypeAlias, final
 
 import attrs
 
-from .._messages import LangHooksError
+from .._core._messages import LangHooksError
 from ._adapters._base import malformed
 
 __all__ = [

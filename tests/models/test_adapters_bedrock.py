@@ -8,7 +8,7 @@ from typing import Any, Final
 import pytest
 
 import langhooks as lh
-from langhooks._cli import main
+from langhooks.cli import main
 from langhooks.models import StreamDriver, replay_stream
 from langhooks.models._adapters.bedrock import bedrock_error
 from langhooks.models._eventstream import END_OF_STREAM

@@ -30,7 +30,7 @@ from typing import Any, ClassVar, Final
 
 from typing_extensions import override
 
-from ..._messages import ErrorType, FinishReason, LangHooksError, TokenUsage
+from ..._core._messages import ErrorType, FinishReason, LangHooksError, TokenUsage
 from .._errors import classify_error
 from ._base import (
     TEXT,
