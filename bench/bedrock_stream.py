@@ -10,11 +10,13 @@ three headers and a ``p`` padding field in every payload, messageStart,
 contentBlockStop, messageStop and metadata around them), cut into 4 KiB pieces
 as a socket would deliver them, and times, in the same run:
 
-- the baseline: ``json.loads`` of every payload (already cut out of its frame);
+- the baseline: ``json.loads`` of every payload (already cut out of its frame),
+  as str (what ``bench/streams.py`` gives every format) and as bytes (what a
+  frame holds: ``json.loads`` then detects the encoding and decodes);
 - the full replay: ``replay_stream(format="bedrock")`` over the pieces (the frame
   decoder with both CRC32 checks, JSON parsing, the adapter, the driver and a
   handler call per text delta) into a no-op ``on_partial_response``;
-- botocore's own iteration of the same pieces: ``EventStream`` with
+- botocore's own iteration of the same pieces (``read_botocore``): ``EventStream`` with
   ``EventStreamJSONParser`` and the ConverseStream output shape, which is what
   ``for event in response["stream"]`` runs (and yields dicts only: no handler).
 
@@ -42,16 +44,17 @@ _PAD: Final = string.ascii_letters + string.digits
 _HEADERS: Final = {":content-type": "application/json", ":message-type": "event"}
 
 
-def _frame(kind: str, payload: dict[str, Any], i: int) -> tuple[bytes, bytes]:
+def _frame(kind: str, payload: dict[str, Any], i: int) -> tuple[bytes, str]:
     # AWS pads every payload with "p": a run of letters of varying length.
     data = json.dumps(
         {**payload, "p": _PAD[: 1 + (i * 7) % len(_PAD)]}, separators=(",", ":")
-    ).encode()
-    return encode_message({":event-type": kind, **_HEADERS}, data), data
+    )
+    return encode_message({":event-type": kind, **_HEADERS}, data.encode()), data
 
 
-def build_stream(chunks: int) -> tuple[bytes, list[bytes]]:
-    """The body of a ``chunks``-delta ConverseStream, and its payloads."""
+def build_stream(chunks: int) -> tuple[bytes, list[str]]:
+    """The body of a ``chunks``-delta ConverseStream, and its payloads (the
+    shape of ``bench/streams.py``'s stream builders)."""
     events: list[tuple[str, dict[str, Any]]] = [("messageStart", {"role": "assistant"})]
     events += [
         (
@@ -95,8 +98,9 @@ class TextSink(lh.StreamingChatResponseHandler):
         pass
 
 
-def botocore_iteration(body: bytes) -> Callable[[], object]:
-    """Iterating botocore's ``EventStream`` over ``body`` (as boto3 users do)."""
+def read_botocore(body: bytes) -> Callable[[], int]:
+    """Iterating botocore's ``EventStream`` over ``body`` (as boto3 users do);
+    the shape of ``bench/streams.py``'s SDK readers."""
     import botocore.session
     from botocore.eventstream import EventStream
     from botocore.parsers import EventStreamJSONParser
@@ -108,7 +112,7 @@ def botocore_iteration(body: bytes) -> Callable[[], object]:
         def stream(self) -> Iterator[bytes]:
             return pieces(body)
 
-    def run() -> object:
+    def run() -> int:
         count = 0
         parser = EventStreamJSONParser()
         for _ in EventStream(Raw(), shape, parser, "ConverseStream"):
@@ -123,10 +127,15 @@ def report(chunks: int, repeat: int) -> None:
     from streams import best_of
 
     body, payloads = build_stream(chunks)
+    raw = [payload.encode() for payload in payloads]
     loads = json.loads
 
     def baseline() -> None:
         for payload in payloads:
+            loads(payload)
+
+    def baseline_bytes() -> None:
+        for payload in raw:
             loads(payload)
 
     def replay() -> object:
@@ -136,10 +145,12 @@ def report(chunks: int, repeat: int) -> None:
     assert isinstance(response, lh.ChatResponse)
     assert response.token_usage is not None
     assert response.token_usage.output_tokens == chunks
-    botocore = botocore_iteration(body)
+    botocore = read_botocore(body)
     assert botocore() == chunks + 4
 
-    json_time, replay_time, botocore_time = best_of(repeat, baseline, replay, botocore)
+    json_time, bytes_time, replay_time, botocore_time = best_of(
+        repeat, baseline, baseline_bytes, replay, botocore
+    )
     per_chunk = 1e6 / (chunks + 4)
     print(
         f"bedrock: {chunks:,} text deltas, {len(body) / 1e6:.2f} MB eventstream, "
@@ -147,12 +158,17 @@ def report(chunks: int, repeat: int) -> None:
     )
     print(
         f"  json.loads of the payloads     {json_time * 1e3:8.2f} ms   "
-        f"{json_time * per_chunk:5.2f} us/chunk"
+        f"{json_time * per_chunk:5.2f} us/chunk   (str, as cut out of SSE)"
+    )
+    print(
+        f"  json.loads of payload bytes    {bytes_time * 1e3:8.2f} ms   "
+        f"{bytes_time * per_chunk:5.2f} us/chunk   (bytes, as cut out of frames)"
     )
     print(
         f"  replay, on_partial_response    {replay_time * 1e3:8.2f} ms   "
         f"{replay_time * per_chunk:5.2f} us/chunk   "
-        f"ratio {replay_time / json_time:.2f}x"
+        f"ratio {replay_time / json_time:.2f}x (str), "
+        f"{replay_time / bytes_time:.2f}x (bytes)"
     )
     print(
         f"  botocore EventStream iteration {botocore_time * 1e3:8.2f} ms   "

@@ -15,12 +15,12 @@ error (its ``:exception-type`` the code).
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from botocore.eventstream import EventStreamBuffer
 
-from .test_realworld import Call, Expected
+if TYPE_CHECKING:  # test_realworld imports this module: no import cycle at runtime
+    from .test_realworld import Expected
 
 __all__ = ["bedrock_events", "expect_bedrock"]
 
@@ -45,13 +45,15 @@ def bedrock_events(data: bytes) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     ]
 
 
-def expect_bedrock(path: Path) -> Expected:
-    """What the ConverseStream capture at ``path`` should replay to."""
+def expect_bedrock(body: bytes) -> Expected:
+    """What the ConverseStream body ``body`` should replay to."""
+    from .test_realworld import Call, Expected
+
     out = Expected()
     kinds: dict[int, str] = {}
     calls: dict[int, Call] = {}
     usage: dict[str, Any] | None = None
-    for headers, payload in bedrock_events(path.read_bytes()):
+    for headers, payload in bedrock_events(body):
         if headers.get(":message-type") == "exception":
             out.error_code = headers[":exception-type"]
             return out

@@ -30,6 +30,7 @@ import langhooks as lh
 from langhooks.models import StreamFormat, replay_stream
 
 from . import Recorder
+from ._realworld_bedrock import expect_bedrock
 
 # tests/models/test_realworld.py -> parents[2] is the repository root.
 REALWORLD: Final = Path(
@@ -490,9 +491,7 @@ def expect_ollama(events: list[object]) -> Expected:
 def expected(name: str) -> Expected:
     """What the capture ``name`` says, read by the reference decoder."""
     if name.endswith(".bin"):
-        from ._realworld_bedrock import expect_bedrock
-
-        return expect_bedrock(REALWORLD / name)
+        return expect_bedrock((REALWORLD / name).read_bytes())
     body = (REALWORLD / name).read_bytes().decode("utf-8-sig")
     format = wire_format(name)
     if format == "ollama":
