@@ -71,6 +71,7 @@ nitpick_ignore = [
     ("py:class", "langhooks._core._functions.StreamingCallbackFunctions"),
     ("py:class", "langhooks._core._functions.AsyncStreamingCallbackFunctions"),
     ("py:class", "langhooks.models._sse.WireDecoder"),
+    ("py:class", "langhooks.models._eventstream.BedrockEventDecoder"),
     # What in_background's overloads return for each interface (the checker's view).
     ("py:class", "_StreamingBackground"),
     ("py:class", "_AsyncStreamingBackground"),

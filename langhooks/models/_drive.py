@@ -75,6 +75,7 @@ StreamFormat: TypeAlias = Literal[
     "ollama",
     "gemini",
     "cohere",
+    "bedrock",
 ]
 #: The wire formats a driver (and ``replay_stream``) understands.
 STREAM_FORMATS: Final[tuple[str, ...]] = get_args(StreamFormat)
