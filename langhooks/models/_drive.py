@@ -184,6 +184,8 @@ class _Driver:
         self._error: LangHooksError | None = None
         # What the handler raised, if it did: it propagates unchanged.
         self._raised: BaseException | None = None
+        # The error ``fail`` last raised (reported or not): it propagates too.
+        self._failed: LangHooksError | None = None
         self._final: ChatResponse | None = None
         # Content as delivered: runs of (type, pieces), consecutive same-type
         # pieces joined into one part at the end.
@@ -391,7 +393,7 @@ class _Driver:
         """
         if self._raised is not None:
             raise self._raised
-        if exc is self._error:
+        if exc is self._error or exc is self._failed:
             raise exc
         state = self._state
         if state == _FAILED:
@@ -565,6 +567,7 @@ class StreamDriver(_Driver):
         Raises:
             LangHooksError: ``error``, always.
         """
+        self._failed = error
         with self.handle._delivery:
             if self._state in (_OPEN, _ENDED) and not self.handle.is_cancelled:
                 self._fail(error)
@@ -689,6 +692,7 @@ class AsyncStreamDriver(_Driver):
 
     async def fail(self, error: LangHooksError) -> NoReturn:
         """Report a transport failure and raise it; see ``StreamDriver.fail``."""
+        self._failed = error
         with self.handle._delivery:
             if self._state in (_OPEN, _ENDED) and not self.handle.is_cancelled:
                 await self._fail(error)
