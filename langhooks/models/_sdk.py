@@ -221,5 +221,5 @@ class _AsyncOpening:
         return body
 
     async def __aexit__(self, *exc_info: object) -> None:
-        if self._body is not None:
-            await self._body.__aexit__(None, None, None)
+        # Only called once __aenter__ returned, so the body is there.
+        await self._body.__aexit__(None, None, None)
