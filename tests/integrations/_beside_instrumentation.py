@@ -130,7 +130,7 @@ def main(kit: str, name: str) -> None:
             else:
                 server.add(stream_reply(ENDINGS[name]))
                 chain = LLMChain(model, tools=[WEATHER_TOOL], callbacks=[otel])
-                chain.add_messages(request.messages)
+                chain = chain.add_messages(request.messages)
                 run = chain.run()
                 got = {"run": run.status, "error": str(run.error or "")}
             result[label] = {**got, "partials": seen.partials, "errors": seen.errors}
