@@ -24,6 +24,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
 
+from opentelemetry import trace
 from opentelemetry._logs import Logger, LoggerProvider, LogRecord, get_logger
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
 
@@ -144,11 +145,9 @@ class ContentCapture:
         self.on_spans: Final = self.mode in ("span_only", "span_and_event")
         #: Content goes into the operation-details log record.
         self.in_events: Final = self.mode in ("event_only", "span_and_event")
-        self._logger: Logger | None = None
-        if self.in_events:
-            self._logger = get_logger(
-                "langhooks", __version__, logger_provider, schema_url=None
-            )
+        self._logger: Final[Logger] = get_logger(
+            "langhooks", __version__, logger_provider
+        )
 
     def emit(
         self,
@@ -156,22 +155,18 @@ class ContentCapture:
         attributes: Mapping[str, AttributeValue],
         content_attributes: Mapping[str, str],
     ) -> None:
-        """Emit a model call's operation-details record in ``span``'s context.
+        """Emit a model call's operation-details record in ``span``'s context
+        (called only when ``in_events``).
 
         Args:
             span: the call's ``chat`` span (its context links the record).
             attributes: the call's span attributes (no content).
             content_attributes: its content attributes, as JSON text.
         """
-        logger = self._logger
-        if logger is None:
-            return
-        from opentelemetry import trace
-
         record: dict[str, Any] = dict(attributes)
         for key, text in content_attributes.items():
             record[key] = _structured(text)
-        logger.emit(
+        self._logger.emit(
             LogRecord(
                 event_name=DETAILS_EVENT,
                 attributes=record,
