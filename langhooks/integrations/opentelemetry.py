@@ -50,9 +50,9 @@ except ImportError as _missing:  # pragma: no cover  # tested in a subprocess
         "pip install 'langhooks[opentelemetry]'"
     ) from _missing
 
-from .._chain_callbacks import ChainCallbackHandler
-from .._compose import AsyncCompositeStreamingHandler, CompositeStreamingHandler
-from .._messages import (
+from .._core._chain_callbacks import ChainCallbackHandler
+from .._wrap._compose import AsyncCompositeStreamingHandler, CompositeStreamingHandler
+from .._core._messages import (
     ChatResponse,
     LangHooksError,
     MessageDelta,
@@ -60,7 +60,7 @@ from .._messages import (
     ToolCall,
     ToolResult,
 )
-from .._streaming import (
+from .._core._streaming import (
     AsyncStreamingChatResponseHandler,
     StreamingChatResponseHandler,
     StreamingHandle,

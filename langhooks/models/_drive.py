@@ -46,8 +46,8 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, Literal, NoReturn, TypeAlias, final, get_args
 
-from .._handler import HandlerBase, bound_event, event_is_async, overridden_events
-from .._messages import (
+from .._core._handler import HandlerBase, bound_event, event_is_async, overridden_events
+from .._core._messages import (
     ChatResponse,
     CompleteToolCall,
     ContentPart,
@@ -61,7 +61,7 @@ from .._messages import (
     ToolCall,
     trusted_partial_response,
 )
-from .._streaming import (
+from .._core._streaming import (
     AsyncStreamingChatResponseHandler,
     PartialResponseContext,
     PartialThinkingContext,

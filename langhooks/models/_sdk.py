@@ -21,9 +21,9 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, ClassVar, Final
 
-from .._messages import ChatResponse
-from .._model import ChatRequest
-from .._streaming import (
+from .._core._messages import ChatResponse
+from .._core._model import ChatRequest
+from .._core._streaming import (
     AsyncStreamingChatResponseHandler,
     StreamingChatResponseHandler,
     StreamingHandle,
