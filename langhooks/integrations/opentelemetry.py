@@ -51,7 +51,6 @@ except ImportError as _missing:  # pragma: no cover  # tested in a subprocess
     ) from _missing
 
 from .._core._chain_callbacks import ChainCallbackHandler
-from .._wrap._compose import AsyncCompositeStreamingHandler, CompositeStreamingHandler
 from .._core._messages import (
     ChatResponse,
     LangHooksError,
@@ -65,6 +64,7 @@ from .._core._streaming import (
     StreamingChatResponseHandler,
     StreamingHandle,
 )
+from .._wrap._compose import AsyncCompositeStreamingHandler, CompositeStreamingHandler
 from ._otel._calls import ChatCall, FirstChunk
 from ._otel._capture import CAPTURE_CONTENT_ENV, CaptureMode
 from ._otel._runs import Telemetry

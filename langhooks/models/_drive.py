@@ -79,8 +79,9 @@ from ._adapters._base import (
     Action,
     finish_status,
     malformed,
+    wire_event,
 )
-from ._errors import describe_exception, error_from_exception
+from ._errors import describe_exception, error_from_exception, with_cause
 
 __all__ = ["STREAM_FORMATS", "AsyncStreamDriver", "StreamDriver", "StreamFormat"]
 
@@ -107,38 +108,6 @@ _COMPACT_AT: Final = 1024
 _Call: TypeAlias = "tuple[Callable[..., Any], tuple[Any, ...], bool]"
 
 _log: Final = logging.getLogger("langhooks.models")
-
-
-def _wire_event(event: object) -> object:
-    """A JSON object (or the ``"[DONE]"`` string) from ``event``.
-
-    Official-SDK events are pydantic models: dumped the way they came off the wire
-    (fields the server did not send are left out).
-    """
-    if isinstance(event, Mapping | str):
-        return event
-    dump = getattr(event, "model_dump", None)
-    if callable(dump):
-        try:
-            return dump(mode="json", by_alias=True, exclude_unset=True, warnings=False)
-        except Exception as exc:  # a broken SDK object is malformed input
-            raise malformed(f"cannot convert {type(event).__name__}: {exc}") from exc
-    raise malformed(
-        f"expected a decoded wire event (a JSON object or an SDK event), got "
-        f"{type(event).__name__}"
-    )
-
-
-def _caused(error: LangHooksError) -> LangHooksError:
-    """``error`` with the exception it stands for as its ``__cause__``."""
-    original = error.original
-    if (
-        error.__cause__ is None
-        and isinstance(original, BaseException)
-        and original is not error
-    ):
-        error.__cause__ = original
-    return error
 
 
 class _Driver:
@@ -270,7 +239,7 @@ class _Driver:
             if isinstance(event, LangHooksError):
                 return event  # a decoder's verdict on malformed wire data
             try:
-                event = _wire_event(event)
+                event = wire_event(event)
             except LangHooksError as error:
                 return error
         try:
@@ -575,7 +544,7 @@ class StreamDriver(_Driver):
 
     def _fail(self, error: LangHooksError) -> NoReturn:
         self._state = _FAILED
-        self._error = _caused(error)
+        self._error = with_cause(error)
         method = self._methods["on_error"]
         if method is not None:
             try:
@@ -700,7 +669,7 @@ class AsyncStreamDriver(_Driver):
 
     async def _fail(self, error: LangHooksError) -> NoReturn:
         self._state = _FAILED
-        self._error = _caused(error)
+        self._error = with_cause(error)
         method = self._methods["on_error"]
         if method is not None:
             try:

@@ -25,6 +25,7 @@ __all__ = [
     "error_from_exception",
     "parse_ratelimit",
     "retry_after_seconds",
+    "with_cause",
 ]
 
 # Provider error codes / types (OpenAI ``code`` or ``type``, Anthropic
@@ -364,3 +365,15 @@ def error_from_exception(exc: BaseException) -> LangHooksError:
         original=exc,
         retryable=False,
     )
+
+
+def with_cause(error: LangHooksError) -> LangHooksError:
+    """``error`` with the exception it stands for as its ``__cause__``."""
+    original = error.original
+    if (
+        error.__cause__ is None
+        and isinstance(original, BaseException)
+        and original is not error
+    ):
+        error.__cause__ = original
+    return error

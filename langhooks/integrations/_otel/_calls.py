@@ -9,29 +9,31 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Final, final
+from typing import TYPE_CHECKING, Final, Protocol, final
 from urllib.parse import urlsplit
 
+from opentelemetry.metrics import Histogram
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
 from opentelemetry.semconv.attributes import error_attributes, server_attributes
 from opentelemetry.semconv.schemas import Schemas
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 from typing_extensions import override
 
-from langhooks import (
+from ..._core._messages import (
     ChatResponse,
     LangHooksError,
     PartialResponse,
-    PartialResponseContext,
     PartialThinking,
-    PartialThinkingContext,
     PartialToolCall,
+)
+from ..._core._streaming import (
+    PartialResponseContext,
+    PartialThinkingContext,
     PartialToolCallContext,
     StreamingChatResponseHandler,
 )
-
 from .. import _genai_content as content
-from ._capture import request_content
+from ._capture import ContentCapture, request_content
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -39,8 +41,6 @@ if TYPE_CHECKING:
 
     from langhooks.chain import LLMChain
     from langhooks.models import ChatRequest
-
-    from ._runs import Telemetry
 
 __all__ = [
     "CHAT",
@@ -54,6 +54,7 @@ __all__ = [
     "RETRY_EVENT",
     "SCHEMA_URL",
     "TOKEN_BUCKETS",
+    "CallTelemetry",
     "ChatCall",
     "FirstChunk",
     "fail_span",
@@ -161,6 +162,30 @@ _CONTENT_KEYS: Final = frozenset(
 # --- one model call -----------------------------------------------------------------
 
 
+class CallTelemetry(Protocol):
+    """What a ``ChatCall`` records with (``_runs.Telemetry`` is one)."""
+
+    @property
+    def tracer(self) -> Tracer:
+        """Makes the ``chat`` spans."""
+
+    @property
+    def capture(self) -> ContentCapture:
+        """Where content goes."""
+
+    @property
+    def operation_duration(self) -> Histogram:
+        """``gen_ai.client.operation.duration``."""
+
+    @property
+    def token_usage(self) -> Histogram:
+        """``gen_ai.client.token.usage``."""
+
+    @property
+    def time_to_first_chunk(self) -> Histogram:
+        """``gen_ai.client.operation.time_to_first_chunk``."""
+
+
 @final
 class ChatCall:
     """The ``chat`` span of one model attempt, its metrics and (with content in
@@ -177,7 +202,7 @@ class ChatCall:
 
     def __init__(
         self,
-        telemetry: Telemetry,
+        telemetry: CallTelemetry,
         model: object,
         request: ChatRequest,
         parent: Context | None,

@@ -28,8 +28,7 @@ from opentelemetry import trace
 from opentelemetry._logs import Logger, LoggerProvider, LogRecord, get_logger
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
 
-from langhooks import __version__
-
+from ..._version import __version__
 from .. import _genai_content as content
 
 if TYPE_CHECKING:
