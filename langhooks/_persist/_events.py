@@ -21,7 +21,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import IO, Any, Final, TypeAlias, final, overload
+from typing import IO, Any, Final, TypeAlias, cast, final, overload
 
 from typing_extensions import override
 
@@ -47,7 +47,7 @@ from .._core._streaming import (
 from ..chain._chain import LLMChain
 from ..chain._result import RunResult, run_result
 from . import _codec
-from ._records import EventRecord
+from ._records import EventName, EventRecord
 
 __all__ = [
     "EventRecord",
@@ -328,7 +328,7 @@ class EventRecorder(ChainCallbackHandler, StreamingChatResponseHandler):
                 self._call(
                     EventRecord(
                         seq=seq,
-                        event=name,
+                        event=cast("EventName", name),  # an interface's event
                         run_id=run_id,
                         invocation_id=invocation_id,
                         parent_id=parent_id,

@@ -305,7 +305,7 @@ class TestConsumerGroups:
             )
         client.xadd(
             f"{prefix}events",
-            {"record": codec.dumps(EventRecord(seq=0, event="on_nothing"))},
+            {"record": codec.dumps(EventRecord(seq=0, event="on_nothing"))},  # type: ignore[arg-type]
         )
         foreign = RedisEventConsumer(
             client, group="g", consumer="a", handler=Stopper(), prefix=prefix
