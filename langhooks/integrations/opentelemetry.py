@@ -129,8 +129,8 @@ class OpenTelemetryHandler(ChainCallbackHandler):
 
     @property
     def capture_mode(self) -> CaptureMode:
-        """Where message content goes: ``"no_content"``, ``"span_only"``,
-        ``"event_only"`` or ``"span_and_event"``."""
+        """Where message content goes, one of ``"no_content"``, ``"span_only"``,
+        ``"event_only"`` and ``"span_and_event"``."""
         return self._telemetry.capture.mode
 
     def traced_stream(
