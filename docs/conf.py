@@ -88,8 +88,9 @@ nitpick_ignore = [
     ("py:class", "asyncio.events.AbstractEventLoop"),
     ("py:class", "langhooks._persist._codec_api._T"),  # decode/loads' TypeVar
 ]
-# redis-py's client classes: its inventory is not shipped either.
-nitpick_ignore_regex = [("py:class", r"redis\..*")]
+# redis-py's client classes and Starlette's request: their inventories are not
+# shipped either.
+nitpick_ignore_regex = [("py:class", r"redis\..*"), ("py:class", r"starlette\..*")]
 
 _PUBLIC_PACKAGES = (
     "langhooks",
