@@ -83,6 +83,11 @@ nitpick_ignore = [
     ("py:class", "Starlette"),  # what create_app returns: Starlette ships none
     ("py:class", "TracerProvider"),
     ("py:class", "MeterProvider"),
+    ("py:class", "LoggerProvider"),
+    # Overloaded signatures name asyncio's classes by their defining module.
+    ("py:class", "asyncio.queues.Queue"),
+    ("py:class", "asyncio.events.AbstractEventLoop"),
+    ("py:class", "langhooks._persist._codec_api._T"),  # decode/loads' TypeVar
 ]
 # redis-py's client classes and Starlette's request: their inventories are not
 # shipped either.

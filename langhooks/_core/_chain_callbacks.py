@@ -8,9 +8,10 @@ the run's state when the event fired. ``chain.invocation`` is the run's
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, overload
 
 import attrs
+from typing_extensions import override
 
 from ._handler import HandlerBase
 from ._messages import (
@@ -27,6 +28,7 @@ from ._messages import (
     _frozen_mapping,
     _reduce,
 )
+from ._streaming import AsyncStreamingChatResponseHandler, StreamingChatResponseHandler
 from ._validators import instance_of
 
 if TYPE_CHECKING:
@@ -36,8 +38,10 @@ if TYPE_CHECKING:
 __all__ = [
     "Allow",
     "AsyncChainCallbackHandler",
+    "AsyncChainStreamingHandler",
     "ChainCallbackHandler",
     "ChainEventName",
+    "ChainStreamingHandler",
     "Deny",
     "Interrupt",
     "ReviewContext",
@@ -407,3 +411,56 @@ ChainEventName: TypeAlias = Literal[
     "on_run_complete",
 ]
 """The name of a ``ChainCallbackHandler`` event, as ``filtered`` takes it."""
+
+# --- both interfaces in one class ---------------------------------------------------
+#
+# ``ChainCallbackHandler.on_error(chain, error)`` and
+# ``StreamingChatResponseHandler.on_error(error)`` share a name, so a class that
+# simply subclasses both is rejected by mypy and pyright (the two definitions
+# conflict). These bases declare ``on_error`` as the two overloads for the type
+# checkers and add nothing at run time: ``on_error`` stays the interfaces' no-op
+# (uncalled) unless a subclass overrides it, with both overloads.
+
+
+class ChainStreamingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
+    """A ``ChainCallbackHandler`` that is a ``StreamingChatResponseHandler`` too.
+
+    Subclass it instead of both interfaces: the class then checks with mypy and
+    pyright as written. It goes in ``LLMChain(callbacks=[...])`` and in
+    ``model.stream(request, handler)`` alike.
+
+    To handle failures of both kinds, override ``on_error`` with both overloads::
+
+        @overload
+        def on_error(self, error: LangHooksError, /) -> None: ...
+        @overload
+        def on_error(self, chain: LLMChain, error: LangHooksError, /) -> None: ...
+        @override
+        def on_error(self, *args: Any) -> None: ...
+    """
+
+    if TYPE_CHECKING:  # the run-time method is the interfaces' no-op
+
+        @overload
+        def on_error(self, error: LangHooksError, /) -> None: ...
+        @overload
+        def on_error(self, chain: LLMChain, error: LangHooksError, /) -> None: ...
+        @override
+        def on_error(self, *args: Any) -> None:
+            """A stream's ``on_error(error)`` or a run's ``on_error(chain, error)``."""
+
+
+class AsyncChainStreamingHandler(
+    AsyncChainCallbackHandler, AsyncStreamingChatResponseHandler
+):
+    """The ``async def`` twin of ``ChainStreamingHandler``."""
+
+    if TYPE_CHECKING:
+
+        @overload
+        async def on_error(self, error: LangHooksError, /) -> None: ...
+        @overload
+        async def on_error(self, chain: LLMChain, error: LangHooksError, /) -> None: ...
+        @override
+        async def on_error(self, *args: Any) -> None:
+            """A stream's ``on_error(error)`` or a run's ``on_error(chain, error)``."""
