@@ -6,6 +6,8 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from typing_extensions import override
+
 import langhooks as lh
 from langhooks.chain import Decision, LLMChain, Tool
 from langhooks.models import ScriptedChatModel, ScriptedTurn
@@ -15,6 +17,7 @@ from langhooks.stores import MemoryRunStore, PendingRun, RunStore
 class AskFirst(lh.ChainCallbackHandler):
     """Every call waits for a human."""
 
+    @override
     def on_tool_call_review(
         self,
         chain: LLMChain,
