@@ -8,6 +8,12 @@ in this file makes a store unreachable mid-resume.
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 import uuid
@@ -19,6 +25,7 @@ import psycopg
 import pytest
 import redis
 import redis.asyncio
+from typing_extensions import override
 
 import langhooks as lh
 from langhooks.chain import Decision, LLMChain, RunResult
@@ -34,6 +41,7 @@ from tests.integrations._store_agent import (
     TOOLS,
     AskFirst,
     answer_model,
+    log_lines,
     starts,
     waiting_chain,
 )
@@ -414,3 +422,307 @@ class TestContract:
             store.pending(limit=0)
         with pytest.raises(TypeError, match="limit"):
             store.pending(limit=True)
+
+
+# --- across processes ----------------------------------------------------------------
+
+# A worker process: opens a store from its arguments; "save LOG" saves a waiting run
+# and prints its id; "resume RUN_ID" says "ready", waits for a line on stdin, then
+# approves every waiting call and prints how it ended (with --async, through the
+# async store and the async tools).
+WORKER = textwrap.dedent(
+    """
+    import asyncio, sys
+    from pathlib import Path
+    from langhooks import LangHooksError
+    from langhooks.chain import Decision
+    from tests.integrations._store_agent import (
+        ASYNC_TOOLS, TOOLS, AskFirst, answer_model, waiting_chain)
+
+    kind, url, ns, timeout, action, arg, mode = sys.argv[1:8]
+    timeout = float(timeout)
+
+    def store():
+        if kind == "redis":
+            if mode == "async":
+                import redis.asyncio
+                from langhooks.integrations.redis import AsyncRedisRunStore
+                return AsyncRedisRunStore(
+                    redis.asyncio.Redis.from_url(url), prefix=ns,
+                    claim_timeout=timeout)
+            import redis
+            from langhooks.integrations.redis import RedisRunStore
+            return RedisRunStore(
+                redis.Redis.from_url(url), prefix=ns, claim_timeout=timeout)
+        from langhooks.integrations import postgres
+        if mode == "async":
+            return postgres.AsyncPostgresRunStore(
+                url, schema=ns, claim_timeout=timeout)
+        return postgres.PostgresRunStore(url, schema=ns, claim_timeout=timeout)
+
+    async def main():
+        runs = store()
+        async def done(value):
+            return await value if mode == "async" else value
+        if kind == "postgres":
+            await done(runs.setup())
+        if action == "save":
+            run_id = await done(runs.save(waiting_chain(Path(arg), calls=2),
+                                          metadata={"from": "child"}))
+            print(run_id, flush=True)
+            return
+        print("ready", flush=True)
+        sys.stdin.readline()
+        tools = ASYNC_TOOLS if mode == "async" else TOOLS
+        chain = await done(runs.load(arg, answer_model(), tools=tools))
+        waiting = chain.pending_tool_calls
+        try:
+            result = await done(runs.resume(
+                arg, [Decision.approve()] * len(waiting), answer_model(),
+                tools=tools, callbacks=[AskFirst()]))
+            print(result.status, flush=True)
+        except LangHooksError as error:
+            print(error.type, flush=True)
+
+    asyncio.run(main())
+    """
+)
+
+
+def worker(
+    where: Place,
+    action: str,
+    arg: str,
+    *,
+    claim_timeout: float = 60.0,
+    mode: str = "sync",
+    hang: str | None = None,
+) -> subprocess.Popen[str]:
+    """A worker process on ``where`` (see ``WORKER``)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    if hang is not None:
+        env["LANGHOOKS_TEST_HANG"] = hang
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            WORKER,
+            *where.worker_args(claim_timeout),
+            action,
+            arg,
+            mode,
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+
+
+def finish(process: subprocess.Popen[str]) -> str:
+    """What a worker printed last, once it exited with 0."""
+    out, _ = process.communicate(timeout=60)
+    assert process.returncode == 0, out
+    return out.split()[-1]
+
+
+class TestProcesses:
+    """Workers in other processes share a Redis or PostgreSQL store."""
+
+    @pytest.mark.parametrize("mode", ["sync", "async"])
+    def test_save_in_one_resume_in_another(
+        self, shared: Place, log: Path, mode: str
+    ) -> None:
+        """A run saved by one process is listed and resumed by another."""
+        run_id = finish(worker(shared, "save", str(log), mode=mode))
+        store = shared.make()
+        (row,) = store.pending(metadata={"from": "child"})
+        assert row.run_id == run_id
+        assert resume_all(store, run_id).status == "ok"
+        assert starts(log) == ["call_1", "call_2"]
+
+    @pytest.mark.parametrize("mode", ["sync", "async"])
+    def test_two_processes_race(self, shared: Place, log: Path, mode: str) -> None:
+        """Two processes resume one run at the same moment: one runs the calls,
+        the other gets "conflict" and runs nothing."""
+        run_id = shared.make().save(waiting_chain(log, calls=2, seconds=0.2))
+        workers = [worker(shared, "resume", run_id, mode=mode) for _ in range(2)]
+        for process in workers:
+            assert process.stdout is not None
+            assert process.stdout.readline().strip() == "ready"
+        for process in workers:
+            assert process.stdin is not None
+            process.stdin.write("go\n")
+            process.stdin.flush()
+        assert sorted(finish(p) for p in workers) == ["conflict", "ok"]
+        assert starts(log) == ["call_1", "call_2"]
+
+
+class TestCrash:
+    """A worker killed inside a tool: its call is never started again."""
+
+    @pytest.mark.parametrize("mode", ["sync", "async"])
+    def test_sigkill_inside_a_tool(self, shared: Place, log: Path, mode: str) -> None:
+        """A worker SIGKILLed inside call_2: until claim_timeout a resume is a
+        conflict; after it, a resume reuses call_1's outcome, gives call_2 an
+        error result saying its worker stopped, and the run completes; nothing
+        was started twice."""
+        claim_timeout = 1.0
+        run_id = shared.make().save(waiting_chain(log, calls=3))
+        process = worker(
+            shared,
+            "resume",
+            run_id,
+            claim_timeout=claim_timeout,
+            mode=mode,
+            hang="call_2",
+        )
+        assert process.stdout is not None
+        assert process.stdout.readline().strip() == "ready"
+        assert process.stdin is not None
+        process.stdin.write("go\n")
+        process.stdin.flush()
+        wait_for(lambda: "hang call_2" in log_lines(log))
+        process.send_signal(signal.SIGKILL)
+        process.communicate(timeout=30)
+        store = shared.make(claim_timeout=claim_timeout)
+        assert outcome(store, run_id) == "conflict"  # its claim has not timed out
+        result: list[RunResult] = []
+
+        def taken_over() -> bool:
+            try:
+                result.append(resume_all(store, run_id))
+            except lh.LangHooksError as error:
+                if error.type != "conflict":
+                    raise
+                return False
+            return True
+
+        wait_for(taken_over)
+        (resumed,) = result
+        assert resumed.status == "ok"
+        assert resumed.chain.messages[-1].text == ANSWER
+        results = tool_results(resumed)
+        assert results["call_1"].text == "booked call_1"
+        assert results["call_2"].is_error
+        assert "worker running this tool call stopped" in results["call_2"].text
+        assert results["call_3"].text == "booked call_3"
+        assert starts(log) == ["call_1", "call_2", "call_3"]
+
+
+class Proxy:
+    """A TCP proxy to a server on 127.0.0.1, which a test can cut and restore."""
+
+    def __init__(self, port: int) -> None:
+        self._target = port
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._listener = self._listen(0)
+        self.port: int = self._listener.getsockname()[1]
+
+    def _listen(self, port: int) -> socket.socket:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", port))
+        listener.listen()
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+        return listener
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self._target))
+            with self._lock:
+                self._sockets += [client, upstream]
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(
+                    target=self._pump, args=(source, sink), daemon=True
+                ).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                sink.sendall(data)
+        for side in (source, sink):
+            with contextlib.suppress(OSError):
+                side.shutdown(socket.SHUT_RDWR)
+
+    def cut(self) -> None:
+        """Refuse new connections and break the open ones."""
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() thread
+        self._listener.close()
+        with self._lock:
+            sockets, self._sockets = self._sockets, []
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+    def restore(self) -> None:
+        """Accept connections again, on the same port."""
+        self._listener = self._listen(self.port)
+
+    def close(self) -> None:
+        self.cut()
+
+
+class CutAfterTool(lh.ChainCallbackHandler):
+    """Makes the store unreachable once a tool call has returned (and its outcome
+    was saved), before the run's final state is saved."""
+
+    def __init__(self, proxy: Proxy) -> None:
+        self._proxy = proxy
+
+    @override
+    def on_tool_execution_completed(
+        self, chain: LLMChain, call: lh.ToolCall, result: lh.ToolResult
+    ) -> None:
+        self._proxy.cut()
+
+
+class TestStoreUnreachable:
+    """#21.1: a resume that raises after its tool ran is retried without rerunning
+    the tool."""
+
+    def test_final_save_fails(self, shared: Place, log: Path) -> None:
+        """The store goes away between the tool and the final save: the resume
+        raises; a retry (a conflict until claim_timeout has passed) completes
+        with the tool's saved outcome, and the tool ran once."""
+        claim_timeout = 1.0
+        port = 6379 if shared.kind == "redis" else 5432
+        proxy = Proxy(port)
+        try:
+            run_id = shared.make().save(waiting_chain(log))
+            through = shared.make(claim_timeout=claim_timeout, port=proxy.port)
+            with pytest.raises((redis.ConnectionError, psycopg.OperationalError)):
+                through.resume(
+                    run_id,
+                    [Decision.approve()],
+                    answer_model(),
+                    tools=TOOLS,
+                    callbacks=[AskFirst(), CutAfterTool(proxy)],
+                )
+            assert starts(log) == ["call_1"]
+            proxy.restore()
+            store = shared.make(claim_timeout=claim_timeout)
+            result: list[RunResult] = []
+
+            def retried() -> bool:
+                try:
+                    result.append(resume_all(store, run_id))
+                except lh.LangHooksError:
+                    return False
+                return True
+
+            wait_for(retried)
+            assert result[0].status == "ok"
+            assert tool_results(result[0])["call_1"].text == "booked call_1"
+            assert starts(log) == ["call_1"]
+        finally:
+            proxy.close()
