@@ -7,6 +7,7 @@ in this file makes a store unreachable mid-resume.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -17,7 +18,7 @@ import textwrap
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +31,17 @@ from typing_extensions import override
 import langhooks as lh
 from langhooks.chain import Decision, LLMChain, RunResult
 from langhooks.integrations.postgres import (
+    SCHEMA_VERSION,
+    AsyncPostgresRunStore,
     PostgresRunStore,
 )
-from langhooks.integrations.redis import RedisRunStore
+from langhooks.integrations.redis import AsyncRedisRunStore, RedisRunStore
 from langhooks.models import ScriptedChatModel, ScriptedTurn
 from langhooks.stores import AsyncRunStore, MemoryRunStore, PendingRun, RunStore
 from tests._services import need_postgres, need_redis
 from tests.integrations._store_agent import (
     ANSWER,
+    ASYNC_TOOLS,
     TOOLS,
     AskFirst,
     answer_model,
@@ -726,3 +730,365 @@ class TestStoreUnreachable:
             assert starts(log) == ["call_1"]
         finally:
             proxy.close()
+
+
+# --- the async twins ---------------------------------------------------------
+
+
+class AsyncPlace:
+    """Async stores on one place (``make()`` gives a new client each time)."""
+
+    def __init__(self, here: Place) -> None:
+        self.kind = here.kind
+        self._here = here
+        self._closers: list[Callable[[], Any]] = []
+
+    async def make(self, *, claim_timeout: float = 60.0) -> AsyncRunStore:
+        """An async store on this place."""
+        if self.kind == "redis":
+            client = redis.asyncio.Redis.from_url(self._here.url)
+            self._closers.append(client.aclose)
+            return AsyncRedisRunStore(
+                client, prefix=self._here.namespace, claim_timeout=claim_timeout
+            )
+        store = AsyncPostgresRunStore(
+            self._here.url, schema=self._here.namespace, claim_timeout=claim_timeout
+        )
+        await store.setup()
+        self._closers.append(store.close)
+        return store
+
+    async def close(self) -> None:
+        for close in self._closers:
+            await close()
+
+
+@pytest.fixture(params=["redis", "postgres"])
+async def awhere(request: pytest.FixtureRequest) -> AsyncIterator[AsyncPlace]:
+    """Each async store kind in turn."""
+    with place(request.param) as here:
+        there = AsyncPlace(here)
+        try:
+            yield there
+        finally:
+            await there.close()
+
+
+async def aresume_all(store: AsyncRunStore, run_id: str) -> RunResult:
+    """Approve every waiting call of ``run_id`` (async tools)."""
+    chain = await store.load(run_id, answer_model(), tools=ASYNC_TOOLS)
+    return await store.resume(
+        run_id,
+        [Decision.approve()] * len(chain.pending_tool_calls),
+        answer_model(),
+        tools=ASYNC_TOOLS,
+        callbacks=[AskFirst()],
+    )
+
+
+async def aoutcome(store: AsyncRunStore, run_id: str) -> str:
+    """As ``outcome``, for an async store."""
+    try:
+        return (await aresume_all(store, run_id)).status
+    except lh.LangHooksError as error:
+        return error.type
+
+
+class TestAsyncContract:
+    """The async stores keep the same promises."""
+
+    async def test_protocol_and_round_trip(self, awhere: AsyncPlace, log: Path) -> None:
+        """An async store is an AsyncRunStore; save, load and pending round-trip."""
+        store = await awhere.make()
+        assert isinstance(store, AsyncRunStore)
+        chain = waiting_chain(log, calls=2)
+        run_id = await store.save(chain, metadata={"tenant": "a"})
+        loaded = await (await awhere.make()).load(run_id, answer_model(), tools=TOOLS)
+        assert loaded.messages == chain.messages
+        (row,) = await store.pending(metadata={"tenant": "a"})
+        assert (row.run_id, len(row.calls)) == (run_id, 2)
+        assert await store.pending(metadata={"tenant": "b"}) == []
+
+    async def test_concurrent_resumes(self, awhere: AsyncPlace, log: Path) -> None:
+        """Four concurrent resumes of one run: one runs the calls, three get
+        "conflict"; a repeated resume after it is a conflict too."""
+        run_id = await (await awhere.make()).save(waiting_chain(log, seconds=0.2))
+        stores = [await awhere.make() for _ in range(4)]
+        outcomes = await asyncio.gather(*(aoutcome(s, run_id) for s in stores))
+        assert sorted(outcomes) == ["conflict"] * 3 + ["ok"]
+        assert await aoutcome(stores[0], run_id) == "conflict"
+        assert starts(log) == ["call_1"]
+
+    async def test_slow_tool_keeps_its_claim(
+        self, awhere: AsyncPlace, log: Path
+    ) -> None:
+        """#21.1 for the async stores: the heartbeat task keeps the claim while a
+        slow tool runs past claim_timeout; a second resume is a conflict."""
+        claim_timeout = 0.5
+        store = await awhere.make(claim_timeout=claim_timeout)
+        run_id = await store.save(waiting_chain(log, seconds=4 * claim_timeout))
+        first = asyncio.create_task(aoutcome(store, run_id))
+        while starts(log) != ["call_1"]:
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(2 * claim_timeout)
+        other = await awhere.make(claim_timeout=claim_timeout)
+        assert await aoutcome(other, run_id) == "conflict"
+        assert await first == "ok"
+        assert starts(log) == ["call_1"]
+
+    async def test_unknown_expired_deleted(self, awhere: AsyncPlace, log: Path) -> None:
+        """Unknown, expired and deleted runs are "invalid_request"; delete says
+        whether the run was there."""
+        store = await awhere.make()
+        with pytest.raises(lh.LangHooksError, match="no saved run"):
+            await store.load("nope", answer_model())
+        assert await aoutcome(store, "nope") == "invalid_request"
+        run_id = await store.save(waiting_chain(log), expires_in=0.3)
+        await asyncio.sleep(0.5)
+        assert await store.pending() == []
+        assert await aoutcome(store, run_id) == "invalid_request"
+        run_id = await store.save(waiting_chain(log))
+        assert await store.delete(run_id) is True
+        assert await store.delete(run_id) is False
+        assert starts(log) == []
+
+    async def test_interrupt_again_and_mismatch(
+        self, awhere: AsyncPlace, log: Path
+    ) -> None:
+        """Mismatched decisions leave the run waiting; a resume that interrupts
+        again puts the run back in the inbox."""
+        store = await awhere.make()
+        run_id = await store.save(waiting_chain(log))
+        with pytest.raises(ValueError, match="do not wait"):
+            await store.resume(
+                run_id, {"x": Decision.approve()}, answer_model(), tools=ASYNC_TOOLS
+            )
+        more = lh.ToolCall(call_id="call_9", name="book", arguments={})
+        result = await store.resume(
+            run_id,
+            {"call_1": Decision.approve()},
+            ScriptedChatModel([ScriptedTurn(tool_calls=[more])]),
+            tools=ASYNC_TOOLS,
+            callbacks=[AskFirst()],
+        )
+        assert result.status == "interrupted"
+        (row,) = await store.pending()
+        assert [call.call_id for call in row.calls] == ["call_9"]
+        assert await aoutcome(store, run_id) == "ok"
+        assert starts(log) == ["call_1", "call_9"]
+
+    async def test_sync_and_async_share_runs(
+        self, awhere: AsyncPlace, log: Path
+    ) -> None:
+        """A run saved by an async store is resumed by the sync one (same keys,
+        same tables)."""
+        run_id = await (await awhere.make()).save(waiting_chain(log))
+        here = awhere._here  # the place both twins use
+        assert resume_all(here.make(), run_id).status == "ok"
+        assert starts(log) == ["call_1"]
+
+
+# --- what only one store does ------------------------------------------------
+
+
+class TestPostgres:
+    """PostgresRunStore's schema, connections and errors."""
+
+    def test_setup_is_idempotent_and_concurrent(self) -> None:
+        """setup() from four threads at once (four sessions) and again later: one
+        set of tables, one version row, each call answers the version."""
+        with place("postgres") as here:
+            stores = [
+                PostgresRunStore(here.url, schema=here.namespace) for _ in range(4)
+            ]
+            versions: list[int] = []
+            barrier = threading.Barrier(4)
+
+            def setup(store: PostgresRunStore) -> None:
+                barrier.wait()
+                versions.append(store.setup())
+
+            threads = [threading.Thread(target=setup, args=(s,)) for s in stores]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert versions == [SCHEMA_VERSION] * 4
+            assert stores[0].setup() == SCHEMA_VERSION
+            with psycopg.connect(here.url) as conn:
+                rows = conn.execute(
+                    f'SELECT version FROM "{here.namespace}".schema_migrations'
+                ).fetchall()
+            assert rows == [(SCHEMA_VERSION,)]
+            for store in stores:
+                store.close()
+
+    def test_setup_in_two_processes(self) -> None:
+        """Two processes running setup() at once both succeed."""
+        with place("postgres") as here:
+            code = (
+                "import sys; from langhooks.integrations.postgres import "
+                "PostgresRunStore as S; print(S(sys.argv[1], schema=sys.argv[2])"
+                ".setup())"
+            )
+            env = dict(os.environ, PYTHONPATH=str(ROOT))
+            processes = [
+                subprocess.Popen(
+                    [sys.executable, "-c", code, here.url, here.namespace],
+                    stdout=subprocess.PIPE,
+                    text=True,
+                    env=env,
+                )
+                for _ in range(2)
+            ]
+            assert [finish(p) for p in processes] == [str(SCHEMA_VERSION)] * 2
+
+    def test_not_set_up_and_too_new(self) -> None:
+        """Before setup() every method says to call it; a schema newer than this
+        langhooks is refused."""
+        with place("postgres") as here:
+            store = PostgresRunStore(here.url, schema=here.namespace)
+            with pytest.raises(lh.LangHooksError, match=r"call setup\(\)"):
+                store.pending()
+            store.setup()
+            with psycopg.connect(here.url, autocommit=True) as conn:
+                conn.execute(
+                    f'INSERT INTO "{here.namespace}".schema_migrations VALUES (99)'
+                )
+            with pytest.raises(lh.LangHooksError, match="newer than this"):
+                store.setup()
+            store.close()
+
+    async def test_async_not_set_up_and_too_new(self) -> None:
+        """The async twin says the same."""
+        with place("postgres") as here:
+            store = AsyncPostgresRunStore(here.url, schema=here.namespace)
+            with pytest.raises(lh.LangHooksError, match=r"call setup\(\)"):
+                await store.pending()
+            await store.setup()
+            with psycopg.connect(here.url, autocommit=True) as conn:
+                conn.execute(
+                    f'INSERT INTO "{here.namespace}".schema_migrations VALUES (99)'
+                )
+            with pytest.raises(lh.LangHooksError, match="newer than this"):
+                await store.setup()
+            await store.close()
+
+    def test_connection_and_pool(self, log: Path) -> None:
+        """A psycopg connection or a pool the caller owns works as a conninfo
+        does, and stays open after close()."""
+        import psycopg_pool
+
+        with place("postgres") as here:
+            with psycopg.connect(
+                here.url, autocommit=True, prepare_threshold=None
+            ) as conn:
+                store = PostgresRunStore(conn, schema=here.namespace)
+                store.setup()
+                run_id = store.save(waiting_chain(log))
+                with PostgresRunStore(conn, schema=here.namespace) as same:
+                    assert [r.run_id for r in same.pending()] == [run_id]
+                assert not conn.closed
+            with psycopg_pool.ConnectionPool(
+                here.url, kwargs={"autocommit": True}, open=True
+            ) as pool:
+                store = PostgresRunStore(pool, schema=here.namespace)
+                assert resume_all(store, run_id).status == "ok"
+                store.close()
+                assert not pool.closed
+            assert starts(log) == ["call_1"]
+
+    async def test_async_connection_and_pool(self, log: Path) -> None:
+        """An AsyncConnection or an AsyncConnectionPool works too."""
+        import psycopg_pool
+
+        with place("postgres") as here:
+            async with await psycopg.AsyncConnection.connect(
+                here.url, autocommit=True
+            ) as conn:
+                store = AsyncPostgresRunStore(conn, schema=here.namespace)
+                await store.setup()
+                run_id = await store.save(waiting_chain(log))
+            async with psycopg_pool.AsyncConnectionPool(
+                here.url, kwargs={"autocommit": True}, open=False
+            ) as pool:
+                async with AsyncPostgresRunStore(pool, schema=here.namespace) as st:
+                    assert await aoutcome(st, run_id) == "ok"
+                assert not pool.closed
+            assert starts(log) == ["call_1"]
+
+    def test_bad_arguments(self) -> None:
+        """A source that is not a conninfo, connection or pool, and a schema that
+        is not an identifier, are refused."""
+        with pytest.raises(TypeError, match="conninfo"):
+            PostgresRunStore(42)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="conninfo"):
+            AsyncPostgresRunStore(42)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="identifier"):
+            PostgresRunStore("postgresql://x", schema='a"; DROP')
+        with pytest.raises(ValueError, match="claim_timeout"):
+            PostgresRunStore("postgresql://x", claim_timeout=0)
+        with pytest.raises(TypeError, match="claim_timeout"):
+            PostgresRunStore("postgresql://x", claim_timeout="1")  # type: ignore[arg-type]
+
+    def test_inbox_is_an_index_scan_and_purge(self, log: Path) -> None:
+        """The inbox query, filtered or not, reads an index of waiting runs; purge
+        deletes expired runs."""
+        with place("postgres") as here:
+            store = here.make()
+            store.save(waiting_chain(log), expires_in=0.2)
+            s = f'"{here.namespace}"'
+            with psycopg.connect(here.url, autocommit=True) as conn:
+                conn.execute("SET enable_seqscan = off")  # a tiny table: force the plan
+                for where_clause in ("", 'AND metadata @> \'{"tenant": "a"}\''):
+                    plan = conn.execute(
+                        f"EXPLAIN SELECT run_id FROM {s}.runs WHERE status = "
+                        f"'waiting' {where_clause} ORDER BY saved_at DESC, run_id "
+                        f"DESC LIMIT 100"
+                    ).fetchall()
+                    text = "\n".join(row[0] for row in plan)
+                    assert "runs_waiting_" in text, text
+            time.sleep(0.3)
+            assert isinstance(store, PostgresRunStore)
+            assert store.purge() == 1
+            assert store.purge() == 0
+
+
+class TestRedis:
+    """RedisRunStore's keys and options."""
+
+    def test_lock_timeout_is_the_claim_timeout(self, log: Path) -> None:
+        """lock_timeout, the option's earlier name, still works; the run's hash
+        expires after expire_after."""
+        with place("redis") as here:
+            client = redis.Redis.from_url(here.url)
+            store = RedisRunStore(
+                client, prefix=here.namespace, lock_timeout=5, expire_after=100
+            )
+            run_id = store.save(waiting_chain(log))
+            assert 0 < client.ttl(f"{here.namespace}state:{run_id}") <= 100
+            assert resume_all(store, run_id).status == "ok"
+            client.close()
+
+    def test_stale_index_entries_are_dropped(self, log: Path) -> None:
+        """A run that expired out of Redis leaves the inbox indexes on the next
+        pending()."""
+        with place("redis") as here:
+            client = redis.Redis.from_url(here.url, decode_responses=True)
+            store = RedisRunStore(client, prefix=here.namespace)
+            kept = store.save(waiting_chain(log), metadata={"tenant": "a"})
+            gone = store.save(waiting_chain(log), metadata={"tenant": "a"})
+            client.delete(f"{here.namespace}state:{gone}")
+            assert [r.run_id for r in store.pending(metadata={"tenant": "a"})] == [kept]
+            index = f'{here.namespace}waiting:tenant="a"'
+            assert client.zrange(index, 0, -1) == [kept]
+            client.close()
+
+    async def test_async_client_checks(self) -> None:
+        """Each twin takes its own kind of client."""
+        with pytest.raises(TypeError, match=r"redis\.asyncio\.Redis"):
+            AsyncRedisRunStore(redis.Redis())  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="synchronous"):
+            RedisRunStore(redis.asyncio.Redis())  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="prefix"):
+            RedisRunStore(redis.Redis(), prefix=1)  # type: ignore[arg-type]
