@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import json
 import logging
 import math
 import threading
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, final
 
 import attrs
 
-from .. import LangHooksError, Tool, ToolCall, ToolContext, ToolResult
+from .. import Tool, ToolCall, ToolContext, ToolResult
 from ..codec import decode, encode
 
 if TYPE_CHECKING:
@@ -200,8 +201,6 @@ def _raised_text(exc: BaseException) -> str:
 
 
 def _json(value: Any) -> str:
-    import json
-
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -222,8 +221,6 @@ def _reused(call: ToolCall, text: str) -> str | ToolResult:
     """The saved outcome of a call that ran already, as the tool's return value."""
     if text == STARTED:
         return stopped_result(call)
-    import json
-
     data = json.loads(text)
     if "text" in data:
         return str(data["text"])
@@ -397,12 +394,6 @@ def _match(
     waiting: Sequence[ToolCall],
     decisions: Sequence[Decision] | Mapping[str, Decision],
 ) -> tuple[list[ToolCall], list[Decision]]:
-    if not waiting:
-        raise LangHooksError(
-            "conflict",
-            f"run {run_id!r} waits for no decision (it was resumed already); "
-            f"nothing was run",
-        )
     if isinstance(decisions, Mapping):
         by_id = {call.call_id: call for call in waiting}
         unknown = sorted(set(decisions) - set(by_id))
@@ -468,11 +459,7 @@ def resume_once(
             result = chain.execute_tool_calls_with_decisions(calls, chosen)
             if result.status == "ok" and code.continue_run:
                 result = result.chain.run()
-            waiting = (
-                result.chain.pending_tool_calls
-                if result.status == "interrupted"
-                else ()
-            )
+            waiting = _waiting(result)
             backend.settle(run_id, token, result.chain.to_state(), waiting)
             settled = True
             return result
@@ -513,9 +500,7 @@ async def aresume_once(
         result = await chain.aexecute_tool_calls_with_decisions(calls, chosen)
         if result.status == "ok" and code.continue_run:
             result = await result.chain.arun()
-        waiting = (
-            result.chain.pending_tool_calls if result.status == "interrupted" else ()
-        )
+        waiting = _waiting(result)
         await backend.settle(run_id, token, result.chain.to_state(), waiting)
         settled = True
         return result

@@ -404,6 +404,36 @@ class TestContract:
         assert result.chain.messages[-1].role == "tool"
         assert starts(log) == []
 
+    def test_deleted_while_resumed(
+        self, where: Place, log: Path, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """A run deleted during its resume: the heartbeat sees the claim gone, the
+        next call is refused (an error result, not run) and the final save is a
+        conflict."""
+        store = where.make(claim_timeout=0.3)
+        box: list[str] = []
+
+        def act(arguments: Any, context: lh.ToolContext) -> str:
+            with log.open("a") as file:
+                file.write(f"start {context.call.call_id}\n")
+            where.make().delete(box[0])
+            while "taken over" not in caplog.text:
+                time.sleep(0.01)
+            return "done"
+
+        tool = lh.Tool("act", act)
+        calls = [
+            lh.ToolCall(call_id=f"call_{n}", name="act", arguments={}) for n in (1, 2)
+        ]
+        model = ScriptedChatModel([ScriptedTurn(tool_calls=calls)])
+        chain = LLMChain(model, tools=[tool], callbacks=[AskFirst()])
+        waiting = chain.add_message(lh.Message.user("go")).run().chain
+        box.append(store.save(waiting))
+        with pytest.raises(lh.LangHooksError, match="taken over") as caught:
+            store.resume(box[0], [Decision.approve()] * 2, answer_model(), tools=[tool])
+        assert caught.value.type == "conflict"
+        assert starts(log) == ["call_1"]
+
     def test_bad_arguments(self, where: Place, log: Path) -> None:
         """Bad input is a TypeError or ValueError that names it."""
         store = where.make()
@@ -677,17 +707,90 @@ class Proxy:
 
 
 class CutAfterTool(lh.ChainCallbackHandler):
-    """Makes the store unreachable once a tool call has returned (and its outcome
-    was saved), before the run's final state is saved."""
+    """Makes the store unreachable once a tool call (``after``, or any) has
+    returned and its outcome was saved."""
 
-    def __init__(self, proxy: Proxy) -> None:
+    def __init__(self, proxy: Proxy, after: str | None = None) -> None:
         self._proxy = proxy
+        self._after = after
+
+    def _done(self, call: lh.ToolCall) -> None:
+        if self._after in (None, call.call_id):
+            self._proxy.cut()
 
     @override
     def on_tool_execution_completed(
         self, chain: LLMChain, call: lh.ToolCall, result: lh.ToolResult
     ) -> None:
-        self._proxy.cut()
+        self._done(call)
+
+    @override
+    def on_tool_execution_failed(
+        self, chain: LLMChain, call: lh.ToolCall, result: lh.ToolResult
+    ) -> None:
+        self._done(call)
+
+
+class Unprintable(Exception):
+    """An exception whose text cannot be had."""
+
+    @override
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+def varied(log: Path, *, asynchronous: bool = False) -> lh.Tool:
+    """A tool "act" whose ``arguments["do"]`` says what it returns or raises."""
+
+    def act(arguments: Any, context: lh.ToolContext) -> Any:
+        with log.open("a") as file:
+            file.write(f"start {context.call.call_id}\n")
+        do = arguments["do"]
+        if do == "result":
+            return lh.ToolResult(
+                tool_call_id=context.call.call_id,
+                name="act",
+                content="structured",
+                processed_content={"seats": 4},
+            )
+        if do == "unprintable":
+            raise Unprintable
+        if do == "number":
+            return 42
+        return "text"
+
+    async def aact(arguments: Any, context: lh.ToolContext) -> Any:
+        return act(arguments, context)
+
+    return lh.Tool("act", aact if asynchronous else act)
+
+
+VARIED = ("result", "unprintable", "number", "text")
+
+
+def varied_chain(tool: lh.Tool) -> LLMChain:
+    """A run waiting on one call of ``varied`` per kind of outcome."""
+    calls = [
+        lh.ToolCall(call_id=f"call_{n}", name="act", arguments={"do": do})
+        for n, do in enumerate(VARIED, 1)
+    ]
+    model = ScriptedChatModel([ScriptedTurn(tool_calls=calls)])
+    chain = LLMChain(model, tools=[tool], callbacks=[AskFirst()])
+    result = chain.add_message(lh.Message.user("go")).run()
+    assert result.status == "interrupted"
+    return result.chain
+
+
+def assert_reused(result: RunResult, log: Path) -> None:
+    """The retried run reused every outcome: nothing started twice."""
+    assert result.status == "ok"
+    results = tool_results(result)
+    assert results["call_1"].text == "structured"
+    assert results["call_1"].processed_content == {"seats": 4}
+    assert "Unprintable: <unprintable>" in results["call_2"].text
+    assert results["call_3"].is_error
+    assert results["call_4"].text == "text"
+    assert starts(log) == ["call_1", "call_2", "call_3", "call_4"]
 
 
 class TestStoreUnreachable:
@@ -731,6 +834,70 @@ class TestStoreUnreachable:
         finally:
             proxy.close()
 
+    def test_every_kind_of_outcome_is_reused(self, shared: Place, log: Path) -> None:
+        """Returned results, texts, failures and a broken exception text are all
+        kept when the store goes away after the last call, and reused by the
+        retry."""
+        proxy = Proxy(6379 if shared.kind == "redis" else 5432)
+        tool = varied(log)
+        approve = [Decision.approve()] * len(VARIED)
+        try:
+            run_id = shared.make().save(varied_chain(tool))
+            through = shared.make(claim_timeout=0.5, port=proxy.port)
+            with pytest.raises((redis.ConnectionError, psycopg.OperationalError)):
+                through.resume(
+                    run_id,
+                    approve,
+                    answer_model(),
+                    tools=[tool],
+                    callbacks=[CutAfterTool(proxy, after="call_4")],
+                )
+            store = shared.make(claim_timeout=0.5)
+            result: list[RunResult] = []
+
+            def retried() -> bool:
+                with contextlib.suppress(lh.LangHooksError):
+                    result.append(
+                        store.resume(run_id, approve, answer_model(), tools=[tool])
+                    )
+                return bool(result)
+
+            wait_for(retried)
+            assert_reused(result[0], log)
+        finally:
+            proxy.close()
+
+    async def test_async_every_kind_of_outcome_is_reused(
+        self, awhere: AsyncPlace, log: Path
+    ) -> None:
+        """The same through the async stores and an async tool."""
+        proxy = Proxy(6379 if awhere.kind == "redis" else 5432)
+        tool = varied(log, asynchronous=True)
+        approve = [Decision.approve()] * len(VARIED)
+        try:
+            run_id = await (await awhere.make()).save(varied_chain(tool))
+            through = await awhere.make(claim_timeout=0.5, port=proxy.port)
+            with pytest.raises((redis.ConnectionError, psycopg.OperationalError)):
+                await through.resume(
+                    run_id,
+                    approve,
+                    answer_model(),
+                    tools=[tool],
+                    callbacks=[CutAfterTool(proxy, after="call_4")],
+                )
+            store = await awhere.make(claim_timeout=0.5)
+            while True:
+                try:
+                    result = await store.resume(
+                        run_id, approve, answer_model(), tools=[tool]
+                    )
+                    break
+                except lh.LangHooksError:
+                    await asyncio.sleep(0.05)
+            assert_reused(result, log)
+        finally:
+            proxy.close()
+
 
 # --- the async twins ---------------------------------------------------------
 
@@ -743,16 +910,22 @@ class AsyncPlace:
         self._here = here
         self._closers: list[Callable[[], Any]] = []
 
-    async def make(self, *, claim_timeout: float = 60.0) -> AsyncRunStore:
-        """An async store on this place."""
+    async def make(
+        self, *, claim_timeout: float = 60.0, port: int | None = None
+    ) -> AsyncRunStore:
+        """An async store on this place (through ``port`` when given)."""
         if self.kind == "redis":
             client = redis.asyncio.Redis.from_url(self._here.url)
+            if port is not None:
+                db = client.connection_pool.connection_kwargs.get("db", 0)
+                client = redis.asyncio.Redis(host="127.0.0.1", port=port, db=db)
             self._closers.append(client.aclose)
             return AsyncRedisRunStore(
                 client, prefix=self._here.namespace, claim_timeout=claim_timeout
             )
+        url = self._here.url if port is None else _with_port(self._here.url, port)
         store = AsyncPostgresRunStore(
-            self._here.url, schema=self._here.namespace, claim_timeout=claim_timeout
+            url, schema=self._here.namespace, claim_timeout=claim_timeout
         )
         await store.setup()
         self._closers.append(store.close)
@@ -876,6 +1049,49 @@ class TestAsyncContract:
         assert [call.call_id for call in row.calls] == ["call_9"]
         assert await aoutcome(store, run_id) == "ok"
         assert starts(log) == ["call_1", "call_9"]
+
+    async def test_deleted_while_resumed(
+        self, awhere: AsyncPlace, log: Path, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """As for the sync stores: the heartbeat task sees the claim gone and the
+        final save is a conflict; the chain returned by a finished resume runs its
+        tools without the store."""
+        store = await awhere.make(claim_timeout=0.3)
+        box: list[str] = []
+
+        async def act(arguments: Any, context: lh.ToolContext) -> str:
+            with log.open("a") as file:
+                file.write(f"start {context.call.call_id}\n")
+            if box:
+                await (await awhere.make()).delete(box[0])
+                while "taken over" not in caplog.text:
+                    await asyncio.sleep(0.01)
+            return "done"
+
+        tool = lh.Tool("act", act)
+        calls = [lh.ToolCall(call_id="call_1", name="act", arguments={})]
+        model = ScriptedChatModel([ScriptedTurn(tool_calls=calls)])
+        chain = LLMChain(model, tools=[tool], callbacks=[AskFirst()])
+        waiting = chain.add_message(lh.Message.user("go")).run().chain
+        run_id = await store.save(waiting)
+        more = lh.ToolCall(call_id="call_2", name="act", arguments={})
+        resumed = await store.resume(
+            run_id,
+            [Decision.approve()],
+            ScriptedChatModel(
+                [ScriptedTurn(tool_calls=[more]), ScriptedTurn(text="ok")]
+            ),
+            tools=[tool],
+            continue_run=False,
+        )
+        assert (await resumed.chain.arun()).status == "ok"
+        assert starts(log) == ["call_1", "call_2"]
+        box.append(await store.save(waiting))
+        with pytest.raises(lh.LangHooksError, match="taken over") as caught:
+            await store.resume(
+                box[0], [Decision.approve()], answer_model(), tools=[tool]
+            )
+        assert caught.value.type == "conflict"
 
     async def test_sync_and_async_share_runs(
         self, awhere: AsyncPlace, log: Path
