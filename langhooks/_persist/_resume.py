@@ -264,9 +264,10 @@ def _guarded(
             return _reused(context.call, saved)
         try:
             value = original(arguments, context)
-        except BaseException as exc:
-            if isinstance(exc, Exception):
-                backend.finish_call(run_id, token, call_id, _raised_text(exc))
+        except Exception as exc:
+            # (A BaseException leaves the call started without an outcome: a
+            # later resume answers it with the stopped-worker error.)
+            backend.finish_call(run_id, token, call_id, _raised_text(exc))
             raise
         if inspect.isawaitable(value):
             return _finish_later(backend, run_id, token, call_id, value)
@@ -309,9 +310,8 @@ def _aguarded(
             value = original(arguments, context)
             if inspect.isawaitable(value):
                 value = await value
-        except BaseException as exc:
-            if isinstance(exc, Exception):
-                await backend.finish_call(run_id, token, call_id, _raised_text(exc))
+        except Exception as exc:
+            await backend.finish_call(run_id, token, call_id, _raised_text(exc))
             raise
         await backend.finish_call(run_id, token, call_id, outcome_text(value))
         return value
@@ -450,7 +450,6 @@ def resume_once(
     token = uuid.uuid4().hex
     state = backend.claim(run_id, token)
     live = _Live()
-    settled = False
     try:
         with _Heartbeat(backend, run_id, token, claim_timeout / 3):
             tools = [_guarded(backend, run_id, token, t, live) for t in code.tools]
@@ -461,17 +460,16 @@ def resume_once(
                 result = result.chain.run()
             waiting = _waiting(result)
             backend.settle(run_id, token, result.chain.to_state(), waiting)
-            settled = True
-            return result
     except BaseException as exc:
-        if not settled:
-            try:
-                backend.release(run_id, token)
-            except Exception as failure:  # noted on what is raised
-                _note_release_failure(exc, run_id, failure)
+        # Nothing to hand back once settle() succeeded: release() is then a no-op.
+        try:
+            backend.release(run_id, token)
+        except Exception as failure:  # noted on what is raised
+            _note_release_failure(exc, run_id, failure)
         raise
     finally:
         live.on = False
+    return result
 
 
 async def aresume_once(
@@ -491,7 +489,6 @@ async def aresume_once(
     token = uuid.uuid4().hex
     state = await backend.claim(run_id, token)
     live = _Live()
-    settled = False
     beat = asyncio.create_task(_abeat(backend, run_id, token, claim_timeout / 3))
     try:
         tools = [_aguarded(backend, run_id, token, t, live) for t in code.tools]
@@ -502,17 +499,15 @@ async def aresume_once(
             result = await result.chain.arun()
         waiting = _waiting(result)
         await backend.settle(run_id, token, result.chain.to_state(), waiting)
-        settled = True
-        return result
     except BaseException as exc:
-        if not settled:
-            try:
-                await backend.release(run_id, token)
-            except Exception as failure:  # noted on what is raised
-                _note_release_failure(exc, run_id, failure)
+        try:
+            await backend.release(run_id, token)
+        except Exception as failure:  # noted on what is raised
+            _note_release_failure(exc, run_id, failure)
         raise
     finally:
         live.on = False
         beat.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await beat
+    return result

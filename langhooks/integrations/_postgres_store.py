@@ -673,9 +673,7 @@ class _Claims:
             if row is None:
                 cursor.execute(sql.status, (run_id,))
                 found = cursor.fetchone()
-                raise _claim_error(
-                    run_id, sql.schema, None if found is None else found[0]
-                )
+                raise _claim_error(run_id, sql.schema, _first(found))
         state: dict[str, Any] = json.loads(row[0])
         return state
 
@@ -909,9 +907,7 @@ class _AsyncClaims:
             if row is None:
                 await cursor.execute(sql.status, (run_id,))
                 found = await cursor.fetchone()
-                raise _claim_error(
-                    run_id, sql.schema, None if found is None else found[0]
-                )
+                raise _claim_error(run_id, sql.schema, _first(found))
         state: dict[str, Any] = json.loads(row[0])
         return state
 

@@ -194,6 +194,8 @@ def _index_keys(prefix: str, metadata: Mapping[str, Any]) -> list[str]:
     """The inbox indexes a run with ``metadata`` is listed in."""
     keys = [f"{prefix}waiting"]
     for key, value in sorted(metadata.items()):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)  # 1.0 and 1 are one JSON number
         if value is None or isinstance(value, str | int | float | bool):
             keys.append(f"{prefix}waiting:{key}={json.dumps(value)}")
     return keys
@@ -275,8 +277,11 @@ class _Layout:
     ) -> PendingRun | None:
         """The inbox row of a run's ``_FIELDS``, or None when it does not belong."""
         status, calls, meta, saved, expires = values
-        if status is None or calls is None or meta is None or saved is None:
-            return None
+        # save() writes every field with the status, in one HSET.
+        assert status is not None
+        assert calls is not None
+        assert meta is not None
+        assert saved is not None
         if _text(status) != "waiting":
             return None
         metadata = json.loads(meta)

@@ -365,6 +365,45 @@ class TestContract:
             ids[0],
         ]
 
+    def test_finished_and_running_runs_are_not_in_the_inbox(
+        self, where: Place, log: Path
+    ) -> None:
+        """A saved chain that waits for nothing is kept (load works) but not
+        listed, and resuming it is a conflict; a run being resumed is not listed
+        while it runs."""
+        store = where.make()
+        done = (
+            LLMChain(answer_model(), tools=TOOLS)
+            .add_message(lh.Message.user("hi"))
+            .run()
+        )
+        assert done.status == "ok"
+        done_id = store.save(done.chain, metadata={"tenant": "a"})
+        assert store.pending(metadata={"tenant": "a"}) == []
+        loaded = store.load(done_id, answer_model(), tools=TOOLS)
+        assert loaded.messages == done.chain.messages
+        with pytest.raises(lh.LangHooksError, match="waits for no decision"):
+            store.resume(done_id, [], answer_model())
+        seen: list[list[PendingRun]] = []
+
+        def look(arguments: Any, context: lh.ToolContext) -> str:
+            seen.append(where.make().pending(metadata={"tenant": "a"}))
+            return "looked"
+
+        tool = lh.Tool("book", look)
+        run_id = store.save(waiting_chain(log), metadata={"tenant": "a"})
+        assert [r.run_id for r in store.pending(metadata={"tenant": "a"})] == [run_id]
+        store.resume(run_id, [Decision.approve()], answer_model(), tools=[tool])
+        assert seen == [[]]
+
+    def test_numbers_match_by_value(self, where: Place, log: Path) -> None:
+        """As in JSONB, 1 matches 1.0, and true is not 1."""
+        store = where.make()
+        run_id = store.save(waiting_chain(log), metadata={"n": 1, "flag": True})
+        assert [r.run_id for r in store.pending(metadata={"n": 1.0})] == [run_id]
+        assert store.pending(metadata={"flag": 1}) == []
+        assert store.pending(metadata={"n": [1]}) == []
+
     def test_interrupted_again_waits_again(self, where: Place, log: Path) -> None:
         """A resume whose model asks for another call waits again: the run is back
         in the inbox with the new call, and resumes once more."""
@@ -981,6 +1020,20 @@ class TestAsyncContract:
         (row,) = await store.pending(metadata={"tenant": "a"})
         assert (row.run_id, len(row.calls)) == (run_id, 2)
         assert await store.pending(metadata={"tenant": "b"}) == []
+        newer = await store.save(waiting_chain(log), metadata={"tenant": "a"})
+        resumed = await store.resume(  # a sync tool, through the async store
+            newer, [Decision.approve()], answer_model(), tools=TOOLS
+        )
+        assert resumed.status == "ok"
+        newer = await store.save(waiting_chain(log), metadata={"tenant": "a"})
+        (first,) = await store.pending(metadata={"tenant": "a"}, limit=1)
+        assert first.run_id == newer
+        done = LLMChain(answer_model()).add_message(lh.Message.user("hi")).run().chain
+        await store.save(done, metadata={"tenant": "a"})
+        assert len(await store.pending(metadata={"tenant": "a"})) == 2
+        await store.delete(newer)
+        (only,) = await store.pending()
+        assert only.run_id == run_id
 
     async def test_concurrent_resumes(self, awhere: AsyncPlace, log: Path) -> None:
         """Four concurrent resumes of one run: one runs the calls, three get
@@ -1232,6 +1285,15 @@ class TestPostgres:
                     assert await aoutcome(st, run_id) == "ok"
                 assert not pool.closed
             assert starts(log) == ["call_1"]
+
+    async def test_async_purge(self, log: Path) -> None:
+        """The async purge deletes expired runs."""
+        with place("postgres") as here:
+            async with AsyncPostgresRunStore(here.url, schema=here.namespace) as st:
+                await st.setup()
+                await st.save(waiting_chain(log), expires_in=0.2)
+                await asyncio.sleep(0.3)
+                assert await st.purge() == 1
 
     def test_bad_arguments(self) -> None:
         """A source that is not a conninfo, connection or pool, and a schema that
