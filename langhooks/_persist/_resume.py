@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, final
 
 import attrs
 
-from .. import Tool, ToolCall, ToolContext, ToolResult
-from ..codec import decode, encode
+from .._core._messages import Tool, ToolCall, ToolContext, ToolResult
+from ._codec import decode, encode
 
 if TYPE_CHECKING:
     from ..chain import Decision, LLMChain, RetryPolicy, RunResult

@@ -26,11 +26,11 @@ from typing import (
 
 import attrs
 
-from .. import LangHooksError, ToolCall
+from .._core._messages import LangHooksError, ToolCall
 from ._resume import ResumeCode, check_claim_timeout, resume_once
 
 if TYPE_CHECKING:
-    from .. import Tool
+    from .._core._messages import Tool
     from ..chain import Decision, LLMChain, RetryPolicy, RunResult
     from ..chain._chain import Handler
     from ..models import ChatModel

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Final, final
 import psycopg
 import psycopg_pool
 
-from .. import LangHooksError, ToolCall
+from .._core._messages import LangHooksError, ToolCall
 from .._persist._resume import (
     ResumeCode,
     aresume_once,
@@ -45,7 +45,7 @@ from .._persist._stores import (
     check_metadata,
     run_id_of,
 )
-from ..codec import decode, encode
+from .._persist._codec import decode, encode
 
 if TYPE_CHECKING:
     from ..chain import Decision, LLMChain, RetryPolicy, RunResult, Tool

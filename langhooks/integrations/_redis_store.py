@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final, final
 import redis
 import redis.asyncio
 
-from .. import LangHooksError, ToolCall
+from .._core._messages import LangHooksError, ToolCall
 from .._persist._resume import (
     ResumeCode,
     aresume_once,
@@ -39,7 +39,7 @@ from .._persist._stores import (
     contains,
     run_id_of,
 )
-from ..codec import decode, encode
+from .._persist._codec import decode, encode
 from ._redis_wire import check_count, check_sync_client
 
 if TYPE_CHECKING:
