@@ -8,6 +8,7 @@ alive by a heartbeat, and a record of every tool call started.
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import threading
@@ -43,6 +44,7 @@ __all__ = [
     "check_expires_in",
     "check_limit",
     "check_metadata",
+    "check_run_store",
     "contains",
     "run_id_of",
 ]
@@ -201,6 +203,20 @@ class AsyncRunStore(Protocol):
 
 
 # --- checks every store shares -------------------------------------------------------
+
+
+def check_run_store(store: object, what: str) -> RunStore:
+    """``store`` when it is a synchronous ``RunStore``.
+
+    Raises:
+        TypeError: it is not one (an async store included), naming ``what``.
+    """
+    if not isinstance(store, RunStore) or inspect.iscoroutinefunction(store.resume):
+        raise TypeError(
+            f"{what} must be a RunStore (a synchronous one: PostgresRunStore, "
+            f"RedisRunStore, MemoryRunStore, ...), got {store!r}"
+        )
+    return store
 
 
 def run_id_of(chain: LLMChain) -> str:
