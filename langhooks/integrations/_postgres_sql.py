@@ -189,6 +189,10 @@ class Sql:
             f"WHERE status = 'waiting' AND {_LIVE} AND metadata @> %s::jsonb "
             f"ORDER BY saved_at DESC, run_id DESC LIMIT %s"
         )
+        self.waiting: Final = (
+            f"SELECT run_id, calls, saved_at, expires_at, metadata FROM {s}.runs "
+            f"WHERE run_id = %s AND status = 'waiting' AND {_LIVE}"
+        )
         self.delete: Final = f"DELETE FROM {s}.runs WHERE run_id = %s"
         self.purge: Final = (
             f"DELETE FROM {s}.runs WHERE expires_at <= clock_timestamp()"
@@ -207,7 +211,8 @@ def not_set_up(schema: str, error: Exception) -> LangHooksError:
     return LangHooksError(
         "invalid_request",
         f"the run store's tables are missing in schema {schema!r}: call setup() "
-        f"once (it is idempotent) before using the store ({error})",
+        f"once (it is idempotent) before using the store "
+        f"({str(error).splitlines()[0]})",
         original=error,
     )
 

@@ -299,6 +299,14 @@ class PostgresRunStore:
             cursor.execute(query, params)
             return [pending_row(values) for values in cursor.fetchall()]
 
+    def waiting(self, run_id: str) -> PendingRun | None:
+        """Run ``run_id``'s row of the inbox: None unless it waits for decisions
+        (unknown, expired, being resumed or done)."""
+        with self._cursor() as cursor:
+            cursor.execute(self._sql.waiting, (run_id,))
+            row = cursor.fetchone()
+        return None if row is None else pending_row(row)
+
     def delete(self, run_id: str) -> bool:
         """Forget run ``run_id`` (and its call records); whether it was there."""
         with self._cursor() as cursor:

@@ -258,6 +258,13 @@ class AsyncPostgresRunStore:
             await cursor.execute(query, params)
             return [pending_row(values) for values in await cursor.fetchall()]
 
+    async def waiting(self, run_id: str) -> PendingRun | None:
+        """As ``PostgresRunStore.waiting``."""
+        async with self._cursor() as cursor:
+            await cursor.execute(self._sql.waiting, (run_id,))
+            row = await cursor.fetchone()
+        return None if row is None else pending_row(row)
+
     async def delete(self, run_id: str) -> bool:
         """As ``PostgresRunStore.delete``."""
         async with self._cursor() as cursor:

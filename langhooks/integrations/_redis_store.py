@@ -251,6 +251,12 @@ class RedisRunStore:
             start += batch - len(gone)
         return rows
 
+    def waiting(self, run_id: str) -> PendingRun | None:
+        """Run ``run_id``'s row of the inbox: None unless it waits for decisions
+        (unknown, expired, being resumed or done)."""
+        values = self._client.hmget(self._layout.key(run_id), list(FIELDS))
+        return None if values[0] is None else self._layout.row(run_id, values, {})
+
     def delete(self, run_id: str) -> bool:
         """Forget run ``run_id``; whether it was there."""
         key = self._layout.key(run_id)

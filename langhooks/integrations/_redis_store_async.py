@@ -206,6 +206,11 @@ class AsyncRedisRunStore:
             start += batch - len(gone)
         return rows
 
+    async def waiting(self, run_id: str) -> PendingRun | None:
+        """As ``RedisRunStore.waiting``."""
+        values = await self._client.hmget(self._layout.key(run_id), list(FIELDS))
+        return None if values[0] is None else self._layout.row(run_id, values, {})
+
     async def delete(self, run_id: str) -> bool:
         """As ``RedisRunStore.delete``."""
         key = self._layout.key(run_id)
