@@ -27,9 +27,11 @@ import inspect
 import json
 import logging
 import math
+import os
 import threading
+import time
 import uuid
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol, final
 
 import attrs
@@ -323,46 +325,87 @@ def _aguarded(
 
 
 @final
-class _Heartbeat:
-    """Renews a claim from a thread every ``interval`` seconds until stopped."""
+@attrs.define(eq=False)
+class _Claim:
+    """One claim the heartbeat thread renews."""
 
-    def __init__(
+    backend: ClaimBackend
+    run_id: str
+    token: str
+    interval: float
+    due: float
+
+
+@final
+class _Heartbeats:
+    """One daemon thread per process renews every live claim when it is due.
+
+    A thread per resume would cost more than a resume's own round trips; a claim
+    is registered and removed under a lock instead. A renewal that raises is
+    logged and retried at the next beat; a claim found taken over is dropped.
+    """
+
+    def __init__(self) -> None:
+        self._wake: Final = threading.Condition()
+        self._claims: dict[int, _Claim] = {}
+        self._pid = -1  # the process whose thread runs (none yet; a fork has none)
+
+    @contextlib.contextmanager
+    def renewing(
         self, backend: ClaimBackend, run_id: str, token: str, interval: float
-    ) -> None:
-        self._backend: Final = backend
-        self._run_id: Final = run_id
-        self._token: Final = token
-        self._interval: Final = interval
-        self._stop: Final = threading.Event()
-        self._thread: Final = threading.Thread(
-            target=self._beat, name=f"langhooks-claim-{run_id}", daemon=True
+    ) -> Iterator[None]:
+        """Renew the claim every ``interval`` seconds while the block runs."""
+        claim = _Claim(backend, run_id, token, interval, time.monotonic() + interval)
+        with self._wake:
+            if self._pid != os.getpid():
+                self._pid = os.getpid()
+                threading.Thread(
+                    target=self._run, name="langhooks-claims", daemon=True
+                ).start()
+            self._claims[id(claim)] = claim
+            self._wake.notify()
+        try:
+            yield
+        finally:
+            with self._wake:
+                self._claims.pop(id(claim), None)
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                now = time.monotonic()
+                due = [c for c in self._claims.values() if c.due <= now]
+                if not due:
+                    soonest = min((c.due for c in self._claims.values()), default=None)
+                    self._wake.wait(None if soonest is None else soonest - now)
+                    continue
+                for claim in due:
+                    claim.due = now + claim.interval
+            for claim in due:
+                if not _renew(claim):
+                    with self._wake:
+                        self._claims.pop(id(claim), None)
+
+
+def _renew(claim: _Claim) -> bool:
+    """Renew one claim; False when it was taken over (stop renewing it)."""
+    try:
+        held = claim.backend.heartbeat(claim.run_id, claim.token)
+    except Exception as exc:  # retried at the next beat
+        _log.warning(
+            "langhooks: could not renew the claim on run %r: %s", claim.run_id, exc
         )
+        return True
+    if not held:
+        _log.warning(
+            "langhooks: the claim on run %r was taken over; this worker starts no "
+            "more of its tool calls",
+            claim.run_id,
+        )
+    return held
 
-    def __enter__(self) -> None:
-        self._thread.start()
 
-    def __exit__(self, *_exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _beat(self) -> None:
-        while not self._stop.wait(self._interval):
-            try:
-                held = self._backend.heartbeat(self._run_id, self._token)
-            except Exception as exc:  # retried at the next beat
-                _log.warning(
-                    "langhooks: could not renew the claim on run %r: %s",
-                    self._run_id,
-                    exc,
-                )
-                continue
-            if not held:
-                _log.warning(
-                    "langhooks: the claim on run %r was taken over; this worker "
-                    "starts no more of its tool calls",
-                    self._run_id,
-                )
-                return
+_HEARTBEATS: Final = _Heartbeats()
 
 
 async def _abeat(
@@ -451,7 +494,7 @@ def resume_once(
     state = backend.claim(run_id, token)
     live = _Live()
     try:
-        with _Heartbeat(backend, run_id, token, claim_timeout / 3):
+        with _HEARTBEATS.renewing(backend, run_id, token, claim_timeout / 3):
             tools = [_guarded(backend, run_id, token, t, live) for t in code.tools]
             chain = _chain(state, code, tools)
             calls, chosen = _match(run_id, chain.pending_tool_calls, decisions)

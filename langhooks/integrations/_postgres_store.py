@@ -77,14 +77,25 @@ class _Connections:
             )
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[psycopg.Cursor[Any]]:
+    def transaction(self, *, block: bool = False) -> Iterator[psycopg.Cursor[Any]]:
+        """A cursor for one statement (``block``: for several, in one
+        transaction). An autocommit connection runs a single statement as its own
+        transaction: no BEGIN and COMMIT round trips."""
         if self._pool is not None:
-            with self._pool.connection() as conn, conn.transaction():
+            with self._pool.connection() as conn, _scope(conn, block):
                 yield conn.cursor()
             return
         assert self._conn is not None
-        with self._lock, self._conn.transaction():
+        with self._lock, _scope(self._conn, block):
             yield self._conn.cursor()
+
+
+def _scope(
+    conn: psycopg.Connection[Any], block: bool
+) -> contextlib.AbstractContextManager[Any]:
+    if block or not conn.autocommit:
+        return conn.transaction()
+    return contextlib.nullcontext()
 
 
 @final
@@ -162,7 +173,7 @@ class PostgresRunStore:
                 langhooks knows.
         """
         sql = self._sql
-        with self._db.transaction() as cursor:
+        with self._db.transaction(block=True) as cursor:
             cursor.execute(
                 "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
                 (sql.lock_key,),

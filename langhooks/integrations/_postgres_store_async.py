@@ -79,19 +79,30 @@ class _AsyncConnections:
             )
 
     @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[psycopg.AsyncCursor[Any]]:
+    async def transaction(
+        self, *, block: bool = False
+    ) -> AsyncIterator[psycopg.AsyncCursor[Any]]:
+        """As ``_Connections.transaction``."""
         if self._pool is not None:
             if not self._opened:
                 self._opened = True
                 await self._pool.open()
-            async with self._pool.connection() as conn, conn.transaction():
+            async with self._pool.connection() as conn, _scope(conn, block):
                 yield conn.cursor()
             return
         assert self._conn is not None
         if self._lock is None:
             self._lock = asyncio.Lock()
-        async with self._lock, self._conn.transaction():
+        async with self._lock, _scope(self._conn, block):
             yield self._conn.cursor()
+
+
+def _scope(
+    conn: psycopg.AsyncConnection[Any], block: bool
+) -> contextlib.AbstractAsyncContextManager[Any]:
+    if block or not conn.autocommit:
+        return conn.transaction()
+    return contextlib.nullcontext()
 
 
 @final
@@ -150,7 +161,7 @@ class AsyncPostgresRunStore:
             LangHooksError: as ``PostgresRunStore.setup``.
         """
         sql = self._sql
-        async with self._db.transaction() as cursor:
+        async with self._db.transaction(block=True) as cursor:
             await cursor.execute(
                 "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
                 (sql.lock_key,),

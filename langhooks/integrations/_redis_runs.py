@@ -78,7 +78,7 @@ if status == 'claimed' then
     if now - beat < tonumber(ARGV[2]) then return {'busy'} end
 end
 redis.call('HSET', KEYS[1], 'status', 'claimed', 'token', ARGV[1], 'beat', now)
-return {'ok', redis.call('HGET', KEYS[1], 'state')}
+return {'ok', redis.call('HGET', KEYS[1], 'state'), redis.call('HGET', KEYS[1], 'meta')}
 """
 )
 

@@ -275,6 +275,7 @@ class _Claims:
 
     def __init__(self, store: RedisRunStore) -> None:
         self._store: Final = store
+        self._indexes: list[str] = []  # the inbox indexes of the claimed run
 
     def claim(self, run_id: str, token: str) -> Mapping[str, Any]:
         store = self._store
@@ -283,6 +284,7 @@ class _Claims:
         if as_text(answer[0]) != "ok":
             raise claim_error(run_id, layout.prefix, answer)
         state: dict[str, Any] = json.loads(answer[1])
+        self._indexes = index_keys(layout.prefix, json.loads(answer[2]))
         return state
 
     def heartbeat(self, run_id: str, token: str) -> bool:
@@ -313,18 +315,18 @@ class _Claims:
         store = self._store
         layout = store._layout
         args = settle_args(token, state, waiting)
-        key = layout.key(run_id)
-        if not store._settle(keys=[key], args=args):
-            raise claim_lost(run_id)
-        meta = store._client.hget(key, "meta")
-        indexes = index_keys(layout.prefix, json.loads(meta) if meta else {})
+        # One round trip: the script, then the inbox indexes (hints that pending()
+        # checks against the run's status, so they follow only a settled script).
         pipe = store._client.pipeline(transaction=False)
-        for index in indexes:
+        store._settle(keys=[layout.key(run_id)], args=args, client=pipe)
+        for index in self._indexes:
             if waiting:
                 pipe.zadd(index, {run_id: args[-1]})
             else:
                 pipe.zrem(index, run_id)
-        pipe.execute()
+        settled = (pipe.execute())[0]
+        if not settled:
+            raise claim_lost(run_id)
 
     def release(self, run_id: str, token: str) -> None:
         store = self._store

@@ -103,16 +103,16 @@ class AsyncRedisRunStore:
             chain, metadata, expires_in
         )
         key = self._layout.key(run_id)
-        pipe = self._client.pipeline(transaction=False)
-        pipe.delete(key)
-        pipe.hset(key, mapping=fields)
-        pipe.pexpireat(key, expires)
-        for index in indexes:
-            if waiting:
-                pipe.zadd(index, {run_id: fields["saved"]})
-            else:
-                pipe.zrem(index, run_id)
-        await pipe.execute()
+        async with self._client.pipeline(transaction=False) as pipe:
+            pipe.delete(key)
+            pipe.hset(key, mapping=fields)
+            pipe.pexpireat(key, expires)
+            for index in indexes:
+                if waiting:
+                    pipe.zadd(index, {run_id: fields["saved"]})
+                else:
+                    pipe.zrem(index, run_id)
+            await pipe.execute()
         return run_id
 
     async def load(
@@ -190,11 +190,12 @@ class AsyncRedisRunStore:
             )
             if not ids:
                 break
-            pipe = self._client.pipeline(transaction=False)
-            for run_id in ids:
-                pipe.hmget(self._layout.key(run_id), list(FIELDS))
+            async with self._client.pipeline(transaction=False) as pipe:
+                for run_id in ids:
+                    pipe.hmget(self._layout.key(run_id), list(FIELDS))
+                found = await pipe.execute()
             gone: list[str] = []
-            for run_id, values in zip(ids, await pipe.execute(), strict=True):
+            for run_id, values in zip(ids, found, strict=True):
                 if values[0] is None:
                     gone.append(run_id)
                     continue
@@ -215,12 +216,12 @@ class AsyncRedisRunStore:
         """As ``RedisRunStore.delete``."""
         key = self._layout.key(run_id)
         meta = await self._client.hget(key, "meta")
-        pipe = self._client.pipeline(transaction=False)
-        pipe.delete(key)
-        data = json.loads(meta) if meta is not None else {}
-        for index in index_keys(self._layout.prefix, data):
-            pipe.zrem(index, run_id)
-        return bool((await pipe.execute())[0])
+        async with self._client.pipeline(transaction=False) as pipe:
+            pipe.delete(key)
+            data = json.loads(meta) if meta is not None else {}
+            for index in index_keys(self._layout.prefix, data):
+                pipe.zrem(index, run_id)
+            return bool((await pipe.execute())[0])
 
 
 @final
@@ -229,6 +230,7 @@ class _AsyncClaims:
 
     def __init__(self, store: AsyncRedisRunStore) -> None:
         self._store: Final = store
+        self._indexes: list[str] = []  # the inbox indexes of the claimed run
 
     async def claim(self, run_id: str, token: str) -> Mapping[str, Any]:
         store = self._store
@@ -239,6 +241,7 @@ class _AsyncClaims:
         if as_text(answer[0]) != "ok":
             raise claim_error(run_id, layout.prefix, answer)
         state: dict[str, Any] = json.loads(answer[1])
+        self._indexes = index_keys(layout.prefix, json.loads(answer[2]))
         return state
 
     async def heartbeat(self, run_id: str, token: str) -> bool:
@@ -272,18 +275,18 @@ class _AsyncClaims:
         store = self._store
         layout = store._layout
         args = settle_args(token, state, waiting)
-        key = layout.key(run_id)
-        if not await store._settle(keys=[key], args=args):
+        # One round trip: the script, then the inbox indexes (hints that pending()
+        # checks against the run's status, so they follow only a settled script).
+        async with store._client.pipeline(transaction=False) as pipe:
+            await store._settle(keys=[layout.key(run_id)], args=args, client=pipe)
+            for index in self._indexes:
+                if waiting:
+                    pipe.zadd(index, {run_id: args[-1]})
+                else:
+                    pipe.zrem(index, run_id)
+            settled = (await pipe.execute())[0]
+        if not settled:
             raise claim_lost(run_id)
-        meta = await store._client.hget(key, "meta")
-        indexes = index_keys(layout.prefix, json.loads(meta) if meta else {})
-        pipe = store._client.pipeline(transaction=False)
-        for index in indexes:
-            if waiting:
-                pipe.zadd(index, {run_id: args[-1]})
-            else:
-                pipe.zrem(index, run_id)
-        await pipe.execute()
 
     async def release(self, run_id: str, token: str) -> None:
         store = self._store

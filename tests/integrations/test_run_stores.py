@@ -1264,6 +1264,9 @@ class TestPostgres:
                 with PostgresRunStore(conn, schema=here.namespace) as same:
                     assert [r.run_id for r in same.pending()] == [run_id]
                 assert not conn.closed
+            with psycopg.connect(here.url) as plain:  # not autocommit: transactions
+                store = PostgresRunStore(plain, schema=here.namespace)
+                assert store.waiting(run_id) is not None
             with psycopg_pool.ConnectionPool(
                 here.url, kwargs={"autocommit": True}, open=True
             ) as pool:
@@ -1284,6 +1287,9 @@ class TestPostgres:
                 store = AsyncPostgresRunStore(conn, schema=here.namespace)
                 await store.setup()
                 run_id = await store.save(waiting_chain(log))
+            async with await psycopg.AsyncConnection.connect(here.url) as plain:
+                store = AsyncPostgresRunStore(plain, schema=here.namespace)
+                assert await store.waiting(run_id) is not None
             async with psycopg_pool.AsyncConnectionPool(
                 here.url, kwargs={"autocommit": True}, open=False
             ) as pool:
