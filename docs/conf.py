@@ -85,6 +85,8 @@ nitpick_ignore = [
 ]
 # redis-py's client classes: its inventory is not shipped either.
 nitpick_ignore_regex = [("py:class", r"redis\..*")]
+# psycopg's connections and pools (the postgres extra): no inventory shipped either.
+nitpick_ignore_regex += [("py:class", r"psycopg(_pool)?\..*")]
 
 _PUBLIC_PACKAGES = (
     "langhooks",

@@ -1382,3 +1382,22 @@ class TestRedis:
             RedisRunStore(redis.asyncio.Redis())  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="prefix"):
             RedisRunStore(redis.Redis(), prefix=1)  # type: ignore[arg-type]
+
+
+class TestGuide:
+    """docs/guide/persistence.md: its inbox server works as shown."""
+
+    def test_inbox_server_on_postgres(self) -> None:
+        """The inbox block runs against PostgreSQL (in a schema of its own): a run
+        filed under its tenant is listed, approved once, and leaves the inbox."""
+        import re
+
+        page = (ROOT / "docs" / "guide" / "persistence.md").read_text()
+        (code,) = re.findall(r"```python\n(# inbox\.py\n.*?)```", page, re.DOTALL)
+        with place("postgres") as here:
+            source = code.replace(
+                '"postgresql://postgres@127.0.0.1:5432/test", schema="inbox"',
+                f'"{here.url}", schema="{here.namespace}"',
+            )
+            assert source != code
+            exec(compile(source, "persistence.md inbox.py", "exec"), {})
