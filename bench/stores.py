@@ -31,6 +31,7 @@ from typing import Any
 
 import psycopg
 import redis
+from typing_extensions import override
 
 import langhooks as lh
 from langhooks import codec
@@ -55,6 +56,7 @@ TOOLS = [Tool("book", book)]
 class AskFirst(lh.ChainCallbackHandler):
     """Every call waits for a human."""
 
+    @override
     def on_tool_call_review(
         self,
         chain: LLMChain,
