@@ -83,8 +83,9 @@ nitpick_ignore = [
     ("py:class", "TracerProvider"),
     ("py:class", "MeterProvider"),
 ]
-# redis-py's client classes: its inventory is not shipped either.
-nitpick_ignore_regex = [("py:class", r"redis\..*")]
+# redis-py's client classes and Starlette's request: their inventories are not
+# shipped either.
+nitpick_ignore_regex = [("py:class", r"redis\..*"), ("py:class", r"starlette\..*")]
 # psycopg's connections and pools (the postgres extra): no inventory shipped either.
 nitpick_ignore_regex += [("py:class", r"psycopg(_pool)?\..*")]
 

@@ -123,6 +123,10 @@ class TestSubpackages:
                 "langhooks.stores",
                 {"AsyncRunStore", "MemoryRunStore", "PendingRun", "RunStore"},
             ),
+            (
+                "langhooks.integrations.web",
+                {"Action", "Authorize", "create_app", "owner_only"},
+            ),
         ],
     )
     def test_contains_contract_names(self, module: str, names: set[str]) -> None:
