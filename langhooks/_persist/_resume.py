@@ -408,6 +408,16 @@ def _renew(claim: _Claim) -> bool:
 _HEARTBEATS: Final = _Heartbeats()
 
 
+def _forked() -> None:  # pragma: no cover - runs in a forked child only
+    # The parent's thread is gone and may have held the lock: a child starts
+    # afresh (its parent's claims are the parent's to renew).
+    fresh = _Heartbeats()
+    _HEARTBEATS.__dict__.update(fresh.__dict__)
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
 async def _abeat(
     backend: AsyncClaimBackend, run_id: str, token: str, interval: float
 ) -> None:
