@@ -92,6 +92,8 @@ nitpick_ignore = [
 # redis-py's client classes and Starlette's request: their inventories are not
 # shipped either.
 nitpick_ignore_regex = [("py:class", r"redis\..*"), ("py:class", r"starlette\..*")]
+# psycopg's connections and pools (the postgres extra): no inventory shipped either.
+nitpick_ignore_regex += [("py:class", r"psycopg(_pool)?\..*")]
 
 _PUBLIC_PACKAGES = (
     "langhooks",

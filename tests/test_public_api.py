@@ -122,6 +122,10 @@ class TestSubpackages:
                 {"EventRecord", "EventRecorder", "read_events", "replay_events"},
             ),
             (
+                "langhooks.stores",
+                {"AsyncRunStore", "MemoryRunStore", "PendingRun", "RunStore"},
+            ),
+            (
                 "langhooks.integrations.web",
                 {"Action", "Authorize", "create_app", "owner_only"},
             ),

@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from typing_extensions import override
 
+from .._persist._stores import RunStore, check_run_store
 from ..chain import Decision, LLMChain
 from ._web_auth import Authorize, Guard, started_by
 from ._web_backend import (
@@ -338,6 +339,7 @@ def create_app(
     agent: Agent | None = None,
     heartbeat: float = 15.0,
     authorize: Authorize | None = None,
+    store: RunStore | None = None,
 ) -> Starlette:
     """The ASGI app that shows runs live and takes human decisions.
 
@@ -360,6 +362,10 @@ def create_app(
             everyone in, but only under ``localhost`` or an IP address (a name
             could be a DNS-rebinding page's). Either way, a POST from another
             origin is refused (403) before ``authorize`` is asked.
+        store: where interrupted runs wait for decisions (a ``RunStore``:
+            ``PostgresRunStore``, ``RedisRunStore``, ``MemoryRunStore``, ...) and
+            are resumed once, with ``agent``'s code; None keeps them in this
+            process (or, with ``redis``, in a ``RedisRunStore`` on it).
 
     Returns:
         The app (a ``Starlette``), to serve with uvicorn or mount in another app.
@@ -382,12 +388,14 @@ def create_app(
     if not isinstance(prefix, str):
         raise TypeError(f"prefix must be a str, got {prefix!r}")
     backend: Backend
+    if store is not None:
+        check_run_store(store, "store")
     if redis is None:
-        backend = MemoryBackend()
+        backend = MemoryBackend(store)
     else:
         from ._web_redis import RedisBackend  # needs the redis extra
 
-        backend = RedisBackend(redis, prefix)
+        backend = RedisBackend(redis, prefix, store)
     guard = Guard(authorize, backend.owner)
     web = _WebApp(backend, agent, heartbeat=float(heartbeat), guard=guard)
 
