@@ -119,6 +119,10 @@ class TestSubpackages:
                 "langhooks.events",
                 {"EventRecord", "EventRecorder", "read_events", "replay_events"},
             ),
+            (
+                "langhooks.stores",
+                {"AsyncRunStore", "MemoryRunStore", "PendingRun", "RunStore"},
+            ),
         ],
     )
     def test_contains_contract_names(self, module: str, names: set[str]) -> None:

@@ -1,0 +1,1 @@
+"""Persistence: values as JSON, event records, run state and run stores."""
