@@ -87,7 +87,7 @@ class AguiTranslator:
             events.extend(self._step(step))
         return [_dump(event) for event in events]
 
-    def _step(self, step: Step) -> Iterator[agui.BaseEvent]:  # noqa: C901
+    def _step(self, step: Step) -> Iterator[agui.BaseEvent]:
         match step:
             case RunStarted():
                 self._interrupts = []

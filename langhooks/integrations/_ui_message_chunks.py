@@ -70,7 +70,7 @@ class UiMessageTranslator:
             chunks.extend(self._chunks(step))
         return chunks
 
-    def _chunks(self, step: Step) -> Iterator[Chunk]:  # noqa: C901
+    def _chunks(self, step: Step) -> Iterator[Chunk]:
         match step:
             case RunStarted(run_id):
                 yield {"type": "start", "messageId": run_id}
