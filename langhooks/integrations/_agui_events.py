@@ -8,7 +8,7 @@ as well as by the client.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final, Literal, final
 
 import attrs
@@ -20,7 +20,7 @@ except ImportError as error:  # pragma: no cover - the web extra installs it
         "langhooks.integrations.agui needs the web extra: pip install 'langhooks[web]'"
     ) from error
 
-from .._messages import Message, ToolCall
+from .._messages import LangHooksError, Message, ToolCall
 from .._records import EventRecord
 from ._frontend_records import (
     ModelCallEnded,
@@ -41,6 +41,8 @@ from ._frontend_records import (
 )
 
 __all__ = ["AguiTranslator", "agui_events"]
+
+_ENDS: Final = frozenset({"RUN_FINISHED", "RUN_ERROR"})
 
 #: The ``reason`` of an interrupt that waits for a tool call's approval.
 TOOL_APPROVAL: Final = "tool_approval"
@@ -79,6 +81,7 @@ class AguiTranslator:
         self._open: Literal["text", "thinking"] | None = None
         self._calls: dict[int, _Call] = {}
         self._interrupts: list[agui.Interrupt] = []
+        self._started = False
 
     def translate(self, record: EventRecord) -> list[dict[str, Any]]:
         """The AG-UI events (JSON objects) of ``record``, in order."""
@@ -90,7 +93,7 @@ class AguiTranslator:
     def _step(self, step: Step) -> Iterator[agui.BaseEvent]:
         match step:
             case RunStarted():
-                self._interrupts = []
+                self._interrupts, self._started = [], True
                 yield agui.RunStartedEvent(
                     thread_id=self._thread_id, run_id=self._run_id
                 )
@@ -135,6 +138,39 @@ class AguiTranslator:
                 yield from self._switch(None)
                 yield from self._end_calls()
                 yield agui.RunErrorEvent(message=error.message, code=error.type)
+
+    def ends(self, event: Mapping[str, Any]) -> bool:
+        """Whether ``event`` is the last of its request (the run finished or
+        failed)."""
+        return event["type"] in _ENDS
+
+    def waits(self, event: Mapping[str, Any]) -> bool:
+        """Whether ``event`` waits for the run to return: the ones that end it."""
+        return self.ends(event)
+
+    def failed(self, exc: BaseException) -> list[dict[str, Any]]:
+        """The events that end a request whose run raised ``exc`` (or that was
+        refused, as a "conflict"): ``RUN_ERROR`` with the error's type as
+        ``code`` ("internal_error" for an exception that is not a
+        ``LangHooksError``), after ``RUN_STARTED`` if none was sent yet."""
+        events: list[agui.BaseEvent] = []
+        if not self._started:
+            self._started = True
+            events.append(
+                agui.RunStartedEvent(thread_id=self._thread_id, run_id=self._run_id)
+            )
+        events.extend(self._switch(None))
+        events.extend(self._end_calls())
+        if isinstance(exc, LangHooksError):
+            events.append(agui.RunErrorEvent(message=exc.message, code=exc.type))
+        else:
+            events.append(
+                agui.RunErrorEvent(
+                    message=f"the run failed: {type(exc).__name__}",
+                    code="internal_error",
+                )
+            )
+        return [_dump(event) for event in events]
 
     def _thinking_id(self) -> str:
         return f"{self._answer}:thinking"

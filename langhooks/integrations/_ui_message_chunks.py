@@ -7,12 +7,12 @@ the tests check every chunk with the SDK's own parser.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import Any, Literal, final
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Final, Literal, final
 
 import attrs
 
-from .._messages import Message, ToolCall
+from .._messages import LangHooksError, Message, ToolCall
 from .._records import EventRecord
 from ._frontend_records import (
     ModelCallEnded,
@@ -34,6 +34,9 @@ from ._frontend_records import (
 __all__ = ["UiMessageTranslator", "ui_message_chunks"]
 
 Chunk = dict[str, Any]
+
+_ENDS: Final = frozenset({"finish", "error", "abort"})
+_WAITS: Final = _ENDS | {"tool-approval-request"}
 
 
 @attrs.define
@@ -112,6 +115,26 @@ class UiMessageTranslator:
                 yield from self._switch(None)
                 yield from self._abandon_calls(error.message)
                 yield {"type": "error", "errorText": f"{error.type}: {error.message}"}
+
+    def ends(self, chunk: Mapping[str, Any]) -> bool:
+        """Whether ``chunk`` is the last of its request."""
+        return chunk["type"] in _ENDS
+
+    def waits(self, chunk: Mapping[str, Any]) -> bool:
+        """Whether ``chunk`` waits for the run to return: the ones that end it,
+        and an approval request (its answer must find the run stored)."""
+        return chunk["type"] in _WAITS
+
+    def failed(self, exc: BaseException) -> list[Chunk]:
+        """The chunks that end a request whose run raised ``exc``: the open
+        parts closed, then ``error``."""
+        chunks = [*self._switch(None), *self._abandon_calls("the run failed")]
+        if isinstance(exc, LangHooksError):
+            text = f"{exc.type}: {exc.message}"
+        else:
+            text = f"internal_error: the run failed: {type(exc).__name__}"
+        chunks.append({"type": "error", "errorText": text})
+        return chunks
 
     def _part(self) -> str:
         return f"{self._answer}:{self._open}"
