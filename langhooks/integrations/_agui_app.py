@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal, final
 
+import attrs
 import pydantic
 from ag_ui import core as agui
 from starlette.applications import Starlette
@@ -31,7 +32,7 @@ from ._frontend_app import (
     resumed_run,
     stream_events,
 )
-from ._frontend_records import split_approval_id
+from ._frontend_records import MESSAGE_ID, RESULT_IDS, split_approval_id
 from ._web_limits import BadRequest, json_body
 
 if TYPE_CHECKING:
@@ -82,7 +83,9 @@ def conversation(messages: Sequence[agui.Message]) -> list[Message]:
     User, system and developer messages become user and system messages;
     assistant messages keep their text and tool calls; consecutive tool messages
     become one tool message. Reasoning and activity messages are left out (no
-    model is sent its earlier thinking back).
+    model is sent its earlier thinking back). Each message keeps its AG-UI id
+    in ``metadata`` (a tool message its results' ids), so the conversation a
+    run sends back in ``MESSAGES_SNAPSHOT`` has the ids the client knows.
 
     Raises:
         BadRequest: a non-text part, tool call arguments that are not a JSON
@@ -92,10 +95,12 @@ def conversation(messages: Sequence[agui.Message]) -> list[Message]:
     names: dict[str, str] = {}
     for position, message in enumerate(messages):
         where = f"messages[{position}]"
+        known = {MESSAGE_ID: message.id}
         if isinstance(message, agui.UserMessage):
-            out.append(Message.user(_text(message.content, where)))
+            user = Message.user(_text(message.content, where))
+            out.append(attrs.evolve(user, metadata=known))
         elif isinstance(message, agui.SystemMessage | agui.DeveloperMessage):
-            out.append(Message.system(message.content))
+            out.append(attrs.evolve(Message.system(message.content), metadata=known))
         elif isinstance(message, agui.AssistantMessage):
             calls = [
                 ToolCall(
@@ -107,26 +112,41 @@ def conversation(messages: Sequence[agui.Message]) -> list[Message]:
                 for index, call in enumerate(message.tool_calls or ())
             ]
             names.update((call.call_id, call.name) for call in calls)
-            out.append(Message.assistant(message.content or "", tool_calls=calls))
+            answer = Message.assistant(message.content or "", tool_calls=calls)
+            out.append(attrs.evolve(answer, metadata=known))
         elif isinstance(message, agui.ToolMessage):
-            name = names.get(message.tool_call_id)
-            if name is None:
-                raise BadRequest(
-                    400,
-                    f"{where}: a result for tool call {message.tool_call_id!r}, "
-                    f"which no assistant message made",
-                )
-            result = ToolResult(
-                tool_call_id=message.tool_call_id,
-                name=name,
-                content=_text(message.content, where),
-                is_error=message.error is not None,
-            )
-            if out and out[-1].role == "tool":
-                out[-1] = Message.tool((*out[-1].tool_results, result))
-            else:
-                out.append(Message.tool((result,)))
+            out.append(_tool_message(out, message, names, where))
     return out
+
+
+def _tool_message(
+    out: list[Message],
+    message: agui.ToolMessage,
+    names: Mapping[str, str],
+    where: str,
+) -> Message:
+    """``message`` as a result added to the tool message that ends ``out`` (it
+    is taken off ``out``), or as a new tool message."""
+    name = names.get(message.tool_call_id)
+    if name is None:
+        raise BadRequest(
+            400,
+            f"{where}: a result for tool call {message.tool_call_id!r}, which no "
+            f"assistant message made",
+        )
+    result = ToolResult(
+        tool_call_id=message.tool_call_id,
+        name=name,
+        content=_text(message.content, where),
+        is_error=message.error is not None,
+    )
+    results: tuple[ToolResult, ...] = (result,)
+    ids = {message.tool_call_id: message.id}
+    if out and out[-1].role == "tool":
+        previous = out.pop()
+        results = (*previous.tool_results, result)
+        ids = {**previous.metadata[RESULT_IDS], **ids}
+    return attrs.evolve(Message.tool(results), metadata={RESULT_IDS: ids})
 
 
 def _decision(entry: agui.ResumeEntry, where: str) -> Decision:

@@ -37,6 +37,7 @@ from ._frontend_records import (
     ToolOutcome,
     ToolsInterrupted,
     approval_id,
+    result_id,
     tool_result_text,
 )
 
@@ -271,9 +272,9 @@ def _snapshot(messages: Iterable[tuple[str, Message]]) -> list[agui.Message]:
     """The conversation as AG-UI messages. System messages are the agent's own
     instructions and stay on the server; the stand-in results of calls waiting
     for a human are left out (the calls have no result yet)."""
+    numbered = tuple(messages)
     out: list[agui.Message] = []
-    answers: dict[str, str] = {}
-    for message_id, message in messages:
+    for message_id, message in numbered:
         if message.role == "user":
             out.append(agui.UserMessage(id=message_id, content=message.text))
         elif message.role == "assistant":
@@ -292,7 +293,6 @@ def _snapshot(messages: Iterable[tuple[str, Message]]) -> list[agui.Message]:
                 )
                 for call in message.tool_calls
             ]
-            answers.update((call.call_id, message_id) for call in message.tool_calls)
             out.append(
                 agui.AssistantMessage(
                     id=message_id,
@@ -305,10 +305,9 @@ def _snapshot(messages: Iterable[tuple[str, Message]]) -> list[agui.Message]:
                 if result.is_interrupt:
                     continue
                 text = tool_result_text(result)
-                answer = answers.get(result.tool_call_id, message_id)
                 out.append(
                     agui.ToolMessage(
-                        id=f"{answer}/{result.tool_call_id}",
+                        id=result_id(numbered, result.tool_call_id),
                         content=text,
                         tool_call_id=result.tool_call_id,
                         error=text if result.is_error else None,

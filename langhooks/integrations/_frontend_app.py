@@ -62,9 +62,7 @@ def build_chain(agent: Agent, messages: Sequence[Message]) -> LLMChain:
     return chain
 
 
-def fresh_run(
-    chain: LLMChain, store: RunStore, metadata: Mapping[str, Any]
-) -> Work:
+def fresh_run(chain: LLMChain, store: RunStore, metadata: Mapping[str, Any]) -> Work:
     """Run ``chain``; an interrupted run is saved in ``store`` with ``metadata``."""
 
     def work(recorder: EventRecorder) -> None:
@@ -100,9 +98,7 @@ def resumed_run(
 async def known(store: RunStore, run_id: str, chain: LLMChain) -> bool:
     """Whether ``store`` has run ``run_id`` (waiting or not)."""
     try:
-        await asyncio.to_thread(
-            store.load, run_id, chain.model, tools=chain.tools
-        )
+        await asyncio.to_thread(store.load, run_id, chain.model, tools=chain.tools)
     except LangHooksError as exc:
         if exc.type != "invalid_request":  # pragma: no cover - a store's own failure
             raise
@@ -184,9 +180,7 @@ async def stream_events(
         if record is None:
             if live.done.done():
                 # Ended without the record that ends a run: say so, never hang.
-                exc = LangHooksError(
-                    "stream_error", "the run ended without an answer"
-                )
+                exc = LangHooksError("stream_error", "the run ended without an answer")
                 for event in translation.failed(exc):
                     yield event
                 return

@@ -9,7 +9,7 @@ run the same way and neither looks at record payloads.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final, Literal, TypeAlias, final
 
 import attrs
@@ -19,6 +19,8 @@ from .._messages import LangHooksError, Message, ToolCall, ToolResult
 from .._records import EventRecord
 
 __all__ = [
+    "MESSAGE_ID",
+    "RESULT_IDS",
     "ModelCallEnded",
     "ModelCallFailed",
     "ModelCallStarted",
@@ -33,6 +35,7 @@ __all__ = [
     "ToolOutcome",
     "ToolsInterrupted",
     "approval_id",
+    "result_id",
     "split_approval_id",
     "tool_result_text",
 ]
@@ -155,6 +158,12 @@ Step: TypeAlias = (
     | RunFailed
 )
 
+#: ``Message.metadata`` key: the id a frontend gave the message.
+MESSAGE_ID: Final = "message_id"
+#: ``Message.metadata`` key of a tool message: the ids a frontend gave its results,
+#: by tool call id.
+RESULT_IDS: Final = "result_ids"
+
 # The one separator of an approval id: a run id never contains it.
 _SEPARATOR: Final = "/"
 
@@ -171,6 +180,20 @@ def split_approval_id(value: str) -> tuple[str, str] | None:
     if not separator or not run_id or not call_id:
         return None
     return run_id, call_id
+
+
+def result_id(messages: Sequence[tuple[str, Message]], call_id: str) -> str:
+    """The id of the result of ``call_id`` in a numbered conversation: the one
+    its frontend gave it (``metadata["result_ids"]`` of its tool message), else
+    the id of the answer that made the call, ``/`` and the call id."""
+    answer = None
+    for message_id, message in messages:
+        if any(call.call_id == call_id for call in message.tool_calls):
+            answer = message_id
+        given = message.metadata.get(RESULT_IDS)
+        if isinstance(given, Mapping) and isinstance(given.get(call_id), str):
+            return str(given[call_id])
+    return f"{answer or 'call'}/{call_id}"
 
 
 def tool_result_text(result: ToolResult) -> str:
@@ -203,7 +226,13 @@ class RunReader:
         return self._run_id
 
     def message_id(self, position: int) -> str:
-        """The id of the message at ``position`` of the run's conversation."""
+        """The id of the message at ``position`` of the run's conversation: the
+        one its frontend gave it (``metadata["message_id"]``), else one made of
+        the run id and the position (with the attempt, for a retried call)."""
+        if position < len(self._messages):
+            given = self._messages[position].metadata.get(MESSAGE_ID)
+            if isinstance(given, str):
+                return given
         return self._ids.get(position, f"{self._run_id}:{position}")
 
     def read(self, record: EventRecord) -> Iterator[Step]:
@@ -322,12 +351,8 @@ class RunReader:
         yield RunFailed(error)
 
     def result_id(self, call_id: str) -> str:
-        """The id of the result of ``call_id``: after the answer that made it."""
-        for position in range(len(self._messages) - 1, -1, -1):
-            message = self._messages[position]
-            if any(call.call_id == call_id for call in message.tool_calls):
-                return f"{self.message_id(position)}/{call_id}"
-        return f"{self._run_id}/{call_id}"
+        """The id of the result of ``call_id``: see ``result_id``."""
+        return result_id(self._numbered(), call_id)
 
     def _outcome(
         self, result: ToolResult, kind: Literal["output", "error", "denied"]
