@@ -113,13 +113,31 @@ class LiveRun:
     def __init__(self, work: Work) -> None:
         loop = asyncio.get_running_loop()
         self._records: asyncio.Queue[EventRecord] = asyncio.Queue()
+        self._recorded = asyncio.Event()
+
+        def arrived(record: EventRecord) -> None:
+            self._records.put_nowait(record)
+            self._recorded.set()
 
         def sink(record: EventRecord) -> None:
-            loop.call_soon_threadsafe(self._records.put_nowait, record)
+            loop.call_soon_threadsafe(arrived, record)
 
         self.done: asyncio.Future[object] = asyncio.ensure_future(
             asyncio.to_thread(work, EventRecorder(sink))
         )
+
+    async def begun(self) -> None:
+        """Wait until the run has recorded its first event or returned.
+
+        Raises:
+            Exception: what the run raised before it recorded anything (a store
+                refusing a resume: nothing ran).
+        """
+        recorded = asyncio.ensure_future(self._recorded.wait())
+        await asyncio.wait({recorded, self.done}, return_when="FIRST_COMPLETED")
+        recorded.cancel()
+        if not self._recorded.is_set() and self.done.exception() is not None:
+            self.done.result()
 
     async def next(self, timeout: float) -> EventRecord | None:
         """The next record; None when none came within ``timeout`` seconds or
