@@ -47,7 +47,7 @@ _THREAD: Final = "agui_thread"
 _HEADERS: Final = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
 
 
-def _text(content: str | Sequence[Any], where: str) -> str:
+def _text(content: str | list[Any], where: str) -> str:
     """A message's content as text: a string, or text parts only.
 
     Raises:

@@ -42,7 +42,7 @@ _log: Final = logging.getLogger("langhooks.integrations.frontends")
 Agent = Callable[[Sequence[Message]], LLMChain]
 """Builds the chain for a conversation so far: model, tools, handlers, messages."""
 
-Work = Callable[[EventRecorder], object]
+Work = Callable[[EventRecorder], None]
 
 
 def error(status: int, message: str) -> JSONResponse:
@@ -122,22 +122,21 @@ class LiveRun:
         def sink(record: EventRecord) -> None:
             loop.call_soon_threadsafe(arrived, record)
 
-        self.done: asyncio.Future[object] = asyncio.ensure_future(
+        self.done: asyncio.Future[None] = asyncio.ensure_future(
             asyncio.to_thread(work, EventRecorder(sink))
         )
 
-    async def begun(self) -> None:
-        """Wait until the run has recorded its first event or returned.
-
-        Raises:
-            Exception: what the run raised before it recorded anything (a store
-                refusing a resume: nothing ran).
-        """
+    async def begun(self) -> BaseException | None:
+        """Wait until the run has recorded its first event or returned; what it
+        raised before it recorded anything (a store refusing a resume: nothing
+        ran), else None. The exception is still raised by ``next``."""
         recorded = asyncio.ensure_future(self._recorded.wait())
-        await asyncio.wait({recorded, self.done}, return_when="FIRST_COMPLETED")
+        either: set[asyncio.Future[Any]] = {recorded, self.done}
+        await asyncio.wait(either, return_when="FIRST_COMPLETED")
         recorded.cancel()
-        if not self._recorded.is_set() and self.done.exception() is not None:
-            self.done.result()
+        if self._recorded.is_set():
+            return None
+        return self.done.exception()
 
     async def next(self, timeout: float) -> EventRecord | None:
         """The next record; None when none came within ``timeout`` seconds or
@@ -152,9 +151,8 @@ class LiveRun:
             self.done.result()
             return None
         getting = asyncio.ensure_future(self._records.get())
-        await asyncio.wait(
-            {getting, self.done}, timeout=timeout, return_when="FIRST_COMPLETED"
-        )
+        either: set[asyncio.Future[Any]] = {getting, self.done}
+        await asyncio.wait(either, timeout=timeout, return_when="FIRST_COMPLETED")
         if getting.cancel():
             return await self.next(0) if self.done.done() else None
         return getting.result()
@@ -198,8 +196,10 @@ async def stream_events(
         if record is None:
             if live.done.done():
                 # Ended without the record that ends a run: say so, never hang.
-                exc = LangHooksError("stream_error", "the run ended without an answer")
-                for event in translation.failed(exc):
+                silent = LangHooksError(
+                    "stream_error", "the run ended without an answer"
+                )
+                for event in translation.failed(silent):
                     yield event
                 return
             yield None

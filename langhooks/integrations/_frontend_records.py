@@ -88,7 +88,7 @@ class ToolFragment:
 @attrs.frozen
 class ModelCallEnded:
     """The current answer is complete; ``streamed`` is False when nothing of it
-    was streamed (a non-streaming model), so a translation sends it whole."""
+    was streamed (a model that answers whole), so a translation sends it whole."""
 
     message: Message
     streamed: bool
@@ -293,13 +293,6 @@ class RunReader:
         response = record.payload["response"]
         message = _codec.message_from_data(response["message"])
         yield ModelCallEnded(message, streamed=self._streamed)
-
-    def _on_llm_new_message(self, record: EventRecord) -> Iterator[Step]:
-        # A model that does not stream: the answer arrives whole, once.
-        message = _codec.message_from_data(_fields(record.payload["message"]))
-        if not self._streamed:
-            self._streamed = True
-            yield ModelCallEnded(message, streamed=False)
 
     def _on_llm_error(self, record: EventRecord) -> Iterator[Step]:
         yield ModelCallFailed()

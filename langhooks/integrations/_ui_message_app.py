@@ -113,9 +113,7 @@ def _output(part: Mapping[str, Any]) -> str:
     return output if isinstance(output, str) else json.dumps(output)
 
 
-def _result(
-    part: Mapping[str, Any], call: ToolCall, where: str
-) -> ToolResult | None:
+def _result(part: Mapping[str, Any], call: ToolCall, where: str) -> ToolResult | None:
     state = part["state"]
     if state == "output-available":
         content = _output(part)
@@ -212,11 +210,15 @@ def conversation(messages: Sequence[Mapping[str, Any]]) -> list[Message]:
                     400, f"{where}.parts[{index}]: only text content is supported"
                 )
         text = "".join(texts)
-        out.append(Message.user(text) if message["role"] == "user" else Message.system(text))
+        out.append(
+            Message.user(text) if message["role"] == "user" else Message.system(text)
+        )
     return out
 
 
-def _approvals(messages: Sequence[Mapping[str, Any]]) -> tuple[str, dict[str, Decision]] | None:
+def _approvals(
+    messages: Sequence[Mapping[str, Any]],
+) -> tuple[str, dict[str, Decision]] | None:
     """The run and decisions of the approvals the last (assistant) message
     answers, or None when it answers none.
 
@@ -245,13 +247,17 @@ def _approvals(messages: Sequence[Mapping[str, Any]]) -> tuple[str, dict[str, De
         ids = split_approval_id(_string(approval, "id", f"{where}.approval"))
         call_id = _string(part, "toolCallId", where)
         if ids is None or ids[1] != call_id:
-            raise BadRequest(400, f"{where}: no approval {approval['id']!r} in this chat")
+            raise BadRequest(
+                400, f"{where}: no approval {approval['id']!r} in this chat"
+            )
         runs.add(ids[0])
         reason = approval.get("reason")
         decisions[call_id] = (
             Decision.approve()
             if approval["approved"]
-            else Decision.reject(reason if isinstance(reason, str) and reason else _REJECTED)
+            else Decision.reject(
+                reason if isinstance(reason, str) and reason else _REJECTED
+            )
         )
     if not decisions:
         return None
@@ -284,7 +290,9 @@ class _UiMessageApp:
             )
             approvals = _approvals(messages)
             refused = await self._allowed(
-                request, "start" if approvals is None else "decide", approvals and approvals[0]
+                request,
+                "start" if approvals is None else "decide",
+                approvals and approvals[0],
             )
             if refused is not None:
                 return refused
@@ -323,12 +331,9 @@ class _UiMessageApp:
 
     async def _stream(self, work: Work) -> Response:
         live = LiveRun(work)
-        try:
-            await live.begun()
-        except LangHooksError as exc:
-            if exc.type == "conflict":
-                return error(409, f"{exc.message}")
-            raise
+        refused = await live.begun()
+        if isinstance(refused, LangHooksError) and refused.type == "conflict":
+            return error(409, refused.message)
         chunks = stream_events(live, UiMessageTranslator(), _HEARTBEAT)
         return StreamingResponse(
             _lines(chunks), media_type="text/event-stream", headers=_HEADERS

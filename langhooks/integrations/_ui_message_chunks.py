@@ -205,13 +205,14 @@ class UiMessageTranslator:
             }
 
     def _matching(self, tool_call: ToolCall) -> _Call:
+        """The streamed call ``tool_call`` completes (a new one if none)."""
         for call in self._calls.values():
             if call.call_id == tool_call.call_id:
                 return call
-        call = self._calls.get(tool_call.index)
-        if call is None or call.call_id not in (None, tool_call.call_id):
-            call = self._calls[-1 - len(self._calls)] = _Call()
-        return call
+        found = self._calls.get(tool_call.index)
+        if found is None or found.call_id not in (None, tool_call.call_id):
+            found = self._calls[-1 - len(self._calls)] = _Call()
+        return found
 
     def _abandon_calls(self, reason: str) -> Iterator[Chunk]:
         """Calls whose input started streaming but never completed."""

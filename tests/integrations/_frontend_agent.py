@@ -31,7 +31,9 @@ def weather_turns(call_id: str = "call_1") -> list[ScriptedTurn]:
             thinking=THINKING,
             text=FIRST_TEXT,
             tool_calls=[
-                ToolCall(call_id=call_id, name="get_weather", arguments={"city": "Paris"})
+                ToolCall(
+                    call_id=call_id, name="get_weather", arguments={"city": "Paris"}
+                )
             ],
             usage=TokenUsage(input_tokens=48, output_tokens=36),
         ),
