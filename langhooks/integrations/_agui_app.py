@@ -233,7 +233,7 @@ class _AguiApp:
             refused = await self._allowed(
                 request, "decide" if resume else "start", resume and resume[0]
             )
-            if refused is not None:
+            if refused is not None:  # pragma: no cover - the seam for authorize= (#29)
                 return refused
             messages = conversation(given.messages)
             if resume is None:
@@ -268,7 +268,8 @@ class _AguiApp:
         )
         run = next((p for p in waiting if p.run_id == run_id), None)
         if run is None:
-            if not await known(self._store, run_id, chain):
+            exists = await known(self._store, run_id, chain)
+            if not exists:
                 return error(404, f"no interrupted run on thread {given.thread_id!r}")
             conflict = LangHooksError(
                 "conflict", "these interrupts were answered already; nothing was run"

@@ -27,7 +27,6 @@ from ._frontend_records import (
     ModelCallFailed,
     ModelCallStarted,
     RunEnded,
-    RunFailed,
     RunReader,
     RunStarted,
     Step,
@@ -135,10 +134,12 @@ class AguiTranslator:
                 )
             case RunEnded():
                 yield from self._run_ended(step)
-            case RunFailed(error):
+            case _:  # RunFailed, the last kind of step
                 yield from self._switch(None)
                 yield from self._end_calls()
-                yield agui.RunErrorEvent(message=error.message, code=error.type)
+                yield agui.RunErrorEvent(
+                    message=step.error.message, code=step.error.type
+                )
 
     def ends(self, event: Mapping[str, Any]) -> bool:
         """Whether ``event`` is the last of its request (the run finished or

@@ -97,8 +97,14 @@ def resumed_run(
 
 async def known(store: RunStore, run_id: str, chain: LLMChain) -> bool:
     """Whether ``store`` has run ``run_id`` (waiting or not)."""
+    # The store is asked in a thread that catches its refusal: no exception
+    # comes back through the await.
+    return await asyncio.to_thread(_known, store, run_id, chain)
+
+
+def _known(store: RunStore, run_id: str, chain: LLMChain) -> bool:
     try:
-        await asyncio.to_thread(store.load, run_id, chain.model, tools=chain.tools)
+        store.load(run_id, chain.model, tools=chain.tools)
     except LangHooksError as exc:
         if exc.type != "invalid_request":  # pragma: no cover - a store's own failure
             raise

@@ -218,7 +218,6 @@ class RunReader:
         self._run_id = "run"
         self._active = False
         self._streamed = False
-        self._failed = False
 
     @property
     def run_id(self) -> str:
@@ -229,16 +228,13 @@ class RunReader:
         """The id of the message at ``position`` of the run's conversation: the
         one its frontend gave it (``metadata["message_id"]``), else one made of
         the run id and the position (with the attempt, for a retried call)."""
-        if position < len(self._messages):
-            given = self._messages[position].metadata.get(MESSAGE_ID)
-            if isinstance(given, str):
-                return given
+        given = self._messages[position].metadata.get(MESSAGE_ID)
+        if isinstance(given, str):
+            return given
         return self._ids.get(position, f"{self._run_id}:{position}")
 
     def read(self, record: EventRecord) -> Iterator[Step]:
         """The steps ``record`` makes (often none)."""
-        if self._failed:
-            return
         chain = record.payload.get("chain")
         if isinstance(chain, Mapping):
             self._follow(chain)

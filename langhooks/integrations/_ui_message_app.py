@@ -294,7 +294,7 @@ class _UiMessageApp:
                 "start" if approvals is None else "decide",
                 approvals and approvals[0],
             )
-            if refused is not None:
+            if refused is not None:  # pragma: no cover - the seam for authorize= (#29)
                 return refused
             converted = conversation(messages)
         except BadRequest as bad:
@@ -313,7 +313,8 @@ class _UiMessageApp:
         run_id, decisions = approvals
         run = next((p for p in waiting if p.run_id == run_id), None)
         if run is None:
-            if await known(self._store, run_id, chain):
+            exists = await known(self._store, run_id, chain)
+            if exists:
                 return error(
                     409, "these approvals were answered already; nothing was run"
                 )

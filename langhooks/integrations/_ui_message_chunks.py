@@ -19,7 +19,6 @@ from ._frontend_records import (
     ModelCallFailed,
     ModelCallStarted,
     RunEnded,
-    RunFailed,
     RunReader,
     RunStarted,
     Step,
@@ -111,7 +110,8 @@ class UiMessageTranslator:
                 else:
                     reason = "tool-calls" if outcome == "interrupted" else finish_reason
                     yield {"type": "finish", "finishReason": reason or "stop"}
-            case RunFailed(error):
+            case _:  # RunFailed, the last kind of step
+                error = step.error
                 yield from self._switch(None)
                 yield from self._abandon_calls(error.message)
                 yield {"type": "error", "errorText": f"{error.type}: {error.message}"}

@@ -7,10 +7,11 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langhooks import Message, TokenUsage, Tool, ToolCall, ToolContext
+from langhooks import LangHooksError, Message, TokenUsage, Tool, ToolCall, ToolContext
 from langhooks._cli_demo import SYSTEM, ApprovalGate
 from langhooks.chain import LLMChain
 from langhooks.models import ScriptedChatModel, ScriptedTurn
+from langhooks.stores import MemoryRunStore, PendingRun
 
 QUESTION = "What's the weather in Paris? Do I need an umbrella?"
 THINKING = "I should look up the weather before answering."
@@ -72,3 +73,63 @@ class WeatherAgent:
         callbacks = [ApprovalGate()] if self.gate else []
         chain = LLMChain(self.model, tools=[self.tool], callbacks=callbacks)
         return chain.add_messages([Message.system(SYSTEM), *messages])
+
+
+class UnsavingStore:
+    """A ``RunStore`` whose ``save`` fails (the store is down); the rest is a
+    ``MemoryRunStore``'s."""
+
+    def __init__(self) -> None:
+        self.inner = MemoryRunStore()
+
+    def save(self, chain: LLMChain, **options: Any) -> str:
+        """Fail as a store that cannot be reached."""
+        raise LangHooksError("connection", "the store is down")
+
+    def load(self, run_id: str, model: Any, **options: Any) -> LLMChain:
+        """As ``MemoryRunStore.load``."""
+        return self.inner.load(run_id, model, **options)
+
+    def resume(self, run_id: str, decisions: Any, model: Any, **options: Any) -> Any:
+        """As ``MemoryRunStore.resume``."""
+        return self.inner.resume(run_id, decisions, model, **options)
+
+    def pending(self, **options: Any) -> list[PendingRun]:
+        """As ``MemoryRunStore.pending``."""
+        return self.inner.pending(**options)
+
+    def delete(self, run_id: str) -> bool:
+        """As ``MemoryRunStore.delete``."""
+        return self.inner.delete(run_id)
+
+
+class StalePendingStore:
+    """A ``MemoryRunStore`` whose approval inbox can be frozen: ``pending()``
+    then answers what it held when frozen, as a worker whose read raced with
+    another worker's resume would see it."""
+
+    def __init__(self) -> None:
+        self.inner = MemoryRunStore()
+        self.frozen: list[PendingRun] | None = None
+
+    def save(self, chain: LLMChain, **options: Any) -> str:
+        """As ``MemoryRunStore.save``."""
+        return self.inner.save(chain, **options)
+
+    def load(self, run_id: str, model: Any, **options: Any) -> LLMChain:
+        """As ``MemoryRunStore.load``."""
+        return self.inner.load(run_id, model, **options)
+
+    def resume(self, run_id: str, decisions: Any, model: Any, **options: Any) -> Any:
+        """As ``MemoryRunStore.resume``."""
+        return self.inner.resume(run_id, decisions, model, **options)
+
+    def pending(self, **options: Any) -> list[PendingRun]:
+        """The frozen inbox, or ``MemoryRunStore.pending``."""
+        if self.frozen is not None:
+            return list(self.frozen)
+        return self.inner.pending(**options)
+
+    def delete(self, run_id: str) -> bool:
+        """As ``MemoryRunStore.delete``."""
+        return self.inner.delete(run_id)

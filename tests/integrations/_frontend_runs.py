@@ -147,8 +147,8 @@ def cancelled_run() -> list[EventRecord]:
 
 
 class WholeAnswers:
-    """A model that answers whole (nothing streamed): thinking, text, a call; then
-    a plain answer."""
+    """A model that answers whole (nothing streamed): thinking, text and a call;
+    a call alone; then a plain answer."""
 
     def __init__(self) -> None:
         self.answers = [
@@ -161,6 +161,14 @@ class WholeAnswers:
                 tool_calls=[
                     ToolCall(
                         call_id="w", name="get_weather", arguments={"city": "Oslo"}
+                    )
+                ],
+            ),
+            Message.assistant(
+                "",
+                tool_calls=[
+                    ToolCall(
+                        call_id="v", name="get_weather", arguments={"city": "Bergen"}
                     )
                 ],
             ),
@@ -195,8 +203,8 @@ def whole_run() -> list[EventRecord]:
 
 class Flaky:
     """A model whose first call streams text and half a tool call, then fails
-    (retryable); its second call answers. Its tool call's first fragment comes
-    before the call's id."""
+    (retryable); its second call answers with a call whose fragments carry no id
+    (the id comes with the complete call)."""
 
     def __init__(self) -> None:
         self.calls = 0
@@ -232,7 +240,7 @@ class Flaky:
         )
         handler.on_partial_tool_call(
             PartialToolCall(
-                index=0, id="y", name="get_weather", partial_arguments=':"Rome"}'
+                index=0, id=None, name="get_weather", partial_arguments=':"Rome"}'
             ),
             tool,
         )
