@@ -326,10 +326,10 @@ def create_agui_app(
     ``resume``); the answer is ``text/event-stream`` with one ``data:`` line per
     event (``agui_events`` says which). A tool call a review interrupts ends the
     request with an interrupt per waiting call; the client resumes with a
-    request on the same thread whose ``resume`` answers every one of them
-    (``{"interruptId", "status": "resolved", "payload": {"approved": bool,
-    "arguments"?: {...}}}``, or ``"status": "cancelled"``). A repeated or
-    concurrent resume gets ``RUN_ERROR`` with code "conflict" and runs nothing.
+    request on the same thread whose ``resume`` answers every one of them: status
+    "resolved" with the payload ``{"approved": true}`` (``"arguments"`` may
+    change the call's arguments, ``"reason"`` explain a refusal), or status
+    "cancelled". A repeated or concurrent resume gets ``RUN_ERROR`` with code "conflict" and runs nothing.
     Bad input gets a 4xx answer ``{"error": "..."}``: a malformed body (400), too
     large (413), not JSON (415), no waiting run on the thread (404), a new run on
     a thread that waits for answers (409), answers that do not match the waiting
@@ -340,7 +340,7 @@ def create_agui_app(
 
     Args:
         agent: builds the chain for the conversation so far (model, tools,
-            handlers and the messages, converted to langhooks ``Message``s).
+            handlers and the messages, converted to langhooks ``Message`` values).
         store: where interrupted runs wait (any ``RunStore``: a shared one lets
             another worker take the answer); None keeps them in this process
             (``MemoryRunStore``).

@@ -356,8 +356,8 @@ def create_ui_message_app(*, agent: Agent, store: RunStore | None = None) -> Sta
     """An endpoint for the AI SDK's ``useChat``: ``POST /`` runs the agent on the
     chat and streams the UI message stream protocol v1 (AI SDK 6).
 
-    The body is what ``useChat``'s transport posts: ``{"id": chat id,
-    "messages": [UIMessage, ...], ...}``. The answer is Server-Sent Events with
+    The body is what ``useChat``'s transport posts: the chat id as ``"id"`` and
+    its UI messages as ``"messages"``. The answer is Server-Sent Events with
     the header ``x-vercel-ai-ui-message-stream: v1``, one ``data:`` line per
     chunk (``ui_message_chunks`` says which), ending ``data: [DONE]``. A tool
     call a review interrupts is a ``tool-approval-request``; the client answers
@@ -375,7 +375,7 @@ def create_ui_message_app(*, agent: Agent, store: RunStore | None = None) -> Sta
 
     Args:
         agent: builds the chain for the conversation so far (model, tools,
-            handlers and the messages, converted to langhooks ``Message``s).
+            handlers and the messages, converted to langhooks ``Message`` values).
         store: where interrupted runs wait (any ``RunStore``); None keeps them in
             this process (``MemoryRunStore``).
 
