@@ -329,7 +329,8 @@ def create_agui_app(
     request on the same thread whose ``resume`` answers every one of them: status
     "resolved" with the payload ``{"approved": true}`` (``"arguments"`` may
     change the call's arguments, ``"reason"`` explain a refusal), or status
-    "cancelled". A repeated or concurrent resume gets ``RUN_ERROR`` with code "conflict" and runs nothing.
+    "cancelled". A repeated or concurrent resume gets ``RUN_ERROR`` with code
+    "conflict" and runs nothing.
     Bad input gets a 4xx answer ``{"error": "..."}``: a malformed body (400), too
     large (413), not JSON (415), no waiting run on the thread (404), a new run on
     a thread that waits for answers (409), answers that do not match the waiting

@@ -1,6 +1,6 @@
 """What a chain run's event records say, as the steps a chat frontend shows.
 
-``RunReader`` reads ``EventRecord`` values one at a time (recorded or live) and turns them
+``RunReader`` reads event records one at a time (recorded or live) and turns them
 into typed steps: a model call starting, thinking and text deltas, tool-call
 fragments, a finished answer, tool outcomes, an interrupt, the run's end. The AG-UI
 and UI-message translations are written over these steps, so both protocols read a
