@@ -41,8 +41,8 @@ from langhooks import (
     PartialResponseContext,
     StreamingChatResponseHandler,
     StreamingHandle,
-    _invocation,
 )
+from langhooks._core import _invocation
 
 __all__ = [
     "FLOORS",

@@ -60,16 +60,16 @@ intersphinx_mapping = {
 # TypeVar, the keyword TypedDicts behind Unpack, the undocumented root class) or
 # belongs to a library whose inventory we do not ship (OpenTelemetry's providers).
 nitpick_ignore = [
-    ("py:class", "langhooks._wrappers.H"),
-    ("py:class", "langhooks._wrappers._Streaming"),
-    ("py:class", "langhooks._wrappers._Chain"),
+    ("py:class", "langhooks._wrap._wrappers.H"),
+    ("py:class", "langhooks._wrap._wrappers._Streaming"),
+    ("py:class", "langhooks._wrap._wrappers._Chain"),
     ("py:class", "_H"),
-    ("py:class", "langhooks._handler.HandlerBase"),
+    ("py:class", "langhooks._core._handler.HandlerBase"),
     ("py:class", "HandlerBase"),
-    ("py:class", "langhooks._functions.ChainCallbackFunctions"),
-    ("py:class", "langhooks._functions.AsyncChainCallbackFunctions"),
-    ("py:class", "langhooks._functions.StreamingCallbackFunctions"),
-    ("py:class", "langhooks._functions.AsyncStreamingCallbackFunctions"),
+    ("py:class", "langhooks._core._functions.ChainCallbackFunctions"),
+    ("py:class", "langhooks._core._functions.AsyncChainCallbackFunctions"),
+    ("py:class", "langhooks._core._functions.StreamingCallbackFunctions"),
+    ("py:class", "langhooks._core._functions.AsyncStreamingCallbackFunctions"),
     ("py:class", "langhooks.models._sse.WireDecoder"),
     # What in_background's overloads return for each interface (the checker's view).
     ("py:class", "_StreamingBackground"),

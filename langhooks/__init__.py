@@ -3,7 +3,7 @@
 from importlib import import_module as _import_module
 from typing import TYPE_CHECKING
 
-from ._chain_callbacks import (
+from ._core._chain_callbacks import (
     Allow,
     AsyncChainCallbackHandler,
     ChainCallbackHandler,
@@ -14,20 +14,14 @@ from ._chain_callbacks import (
     ReviewDecision,
     UpdateArguments,
 )
-from ._compose import (
-    AsyncCompositeChainHandler,
-    AsyncCompositeStreamingHandler,
-    CompositeChainHandler,
-    CompositeStreamingHandler,
-)
-from ._functions import (
+from ._core._functions import (
     async_chain_callbacks,
     async_streaming_callbacks,
     chain_callbacks,
     streaming_callbacks,
 )
-from ._invocation import Invocation, current_invocation, invocation
-from ._messages import (
+from ._core._invocation import Invocation, current_invocation, invocation
+from ._core._messages import (
     ChatResponse,
     CompleteToolCall,
     ContentPart,
@@ -44,7 +38,7 @@ from ._messages import (
     ToolContext,
     ToolResult,
 )
-from ._streaming import (
+from ._core._streaming import (
     AsyncStreamingChatResponseHandler,
     PartialResponseContext,
     PartialThinkingContext,
@@ -54,7 +48,13 @@ from ._streaming import (
     StreamingHandle,
 )
 from ._version import __version__
-from ._wrappers import (
+from ._wrap._compose import (
+    AsyncCompositeChainHandler,
+    AsyncCompositeStreamingHandler,
+    CompositeChainHandler,
+    CompositeStreamingHandler,
+)
+from ._wrap._wrappers import (
     CoalescingDeltas,
     HandlerWithoutInvocation,
     Synchronized,
@@ -63,8 +63,8 @@ from ._wrappers import (
 )
 
 if TYPE_CHECKING:
-    from ._background import in_background
-    from ._iterate import StreamEvent, aiterate_stream, iterate_stream
+    from ._wrap._background import in_background
+    from ._wrap._iterate import StreamEvent, aiterate_stream, iterate_stream
 del TYPE_CHECKING
 
 __all__ = [
@@ -126,10 +126,10 @@ __all__ = [
 # concurrent.futures): loaded on first use, so ``import langhooks`` and a plain sync
 # handler do not pay for them. Type checkers read the imports above.
 _LAZY: dict[str, str] = {
-    "StreamEvent": "._iterate",
-    "aiterate_stream": "._iterate",
-    "in_background": "._background",
-    "iterate_stream": "._iterate",
+    "StreamEvent": "._wrap._iterate",
+    "aiterate_stream": "._wrap._iterate",
+    "in_background": "._wrap._background",
+    "iterate_stream": "._wrap._iterate",
 }
 
 

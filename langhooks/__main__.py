@@ -1,5 +1,5 @@
 """``python -m langhooks``: the command line."""
 
-from ._cli import main
+from .cli import main
 
 raise SystemExit(main())

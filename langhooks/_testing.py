@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from typing_extensions import override
 
-from ._chain_callbacks import ChainCallbackHandler, ReviewContext, ReviewDecision
-from ._invocation import Invocation, current_invocation
-from ._messages import (
+from ._core._chain_callbacks import ChainCallbackHandler, ReviewContext, ReviewDecision
+from ._core._invocation import Invocation, current_invocation
+from ._core._messages import (
     ChatResponse,
     CompleteToolCall,
     LangHooksError,
@@ -24,8 +24,8 @@ from ._messages import (
     ToolCall,
     ToolResult,
 )
-from ._model import ChatModel, ChatRequest
-from ._streaming import (
+from ._core._model import ChatModel, ChatRequest
+from ._core._streaming import (
     PartialResponseContext,
     PartialThinkingContext,
     PartialToolCallContext,

@@ -9,6 +9,6 @@ pickles.
 
 from __future__ import annotations
 
-from ._codec import SCHEMA_VERSION, decode, dumps, encode, loads
+from ._persist._codec import SCHEMA_VERSION, decode, dumps, encode, loads
 
 __all__ = ["SCHEMA_VERSION", "decode", "dumps", "encode", "loads"]

@@ -9,7 +9,7 @@ text file or a callable. ``read_events`` reads a recording back, lazily;
 
 from __future__ import annotations
 
-from ._events import (
+from ._persist._events import (
     EventRecord,
     EventRecorder,
     Sink,

@@ -10,7 +10,7 @@ format.
 
 from __future__ import annotations
 
-from ._notify import (
+from ._wrap._notify import (
     AgentStartPayload,
     Callback,
     Notify,

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import langhooks
-from langhooks._cli import main
+from langhooks.cli import main
 
 
 class TestVersion:

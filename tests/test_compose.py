@@ -40,7 +40,7 @@ from langhooks import (
     UpdateArguments,
     isolate,
 )
-from langhooks._handler import overridden_events
+from langhooks._core._handler import overridden_events
 
 CHAIN: Any = object()  # chain events carry a snapshot; these tests never read it
 HANDLE = StreamingHandle()

@@ -32,14 +32,14 @@ from langhooks import (
     ToolContext,
     ToolResult,
 )
-from langhooks._cli_demo import (
+from langhooks.chain import Decision, LLMChain, RetryPolicy, RunResult
+from langhooks.cli.demo import (
     QUESTION,
     SYSTEM,
     WEATHER_TOOL,
     ApprovalGate,
     scripted_model,
 )
-from langhooks.chain import Decision, LLMChain, RetryPolicy, RunResult
 from langhooks.codec import encode
 from langhooks.events import (
     EventRecord,

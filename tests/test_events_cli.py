@@ -26,9 +26,9 @@ from langhooks import (
     ToolCall,
     ToolResult,
 )
-from langhooks._cli import main
-from langhooks._cli_demo import WEATHER_TOOL
 from langhooks.chain import LLMChain, OkResult
+from langhooks.cli import main
+from langhooks.cli.demo import WEATHER_TOOL
 from langhooks.events import EventRecorder
 from langhooks.models import ChatRequest, ScriptedChatModel
 

@@ -41,13 +41,13 @@ from langhooks import (
     isolate,
     streaming_callbacks,
 )
-from langhooks._functions import (
+from langhooks._core._functions import (
     AsyncChainCallbackFunctions,
     AsyncStreamingCallbackFunctions,
     ChainCallbackFunctions,
     StreamingCallbackFunctions,
 )
-from langhooks._handler import HandlerBase, interfaces_of, overridden_events
+from langhooks._core._handler import HandlerBase, interfaces_of, overridden_events
 from langhooks.chain import LLMChain, RunResult
 from langhooks.models import ChatModel, ChatRequest, ScriptedChatModel, ScriptedTurn
 

@@ -16,7 +16,7 @@ from langhooks import (
     PartialResponseContext,
     StreamingChatResponseHandler,
 )
-from langhooks._handler import (
+from langhooks._core._handler import (
     bound_event,
     closest_event,
     event_is_async,

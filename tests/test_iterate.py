@@ -48,7 +48,7 @@ TURN = ScriptedTurn(
 )
 FAILURE = LangHooksError("connection", "the connection was lost")
 PATIENCE = 20.0
-BUFFER = 64  # the hand-off buffer's size (langhooks._iterate._BUFFER)
+BUFFER = 64  # the hand-off buffer's size (langhooks._wrap._iterate._BUFFER)
 
 
 def describe(item: StreamEvent) -> str:

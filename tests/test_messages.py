@@ -30,7 +30,11 @@ from langhooks import (
     ToolContext,
     ToolResult,
 )
-from langhooks._messages import message_tuple, tool_tuple, trusted_partial_response
+from langhooks._core._messages import (
+    message_tuple,
+    tool_tuple,
+    trusted_partial_response,
+)
 
 
 def _echo(arguments: Mapping[str, Any], context: ToolContext) -> str:

@@ -29,8 +29,8 @@ from langhooks import (
     ToolResult,
     isolate,
 )
-from langhooks._handler import overridden_events
-from langhooks._notify import _TAGS
+from langhooks._core._handler import overridden_events
+from langhooks._wrap._notify import _TAGS
 from langhooks.chain import LLMChain, OkResult
 from langhooks.models import ChatRequest, ScriptedChatModel, ScriptedTurn
 from langhooks.notify import (

@@ -21,7 +21,7 @@ from langhooks import (
     current_invocation,
     invocation,
 )
-from langhooks._handler import overridden_events
+from langhooks._core._handler import overridden_events
 from langhooks.chain import LLMChain
 from langhooks.models import ScriptedChatModel, ScriptedTurn
 from langhooks.testing import RecordingChainHandler, RecordingStreamingHandler

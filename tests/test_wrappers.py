@@ -51,7 +51,7 @@ from langhooks import (
     invocation,
     isolate,
 )
-from langhooks._handler import HandlerBase, overridden_events
+from langhooks._core._handler import HandlerBase, overridden_events
 from langhooks.notify import NotifyingHandler
 
 CHAIN: Any = object()  # chain events carry a snapshot; these tests never read it

@@ -1,6 +1,6 @@
 """The reference chain runtime: ``LLMChain``, tools, run modes and decisions."""
 
-from .._messages import Tool
+from .._core._messages import Tool
 from ._chain import LLMChain
 from ._decision import Decision, RetryPolicy
 from ._processors import MessageProcessor, Reject, json_processor

@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Literal, final
 
 import attrs
 
-from .._chain_callbacks import (
+from .._core._chain_callbacks import (
     ChainCallbackHandler,
     Deny,
     Interrupt,
     ReviewContext,
     UpdateArguments,
 )
-from .._messages import Message, Tool, ToolCall, ToolResult
+from .._core._messages import Message, Tool, ToolCall, ToolResult
 from ._ops import Execute, HandlerFault, Outcome, Planned, Steps, fire
 from ._tool_results import (
     check_arguments,

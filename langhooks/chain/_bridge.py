@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, final
 
 from typing_extensions import override
 
-from .._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
-from .._messages import (
+from .._core._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
+from .._core._messages import (
     ChatResponse,
     CompleteToolCall,
     LangHooksError,
@@ -24,7 +24,7 @@ from .._messages import (
     PartialToolCall,
     ToolCall,
 )
-from .._streaming import (
+from .._core._streaming import (
     AsyncStreamingChatResponseHandler,
     PartialResponseContext,
     PartialThinkingContext,

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any, cast, get_args
 
 import attrs
 
-from .._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
-from .._invocation import Invocation, entered, invocation
-from .._messages import (
+from .._core._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
+from .._core._invocation import Invocation, entered, invocation
+from .._core._messages import (
     Message,
     Tool,
     ToolCall,
@@ -24,8 +24,8 @@ from .._messages import (
     message_tuple,
     tool_tuple,
 )
-from .._model import ChatModel
-from .._validators import count, positive_int
+from .._core._model import ChatModel
+from .._core._validators import count, positive_int
 from ._decision import Decision, RetryPolicy
 from ._processors import MessageProcessor, processor_tuple
 from ._result import RunResult
@@ -210,7 +210,7 @@ class LLMChain:
                 is not JSON; the message names the path to it.
             ValueError: a float in caller data is NaN or infinite.
         """
-        from .._codec import encode_state
+        from .._persist._codec import encode_state
 
         return encode_state(self)
 
@@ -248,7 +248,7 @@ class LLMChain:
                 or a saved tool missing from ``tools`` (the message names it).
             TypeError: ``state`` is not a mapping, or a bad model, tool or handler.
         """
-        from .._codec import decode_state
+        from .._persist._codec import decode_state
 
         fields = decode_state(state)
         saved_tools: list[str] = fields.pop("tools")

@@ -10,8 +10,8 @@ from typing import Any, Literal
 
 import attrs
 
-from .._messages import _ERROR_TYPES, LangHooksError, _arguments
-from .._validators import fraction, non_negative, positive_int, sleepable
+from .._core._messages import _ERROR_TYPES, LangHooksError, _arguments
+from .._core._validators import fraction, non_negative, positive_int, sleepable
 
 __all__ = ["Decision", "RetryPolicy"]
 

@@ -16,10 +16,10 @@ import contextvars
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, cast, final
 
-from .._chain_callbacks import ChainCallbackHandler
-from .._compose import AsyncCompositeChainHandler, CompositeChainHandler
-from .._messages import ChatResponse, LangHooksError
-from .._wrappers import HandlerWithoutInvocation
+from .._core._chain_callbacks import ChainCallbackHandler
+from .._core._messages import ChatResponse, LangHooksError
+from .._wrap._compose import AsyncCompositeChainHandler, CompositeChainHandler
+from .._wrap._wrappers import HandlerWithoutInvocation
 from ._bridge import (
     AsyncBridge,
     BridgeState,

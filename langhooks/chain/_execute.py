@@ -15,8 +15,8 @@ from collections.abc import Awaitable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from .._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
-from .._invocation import invocation
+from .._core._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
+from .._core._invocation import invocation
 from ._ops import HandlerFault, Outcome, Planned, deliver_async, deliver_sync, fire
 
 if TYPE_CHECKING:

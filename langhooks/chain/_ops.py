@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeAlias, TypeVa
 
 import attrs
 
-from .._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
-from .._messages import LangHooksError, Tool, ToolCall
+from .._core._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
+from .._core._messages import LangHooksError, Tool, ToolCall
 from ._tool_results import describe
 
 if TYPE_CHECKING:
-    from .._model import ChatModel, ChatRequest
+    from .._core._model import ChatModel, ChatRequest
     from ._chain import LLMChain
     from ._result import RunResult
 

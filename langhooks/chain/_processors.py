@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import attrs
 
-from .._messages import Message
+from .._core._messages import Message
 
 if TYPE_CHECKING:
     from ._chain import LLMChain

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import attrs
 
-from .._messages import LangHooksError
-from .._validators import instance_of
+from .._core._messages import LangHooksError
+from .._core._validators import instance_of
 
 if TYPE_CHECKING:
     from ._chain import LLMChain

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, final
 
 import attrs
 
-from .._chain_callbacks import ChainCallbackHandler
-from .._invocation import Invocation
-from .._messages import (
+from .._core._chain_callbacks import ChainCallbackHandler
+from .._core._invocation import Invocation
+from .._core._messages import (
     ChatResponse,
     LangHooksError,
     Message,
@@ -23,7 +23,7 @@ from .._messages import (
     ToolContext,
     ToolResult,
 )
-from .._model import ChatRequest
+from .._core._model import ChatRequest
 from ._batch import ToolBatch
 from ._decision import Decision, RetryPolicy
 from ._ops import (

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from .._messages import Tool, ToolCall, ToolResult
+from .._core._messages import Tool, ToolCall, ToolResult
 
 if TYPE_CHECKING:
     from ._chain import LLMChain

@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from .._messages import ContentPart, FinishReason, Message, Tool
+from .._core._messages import ContentPart, FinishReason, Message, Tool
 
 __all__ = [
     "finish_reason",

@@ -9,8 +9,7 @@ from typing import Any, Final, final
 
 import redis
 
-from .._events import Replayer, SyncHandler
-from ..events import EventRecord
+from .._persist._events import EventRecord, Replayer, SyncHandler
 from ._redis_wire import (
     block_step,
     check_count,

@@ -11,8 +11,7 @@ import attrs
 import redis
 import redis.asyncio
 
-from .._events import Handler, Replayer, SyncHandler
-from ..events import EventRecord
+from .._persist._events import EventRecord, Handler, Replayer, SyncHandler
 from ._redis_wire import (
     block_step,
     check_sync_client,

@@ -12,11 +12,16 @@ from typing import TYPE_CHECKING, Any, Final, final, overload
 import redis
 from typing_extensions import override
 
-from .._chain_callbacks import ChainCallbackHandler
-from .._events import _CHAIN_EVENTS, _STREAM_EVENTS, _TERMINAL
-from .._messages import LangHooksError
-from .._streaming import StreamingChatResponseHandler
-from ..events import EventRecord, EventRecorder
+from .._core._chain_callbacks import ChainCallbackHandler
+from .._core._messages import LangHooksError
+from .._core._streaming import StreamingChatResponseHandler
+from .._persist._events import (
+    _CHAIN_EVENTS,
+    _STREAM_EVENTS,
+    _TERMINAL,
+    EventRecord,
+    EventRecorder,
+)
 from ._redis_outbox import Outbox, Pending
 from ._redis_wire import (
     check_count,

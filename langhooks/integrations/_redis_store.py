@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Final, final
 
 import redis
 
-from .._messages import LangHooksError, Tool, ToolCall
+from .._core._messages import LangHooksError, Tool, ToolCall
 from ..chain import Decision, LLMChain, RunResult
 from ._redis_wire import check_count, check_seconds, check_sync_client
 

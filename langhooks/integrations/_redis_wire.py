@@ -8,9 +8,9 @@ from typing import Any, Final
 import redis
 import redis.asyncio
 
-from .. import codec
-from .._codec import SCHEMA_VERSION, json_text
-from ..events import EventRecord
+from .._persist import _codec as codec
+from .._persist._codec import SCHEMA_VERSION, json_text
+from .._persist._events import EventRecord
 
 __all__ = [
     "END_FIELD",

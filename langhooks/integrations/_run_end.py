@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Final, final
 
 from typing_extensions import override
 
-from .._chain_callbacks import ChainCallbackHandler
+from .._core._chain_callbacks import ChainCallbackHandler
 
 if TYPE_CHECKING:
     from ..chain import LLMChain, RunResult

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeVar, final
 import attrs
 
 if TYPE_CHECKING:
-    from .._messages import ToolCall
+    from .._core._messages import ToolCall
     from ..chain import Decision, LLMChain
 
 __all__ = [

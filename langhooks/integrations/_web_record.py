@@ -7,8 +7,8 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING, final
 
-from .. import codec
-from ..events import EventRecord, EventRecorder
+from .._persist import _codec as codec
+from .._persist._events import EventRecord, EventRecorder
 from ._run_end import EndMarker
 
 if TYPE_CHECKING:

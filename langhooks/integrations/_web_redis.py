@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar, final
 import redis
 from typing_extensions import override
 
-from .._chain_callbacks import ChainCallbackHandler
-from .._messages import LangHooksError
+from .._core._chain_callbacks import ChainCallbackHandler
+from .._core._messages import LangHooksError
 from ._redis_follow import _Entries
 from ._redis_publisher import RedisEventPublisher
 from ._redis_store import RedisRunStore

@@ -8,7 +8,6 @@ optional library.
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 from collections.abc import Mapping, Sequence
@@ -16,9 +15,9 @@ from typing import TYPE_CHECKING, Final, TextIO
 
 from typing_extensions import override
 
-from .._chain_callbacks import ChainCallbackHandler, ReviewContext
-from .._invocation import current_invocation
-from .._messages import (
+from .._core._chain_callbacks import ChainCallbackHandler, ReviewContext
+from .._core._invocation import current_invocation
+from .._core._messages import (
     LangHooksError,
     Message,
     MessageDelta,
@@ -27,56 +26,22 @@ from .._messages import (
     ToolCall,
     ToolResult,
 )
+from .._core._terminal_style import Style as _Style
+from .._core._terminal_style import call_arguments as _arguments
+from .._core._terminal_style import wants_color as _wants_color
 
 if TYPE_CHECKING:
-    from .._chain_callbacks import ReviewDecision
+    from .._core._chain_callbacks import ReviewDecision
     from ..chain import LLMChain, RunResult
     from ..models import ChatModel, ChatRequest
 
 __all__ = ["ConsoleHandler"]
-
-_COLORS: Final = {
-    "dim": "2",
-    "bold": "1",
-    "cyan": "36",
-    "green": "32",
-    "yellow": "33",
-    "red": "31",
-    "magenta": "35",
-    "blue": "34",
-}
-
-
-class _Style:
-    """ANSI colours, or none."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-
-    def __call__(self, text: str, *styles: str) -> str:
-        if not self.enabled or not styles:
-            return text
-        codes = ";".join(_COLORS[style] for style in styles)
-        return f"\033[{codes}m{text}\033[0m"
-
-
-def _wants_color(stream: TextIO) -> bool:
-    # no-color.org: NO_COLOR set to a non-empty value turns colour off.
-    if os.environ.get("NO_COLOR"):
-        return False
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty is not None and isatty())
 
 
 def _run_key(chain: LLMChain) -> str:
     """The key of a run's attempt numbers: its invocation id."""
     invocation = chain.invocation
     return "" if invocation is None else invocation.id
-
-
-def _arguments(call: ToolCall) -> str:
-    """A call's arguments as ``key='value', ...``."""
-    return ", ".join(f"{key}={value!r}" for key, value in call.arguments.items())
 
 
 class ConsoleHandler(ChainCallbackHandler):

@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any, Final, overload
 
 from typing_extensions import override
 
-from .._chain_callbacks import ChainCallbackHandler, ReviewContext
-from .._invocation import current_invocation
-from .._messages import (
+from .._core._chain_callbacks import ChainCallbackHandler, ReviewContext
+from .._core._invocation import current_invocation
+from .._core._messages import (
     ChatResponse,
     CompleteToolCall,
     LangHooksError,
@@ -45,7 +45,7 @@ from .._messages import (
     ToolCall,
     ToolResult,
 )
-from .._streaming import (
+from .._core._streaming import (
     PartialResponseContext,
     PartialThinkingContext,
     PartialToolCallContext,
@@ -53,7 +53,7 @@ from .._streaming import (
 )
 
 if TYPE_CHECKING:
-    from .._chain_callbacks import ReviewDecision
+    from .._core._chain_callbacks import ReviewDecision
     from ..chain import LLMChain, RunResult
     from ..models import ChatModel, ChatRequest
 

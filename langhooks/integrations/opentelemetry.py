@@ -59,9 +59,8 @@ except ImportError as _missing:  # pragma: no cover  # tested in a subprocess
         "pip install 'langhooks[opentelemetry]'"
     ) from _missing
 
-from .._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
-from .._compose import AsyncCompositeStreamingHandler, CompositeStreamingHandler
-from .._messages import (
+from .._core._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
+from .._core._messages import (
     ChatResponse,
     LangHooksError,
     MessageDelta,
@@ -72,7 +71,7 @@ from .._messages import (
     ToolCall,
     ToolResult,
 )
-from .._streaming import (
+from .._core._streaming import (
     AsyncStreamingChatResponseHandler,
     PartialResponseContext,
     PartialThinkingContext,
@@ -81,6 +80,7 @@ from .._streaming import (
     StreamingHandle,
 )
 from .._version import __version__
+from .._wrap._compose import AsyncCompositeStreamingHandler, CompositeStreamingHandler
 from . import _genai_content as content
 
 if TYPE_CHECKING:

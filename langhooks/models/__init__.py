@@ -1,6 +1,6 @@
 """Chat models: the ``ChatModel`` protocol, the scripted model and provider models."""
 
-from .._model import ChatModel, ChatRequest
+from .._core._model import ChatModel, ChatRequest
 from ._anthropic import AnthropicChatModel
 from ._drive import STREAM_FORMATS, AsyncStreamDriver, StreamDriver, StreamFormat
 from ._ollama import OllamaChatModel

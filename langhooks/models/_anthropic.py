@@ -11,8 +11,8 @@ from typing import Any, Final
 
 from typing_extensions import override
 
-from .._messages import LangHooksError, Message, Tool
-from .._model import ChatRequest
+from .._core._messages import LangHooksError, Message, Tool
+from .._core._model import ChatRequest
 from ._sdk import SDKChatModel
 from ._tool_schema import tool_schema
 from ._transport import mapping_items, require, sdk_http_client

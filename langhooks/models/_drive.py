@@ -31,8 +31,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal, NoReturn, TypeAlias, final, get_args
 
-from .._handler import HandlerBase, bound_event, event_is_async, overridden_events
-from .._messages import (
+from .._core._handler import HandlerBase, bound_event, event_is_async, overridden_events
+from .._core._messages import (
     ChatResponse,
     CompleteToolCall,
     ContentPart,
@@ -46,7 +46,7 @@ from .._messages import (
     ToolCall,
     trusted_partial_response,
 )
-from .._streaming import (
+from .._core._streaming import (
     AsyncStreamingChatResponseHandler,
     PartialResponseContext,
     PartialThinkingContext,

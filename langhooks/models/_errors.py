@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping
 from typing import Final
 
-from .._messages import ErrorType, LangHooksError
+from .._core._messages import ErrorType, LangHooksError
 
 __all__ = ["classify_error", "parse_ratelimit", "retry_after_seconds"]
 

@@ -6,9 +6,9 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, Final, Literal, cast
 
-from .._messages import ChatResponse, LangHooksError, Message
-from .._model import ChatRequest
-from .._streaming import (
+from .._core._messages import ChatResponse, LangHooksError, Message
+from .._core._model import ChatRequest
+from .._core._streaming import (
     AsyncStreamingChatResponseHandler,
     StreamingChatResponseHandler,
     StreamingHandle,

@@ -12,8 +12,8 @@ from typing import Any
 
 from typing_extensions import override
 
-from .._messages import ContentPart, LangHooksError, Message, Tool, ToolCall
-from .._model import ChatRequest
+from .._core._messages import ContentPart, LangHooksError, Message, Tool, ToolCall
+from .._core._model import ChatRequest
 from ._sdk import SDKChatModel
 from ._tool_schema import function_tools, tool_schema
 from ._transport import mapping_items, require, sdk_http_client

@@ -6,8 +6,8 @@ import os
 from collections.abc import Iterable
 from typing import Final
 
-from .._messages import ChatResponse, LangHooksError
-from .._streaming import StreamingChatResponseHandler, StreamingHandle
+from .._core._messages import ChatResponse, LangHooksError
+from .._core._streaming import StreamingChatResponseHandler, StreamingHandle
 from ._drive import STREAM_FORMATS, StreamDriver, StreamFormat
 from ._sse import stream_events
 from ._transport import pump

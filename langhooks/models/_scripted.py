@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Final, final
 import attrs
 from typing_extensions import override
 
-from .._messages import (
+from .._core._messages import (
     ChatResponse,
     FinishReason,
     LangHooksError,
@@ -32,8 +32,8 @@ from .._messages import (
     ToolCall,
     _frozen_mapping,
 )
-from .._model import ChatRequest
-from .._streaming import (
+from .._core._model import ChatRequest
+from .._core._streaming import (
     AsyncStreamingChatResponseHandler,
     StreamingChatResponseHandler,
     StreamingHandle,

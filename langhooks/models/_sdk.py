@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Any, ClassVar, Final, cast
 
-from .._messages import ChatResponse
-from .._model import ChatRequest
-from .._streaming import (
+from .._core._messages import ChatResponse
+from .._core._model import ChatRequest
+from .._core._streaming import (
     AsyncStreamingChatResponseHandler,
     StreamingChatResponseHandler,
     StreamingHandle,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Final, TypeAlias, final
 
-from .._messages import LangHooksError
+from .._core._messages import LangHooksError
 from ._adapters._base import malformed
 from ._drive import STREAM_FORMATS
 

@@ -26,8 +26,8 @@ from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from contextvars import ContextVar
 from typing import Any, Final, Protocol
 
-from .._messages import ChatResponse, LangHooksError
-from .._streaming import (
+from .._core._messages import ChatResponse, LangHooksError
+from .._core._streaming import (
     AsyncStreamingChatResponseHandler,
     StreamingChatResponseHandler,
     StreamingHandle,

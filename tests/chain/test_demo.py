@@ -12,8 +12,9 @@ import types
 import pytest
 from typing_extensions import override
 
-from langhooks import _cli_demo as _demo
-from langhooks._cli import main
+from langhooks._core._terminal_style import Style
+from langhooks.cli import demo as _demo
+from langhooks.cli import main
 from langhooks.events import read_events
 
 
@@ -178,7 +179,7 @@ class TestEventPrinter:
         from langhooks.chain import LLMChain
 
         out = io.StringIO()
-        printer = _demo.EventPrinter(out, _demo._Style(False))
+        printer = _demo.EventPrinter(out, Style(False))
         chain = LLMChain(_demo.scripted_model(0.0))
         call = ToolCall(call_id="c", name="get_weather", arguments={"city": "Rome"})
         failed = ToolResult(tool_call_id="c", name="get_weather", content="no")

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import pytest
 from typing_extensions import override
 
-from langhooks._cli import main
+from langhooks.cli import main
 
 pytest.importorskip("openai")
 

@@ -12,8 +12,8 @@ from typing import Any
 import uvicorn
 
 from langhooks import Message, TokenUsage, ToolCall
-from langhooks._cli_demo import SYSTEM, WEATHER_TOOL, ApprovalGate
 from langhooks.chain import LLMChain
+from langhooks.cli.demo import SYSTEM, WEATHER_TOOL, ApprovalGate
 from langhooks.models import ScriptedChatModel, ScriptedTurn
 
 QUESTION = "What's the weather in Paris? Do I need an umbrella?"

@@ -18,8 +18,8 @@ import redis
 from typing_extensions import override
 
 from langhooks import ChainCallbackHandler, LangHooksError, Message, ToolContext, codec
-from langhooks._cli_demo import QUESTION, SYSTEM, WEATHER_TOOL, ApprovalGate
 from langhooks.chain import Decision, LLMChain, RunResult, Tool
+from langhooks.cli.demo import QUESTION, SYSTEM, WEATHER_TOOL, ApprovalGate
 from langhooks.events import EventRecord
 from langhooks.integrations.redis import (
     RedisEventConsumer,
@@ -367,7 +367,7 @@ class Counted:
 
 def demo_model() -> ScriptedChatModel:
     """The demo's scripted model (a fresh one per worker)."""
-    from langhooks._cli_demo import scripted_model
+    from langhooks.cli.demo import scripted_model
 
     model: ScriptedChatModel = scripted_model(0.0)  # type: ignore[assignment]
     return model
@@ -545,7 +545,7 @@ RESUMER = textwrap.dedent(
     import redis
     from langhooks import LangHooksError
     from langhooks.chain import Decision, Tool
-    from langhooks._cli_demo import WEATHER_TOOL
+    from langhooks.cli.demo import WEATHER_TOOL
     from langhooks.models import ScriptedChatModel, ScriptedTurn
     from langhooks.integrations.redis import RedisRunStore
 

@@ -44,14 +44,14 @@ from langhooks import (
     codec,
     invocation,
 )
-from langhooks._cli_demo import (
+from langhooks.chain import Decision, LLMChain, RunResult
+from langhooks.cli.demo import (
     QUESTION,
     SYSTEM,
     WEATHER_TOOL,
     ApprovalGate,
     scripted_model,
 )
-from langhooks.chain import Decision, LLMChain, RunResult
 from langhooks.events import EventRecord
 from langhooks.integrations.redis import (
     RedisEventPublisher,

@@ -230,7 +230,7 @@ class TestOnRedis:
 
         import redis
 
-        from langhooks.integrations._serve_cli import DemoModel, demo_agent
+        from langhooks.cli.serve import DemoModel, demo_agent
 
         client = redis.Redis(host="127.0.0.1", port=6379)
         prefix = f"langhooks-test:{uuid.uuid4().hex}:"

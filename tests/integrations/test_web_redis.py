@@ -15,10 +15,10 @@ import pytest
 import redis
 
 from langhooks import LangHooksError, Message, ToolContext
-from langhooks._cli_demo import QUESTION, SYSTEM, WEATHER_TOOL, ApprovalGate
 from langhooks.chain import LLMChain, Tool
+from langhooks.cli.demo import QUESTION, SYSTEM, WEATHER_TOOL, ApprovalGate
+from langhooks.cli.serve import DemoModel, demo_agent
 from langhooks.integrations._redis_wire import text
-from langhooks.integrations._serve_cli import DemoModel, demo_agent
 from langhooks.integrations.redis import RedisEventPublisher
 from langhooks.integrations.web import create_app
 from langhooks.models import ScriptedChatModel, ScriptedTurn

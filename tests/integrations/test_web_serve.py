@@ -18,9 +18,9 @@ import pytest
 import redis
 
 from langhooks import Message, StreamingChatResponseHandler
-from langhooks._cli import _parser
-from langhooks.integrations import _serve_cli
-from langhooks.integrations._serve_cli import DemoModel
+from langhooks.cli import _parser
+from langhooks.cli import serve as _serve_cli
+from langhooks.cli.serve import DemoModel
 from langhooks.models import ChatRequest
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import langhooks as lh
-from langhooks._cli import main
+from langhooks.cli import main
 from langhooks.models import replay_stream
 
 from . import Recorder, local_fixture

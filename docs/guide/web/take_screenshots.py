@@ -16,8 +16,8 @@ from pathlib import Path
 import uvicorn
 from playwright.sync_api import expect, sync_playwright
 
-from langhooks._cli_demo import QUESTION, scripted_model
-from langhooks.integrations._serve_cli import demo_agent
+from langhooks.cli.demo import QUESTION, scripted_model
+from langhooks.cli.serve import demo_agent
 from langhooks.integrations.web import create_app
 
 HERE = Path(__file__).resolve().parent

@@ -28,7 +28,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, ClassVar, Final, Literal, TypeAlias
 
-from ..._messages import (
+from ..._core._messages import (
     FinishReason,
     LangHooksError,
     MessageStatus,

@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Final
 
 from typing_extensions import override
 
-from ..._messages import FinishReason, TokenUsage
+from ..._core._messages import FinishReason, TokenUsage
 from .._errors import classify_error
 from ._base import (
     TEXT,

@@ -34,7 +34,7 @@ from typing import Any, ClassVar, Final
 
 from typing_extensions import override
 
-from ..._messages import FinishReason, LangHooksError, TokenUsage
+from ..._core._messages import FinishReason, LangHooksError, TokenUsage
 from .._errors import classify_error
 from ._base import (
     TEXT,

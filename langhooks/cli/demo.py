@@ -16,23 +16,23 @@ from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from typing_extensions import override
 
-from ._chain_callbacks import ChainCallbackHandler, Interrupt, ReviewContext
-from ._messages import (
+from .._core._chain_callbacks import ChainCallbackHandler, Interrupt, ReviewContext
+from .._core._messages import (
     Message,
     TokenUsage,
     Tool,
     ToolCall,
     ToolContext,
 )
-from .chain._chain import LLMChain
-from .chain._decision import Decision
-from .integrations.console import ConsoleHandler, _arguments, _wants_color
-from .integrations.console import _Style as _Style  # the demo tests build printers
+from .._core._terminal_style import Style, call_arguments, wants_color
+from ..chain._chain import LLMChain
+from ..chain._decision import Decision
+from ..integrations.console import ConsoleHandler
 
 if TYPE_CHECKING:
-    from ._chain_callbacks import ReviewDecision
-    from ._model import ChatModel
-    from .models._scripted import ScriptedTurn
+    from .._core._chain_callbacks import ReviewDecision
+    from .._core._model import ChatModel
+    from ..models._scripted import ScriptedTurn
 
 __all__ = ["add_arguments", "run"]
 
@@ -67,7 +67,7 @@ WEATHER_TOOL: Final = Tool(
 
 def demo_turns() -> list[ScriptedTurn]:
     """The scripted model's two answers: a tool call, then the answer."""
-    from .models._scripted import ScriptedTurn
+    from ..models._scripted import ScriptedTurn
 
     return [
         ScriptedTurn(
@@ -97,7 +97,7 @@ def demo_turns() -> list[ScriptedTurn]:
 
 def scripted_model(delay: float) -> ChatModel:
     """The scripted model the demo runs on by default."""
-    from .models._scripted import ScriptedChatModel
+    from ..models._scripted import ScriptedChatModel
 
     return ScriptedChatModel(demo_turns(), delay=delay)
 
@@ -120,7 +120,7 @@ class ApprovalGate(ChainCallbackHandler):
 class EventPrinter(ConsoleHandler):
     """The demo's printer: ``ConsoleHandler`` with the demo's colour choice."""
 
-    def __init__(self, out: TextIO, style: _Style) -> None:
+    def __init__(self, out: TextIO, style: Style) -> None:
         super().__init__(out, color=style.enabled)
 
 
@@ -191,7 +191,7 @@ def server_model(args: argparse.Namespace, command: str) -> ChatModel | None:
     """
     api_key = args.api_key or os.environ.get("OPENAI_API_KEY") or "none"
     try:
-        from .models import OpenAIChatModel  # needs the openai extra
+        from ..models import OpenAIChatModel  # needs the openai extra
 
         model: ChatModel = OpenAIChatModel(
             args.model, base_url=args.base_url, api_key=api_key
@@ -216,7 +216,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = sys.stdout if out is None else out
     tty = out.isatty()
     # ConsoleHandler's rule (a terminal, NO_COLOR unset or empty), or --no-color.
-    style = _Style(not args.no_color and _wants_color(out))
+    style = Style(not args.no_color and wants_color(out))
     if not server_options_agree(args, "demo"):
         return 2
     if args.base_url is not None:
@@ -234,7 +234,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     recorder = None
     record = getattr(args, "record", None)  # callers may build args by hand
     if record is not None:
-        from .events import EventRecorder
+        from .._persist._events import EventRecorder
 
         try:
             recorder = EventRecorder(record)
@@ -268,7 +268,9 @@ def _converse(chain: LLMChain, printer: EventPrinter, source: str) -> int:
         waiting = result.chain.pending_tool_calls
         printer.note(f"run interrupted: {dict(result.interrupt_data or {})}", "yellow")
         for call in waiting:
-            printer.note(f"human (scripted): approve {call.name}({_arguments(call)})")
+            printer.note(
+                f"human (scripted): approve {call.name}({call_arguments(call)})"
+            )
         result = result.chain.execute_tool_calls_with_decisions(
             waiting, [Decision.approve() for _ in waiting]
         )

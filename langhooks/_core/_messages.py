@@ -29,8 +29,8 @@ from ._validators import (
 )
 
 if TYPE_CHECKING:
+    from ..chain import LLMChain
     from ._invocation import Invocation
-    from .chain import LLMChain
 
 __all__ = [
     "ChatResponse",

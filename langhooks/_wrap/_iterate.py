@@ -19,15 +19,15 @@ from typing import Any, Final, Self, TypeAlias, final
 
 from typing_extensions import override
 
-from ._messages import (
+from .._core._messages import (
     ChatResponse,
     CompleteToolCall,
     PartialResponse,
     PartialThinking,
     PartialToolCall,
 )
-from ._model import ChatModel, ChatRequest
-from ._streaming import (
+from .._core._model import ChatModel, ChatRequest
+from .._core._streaming import (
     AsyncStreamingChatResponseHandler,
     PartialResponseContext,
     PartialThinkingContext,

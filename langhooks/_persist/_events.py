@@ -25,20 +25,18 @@ from typing import IO, Any, Final, TypeAlias, final, overload
 
 from typing_extensions import override
 
-from . import _codec
-from ._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
-from ._handler import HandlerBase
-from ._invocation import Invocation, current_invocation
-from ._messages import (
+from .._core._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
+from .._core._handler import HandlerBase
+from .._core._invocation import Invocation, current_invocation
+from .._core._messages import (
     ChatResponse,
     LangHooksError,
     Message,
     Tool,
     ToolContext,
 )
-from ._model import ChatModel, ChatRequest
-from ._records import EventRecord
-from ._streaming import (
+from .._core._model import ChatModel, ChatRequest
+from .._core._streaming import (
     AsyncStreamingChatResponseHandler,
     PartialResponseContext,
     PartialThinkingContext,
@@ -46,8 +44,10 @@ from ._streaming import (
     StreamingChatResponseHandler,
     StreamingHandle,
 )
-from .chain._chain import LLMChain
-from .chain._result import RunResult, run_result
+from ..chain._chain import LLMChain
+from ..chain._result import RunResult, run_result
+from . import _codec
+from ._records import EventRecord
 
 __all__ = [
     "EventRecord",

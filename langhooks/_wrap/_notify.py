@@ -32,9 +32,9 @@ from typing import (
 
 from typing_extensions import override
 
-from ._chain_callbacks import ChainCallbackHandler
-from ._handler import closest_event
-from ._messages import (
+from .._core._chain_callbacks import ChainCallbackHandler
+from .._core._handler import closest_event
+from .._core._messages import (
     ChatResponse,
     LangHooksError,
     Message,
@@ -45,14 +45,14 @@ from ._messages import (
     ToolCall,
     ToolResult,
 )
-from ._streaming import (
+from .._core._streaming import (
     PartialResponseContext,
     PartialThinkingContext,
     StreamingChatResponseHandler,
 )
 
 if TYPE_CHECKING:
-    from .chain import LLMChain, RunResult
+    from ..chain import LLMChain, RunResult
 
 __all__ = [
     "AgentStartPayload",

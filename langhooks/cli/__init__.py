@@ -2,8 +2,8 @@
 
 Each command lives in its own module, which provides ``add_arguments(parser)`` and
 ``run(args) -> int``; this module only builds the parser and dispatches. A command's
-module is ``langhooks/_cli_<command>.py`` (``serve`` imports its web libraries, so it
-lives with them in ``langhooks/integrations/``). To add a command, write that module
+module is ``langhooks/cli/<command>.py`` (``serve`` imports its web libraries inside
+``run``). To add a command, write that module
 and add one entry to ``_COMMANDS``. Every command's module is imported to build the
 parser: keep its top-level imports light (a heavy library goes inside ``run``).
 """
@@ -15,26 +15,26 @@ import importlib
 from collections.abc import Sequence
 from typing import Final
 
-from ._version import __version__
+from .._version import __version__
 
 __all__ = ["main"]
 
 # command -> (module, one-line help)
 _COMMANDS: Final = {
     "demo": (
-        "langhooks._cli_demo",
+        "langhooks.cli.demo",
         "run a scripted agent and show each handler event as it fires",
     ),
     "replay": (
-        "langhooks._cli_replay",
+        "langhooks.cli.replay",
         "show the handler events a recorded provider stream produces",
     ),
     "events": (
-        "langhooks._cli_events",
+        "langhooks.cli.events",
         "print an event recording (EventRecorder's JSON Lines, demo --record)",
     ),
     "serve": (
-        "langhooks.integrations._serve_cli",
+        "langhooks.cli.serve",
         "run the demo agent behind a live web page (needs langhooks[web])",
     ),
 }

@@ -14,7 +14,10 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, TextIO, final
 
-from .._cli_demo import (
+from .._core._messages import ChatResponse, Message
+from ..chain import LLMChain
+from ..models._scripted import ScriptedChatModel
+from .demo import (
     SYSTEM,
     WEATHER_TOOL,
     ApprovalGate,
@@ -24,13 +27,10 @@ from .._cli_demo import (
     server_model,
     server_options_agree,
 )
-from .._messages import ChatResponse, Message
-from ..chain import LLMChain
-from ..models._scripted import ScriptedChatModel
 
 if TYPE_CHECKING:
-    from .._model import ChatModel, ChatRequest
-    from .._streaming import (
+    from .._core._model import ChatModel, ChatRequest
+    from .._core._streaming import (
         AsyncStreamingChatResponseHandler,
         StreamingChatResponseHandler,
         StreamingHandle,
@@ -181,7 +181,7 @@ def run(
     try:
         import uvicorn
 
-        from .web import create_app
+        from ..integrations.web import create_app
     except ImportError:
         print(
             "langhooks serve: needs Starlette and uvicorn "

@@ -30,13 +30,13 @@ from typing_extensions import override
 if TYPE_CHECKING:
     import asyncio
 
-from ._chain_callbacks import (
+from .._core._chain_callbacks import (
     AsyncChainCallbackHandler,
     ChainCallbackHandler,
     ChainEventName,
     Deny,
 )
-from ._handler import (
+from .._core._handler import (
     HandlerBase,
     bound_event,
     event_hint,
@@ -44,9 +44,9 @@ from ._handler import (
     interfaces_of,
     overridden_events,
 )
-from ._invocation import _CURRENT
-from ._messages import PartialResponse, PartialThinking
-from ._streaming import (
+from .._core._invocation import _CURRENT
+from .._core._messages import PartialResponse, PartialThinking
+from .._core._streaming import (
     AsyncStreamingChatResponseHandler,
     StreamingChatResponseHandler,
     StreamingEventName,

@@ -52,8 +52,8 @@ from ._streaming import (
 )
 
 if TYPE_CHECKING:
+    from ..chain import LLMChain, RunResult
     from ._model import ChatModel, ChatRequest
-    from .chain import LLMChain, RunResult
 
 __all__ = [
     "AsyncChainCallbackFunctions",

@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, final, overloa
 
 from typing_extensions import override
 
-from ._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
-from ._handler import HandlerBase, interfaces_of, overridden_events
-from ._messages import LangHooksError
-from ._streaming import (
+from .._core._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
+from .._core._handler import HandlerBase, interfaces_of, overridden_events
+from .._core._messages import LangHooksError
+from .._core._streaming import (
     AsyncStreamingChatResponseHandler,
     StreamingChatResponseHandler,
     mark_delivery_proxy,

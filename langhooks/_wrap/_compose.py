@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Literal, TypeVa
 import attrs
 from typing_extensions import override
 
-from ._chain_callbacks import (
+from .._core._chain_callbacks import (
     Allow,
     AsyncChainCallbackHandler,
     ChainCallbackHandler,
@@ -28,7 +28,7 @@ from ._chain_callbacks import (
     ReviewDecision,
     UpdateArguments,
 )
-from ._handler import (
+from .._core._handler import (
     HandlerBase,
     async_fanout,
     bound_event,
@@ -36,12 +36,15 @@ from ._handler import (
     overridden_events,
     sync_fanout,
 )
-from ._messages import Tool, ToolCall
-from ._streaming import AsyncStreamingChatResponseHandler, StreamingChatResponseHandler
+from .._core._messages import Tool, ToolCall
+from .._core._streaming import (
+    AsyncStreamingChatResponseHandler,
+    StreamingChatResponseHandler,
+)
 from ._wrappers import _Wrapper, isolate
 
 if TYPE_CHECKING:
-    from .chain import LLMChain
+    from ..chain import LLMChain
 
 __all__ = [
     "AsyncCompositeChainHandler",

@@ -22,9 +22,15 @@ import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-from ._chain_callbacks import Allow, Deny, Interrupt, ReviewContext, UpdateArguments
-from ._invocation import Invocation
-from ._messages import (
+from .._core._chain_callbacks import (
+    Allow,
+    Deny,
+    Interrupt,
+    ReviewContext,
+    UpdateArguments,
+)
+from .._core._invocation import Invocation
+from .._core._messages import (
     ChatResponse,
     CompleteToolCall,
     ContentPart,
@@ -39,11 +45,11 @@ from ._messages import (
     ToolCall,
     ToolResult,
 )
+from ..chain._decision import Decision
 from ._records import EventRecord
-from .chain._decision import Decision
 
 if TYPE_CHECKING:
-    from .chain._chain import LLMChain
+    from ..chain._chain import LLMChain
 
 __all__ = [
     "SCHEMA_VERSION",

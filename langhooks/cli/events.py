@@ -23,9 +23,9 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TextIO
 
-from ._events import read_events
-from ._records import EventRecord
-from ._terminal import escaped, short_json
+from .._core._terminal import escaped, short_json
+from .._persist._events import read_events
+from .._persist._records import EventRecord
 
 __all__ = ["add_arguments", "run"]
 

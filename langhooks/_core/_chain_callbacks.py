@@ -30,8 +30,8 @@ from ._messages import (
 from ._validators import instance_of
 
 if TYPE_CHECKING:
+    from ..chain import LLMChain, RunResult
     from ._model import ChatModel, ChatRequest
-    from .chain import LLMChain, RunResult
 
 __all__ = [
     "Allow",

@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from typing_extensions import override
 
-from ._messages import (
+from .._core._messages import (
     ChatResponse,
     CompleteToolCall,
     LangHooksError,
@@ -37,17 +37,17 @@ from ._messages import (
     PartialThinking,
     PartialToolCall,
 )
-from ._streaming import (
+from .._core._streaming import (
     PartialResponseContext,
     PartialThinkingContext,
     PartialToolCallContext,
     StreamingChatResponseHandler,
 )
-from ._terminal import escaped, short_json
-from .models._drive import STREAM_FORMATS, StreamDriver, StreamFormat
-from .models._replay import _read_error
-from .models._sse import Chunk, stream_events
-from .models._transport import pump
+from .._core._terminal import escaped, short_json
+from ..models._drive import STREAM_FORMATS, StreamDriver, StreamFormat
+from ..models._replay import _read_error
+from ..models._sse import Chunk, stream_events
+from ..models._transport import pump
 
 __all__ = ["add_arguments", "run"]
 

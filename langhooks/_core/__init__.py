@@ -1,0 +1,1 @@
+"""The handler contract: events, messages, streams, callbacks, models."""

@@ -1,0 +1,1 @@
+"""Wrappers around handlers: background, iteration, notification."""
