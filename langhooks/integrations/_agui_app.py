@@ -17,9 +17,9 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from .._messages import LangHooksError, Message, ToolCall, ToolResult
+from .._core._messages import LangHooksError, Message, ToolCall, ToolResult
+from .._persist._stores import MemoryRunStore
 from ..chain import Decision
-from ..stores import MemoryRunStore
 from ._agui_events import AguiTranslator
 from ._frontend_app import (
     Agent,
@@ -36,7 +36,7 @@ from ._frontend_records import MESSAGE_ID, RESULT_IDS, split_approval_id
 from ._web_limits import BadRequest, json_body
 
 if TYPE_CHECKING:
-    from ..stores import RunStore
+    from .._persist._stores import RunStore
 
 __all__ = ["MAX_CONVERSATION_BYTES", "create_agui_app"]
 

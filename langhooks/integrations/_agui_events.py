@@ -20,8 +20,8 @@ except ImportError as error:  # pragma: no cover - the web extra installs it
         "langhooks.integrations.agui needs the web extra: pip install 'langhooks[web]'"
     ) from error
 
-from .._messages import LangHooksError, Message, ToolCall
-from .._records import EventRecord
+from .._core._messages import LangHooksError, Message, ToolCall
+from .._persist._records import EventRecord
 from ._frontend_records import (
     ModelCallEnded,
     ModelCallFailed,

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, final
 
 from starlette.responses import JSONResponse
 
-from .._messages import LangHooksError, Message
+from .._core._messages import LangHooksError, Message
+from .._persist._events import EventRecord, EventRecorder
 from ..chain import Decision, LLMChain
-from ..events import EventRecord, EventRecorder
 
 if TYPE_CHECKING:
-    from ..stores import RunStore
+    from .._persist._stores import RunStore
 
 __all__ = [
     "Agent",

@@ -14,9 +14,9 @@ from typing import Any, Final, Literal, TypeAlias, final
 
 import attrs
 
-from .. import _codec
-from .._messages import LangHooksError, Message, ToolCall, ToolResult
-from .._records import EventRecord
+from .._core._messages import LangHooksError, Message, ToolCall, ToolResult
+from .._persist import _codec
+from .._persist._records import EventRecord
 
 __all__ = [
     "MESSAGE_ID",

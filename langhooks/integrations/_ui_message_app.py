@@ -14,9 +14,9 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from .._messages import ContentPart, LangHooksError, Message, ToolCall, ToolResult
+from .._core._messages import ContentPart, LangHooksError, Message, ToolCall, ToolResult
+from .._persist._stores import MemoryRunStore
 from ..chain import Decision
-from ..stores import MemoryRunStore
 from ._frontend_app import (
     Agent,
     LiveRun,
@@ -33,7 +33,7 @@ from ._ui_message_chunks import UiMessageTranslator
 from ._web_limits import BadRequest, json_body
 
 if TYPE_CHECKING:
-    from ..stores import RunStore
+    from .._persist._stores import RunStore
 
 __all__ = ["MAX_CONVERSATION_BYTES", "conversation", "create_ui_message_app"]
 

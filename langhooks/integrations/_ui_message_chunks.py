@@ -12,8 +12,8 @@ from typing import Any, Final, Literal, final
 
 import attrs
 
-from .._messages import LangHooksError, Message, ToolCall
-from .._records import EventRecord
+from .._core._messages import LangHooksError, Message, ToolCall
+from .._persist._records import EventRecord
 from ._frontend_records import (
     ModelCallEnded,
     ModelCallFailed,

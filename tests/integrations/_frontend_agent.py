@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langhooks import LangHooksError, Message, TokenUsage, Tool, ToolCall, ToolContext
-from langhooks._cli_demo import SYSTEM, ApprovalGate
 from langhooks.chain import LLMChain
+from langhooks.cli.demo import SYSTEM, ApprovalGate
 from langhooks.models import ScriptedChatModel, ScriptedTurn
 from langhooks.stores import MemoryRunStore, PendingRun
 

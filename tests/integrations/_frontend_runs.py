@@ -8,31 +8,26 @@ from typing import Any
 from typing_extensions import override
 
 from langhooks import (
+    ChainCallbackHandler,
     ChatResponse,
     ContentPart,
+    Deny,
     LangHooksError,
     Message,
     PartialResponse,
+    PartialResponseContext,
     PartialToolCall,
+    PartialToolCallContext,
+    ReviewContext,
+    ReviewDecision,
+    StreamingChatResponseHandler,
+    StreamingHandle,
     ToolCall,
     ToolContext,
 )
-from langhooks._chain_callbacks import (
-    ChainCallbackHandler,
-    Deny,
-    ReviewContext,
-    ReviewDecision,
-)
-from langhooks._model import ChatRequest
-from langhooks._streaming import (
-    PartialResponseContext,
-    PartialToolCallContext,
-    StreamingChatResponseHandler,
-    StreamingHandle,
-)
 from langhooks.chain import Decision, LLMChain, RetryPolicy, RunResult, Tool
 from langhooks.events import EventRecord, EventRecorder
-from langhooks.models import ScriptedChatModel, ScriptedTurn
+from langhooks.models import ChatRequest, ScriptedChatModel, ScriptedTurn
 
 from ._frontend_agent import QUESTION, WeatherAgent, weather_turns
 

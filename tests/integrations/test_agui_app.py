@@ -12,8 +12,7 @@ import httpx
 import pytest
 from typing_extensions import override
 
-from langhooks import Message, ToolCall
-from langhooks._chain_callbacks import AsyncChainCallbackHandler
+from langhooks import AsyncChainCallbackHandler, Message, ToolCall
 from langhooks.chain import LLMChain
 from langhooks.integrations._agui_events import AguiTranslator
 from langhooks.integrations._frontend_app import LiveRun, build_chain, stream_events

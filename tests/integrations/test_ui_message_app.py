@@ -13,8 +13,7 @@ import httpx
 import pytest
 from typing_extensions import override
 
-from langhooks import Message, ToolCall
-from langhooks._chain_callbacks import AsyncChainCallbackHandler
+from langhooks import AsyncChainCallbackHandler, Message, ToolCall
 from langhooks.chain import LLMChain
 from langhooks.integrations import _ui_message_app
 from langhooks.integrations._ui_message_app import conversation
