@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import json
 import logging
 import math
 import threading
@@ -33,8 +34,8 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, final
 
 import attrs
 
-from .. import LangHooksError, Tool, ToolCall, ToolContext, ToolResult
-from ..codec import decode, encode
+from .._core._messages import Tool, ToolCall, ToolContext, ToolResult
+from ._codec import decode, encode
 
 if TYPE_CHECKING:
     from ..chain import Decision, LLMChain, RetryPolicy, RunResult
@@ -200,8 +201,6 @@ def _raised_text(exc: BaseException) -> str:
 
 
 def _json(value: Any) -> str:
-    import json
-
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -222,8 +221,6 @@ def _reused(call: ToolCall, text: str) -> str | ToolResult:
     """The saved outcome of a call that ran already, as the tool's return value."""
     if text == STARTED:
         return stopped_result(call)
-    import json
-
     data = json.loads(text)
     if "text" in data:
         return str(data["text"])
@@ -267,9 +264,10 @@ def _guarded(
             return _reused(context.call, saved)
         try:
             value = original(arguments, context)
-        except BaseException as exc:
-            if isinstance(exc, Exception):
-                backend.finish_call(run_id, token, call_id, _raised_text(exc))
+        except Exception as exc:
+            # (A BaseException leaves the call started without an outcome: a
+            # later resume answers it with the stopped-worker error.)
+            backend.finish_call(run_id, token, call_id, _raised_text(exc))
             raise
         if inspect.isawaitable(value):
             return _finish_later(backend, run_id, token, call_id, value)
@@ -312,9 +310,8 @@ def _aguarded(
             value = original(arguments, context)
             if inspect.isawaitable(value):
                 value = await value
-        except BaseException as exc:
-            if isinstance(exc, Exception):
-                await backend.finish_call(run_id, token, call_id, _raised_text(exc))
+        except Exception as exc:
+            await backend.finish_call(run_id, token, call_id, _raised_text(exc))
             raise
         await backend.finish_call(run_id, token, call_id, outcome_text(value))
         return value
@@ -397,12 +394,6 @@ def _match(
     waiting: Sequence[ToolCall],
     decisions: Sequence[Decision] | Mapping[str, Decision],
 ) -> tuple[list[ToolCall], list[Decision]]:
-    if not waiting:
-        raise LangHooksError(
-            "conflict",
-            f"run {run_id!r} waits for no decision (it was resumed already); "
-            f"nothing was run",
-        )
     if isinstance(decisions, Mapping):
         by_id = {call.call_id: call for call in waiting}
         unknown = sorted(set(decisions) - set(by_id))
@@ -459,7 +450,6 @@ def resume_once(
     token = uuid.uuid4().hex
     state = backend.claim(run_id, token)
     live = _Live()
-    settled = False
     try:
         with _Heartbeat(backend, run_id, token, claim_timeout / 3):
             tools = [_guarded(backend, run_id, token, t, live) for t in code.tools]
@@ -468,23 +458,18 @@ def resume_once(
             result = chain.execute_tool_calls_with_decisions(calls, chosen)
             if result.status == "ok" and code.continue_run:
                 result = result.chain.run()
-            waiting = (
-                result.chain.pending_tool_calls
-                if result.status == "interrupted"
-                else ()
-            )
+            waiting = _waiting(result)
             backend.settle(run_id, token, result.chain.to_state(), waiting)
-            settled = True
-            return result
     except BaseException as exc:
-        if not settled:
-            try:
-                backend.release(run_id, token)
-            except Exception as failure:  # noted on what is raised
-                _note_release_failure(exc, run_id, failure)
+        # Nothing to hand back once settle() succeeded: release() is then a no-op.
+        try:
+            backend.release(run_id, token)
+        except Exception as failure:  # noted on what is raised
+            _note_release_failure(exc, run_id, failure)
         raise
     finally:
         live.on = False
+    return result
 
 
 async def aresume_once(
@@ -504,7 +489,6 @@ async def aresume_once(
     token = uuid.uuid4().hex
     state = await backend.claim(run_id, token)
     live = _Live()
-    settled = False
     beat = asyncio.create_task(_abeat(backend, run_id, token, claim_timeout / 3))
     try:
         tools = [_aguarded(backend, run_id, token, t, live) for t in code.tools]
@@ -513,21 +497,17 @@ async def aresume_once(
         result = await chain.aexecute_tool_calls_with_decisions(calls, chosen)
         if result.status == "ok" and code.continue_run:
             result = await result.chain.arun()
-        waiting = (
-            result.chain.pending_tool_calls if result.status == "interrupted" else ()
-        )
+        waiting = _waiting(result)
         await backend.settle(run_id, token, result.chain.to_state(), waiting)
-        settled = True
-        return result
     except BaseException as exc:
-        if not settled:
-            try:
-                await backend.release(run_id, token)
-            except Exception as failure:  # noted on what is raised
-                _note_release_failure(exc, run_id, failure)
+        try:
+            await backend.release(run_id, token)
+        except Exception as failure:  # noted on what is raised
+            _note_release_failure(exc, run_id, failure)
         raise
     finally:
         live.on = False
         beat.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await beat
+    return result

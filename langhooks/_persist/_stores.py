@@ -26,11 +26,11 @@ from typing import (
 
 import attrs
 
-from .. import LangHooksError, ToolCall
+from .._core._messages import LangHooksError, ToolCall
 from ._resume import ResumeCode, check_claim_timeout, resume_once
 
 if TYPE_CHECKING:
-    from .. import Tool
+    from .._core._messages import Tool
     from ..chain import Decision, LLMChain, RetryPolicy, RunResult
     from ..chain._chain import Handler
     from ..models import ChatModel
@@ -279,7 +279,9 @@ def check_limit(limit: int) -> int:
 
 
 def contains(metadata: Any, wanted: Any) -> bool:
-    """Whether ``metadata`` contains ``wanted`` as PostgreSQL's JSONB ``@>`` says."""
+    """Whether ``metadata`` contains ``wanted`` as PostgreSQL's JSONB ``@>`` says
+    (for a ``metadata`` object: objects by key, arrays by element, numbers by
+    value)."""
     if isinstance(wanted, dict):
         return isinstance(metadata, dict) and all(
             key in metadata and contains(metadata[key], value)
@@ -289,10 +291,13 @@ def contains(metadata: Any, wanted: Any) -> bool:
         return isinstance(metadata, list) and all(
             any(contains(item, one) for item in metadata) for one in wanted
         )
-    if isinstance(metadata, list):
-        # As in PostgreSQL, an array contains a primitive it holds.
-        return any(contains(item, wanted) for item in metadata)
+    if _number(metadata) and _number(wanted):
+        return bool(metadata == wanted)
     return type(metadata) is type(wanted) and metadata == wanted
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _unknown(run_id: str) -> LangHooksError:

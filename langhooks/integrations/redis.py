@@ -7,7 +7,8 @@
   another process or on another host; ``run_entries`` / ``arun_entries``: the
   stream's records with their ids (what a web page's event stream sends).
 - ``RedisEventConsumer``: consumer groups over the firehose, at least once.
-- ``RedisRunStore``: save an interrupted run, resume it in any worker, once.
+- ``RedisRunStore`` / ``AsyncRedisRunStore``: save an interrupted run, list the
+  runs waiting for people, resume one in any worker, once.
 
 One client object is passed in by the caller, never created from a URL here.
 """
@@ -24,9 +25,10 @@ except ImportError as _missing:  # pragma: no cover  # the test environment has 
 from ._redis_consumer import RedisEventConsumer
 from ._redis_follow import RunEntry, afollow, arun_entries, follow, run_entries
 from ._redis_publisher import RedisEventPublisher
-from ._redis_store import RedisRunStore
+from ._redis_store import AsyncRedisRunStore, RedisRunStore
 
 __all__ = [
+    "AsyncRedisRunStore",
     "RedisEventConsumer",
     "RedisEventPublisher",
     "RedisRunStore",
