@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from typing_extensions import override
@@ -261,16 +261,10 @@ def flaky_run() -> list[EventRecord]:
     return recorded(chain.add_message(Message.user("Rome?")))[1]
 
 
-def conversation_of(records: Sequence[EventRecord]) -> Any:
-    """The payload of the run's last record (for assertions on statuses)."""
-    return records[-1].payload
-
-
 __all__ = [
     "QUESTION",
     "StopButton",
     "cancelled_run",
-    "conversation_of",
     "denied_run",
     "error_run",
     "flaky_run",
