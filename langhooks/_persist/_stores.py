@@ -8,6 +8,7 @@ alive by a heartbeat, and a record of every tool call started.
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import threading
@@ -43,6 +44,7 @@ __all__ = [
     "check_expires_in",
     "check_limit",
     "check_metadata",
+    "check_run_store",
     "contains",
     "run_id_of",
 ]
@@ -201,6 +203,20 @@ class AsyncRunStore(Protocol):
 
 
 # --- checks every store shares -------------------------------------------------------
+
+
+def check_run_store(store: object, what: str) -> RunStore:
+    """``store`` when it is a synchronous ``RunStore``.
+
+    Raises:
+        TypeError: it is not one (an async store included), naming ``what``.
+    """
+    if not isinstance(store, RunStore) or inspect.iscoroutinefunction(store.resume):
+        raise TypeError(
+            f"{what} must be a RunStore (a synchronous one: PostgresRunStore, "
+            f"RedisRunStore, MemoryRunStore, ...), got {store!r}"
+        )
+    return store
 
 
 def run_id_of(chain: LLMChain) -> str:
@@ -510,23 +526,33 @@ class MemoryRunStore:
                 and contains(saved.metadata, wanted)
             ]
         rows.sort(key=lambda row: row[1].saved_at, reverse=True)
-        return [
-            PendingRun(
-                run_id=run_id,
-                calls=saved.calls,
-                saved_at=saved.saved_at,
-                expires_at=None
-                if saved.expires_at is None
-                else datetime.fromtimestamp(saved.expires_at, UTC),
-                metadata=saved.metadata,
-            )
-            for run_id, saved in rows[:limit]
-        ]
+        return [_row(run_id, saved) for run_id, saved in rows[:limit]]
+
+    def waiting(self, run_id: str) -> PendingRun | None:
+        """Run ``run_id``'s row of the inbox: None unless it waits for decisions."""
+        with self._lock:
+            saved = self._live(run_id)
+        if saved is None or saved.status != "waiting":
+            return None
+        return _row(run_id, saved)
 
     def delete(self, run_id: str) -> bool:
         """Forget run ``run_id``; whether it was there (and not expired)."""
         with self._lock:
             return self._live(run_id) is not None and bool(self._runs.pop(run_id))
+
+
+def _row(run_id: str, saved: _Saved) -> PendingRun:
+    expires_at = saved.expires_at
+    return PendingRun(
+        run_id=run_id,
+        calls=saved.calls,
+        saved_at=saved.saved_at,
+        expires_at=None
+        if expires_at is None
+        else datetime.fromtimestamp(expires_at, UTC),
+        metadata=saved.metadata,
+    )
 
 
 @final

@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from .._persist._stores import RunStore, check_run_store
 from ..chain import Decision, LLMChain
 from ._web_backend import (
     Agent,
@@ -239,6 +240,7 @@ def create_app(
     prefix: str = "langhooks:",
     agent: Agent | None = None,
     heartbeat: float = 15.0,
+    store: RunStore | None = None,
 ) -> Starlette:
     """The ASGI app that shows runs live and takes human decisions.
 
@@ -253,6 +255,10 @@ def create_app(
             (``POST /runs``) and resumes interrupted ones.
         heartbeat: seconds between comment lines on an idle event stream, so that
             proxies keep the connection open.
+        store: where interrupted runs wait for decisions (a ``RunStore``:
+            ``PostgresRunStore``, ``RedisRunStore``, ``MemoryRunStore``, ...) and
+            are resumed once, with ``agent``'s code; None keeps them in this
+            process (or, with ``redis``, in a ``RedisRunStore`` on it).
 
     Returns:
         The app (a ``Starlette``), to serve with uvicorn or mount in another app.
@@ -274,12 +280,14 @@ def create_app(
     if not isinstance(prefix, str):
         raise TypeError(f"prefix must be a str, got {prefix!r}")
     backend: Backend
+    if store is not None:
+        check_run_store(store, "store")
     if redis is None:
-        backend = MemoryBackend()
+        backend = MemoryBackend(store)
     else:
         from ._web_redis import RedisBackend  # needs the redis extra
 
-        backend = RedisBackend(redis, prefix)
+        backend = RedisBackend(redis, prefix, store)
     web = _WebApp(backend, agent, heartbeat=float(heartbeat))
 
     @contextlib.asynccontextmanager

@@ -53,6 +53,7 @@ from ._web_backend import (
 )
 
 if TYPE_CHECKING:
+    from .._persist._stores import RunStore
     from ..chain import Decision, LLMChain, RunResult
 
 __all__ = ["RedisBackend"]
@@ -98,14 +99,20 @@ class RedisBackend:
     Args:
         client: a synchronous ``redis.Redis`` client.
         prefix: the key prefix the publishers and run stores use.
+        store: where interrupted runs wait (None: a ``RedisRunStore`` on
+            ``client`` and ``prefix``).
     """
 
-    def __init__(self, client: redis.Redis, prefix: str) -> None:
+    def __init__(
+        self, client: redis.Redis, prefix: str, store: RunStore | None = None
+    ) -> None:
         check_sync_client(client, "create_app(redis=...)")
         self._client = client
         self._prefix = prefix
         self._index = f"{prefix}web:runs"
-        self._store = RedisRunStore(client, prefix=prefix)
+        self._store: RunStore = (
+            RedisRunStore(client, prefix=prefix) if store is None else store
+        )
         self._publisher: RedisEventPublisher | None = None
         self._pool = ThreadPoolExecutor(64, thread_name_prefix="langhooks-web-redis")
         self._tasks = Tasks()

@@ -17,6 +17,8 @@ except ImportError as _missing:  # pragma: no cover  # the test environment has 
         "pip install 'langhooks[postgres]'"
     ) from _missing
 
-from ._postgres_store import SCHEMA_VERSION, AsyncPostgresRunStore, PostgresRunStore
+from ._postgres_sql import SCHEMA_VERSION
+from ._postgres_store import PostgresRunStore
+from ._postgres_store_async import AsyncPostgresRunStore
 
 __all__ = ["SCHEMA_VERSION", "AsyncPostgresRunStore", "PostgresRunStore"]

@@ -359,7 +359,11 @@ class TestContract:
         assert [row.run_id for row in nested] == [ids[2]]
         assert store.pending(metadata={"tenant": "c"}) == []
         assert store.pending(metadata={"user": {"id": "3"}}) == []  # types matter
+        one = store.waiting(ids[0])  # type: ignore[attr-defined]
+        assert one == everything[-1]
+        assert store.waiting("nope") is None  # type: ignore[attr-defined]
         resume_all(store, ids[3])
+        assert store.waiting(ids[3]) is None  # type: ignore[attr-defined]
         assert [r.run_id for r in store.pending(metadata={"tenant": "a"})] == [
             ids[2],
             ids[0],
@@ -1020,6 +1024,8 @@ class TestAsyncContract:
         (row,) = await store.pending(metadata={"tenant": "a"})
         assert (row.run_id, len(row.calls)) == (run_id, 2)
         assert await store.pending(metadata={"tenant": "b"}) == []
+        assert await store.waiting(run_id) == row  # type: ignore[attr-defined]
+        assert await store.waiting("nope") is None  # type: ignore[attr-defined]
         newer = await store.save(waiting_chain(log), metadata={"tenant": "a"})
         resumed = await store.resume(  # a sync tool, through the async store
             newer, [Decision.approve()], answer_model(), tools=TOOLS
