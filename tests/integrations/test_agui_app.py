@@ -311,10 +311,28 @@ class TestRefusals:
     def test_too_deep(self, client: httpx.Client, url: str) -> None:
         """JSON nested deeper than any real input."""
         deep: Any = 1
-        for _ in range(40):
+        for _ in range(70):
             deep = [deep]
         body = dict(run_input(), forwardedProps={"deep": deep})
-        self.refused(client.post(url, json=body), 400, "nests deeper")
+        self.refused(client.post(url, json=body), 400, "nested deeper")
+
+    def test_too_deep_to_parse(self, client: httpx.Client, url: str) -> None:
+        """JSON nested past what the parser takes."""
+        body = b'{"threadId": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+        response = client.post(
+            url, content=body, headers={"content-type": "application/json"}
+        )
+        self.refused(response, 400, "nested deeper")
+
+    def test_text_that_is_not_unicode(self, client: httpx.Client, url: str) -> None:
+        """A lone surrogate, which JSON escapes allow, in a key or a value."""
+        for body in (b'{"threadId": "\\ud800"}', b'{"\\udc00": 1}'):
+            response = client.post(
+                url,
+                content=body.replace(b"\\\\", b"\\"),
+                headers={"content-type": "application/json"},
+            )
+            self.refused(response, 400, "not valid Unicode")
 
     def test_not_a_run_agent_input(self, client: httpx.Client, url: str) -> None:
         """A JSON body that is not a RunAgentInput."""
