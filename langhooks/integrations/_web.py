@@ -8,10 +8,9 @@ is a small method of ``_WebApp``; where runs live is a ``Backend``.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import AsyncIterator
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import TYPE_CHECKING, Final, final
 
 import attrs
 from starlette.applications import Starlette
@@ -30,6 +29,9 @@ from ._web_backend import (
     RunConflict,
     RunNotFound,
 )
+from ._web_limits import MAX_BODY_BYTES
+from ._web_limits import BadRequest as _BadRequest
+from ._web_limits import json_body as _json_body
 from ._web_memory import MemoryBackend
 
 if TYPE_CHECKING:
@@ -37,13 +39,6 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_BODY_BYTES", "MAX_PROMPT_CHARS", "Agent", "create_app"]
 
-# Request bodies larger than this are refused unread (413).
-MAX_BODY_BYTES: Final = 64 * 1024
-# Request bodies nested deeper than this are refused (400): no decision or prompt
-# needs more, and a deeper one would only exhaust the stack of what handles it.
-MAX_BODY_DEPTH: Final = 64
-_TOO_DEEP: Final = f"the body is nested deeper than {MAX_BODY_DEPTH} levels"
-_NOT_UNICODE: Final = "the body holds text that is not valid Unicode (a lone surrogate)"
 MAX_PROMPT_CHARS: Final = 8_000
 # How long a browser waits before reconnecting a dropped event stream.
 _RETRY_MS: Final = 1000
@@ -80,74 +75,6 @@ class _JSONResponse(JSONResponse):
 
 def _error(status: int, message: str) -> JSONResponse:
     return _JSONResponse({"error": message}, status_code=status)
-
-
-class _BadRequest(Exception):
-    """A request the app refuses: its status and what was wrong."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-async def _json_body(request: Request) -> Any:
-    """The request's JSON body, read up to ``MAX_BODY_BYTES``.
-
-    Raises:
-        _BadRequest: not JSON (415), too large (413), or malformed (400).
-    """
-    media_type = request.headers.get("content-type", "").split(";")[0].strip()
-    if media_type.lower() != "application/json":
-        # Also what keeps other sites out: a cross-site form cannot send JSON.
-        raise _BadRequest(415, "send the body as Content-Type: application/json")
-    length = request.headers.get("content-length", "")
-    if length.isdecimal() and int(length) > MAX_BODY_BYTES:
-        raise _BadRequest(413, f"the body is larger than {MAX_BODY_BYTES} bytes")
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_BODY_BYTES:
-            raise _BadRequest(413, f"the body is larger than {MAX_BODY_BYTES} bytes")
-    try:
-        value = json.loads(body)
-    except RecursionError:
-        raise _BadRequest(400, _TOO_DEEP) from None
-    except ValueError as exc:
-        raise _BadRequest(400, f"the body is not valid JSON: {exc}") from None
-    _check_tree(value)
-    return value
-
-
-def _check_tree(value: object) -> None:
-    """Refuse a parsed body nested too deep or holding text that is not Unicode
-    (a lone surrogate, which JSON's escapes allow but nothing can encode).
-
-    Raises:
-        _BadRequest: 400, saying which.
-    """
-    # Iterative: the walk must not be what exhausts the stack.
-    stack: list[tuple[object, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, str):
-            _check_text(item)
-            continue
-        if isinstance(item, dict | list) and depth > MAX_BODY_DEPTH:
-            raise _BadRequest(400, _TOO_DEEP)
-        if isinstance(item, dict):
-            for key in item:
-                _check_text(key)
-            stack.extend((child, depth + 1) for child in item.values())
-        elif isinstance(item, list):
-            stack.extend((child, depth + 1) for child in item)
-
-
-def _check_text(text: str) -> None:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise _BadRequest(400, _NOT_UNICODE) from None
 
 
 def _decision(item: object, position: int) -> tuple[str, Decision]:
