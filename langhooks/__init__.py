@@ -22,6 +22,7 @@ from ._core._functions import (
 )
 from ._core._invocation import Invocation, current_invocation, invocation
 from ._core._messages import (
+    ChainView,
     ChatResponse,
     CompleteToolCall,
     ContentPart,
@@ -75,6 +76,7 @@ __all__ = [
     "AsyncStreamingChatResponseHandler",
     "ChainCallbackHandler",
     "ChainEventName",
+    "ChainView",
     "ChatResponse",
     "CoalescingDeltas",
     "CompleteToolCall",

@@ -22,6 +22,7 @@ PUBLIC = [
     "AsyncStreamingChatResponseHandler",
     "ChainCallbackHandler",
     "ChainEventName",
+    "ChainView",
     "ChatResponse",
     "CoalescingDeltas",
     "CompleteToolCall",

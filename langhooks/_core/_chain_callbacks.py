@@ -1,19 +1,25 @@
 """Chain handlers (after Elixir LangChain's ``ChainCallbacks``) and tool review.
 
-The first argument of every event is the chain: an immutable ``LLMChain`` snapshot of
-the run's state when the event fired. ``chain.invocation`` is the run's
-``Invocation``, also in threads that did not copy the context.
+The first argument of every event is the chain: an immutable snapshot of the run's
+state when the event fired (an ``LLMChain`` under the reference runtime). The
+interfaces are generic in it and typed against ``ChainView``, what a handler may read
+of any chain, so the contract does not import the runtime: ``ChainCallbackHandler``
+alone takes any chain, and an override may annotate its parameter ``LLMChain``
+(``ChainCallbackHandler[LLMChain]`` says so for every event). ``chain.invocation`` is
+the run's ``Invocation``, also in threads that did not copy the context.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeAlias
 
 import attrs
+from typing_extensions import TypeVar
 
 from ._handler import HandlerBase
 from ._messages import (
+    ChainView,
     ChatResponse,
     LangHooksError,
     Message,
@@ -23,21 +29,20 @@ from ._messages import (
     ToolCall,
     ToolResult,
     _arguments,
-    _custom_context,
-    _frozen_mapping,
-    _reduce,
 )
 from ._validators import instance_of
+from ._values import _custom_context, _frozen_mapping, _reduce
 
 if TYPE_CHECKING:
-    from ..chain import LLMChain, RunResult
     from ._model import ChatModel, ChatRequest
+    from ._result import RunResult
 
 __all__ = [
     "Allow",
     "AsyncChainCallbackHandler",
     "ChainCallbackHandler",
     "ChainEventName",
+    "ChainT_contra",
     "Deny",
     "Interrupt",
     "ReviewContext",
@@ -110,7 +115,16 @@ class ReviewContext:
     __reduce__ = _reduce
 
 
-class ChainCallbackHandler(HandlerBase, _langhooks_interface=True):
+#: The chain a handler's events receive. Unparameterized, an interface takes any
+#: chain, so an override may annotate its parameter with the runtime's own class.
+ChainT_contra = TypeVar(
+    "ChainT_contra", bound=ChainView, contravariant=True, default=Any
+)
+
+
+class ChainCallbackHandler(
+    HandlerBase, Generic[ChainT_contra], _langhooks_interface=True
+):
     """Receives a chain run's events. Override the methods you need.
 
     Every method is a no-op. The runtime calls these methods with no current
@@ -124,11 +138,11 @@ class ChainCallbackHandler(HandlerBase, _langhooks_interface=True):
 
     _langhooks_async: ClassVar[bool] = False
 
-    def on_run_start(self, chain: LLMChain, /) -> None:
+    def on_run_start(self, chain: ChainT_contra, /) -> None:
         """A run began. The first event of every run."""
 
     def on_llm_call_start(
-        self, chain: LLMChain, model: ChatModel, request: ChatRequest, /
+        self, chain: ChainT_contra, model: ChatModel, request: ChatRequest, /
     ) -> None:
         """A model attempt begins: before every call, each retry and fallback too.
 
@@ -141,44 +155,50 @@ class ChainCallbackHandler(HandlerBase, _langhooks_interface=True):
         by nothing after it.
         """
 
-    def on_llm_call_complete(self, chain: LLMChain, response: ChatResponse, /) -> None:
+    def on_llm_call_complete(
+        self, chain: ChainT_contra, response: ChatResponse, /
+    ) -> None:
         """A model attempt succeeded; fires before its message is processed.
 
         ``response`` carries the response's id, model name, usage and finish reason.
         """
 
     def on_llm_new_delta(
-        self, chain: LLMChain, deltas: Sequence[MessageDelta], /
+        self, chain: ChainT_contra, deltas: Sequence[MessageDelta], /
     ) -> None:
         """A batch of streamed increments arrived, live, in stream order."""
 
-    def on_llm_new_message(self, chain: LLMChain, message: Message, /) -> None:
+    def on_llm_new_message(self, chain: ChainT_contra, message: Message, /) -> None:
         """A model answered with a complete, non-streamed message."""
 
     def on_llm_ratelimit_info(
-        self, chain: LLMChain, info: Mapping[str, object], /
+        self, chain: ChainT_contra, info: Mapping[str, object], /
     ) -> None:
         """The provider reported rate-limit headers, parsed."""
 
-    def on_llm_token_usage(self, chain: LLMChain, usage: TokenUsage, /) -> None:
+    def on_llm_token_usage(self, chain: ChainT_contra, usage: TokenUsage, /) -> None:
         """Token usage, after the message that reported it is processed."""
 
     def on_llm_response_headers(
-        self, chain: LLMChain, headers: Mapping[str, str], /
+        self, chain: ChainT_contra, headers: Mapping[str, str], /
     ) -> None:
         """The provider's raw response headers."""
 
-    def on_message_processed(self, chain: LLMChain, message: Message, /) -> None:
+    def on_message_processed(self, chain: ChainT_contra, message: Message, /) -> None:
         """An assistant or tool message is complete and added to the chain."""
 
-    def on_message_processing_error(self, chain: LLMChain, message: Message, /) -> None:
+    def on_message_processing_error(
+        self, chain: ChainT_contra, message: Message, /
+    ) -> None:
         """A message processor rejected ``message``."""
 
-    def on_error_message_created(self, chain: LLMChain, message: Message, /) -> None:
+    def on_error_message_created(
+        self, chain: ChainT_contra, message: Message, /
+    ) -> None:
         """The automated reply to a rejected message was added."""
 
     def on_tool_call_identified(
-        self, chain: LLMChain, call: ToolCall, tool: Tool, /
+        self, chain: ChainT_contra, call: ToolCall, tool: Tool, /
     ) -> None:
         """A streamed call's name resolved to ``tool``; once per call, live.
 
@@ -186,7 +206,7 @@ class ChainCallbackHandler(HandlerBase, _langhooks_interface=True):
         """
 
     def on_tool_call_review(
-        self, chain: LLMChain, call: ToolCall, tool: Tool, review: ReviewContext, /
+        self, chain: ChainT_contra, call: ToolCall, tool: Tool, review: ReviewContext, /
     ) -> ReviewDecision | None:
         """Decide on a call before it is announced or run.
 
@@ -199,12 +219,12 @@ class ChainCallbackHandler(HandlerBase, _langhooks_interface=True):
         return None
 
     def on_tool_execution_started(
-        self, chain: LLMChain, call: ToolCall, tool: Tool, /
+        self, chain: ChainT_contra, call: ToolCall, tool: Tool, /
     ) -> None:
         """A call will run; fires for every call of the batch before any runs."""
 
     def on_tool_pre_execution(
-        self, chain: LLMChain, call: ToolCall, tool: Tool, /
+        self, chain: ChainT_contra, call: ToolCall, tool: Tool, /
     ) -> None:
         """Inside the thread or task that runs the tool, just before it runs.
 
@@ -212,19 +232,19 @@ class ChainCallbackHandler(HandlerBase, _langhooks_interface=True):
         """
 
     def on_tool_execution_completed(
-        self, chain: LLMChain, call: ToolCall, result: ToolResult, /
+        self, chain: ChainT_contra, call: ToolCall, result: ToolResult, /
     ) -> None:
         """A call succeeded."""
 
     def on_tool_execution_failed(
-        self, chain: LLMChain, call: ToolCall, result: ToolResult, /
+        self, chain: ChainT_contra, call: ToolCall, result: ToolResult, /
     ) -> None:
         """A call did not succeed: it raised, returned an error, named an unknown
         tool, was rejected by a human or denied by review. ``result`` says which.
         """
 
     def on_tool_execution_exception(
-        self, chain: LLMChain, call: ToolCall, exception: BaseException, /
+        self, chain: ChainT_contra, call: ToolCall, exception: BaseException, /
     ) -> None:
         """The tool raised; fires after ``on_tool_execution_failed``.
 
@@ -232,18 +252,20 @@ class ChainCallbackHandler(HandlerBase, _langhooks_interface=True):
         """
 
     def on_tool_interrupted(
-        self, chain: LLMChain, results: Sequence[ToolResult], /
+        self, chain: ChainT_contra, results: Sequence[ToolResult], /
     ) -> None:
         """Once per batch, with every interrupted call's stand-in result."""
 
-    def on_tool_response_created(self, chain: LLMChain, message: Message, /) -> None:
+    def on_tool_response_created(
+        self, chain: ChainT_contra, message: Message, /
+    ) -> None:
         """The tool message for a batch was added to the chain."""
 
-    def on_llm_error(self, chain: LLMChain, error: LangHooksError, /) -> None:
+    def on_llm_error(self, chain: ChainT_contra, error: LangHooksError, /) -> None:
         """A model call failed, transiently or not (it may be retried)."""
 
     def on_llm_retry(
-        self, chain: LLMChain, error: LangHooksError, delay: float, /
+        self, chain: ChainT_contra, error: LangHooksError, delay: float, /
     ) -> None:
         """The call that failed with ``error`` will be retried on the same model.
 
@@ -252,130 +274,144 @@ class ChainCallbackHandler(HandlerBase, _langhooks_interface=True):
         on to a fallback, or not retried at all, fires no ``on_llm_retry``.
         """
 
-    def on_retries_exceeded(self, chain: LLMChain, /) -> None:
+    def on_retries_exceeded(self, chain: ChainT_contra, /) -> None:
         """The failure counter reached ``max_retry_count``."""
 
-    def on_error(self, chain: LLMChain, error: LangHooksError, /) -> None:
+    def on_error(self, chain: ChainT_contra, error: LangHooksError, /) -> None:
         """The run gave up. Exactly once per failed run; the last event."""
 
-    def on_run_complete(self, chain: LLMChain, result: RunResult, /) -> None:
+    def on_run_complete(
+        self, chain: ChainT_contra, result: RunResult[ChainT_contra], /
+    ) -> None:
         """The run finished with status "ok" or "interrupted". The last event."""
 
 
-class AsyncChainCallbackHandler(HandlerBase, _langhooks_interface=True):
+class AsyncChainCallbackHandler(
+    HandlerBase, Generic[ChainT_contra], _langhooks_interface=True
+):
     """The ``async def`` twin of ``ChainCallbackHandler``: same events, awaited."""
 
     _langhooks_async: ClassVar[bool] = True
 
-    async def on_run_start(self, chain: LLMChain, /) -> None:
+    async def on_run_start(self, chain: ChainT_contra, /) -> None:
         """A run began. The first event of every run."""
 
     async def on_llm_call_start(
-        self, chain: LLMChain, model: ChatModel, request: ChatRequest, /
+        self, chain: ChainT_contra, model: ChatModel, request: ChatRequest, /
     ) -> None:
         """A model attempt begins: before every call, each retry and fallback too."""
 
     async def on_llm_call_complete(
-        self, chain: LLMChain, response: ChatResponse, /
+        self, chain: ChainT_contra, response: ChatResponse, /
     ) -> None:
         """A model attempt succeeded; fires before its message is processed."""
 
     async def on_llm_new_delta(
-        self, chain: LLMChain, deltas: Sequence[MessageDelta], /
+        self, chain: ChainT_contra, deltas: Sequence[MessageDelta], /
     ) -> None:
         """A batch of streamed increments arrived, live, in stream order."""
 
-    async def on_llm_new_message(self, chain: LLMChain, message: Message, /) -> None:
+    async def on_llm_new_message(
+        self, chain: ChainT_contra, message: Message, /
+    ) -> None:
         """A model answered with a complete, non-streamed message."""
 
     async def on_llm_ratelimit_info(
-        self, chain: LLMChain, info: Mapping[str, object], /
+        self, chain: ChainT_contra, info: Mapping[str, object], /
     ) -> None:
         """The provider reported rate-limit headers, parsed."""
 
-    async def on_llm_token_usage(self, chain: LLMChain, usage: TokenUsage, /) -> None:
+    async def on_llm_token_usage(
+        self, chain: ChainT_contra, usage: TokenUsage, /
+    ) -> None:
         """Token usage, after the message that reported it is processed."""
 
     async def on_llm_response_headers(
-        self, chain: LLMChain, headers: Mapping[str, str], /
+        self, chain: ChainT_contra, headers: Mapping[str, str], /
     ) -> None:
         """The provider's raw response headers."""
 
-    async def on_message_processed(self, chain: LLMChain, message: Message, /) -> None:
+    async def on_message_processed(
+        self, chain: ChainT_contra, message: Message, /
+    ) -> None:
         """An assistant or tool message is complete and added to the chain."""
 
     async def on_message_processing_error(
-        self, chain: LLMChain, message: Message, /
+        self, chain: ChainT_contra, message: Message, /
     ) -> None:
         """A message processor rejected ``message``."""
 
     async def on_error_message_created(
-        self, chain: LLMChain, message: Message, /
+        self, chain: ChainT_contra, message: Message, /
     ) -> None:
         """The automated reply to a rejected message was added."""
 
     async def on_tool_call_identified(
-        self, chain: LLMChain, call: ToolCall, tool: Tool, /
+        self, chain: ChainT_contra, call: ToolCall, tool: Tool, /
     ) -> None:
         """A streamed call's name resolved to ``tool``; once per call, live."""
 
     async def on_tool_call_review(
-        self, chain: LLMChain, call: ToolCall, tool: Tool, review: ReviewContext, /
+        self, chain: ChainT_contra, call: ToolCall, tool: Tool, review: ReviewContext, /
     ) -> ReviewDecision | None:
         """Decide on a call before it is announced or run (see the sync twin)."""
         return None
 
     async def on_tool_execution_started(
-        self, chain: LLMChain, call: ToolCall, tool: Tool, /
+        self, chain: ChainT_contra, call: ToolCall, tool: Tool, /
     ) -> None:
         """A call will run; fires for every call of the batch before any runs."""
 
     async def on_tool_pre_execution(
-        self, chain: LLMChain, call: ToolCall, tool: Tool, /
+        self, chain: ChainT_contra, call: ToolCall, tool: Tool, /
     ) -> None:
         """Inside the task that runs the tool, just before it runs."""
 
     async def on_tool_execution_completed(
-        self, chain: LLMChain, call: ToolCall, result: ToolResult, /
+        self, chain: ChainT_contra, call: ToolCall, result: ToolResult, /
     ) -> None:
         """A call succeeded."""
 
     async def on_tool_execution_failed(
-        self, chain: LLMChain, call: ToolCall, result: ToolResult, /
+        self, chain: ChainT_contra, call: ToolCall, result: ToolResult, /
     ) -> None:
         """A call did not succeed; ``result`` says why."""
 
     async def on_tool_execution_exception(
-        self, chain: LLMChain, call: ToolCall, exception: BaseException, /
+        self, chain: ChainT_contra, call: ToolCall, exception: BaseException, /
     ) -> None:
         """The tool raised; fires after ``on_tool_execution_failed``."""
 
     async def on_tool_interrupted(
-        self, chain: LLMChain, results: Sequence[ToolResult], /
+        self, chain: ChainT_contra, results: Sequence[ToolResult], /
     ) -> None:
         """Once per batch, with every interrupted call's stand-in result."""
 
     async def on_tool_response_created(
-        self, chain: LLMChain, message: Message, /
+        self, chain: ChainT_contra, message: Message, /
     ) -> None:
         """The tool message for a batch was added to the chain."""
 
-    async def on_llm_error(self, chain: LLMChain, error: LangHooksError, /) -> None:
+    async def on_llm_error(
+        self, chain: ChainT_contra, error: LangHooksError, /
+    ) -> None:
         """A model call failed, transiently or not (it may be retried)."""
 
     async def on_llm_retry(
-        self, chain: LLMChain, error: LangHooksError, delay: float, /
+        self, chain: ChainT_contra, error: LangHooksError, delay: float, /
     ) -> None:
         """The failed call will be retried after ``delay`` seconds (see the sync
         twin)."""
 
-    async def on_retries_exceeded(self, chain: LLMChain, /) -> None:
+    async def on_retries_exceeded(self, chain: ChainT_contra, /) -> None:
         """The failure counter reached ``max_retry_count``."""
 
-    async def on_error(self, chain: LLMChain, error: LangHooksError, /) -> None:
+    async def on_error(self, chain: ChainT_contra, error: LangHooksError, /) -> None:
         """The run gave up. Exactly once per failed run; the last event."""
 
-    async def on_run_complete(self, chain: LLMChain, result: RunResult, /) -> None:
+    async def on_run_complete(
+        self, chain: ChainT_contra, result: RunResult[ChainT_contra], /
+    ) -> None:
         """The run finished with status "ok" or "interrupted". The last event."""
 
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, TypedDict, final
+from typing import TYPE_CHECKING, Any, Final, Generic, TypedDict, final
 
-from typing_extensions import Unpack, override
+from typing_extensions import TypeVar, Unpack, override
 
 from ._chain_callbacks import (
     AsyncChainCallbackHandler,
@@ -30,6 +30,7 @@ from ._chain_callbacks import (
 )
 from ._handler import HandlerBase, arity_problem, event_hint
 from ._messages import (
+    ChainView,
     ChatResponse,
     CompleteToolCall,
     LangHooksError,
@@ -52,8 +53,8 @@ from ._streaming import (
 )
 
 if TYPE_CHECKING:
-    from ..chain import LLMChain, RunResult
     from ._model import ChatModel, ChatRequest
+    from ._result import RunResult
 
 __all__ = [
     "AsyncChainCallbackFunctions",
@@ -70,76 +71,80 @@ __all__ = [
 # --- the typed keyword sets ---------------------------------------------------------
 # One key per event of the interface, valued with the method's signature minus self.
 # Sync functions return None: mypy then also rejects an ``async def`` (which returns
-# a coroutine) where a plain function is expected.
+# a coroutine) where a plain function is expected. The chain parameter is generic
+# as the interfaces are (see ChainT_contra): unparameterized, a function may take
+# any chain, an ``LLMChain`` too.
+
+ChainT = TypeVar("ChainT", bound=ChainView, default=Any)
 
 
-class ChainCallbackFunctions(TypedDict, total=False):
+class ChainCallbackFunctions(TypedDict, Generic[ChainT], total=False):
     """The keywords ``chain_callbacks`` accepts: ``ChainCallbackHandler``'s events."""
 
-    on_run_start: Callable[[LLMChain], None]
-    on_llm_call_start: Callable[[LLMChain, ChatModel, ChatRequest], None]
-    on_llm_call_complete: Callable[[LLMChain, ChatResponse], None]
-    on_llm_new_delta: Callable[[LLMChain, Sequence[MessageDelta]], None]
-    on_llm_new_message: Callable[[LLMChain, Message], None]
-    on_llm_ratelimit_info: Callable[[LLMChain, Mapping[str, object]], None]
-    on_llm_token_usage: Callable[[LLMChain, TokenUsage], None]
-    on_llm_response_headers: Callable[[LLMChain, Mapping[str, str]], None]
-    on_message_processed: Callable[[LLMChain, Message], None]
-    on_message_processing_error: Callable[[LLMChain, Message], None]
-    on_error_message_created: Callable[[LLMChain, Message], None]
-    on_tool_call_identified: Callable[[LLMChain, ToolCall, Tool], None]
+    on_run_start: Callable[[ChainT], None]
+    on_llm_call_start: Callable[[ChainT, ChatModel, ChatRequest], None]
+    on_llm_call_complete: Callable[[ChainT, ChatResponse], None]
+    on_llm_new_delta: Callable[[ChainT, Sequence[MessageDelta]], None]
+    on_llm_new_message: Callable[[ChainT, Message], None]
+    on_llm_ratelimit_info: Callable[[ChainT, Mapping[str, object]], None]
+    on_llm_token_usage: Callable[[ChainT, TokenUsage], None]
+    on_llm_response_headers: Callable[[ChainT, Mapping[str, str]], None]
+    on_message_processed: Callable[[ChainT, Message], None]
+    on_message_processing_error: Callable[[ChainT, Message], None]
+    on_error_message_created: Callable[[ChainT, Message], None]
+    on_tool_call_identified: Callable[[ChainT, ToolCall, Tool], None]
     on_tool_call_review: Callable[
-        [LLMChain, ToolCall, Tool, ReviewContext], ReviewDecision | None
+        [ChainT, ToolCall, Tool, ReviewContext], ReviewDecision | None
     ]
-    on_tool_execution_started: Callable[[LLMChain, ToolCall, Tool], None]
-    on_tool_pre_execution: Callable[[LLMChain, ToolCall, Tool], None]
-    on_tool_execution_completed: Callable[[LLMChain, ToolCall, ToolResult], None]
-    on_tool_execution_failed: Callable[[LLMChain, ToolCall, ToolResult], None]
-    on_tool_execution_exception: Callable[[LLMChain, ToolCall, BaseException], None]
-    on_tool_interrupted: Callable[[LLMChain, Sequence[ToolResult]], None]
-    on_tool_response_created: Callable[[LLMChain, Message], None]
-    on_llm_error: Callable[[LLMChain, LangHooksError], None]
-    on_llm_retry: Callable[[LLMChain, LangHooksError, float], None]
-    on_retries_exceeded: Callable[[LLMChain], None]
-    on_error: Callable[[LLMChain, LangHooksError], None]
-    on_run_complete: Callable[[LLMChain, RunResult], None]
+    on_tool_execution_started: Callable[[ChainT, ToolCall, Tool], None]
+    on_tool_pre_execution: Callable[[ChainT, ToolCall, Tool], None]
+    on_tool_execution_completed: Callable[[ChainT, ToolCall, ToolResult], None]
+    on_tool_execution_failed: Callable[[ChainT, ToolCall, ToolResult], None]
+    on_tool_execution_exception: Callable[[ChainT, ToolCall, BaseException], None]
+    on_tool_interrupted: Callable[[ChainT, Sequence[ToolResult]], None]
+    on_tool_response_created: Callable[[ChainT, Message], None]
+    on_llm_error: Callable[[ChainT, LangHooksError], None]
+    on_llm_retry: Callable[[ChainT, LangHooksError, float], None]
+    on_retries_exceeded: Callable[[ChainT], None]
+    on_error: Callable[[ChainT, LangHooksError], None]
+    on_run_complete: Callable[[ChainT, RunResult[ChainT]], None]
 
 
 # An async variant's function may be ``async def`` or plain (called inline).
 _Async = Awaitable[None] | None
 
 
-class AsyncChainCallbackFunctions(TypedDict, total=False):
+class AsyncChainCallbackFunctions(TypedDict, Generic[ChainT], total=False):
     """The keywords ``async_chain_callbacks`` accepts (async or plain functions)."""
 
-    on_run_start: Callable[[LLMChain], _Async]
-    on_llm_call_start: Callable[[LLMChain, ChatModel, ChatRequest], _Async]
-    on_llm_call_complete: Callable[[LLMChain, ChatResponse], _Async]
-    on_llm_new_delta: Callable[[LLMChain, Sequence[MessageDelta]], _Async]
-    on_llm_new_message: Callable[[LLMChain, Message], _Async]
-    on_llm_ratelimit_info: Callable[[LLMChain, Mapping[str, object]], _Async]
-    on_llm_token_usage: Callable[[LLMChain, TokenUsage], _Async]
-    on_llm_response_headers: Callable[[LLMChain, Mapping[str, str]], _Async]
-    on_message_processed: Callable[[LLMChain, Message], _Async]
-    on_message_processing_error: Callable[[LLMChain, Message], _Async]
-    on_error_message_created: Callable[[LLMChain, Message], _Async]
-    on_tool_call_identified: Callable[[LLMChain, ToolCall, Tool], _Async]
+    on_run_start: Callable[[ChainT], _Async]
+    on_llm_call_start: Callable[[ChainT, ChatModel, ChatRequest], _Async]
+    on_llm_call_complete: Callable[[ChainT, ChatResponse], _Async]
+    on_llm_new_delta: Callable[[ChainT, Sequence[MessageDelta]], _Async]
+    on_llm_new_message: Callable[[ChainT, Message], _Async]
+    on_llm_ratelimit_info: Callable[[ChainT, Mapping[str, object]], _Async]
+    on_llm_token_usage: Callable[[ChainT, TokenUsage], _Async]
+    on_llm_response_headers: Callable[[ChainT, Mapping[str, str]], _Async]
+    on_message_processed: Callable[[ChainT, Message], _Async]
+    on_message_processing_error: Callable[[ChainT, Message], _Async]
+    on_error_message_created: Callable[[ChainT, Message], _Async]
+    on_tool_call_identified: Callable[[ChainT, ToolCall, Tool], _Async]
     on_tool_call_review: Callable[
-        [LLMChain, ToolCall, Tool, ReviewContext],
+        [ChainT, ToolCall, Tool, ReviewContext],
         Awaitable[ReviewDecision | None] | ReviewDecision | None,
     ]
-    on_tool_execution_started: Callable[[LLMChain, ToolCall, Tool], _Async]
-    on_tool_pre_execution: Callable[[LLMChain, ToolCall, Tool], _Async]
-    on_tool_execution_completed: Callable[[LLMChain, ToolCall, ToolResult], _Async]
-    on_tool_execution_failed: Callable[[LLMChain, ToolCall, ToolResult], _Async]
-    on_tool_execution_exception: Callable[[LLMChain, ToolCall, BaseException], _Async]
-    on_tool_interrupted: Callable[[LLMChain, Sequence[ToolResult]], _Async]
-    on_tool_response_created: Callable[[LLMChain, Message], _Async]
-    on_llm_error: Callable[[LLMChain, LangHooksError], _Async]
-    on_llm_retry: Callable[[LLMChain, LangHooksError, float], _Async]
-    on_retries_exceeded: Callable[[LLMChain], _Async]
-    on_error: Callable[[LLMChain, LangHooksError], _Async]
-    on_run_complete: Callable[[LLMChain, RunResult], _Async]
+    on_tool_execution_started: Callable[[ChainT, ToolCall, Tool], _Async]
+    on_tool_pre_execution: Callable[[ChainT, ToolCall, Tool], _Async]
+    on_tool_execution_completed: Callable[[ChainT, ToolCall, ToolResult], _Async]
+    on_tool_execution_failed: Callable[[ChainT, ToolCall, ToolResult], _Async]
+    on_tool_execution_exception: Callable[[ChainT, ToolCall, BaseException], _Async]
+    on_tool_interrupted: Callable[[ChainT, Sequence[ToolResult]], _Async]
+    on_tool_response_created: Callable[[ChainT, Message], _Async]
+    on_llm_error: Callable[[ChainT, LangHooksError], _Async]
+    on_llm_retry: Callable[[ChainT, LangHooksError, float], _Async]
+    on_retries_exceeded: Callable[[ChainT], _Async]
+    on_error: Callable[[ChainT, LangHooksError], _Async]
+    on_run_complete: Callable[[ChainT, RunResult[ChainT]], _Async]
 
 
 class StreamingCallbackFunctions(TypedDict, total=False):

@@ -12,8 +12,8 @@ from typing import Any
 
 import attrs
 
-from .._core._messages import _frozen_mapping, _reduce
 from .._core._validators import count, instance_of, non_empty_str, optional_str
+from .._core._values import _frozen_mapping, _reduce
 
 __all__ = ["EventRecord"]
 
