@@ -17,44 +17,26 @@ wrong shape; the same mistakes fail at runtime with a ``TypeError``.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, Generic, TypedDict, final
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final, final
 
-from typing_extensions import TypeVar, Unpack, override
+from typing_extensions import Unpack, override
 
 from ._chain_callbacks import (
     AsyncChainCallbackHandler,
     ChainCallbackHandler,
-    ReviewContext,
-    ReviewDecision,
+)
+from ._function_keywords import (
+    AsyncChainCallbackFunctions,
+    AsyncStreamingCallbackFunctions,
+    ChainCallbackFunctions,
+    StreamingCallbackFunctions,
 )
 from ._handler import HandlerBase, arity_problem, event_hint
-from ._messages import (
-    ChainView,
-    ChatResponse,
-    CompleteToolCall,
-    LangHooksError,
-    Message,
-    MessageDelta,
-    PartialResponse,
-    PartialThinking,
-    PartialToolCall,
-    TokenUsage,
-    Tool,
-    ToolCall,
-    ToolResult,
-)
 from ._streaming import (
     AsyncStreamingChatResponseHandler,
-    PartialResponseContext,
-    PartialThinkingContext,
-    PartialToolCallContext,
     StreamingChatResponseHandler,
 )
-
-if TYPE_CHECKING:
-    from ._model import ChatModel, ChatRequest
-    from ._result import RunResult
 
 __all__ = [
     "AsyncChainCallbackFunctions",
@@ -68,107 +50,7 @@ __all__ = [
 ]
 
 
-# --- the typed keyword sets ---------------------------------------------------------
-# One key per event of the interface, valued with the method's signature minus self.
-# Sync functions return None: mypy then also rejects an ``async def`` (which returns
-# a coroutine) where a plain function is expected. The chain parameter is generic
-# as the interfaces are (see ChainT_contra): unparameterized, a function may take
-# any chain, an ``LLMChain`` too.
-
-ChainT = TypeVar("ChainT", bound=ChainView, default=Any)
-
-
-class ChainCallbackFunctions(TypedDict, Generic[ChainT], total=False):
-    """The keywords ``chain_callbacks`` accepts: ``ChainCallbackHandler``'s events."""
-
-    on_run_start: Callable[[ChainT], None]
-    on_llm_call_start: Callable[[ChainT, ChatModel, ChatRequest], None]
-    on_llm_call_complete: Callable[[ChainT, ChatResponse], None]
-    on_llm_new_delta: Callable[[ChainT, Sequence[MessageDelta]], None]
-    on_llm_new_message: Callable[[ChainT, Message], None]
-    on_llm_ratelimit_info: Callable[[ChainT, Mapping[str, object]], None]
-    on_llm_token_usage: Callable[[ChainT, TokenUsage], None]
-    on_llm_response_headers: Callable[[ChainT, Mapping[str, str]], None]
-    on_message_processed: Callable[[ChainT, Message], None]
-    on_message_processing_error: Callable[[ChainT, Message], None]
-    on_error_message_created: Callable[[ChainT, Message], None]
-    on_tool_call_identified: Callable[[ChainT, ToolCall, Tool], None]
-    on_tool_call_review: Callable[
-        [ChainT, ToolCall, Tool, ReviewContext], ReviewDecision | None
-    ]
-    on_tool_execution_started: Callable[[ChainT, ToolCall, Tool], None]
-    on_tool_pre_execution: Callable[[ChainT, ToolCall, Tool], None]
-    on_tool_execution_completed: Callable[[ChainT, ToolCall, ToolResult], None]
-    on_tool_execution_failed: Callable[[ChainT, ToolCall, ToolResult], None]
-    on_tool_execution_exception: Callable[[ChainT, ToolCall, BaseException], None]
-    on_tool_interrupted: Callable[[ChainT, Sequence[ToolResult]], None]
-    on_tool_response_created: Callable[[ChainT, Message], None]
-    on_llm_error: Callable[[ChainT, LangHooksError], None]
-    on_llm_retry: Callable[[ChainT, LangHooksError, float], None]
-    on_retries_exceeded: Callable[[ChainT], None]
-    on_error: Callable[[ChainT, LangHooksError], None]
-    on_run_complete: Callable[[ChainT, RunResult[ChainT]], None]
-
-
-# An async variant's function may be ``async def`` or plain (called inline).
-_Async = Awaitable[None] | None
-
-
-class AsyncChainCallbackFunctions(TypedDict, Generic[ChainT], total=False):
-    """The keywords ``async_chain_callbacks`` accepts (async or plain functions)."""
-
-    on_run_start: Callable[[ChainT], _Async]
-    on_llm_call_start: Callable[[ChainT, ChatModel, ChatRequest], _Async]
-    on_llm_call_complete: Callable[[ChainT, ChatResponse], _Async]
-    on_llm_new_delta: Callable[[ChainT, Sequence[MessageDelta]], _Async]
-    on_llm_new_message: Callable[[ChainT, Message], _Async]
-    on_llm_ratelimit_info: Callable[[ChainT, Mapping[str, object]], _Async]
-    on_llm_token_usage: Callable[[ChainT, TokenUsage], _Async]
-    on_llm_response_headers: Callable[[ChainT, Mapping[str, str]], _Async]
-    on_message_processed: Callable[[ChainT, Message], _Async]
-    on_message_processing_error: Callable[[ChainT, Message], _Async]
-    on_error_message_created: Callable[[ChainT, Message], _Async]
-    on_tool_call_identified: Callable[[ChainT, ToolCall, Tool], _Async]
-    on_tool_call_review: Callable[
-        [ChainT, ToolCall, Tool, ReviewContext],
-        Awaitable[ReviewDecision | None] | ReviewDecision | None,
-    ]
-    on_tool_execution_started: Callable[[ChainT, ToolCall, Tool], _Async]
-    on_tool_pre_execution: Callable[[ChainT, ToolCall, Tool], _Async]
-    on_tool_execution_completed: Callable[[ChainT, ToolCall, ToolResult], _Async]
-    on_tool_execution_failed: Callable[[ChainT, ToolCall, ToolResult], _Async]
-    on_tool_execution_exception: Callable[[ChainT, ToolCall, BaseException], _Async]
-    on_tool_interrupted: Callable[[ChainT, Sequence[ToolResult]], _Async]
-    on_tool_response_created: Callable[[ChainT, Message], _Async]
-    on_llm_error: Callable[[ChainT, LangHooksError], _Async]
-    on_llm_retry: Callable[[ChainT, LangHooksError, float], _Async]
-    on_retries_exceeded: Callable[[ChainT], _Async]
-    on_error: Callable[[ChainT, LangHooksError], _Async]
-    on_run_complete: Callable[[ChainT, RunResult[ChainT]], _Async]
-
-
-class StreamingCallbackFunctions(TypedDict, total=False):
-    """The keywords ``streaming_callbacks`` accepts."""
-
-    on_partial_response: Callable[[PartialResponse, PartialResponseContext], None]
-    on_partial_thinking: Callable[[PartialThinking, PartialThinkingContext], None]
-    on_partial_tool_call: Callable[[PartialToolCall, PartialToolCallContext], None]
-    on_complete_tool_call: Callable[[CompleteToolCall], None]
-    on_unmapped_raw_event: Callable[[object], None]
-    on_complete_response: Callable[[ChatResponse], None]
-    on_error: Callable[[LangHooksError], None]
-
-
-class AsyncStreamingCallbackFunctions(TypedDict, total=False):
-    """The keywords ``async_streaming_callbacks`` accepts (async or plain)."""
-
-    on_partial_response: Callable[[PartialResponse, PartialResponseContext], _Async]
-    on_partial_thinking: Callable[[PartialThinking, PartialThinkingContext], _Async]
-    on_partial_tool_call: Callable[[PartialToolCall, PartialToolCallContext], _Async]
-    on_complete_tool_call: Callable[[CompleteToolCall], _Async]
-    on_unmapped_raw_event: Callable[[object], _Async]
-    on_complete_response: Callable[[ChatResponse], _Async]
-    on_error: Callable[[LangHooksError], _Async]
+# --- the typed keyword sets: generated (scripts/generate.py) into _function_keywords
 
 
 # --- the handlers -------------------------------------------------------------------
