@@ -72,10 +72,10 @@ nitpick_ignore = [
     ("py:class", "langhooks._core._function_keywords.AsyncStreamingCallbackFunctions"),
     ("py:class", "langhooks.models._sse.WireDecoder"),
     # What in_background's overloads return for each interface (the checker's view).
-    ("py:class", "_StreamingBackground"),
-    ("py:class", "_AsyncStreamingBackground"),
-    ("py:class", "_ChainBackground"),
-    ("py:class", "_AsyncChainBackground"),
+    ("py:class", "_controls._StreamingBackground"),
+    ("py:class", "_controls._AsyncStreamingBackground"),
+    ("py:class", "_controls._ChainBackground"),
+    ("py:class", "_controls._AsyncChainBackground"),
     ("py:class", "Handler"),  # langhooks.chain: a chain handler, sync or async
     ("py:class", "SyncHandler"),  # the Redis integration's sync handler union
     ("py:class", "ErrorPolicy"),  # the composites' errors="raise" | "log"

@@ -49,6 +49,7 @@ from ._core._streaming import (
     StreamingHandle,
 )
 from ._version import __version__
+from ._wrap._coalesce import CoalescingDeltas
 from ._wrap._compose import (
     AsyncCompositeChainHandler,
     AsyncCompositeStreamingHandler,
@@ -56,7 +57,6 @@ from ._wrap._compose import (
     CompositeStreamingHandler,
 )
 from ._wrap._wrappers import (
-    CoalescingDeltas,
     HandlerWithoutInvocation,
     Synchronized,
     filtered,

@@ -90,6 +90,10 @@ async def async_background_keeps_the_interface(
     await push.aclose()
     audit = in_background(AsyncAudit())
     LLMChain(model, callbacks=[audit])
+    assert_type(audit.error_count + audit.dropped_count, int)
+    # An async handler's wrapper has no flush()/close(): they would always raise.
+    push.flush()  # type: ignore[attr-defined]
+    audit.close()  # type: ignore[attr-defined]
 
 
 def background_misuse() -> None:
