@@ -76,6 +76,8 @@ nitpick_ignore = [
     ("py:class", "_controls._AsyncStreamingBackground"),
     ("py:class", "_controls._ChainBackground"),
     ("py:class", "_controls._AsyncChainBackground"),
+    ("py:class", "_controls._ChainAndStreamingBackground"),
+    ("py:class", "_controls.ChainAndStreaming"),  # a handler of both sync interfaces
     ("py:class", "Handler"),  # langhooks.chain: a chain handler, sync or async
     ("py:class", "SyncHandler"),  # the Redis integration's sync handler union
     ("py:class", "ErrorPolicy"),  # the composites' errors="raise" | "log"

@@ -1018,7 +1018,7 @@ class TestPresentation:
     def test_help_documents_the_wrapper(self) -> None:
         """help() names the wrapper and shows its docstring and controls."""
         wrapper = in_background(Tokens())
-        text = pydoc.render_doc(wrapper, renderer=pydoc.plaintext)
+        text = pydoc.plain(pydoc.render_doc(wrapper))
         assert "class in_background(" in text
         assert "flush(self, timeout: 'float | None' = None) -> 'bool'" in text
         assert type(wrapper).__doc__ == type(wrapper).__mro__[1].__doc__
@@ -1033,3 +1033,17 @@ class TestPresentation:
         assert "texts" not in vars(wrapper)
         assert wrapper.wrapped is handler
         wrapper.close()
+
+    def test_the_checker_view_matches_the_controls(self) -> None:
+        """The types the overloads return offer what the wrapper offers: flush()
+        and close() only where the handler has sync events."""
+        from langhooks._wrap import _controls
+
+        assert {"flush", "close", "aflush"} <= set(dir(_controls.SyncControls))
+        assert not {"flush", "close"} & set(dir(_controls.AsyncControls))
+        both = _controls._ChainAndStreamingBackground
+        assert issubclass(both, ChainCallbackHandler)
+        assert issubclass(both, StreamingChatResponseHandler)
+        async_only = set(dir(in_background(AsyncTokens())))
+        offered = {n for n in dir(_controls.AsyncControls) if not n.startswith("_")}
+        assert offered <= async_only

@@ -48,7 +48,7 @@ KNOWN_LONG: Final[Mapping[str, int]] = {
     "langhooks._core._messages": 709,
     "langhooks._persist._codec": 805,
     "langhooks._persist._events": 807,
-    "langhooks._wrap._background": 767,
+    "langhooks._wrap._background": 774,
     "langhooks._wrap._notify": 745,
     "langhooks.integrations.opentelemetry": 888,
 }

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, final, overloa
 from typing_extensions import override
 
 from .._core._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
-from .._core._handler import HandlerBase, interfaces_of, overridden_events
+from .._core._handler import interfaces_of, overridden_events
 from .._core._messages import LangHooksError
 from .._core._streaming import (
     AsyncStreamingChatResponseHandler,
@@ -673,6 +673,13 @@ class _Background(_Wrapper):
 
 @overload
 def in_background(
+    handler: _controls.ChainAndStreaming,
+    *,
+    maxsize: int = ...,
+    overflow: Overflow = ...,
+) -> _controls._ChainAndStreamingBackground: ...
+@overload
+def in_background(
     handler: StreamingChatResponseHandler,
     *,
     maxsize: int = ...,
@@ -700,7 +707,7 @@ def in_background(
     overflow: Overflow = ...,
 ) -> _controls._AsyncChainBackground: ...
 def in_background(
-    handler: HandlerBase,
+    handler: object,
     *,
     maxsize: int = 10_000,
     overflow: Overflow = "block",

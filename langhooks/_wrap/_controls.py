@@ -8,20 +8,26 @@ always raise). The wrapper at run time is ``_background._Background``.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol, overload
+
+from typing_extensions import override
 
 from .._core._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
 from .._core._handler import HandlerBase
+from .._core._messages import LangHooksError, PartialResponse
 from .._core._streaming import (
     AsyncStreamingChatResponseHandler,
+    PartialResponseContext,
     StreamingChatResponseHandler,
 )
 
 __all__ = [
     "AsyncControls",
+    "ChainAndStreaming",
     "SyncControls",
     "_AsyncChainBackground",
     "_AsyncStreamingBackground",
+    "_ChainAndStreamingBackground",
     "_ChainBackground",
     "_StreamingBackground",
 ]
@@ -73,3 +79,30 @@ class _ChainBackground(SyncControls, ChainCallbackHandler):
 
 class _AsyncChainBackground(AsyncControls, AsyncChainCallbackHandler):
     """``in_background`` of an async chain handler: no ``flush``/``close``."""
+
+
+class ChainAndStreaming(Protocol):
+    """A handler of both sync interfaces (it has an event of each)."""
+
+    def on_run_start(self, chain: Any, /) -> None:
+        """A chain event."""
+
+    def on_partial_response(
+        self, partial: PartialResponse, context: PartialResponseContext, /
+    ) -> None:
+        """A stream event."""
+
+
+class _ChainAndStreamingBackground(
+    SyncControls, ChainCallbackHandler, StreamingChatResponseHandler
+):
+    """``in_background`` of a handler of both sync interfaces: it fits a chain's
+    callbacks and a stream alike."""
+
+    @overload
+    def on_error(self, error: LangHooksError, /) -> None: ...
+    @overload
+    def on_error(self, chain: Any, error: LangHooksError, /) -> None: ...
+    @override
+    def on_error(self, *args: Any) -> None:
+        """A stream's ``on_error(error)`` or a run's ``on_error(chain, error)``."""
