@@ -15,8 +15,8 @@ from ._core._chain_callbacks import (
     UpdateArguments,
 )
 from ._core._functions import (
-    async_chain_callbacks,
-    async_streaming_callbacks,
+    achain_callbacks,
+    astreaming_callbacks,
     chain_callbacks,
     streaming_callbacks,
 )
@@ -111,9 +111,9 @@ __all__ = [
     "ToolResult",
     "UpdateArguments",
     "__version__",
+    "achain_callbacks",
     "aiterate_stream",
-    "async_chain_callbacks",
-    "async_streaming_callbacks",
+    "astreaming_callbacks",
     "chain_callbacks",
     "current_invocation",
     "filtered",

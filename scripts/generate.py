@@ -73,7 +73,7 @@ INTERFACES = (
         async_functions="AsyncChainCallbackFunctions",
         functions_doc="The keywords ``chain_callbacks`` accepts: "
         "``ChainCallbackHandler``'s events.",
-        async_functions_doc="The keywords ``async_chain_callbacks`` accepts (async "
+        async_functions_doc="The keywords ``achain_callbacks`` accepts (async "
         "or plain functions).",
         type_var="ChainT_contra",
     ),
@@ -93,7 +93,7 @@ INTERFACES = (
         functions="StreamingCallbackFunctions",
         async_functions="AsyncStreamingCallbackFunctions",
         functions_doc="The keywords ``streaming_callbacks`` accepts.",
-        async_functions_doc="The keywords ``async_streaming_callbacks`` accepts "
+        async_functions_doc="The keywords ``astreaming_callbacks`` accepts "
         "(async or plain).",
         extra_exports=("mark_delivery_proxy",),
     ),

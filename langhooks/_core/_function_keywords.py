@@ -88,7 +88,7 @@ class ChainCallbackFunctions(TypedDict, Generic[ChainT], total=False):
 
 
 class AsyncChainCallbackFunctions(TypedDict, Generic[ChainT], total=False):
-    """The keywords ``async_chain_callbacks`` accepts (async or plain functions)."""
+    """The keywords ``achain_callbacks`` accepts (async or plain functions)."""
 
     on_run_start: Callable[[ChainT], _Async]
     on_llm_call_start: Callable[[ChainT, ChatModel, ChatRequest], _Async]
@@ -133,7 +133,7 @@ class StreamingCallbackFunctions(TypedDict, total=False):
 
 
 class AsyncStreamingCallbackFunctions(TypedDict, total=False):
-    """The keywords ``async_streaming_callbacks`` accepts (async or plain)."""
+    """The keywords ``astreaming_callbacks`` accepts (async or plain)."""
 
     on_partial_response: Callable[[PartialResponse, PartialResponseContext], _Async]
     on_partial_thinking: Callable[[PartialThinking, PartialThinkingContext], _Async]

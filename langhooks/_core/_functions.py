@@ -2,7 +2,7 @@
 
 ``chain_callbacks(on_llm_new_delta=fn, ...)`` returns a ``ChainCallbackHandler`` whose
 events are the given functions; ``streaming_callbacks(...)`` does the same for
-``StreamingChatResponseHandler``, and the ``async_`` variants build the async twins.
+``StreamingChatResponseHandler``, and the ``a``-prefixed variants build the async twins.
 
 Each function is stored on the instance under its event's name, so calling the event
 calls the user's function directly (no wrapper, no lookup), and the handler reports
@@ -43,8 +43,8 @@ __all__ = [
     "AsyncStreamingCallbackFunctions",
     "ChainCallbackFunctions",
     "StreamingCallbackFunctions",
-    "async_chain_callbacks",
-    "async_streaming_callbacks",
+    "achain_callbacks",
+    "astreaming_callbacks",
     "chain_callbacks",
     "streaming_callbacks",
 ]
@@ -91,7 +91,7 @@ class _ChainFunctions(_FunctionHandler, ChainCallbackHandler):
 
 @final
 class _AsyncChainFunctions(_FunctionHandler, AsyncChainCallbackHandler):
-    _langhooks_factory = "async_chain_callbacks"
+    _langhooks_factory = "achain_callbacks"
 
 
 @final
@@ -101,7 +101,7 @@ class _StreamingFunctions(_FunctionHandler, StreamingChatResponseHandler):
 
 @final
 class _AsyncStreamingFunctions(_FunctionHandler, AsyncStreamingChatResponseHandler):
-    _langhooks_factory = "async_streaming_callbacks"
+    _langhooks_factory = "astreaming_callbacks"
 
 
 def _awaiting(function: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
@@ -134,9 +134,9 @@ def _check_arity(
 
 _FACTORY_KINDS: Final[dict[str, tuple[type[HandlerBase], type[_FunctionHandler]]]] = {
     "chain_callbacks": (ChainCallbackHandler, _ChainFunctions),
-    "async_chain_callbacks": (AsyncChainCallbackHandler, _AsyncChainFunctions),
+    "achain_callbacks": (AsyncChainCallbackHandler, _AsyncChainFunctions),
     "streaming_callbacks": (StreamingChatResponseHandler, _StreamingFunctions),
-    "async_streaming_callbacks": (
+    "astreaming_callbacks": (
         AsyncStreamingChatResponseHandler,
         _AsyncStreamingFunctions,
     ),
@@ -169,7 +169,7 @@ def _build(factory: str, functions: Mapping[str, object]) -> Any:
         elif coroutine:
             raise TypeError(
                 f"{factory}(): {name} is an 'async def' function, but "
-                f"{interface.__name__} is synchronous: use async_{factory}(), or "
+                f"{interface.__name__} is synchronous: use a{factory}(), or "
                 f"pass a plain function"
             )
         else:
@@ -201,13 +201,13 @@ def chain_callbacks(
     Raises:
         TypeError: a keyword is not an event (the message names the closest one),
             a value is not callable or cannot take the event's arguments, or it is
-            an ``async def`` function (use ``async_chain_callbacks``).
+            an ``async def`` function (use ``achain_callbacks``).
     """
     handler: ChainCallbackHandler = _build("chain_callbacks", functions)
     return handler
 
 
-def async_chain_callbacks(
+def achain_callbacks(
     **functions: Unpack[AsyncChainCallbackFunctions],
 ) -> AsyncChainCallbackHandler:
     """An ``AsyncChainCallbackHandler`` whose events are the given functions.
@@ -225,7 +225,7 @@ def async_chain_callbacks(
         TypeError: a keyword is not an event (the message names the closest one),
             or a value is not callable or cannot take the event's arguments.
     """
-    handler: AsyncChainCallbackHandler = _build("async_chain_callbacks", functions)
+    handler: AsyncChainCallbackHandler = _build("achain_callbacks", functions)
     return handler
 
 
@@ -249,19 +249,19 @@ def streaming_callbacks(
     Raises:
         TypeError: a keyword is not an event (the message names the closest one),
             a value is not callable or cannot take the event's arguments, or it is
-            an ``async def`` function (use ``async_streaming_callbacks``).
+            an ``async def`` function (use ``astreaming_callbacks``).
     """
     handler: StreamingChatResponseHandler = _build("streaming_callbacks", functions)
     return handler
 
 
-def async_streaming_callbacks(
+def astreaming_callbacks(
     **functions: Unpack[AsyncStreamingCallbackFunctions],
 ) -> AsyncStreamingChatResponseHandler:
     """An ``AsyncStreamingChatResponseHandler`` whose events are the functions.
 
     Like ``streaming_callbacks``, for async streams; functions may be ``async def``
-    or plain, as in ``async_chain_callbacks``.
+    or plain, as in ``achain_callbacks``.
 
     Returns:
         A new handler.
@@ -271,6 +271,6 @@ def async_streaming_callbacks(
             or a value is not callable or cannot take the event's arguments.
     """
     handler: AsyncStreamingChatResponseHandler = _build(
-        "async_streaming_callbacks", functions
+        "astreaming_callbacks", functions
     )
     return handler
