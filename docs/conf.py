@@ -85,8 +85,9 @@ nitpick_ignore = [
     ("py:class", "TracerProvider"),
     ("py:class", "MeterProvider"),
 ]
-# redis-py's client classes: its inventory is not shipped either.
-nitpick_ignore_regex = [("py:class", r"redis\..*")]
+# redis-py's client classes and Starlette's request: their inventories are not
+# shipped either.
+nitpick_ignore_regex = [("py:class", r"redis\..*"), ("py:class", r"starlette\..*")]
 # The chain type variables of the generic interfaces and results (ChainView's text
 # and the interfaces' say what they stand for).
 nitpick_ignore_regex += [("py:(class|obj)", r"(.*\.)?ChainT_(co|contra)")]

@@ -120,6 +120,10 @@ class TestSubpackages:
                 "langhooks.events",
                 {"EventRecord", "EventRecorder", "read_events", "replay_events"},
             ),
+            (
+                "langhooks.integrations.web",
+                {"Action", "Authorize", "create_app", "owner_only"},
+            ),
         ],
     )
     def test_contains_contract_names(self, module: str, names: set[str]) -> None:

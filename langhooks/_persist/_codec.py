@@ -17,8 +17,6 @@ record per streamed token) does no reflection.
 from __future__ import annotations
 
 import datetime
-import json
-import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -46,12 +44,21 @@ from .._core._messages import (
     ToolResult,
 )
 from ..chain._decision import Decision
+from ._jsondata import (
+    MAX_DEPTH,
+    Unencodable,
+    json_data,
+    json_text,
+    jsonable,
+    parse_json,
+)
 from ._records import EventRecord
 
 if TYPE_CHECKING:
     from ..chain._chain import LLMChain
 
 __all__ = [
+    "MAX_DEPTH",
     "SCHEMA_VERSION",
     "STATE_TAG",
     "check_version",
@@ -67,6 +74,7 @@ __all__ = [
     "json_text",
     "loads",
     "message_from_data",
+    "parse_json",
 ]
 
 #: The schema version ``encode`` writes; ``decode`` reads it and every older one.
@@ -74,96 +82,13 @@ SCHEMA_VERSION: Final = 1
 
 _T = TypeVar("_T")
 
-#: Compact JSON text of already-encoded data. One encoder, made once: ``json.dumps``
-#: with options builds a new one per call. Encoded data is a fresh tree checked by
-#: ``encode`` (no cycles, no NaN), so those checks are off.
-json_text: Final = json.JSONEncoder(
-    separators=(",", ":"), check_circular=False, allow_nan=False
-).encode
-
-
-class _Unencodable(Exception):
-    """A value that cannot be encoded; ``path`` grows while the stack unwinds."""
-
-    def __init__(self, error: type[Exception], reason: str) -> None:
-        super().__init__(reason)
-        self.error = error
-        self.reason = reason
-        self.path: list[str] = []  # innermost first
-
-    def raise_public(self, root: str = "") -> None:
-        """Raise the public error (TypeError or ValueError) naming the path."""
-        path = root + "".join(reversed(self.path))
-        where = path.removeprefix(".") or "the value"
-        raise self.error(f"cannot encode {where}: {self.reason}") from None
-
-
-# --- JSON data (arguments, metadata, custom context, ...) -------------------------
-
-
-def _json(value: Any) -> Any:
-    """``value`` as fresh JSON types (tuples become lists), or ``_Unencodable``."""
-    kind = type(value)
-    if kind is str or kind is int or kind is bool or value is None:
-        return value
-    if kind is float:
-        if math.isfinite(value):
-            return value
-        raise _Unencodable(ValueError, f"{value!r} is not a JSON number")
-    if isinstance(value, Mapping):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise _Unencodable(
-                    TypeError,
-                    f"the key {key!r} is a {type(key).__name__}; JSON object keys "
-                    f"are str",
-                )
-            try:
-                out[key] = _json(item)
-            except _Unencodable as error:
-                error.path.append(f"[{json.dumps(key)}]")
-                raise
-        return out
-    if isinstance(value, list | tuple):
-        items: list[Any] = []
-        try:
-            for item in value:
-                items.append(_json(item))
-        except _Unencodable as error:
-            error.path.append(f"[{len(items)}]")
-            raise
-        return items
-    if isinstance(value, str | int | float):  # subclasses (bool was handled above)
-        return _json(str(value) if isinstance(value, str) else value.real)
-    raise _Unencodable(
-        TypeError,
-        f"{type(value).__qualname__} is not JSON data (use str, int, float, bool, "
-        f"None, and lists and str-keyed mappings of them)",
-    )
-
 
 def _data(value: Any, field: str) -> Any:
     try:
-        return _json(value)
-    except _Unencodable as error:
+        return jsonable(value)
+    except Unencodable as error:
         error.path.append(f".{field}")
         raise
-
-
-def json_data(value: Any, what: str) -> Any:
-    """``value`` checked and copied as JSON data.
-
-    Raises:
-        TypeError: a part of it is not JSON data (the message names its path
-            under ``what``).
-        ValueError: a float is NaN or infinite.
-    """
-    try:
-        return _json(value)
-    except _Unencodable as error:
-        error.raise_public(what)
-        raise  # pragma: no cover  # raise_public always raises
 
 
 def _each(items: Any, encode_one: Callable[[Any], Any], field: str) -> list[Any]:
@@ -171,7 +96,7 @@ def _each(items: Any, encode_one: Callable[[Any], Any], field: str) -> list[Any]
     try:
         for item in items:
             out.append(encode_one(item))
-    except _Unencodable as error:
+    except Unencodable as error:
         error.path.append(f"[{len(out)}]")
         error.path.append(f".{field}")
         raise
@@ -183,7 +108,7 @@ def _nested(value: Any, encode_one: Callable[[Any], Any], field: str) -> Any:
         return None
     try:
         return encode_one(value)
-    except _Unencodable as error:
+    except Unencodable as error:
         error.path.append(f".{field}")
         raise
 
@@ -575,7 +500,7 @@ def encode_fields(value: Any) -> tuple[str, dict[str, Any]]:
     tag, encoder = entry
     try:
         return tag, encoder(value)
-    except _Unencodable as error:
+    except Unencodable as error:
         error.raise_public()
         raise  # pragma: no cover  # raise_public always raises
 
@@ -692,10 +617,11 @@ def loads(text: str | bytes) -> Any:
     """The value ``dumps`` wrote as ``text``.
 
     Raises:
-        ValueError: the text is not JSON, or as ``decode``.
+        ValueError: the text is not JSON (or nests too deeply for Python's JSON
+            parser), or as ``decode``.
         TypeError: the JSON is not an object.
     """
-    return decode(json.loads(text))
+    return decode(parse_json(text))
 
 
 # --- messages as data, for run state and event records ------------------------------
@@ -739,7 +665,7 @@ def encode_state(chain: LLMChain) -> dict[str, Any]:
                 chain.pending_tool_calls, _e_call, "pending_tool_calls"
             ),
         }
-    except _Unencodable as error:
+    except Unencodable as error:
         error.raise_public()
         raise  # pragma: no cover  # raise_public always raises
 

@@ -14,13 +14,13 @@ replay rebuilds the chain snapshot from the records before it.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import inspect
-import json
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import IO, Any, Final, TypeAlias, final, overload
 
 from typing_extensions import override
@@ -47,6 +47,7 @@ from .._core._streaming import (
 )
 from ..chain._chain import LLMChain
 from . import _codec
+from ._reading import read_events, read_numbered_events
 from ._records import EventRecord
 
 __all__ = [
@@ -58,6 +59,7 @@ __all__ = [
     "SyncHandler",
     "areplay_events",
     "read_events",
+    "read_numbered_events",
     "replay_events",
 ]
 
@@ -415,85 +417,6 @@ class EventRecorder(ChainCallbackHandler, StreamingChatResponseHandler):
         _record_error(self, *args)
 
 
-# --- reading --------------------------------------------------------------------
-
-
-def read_events(
-    source: str | os.PathLike[str] | Iterable[str | bytes],
-) -> Iterator[EventRecord]:
-    """The records of a recording, lazily, in order.
-
-    A last line that does not parse (a writer that crashed mid-record) is reported
-    with a warning on the ``langhooks`` logger and skipped; the records before it
-    are all delivered. Blank lines are skipped.
-
-    Args:
-        source: a path to a JSON Lines file an ``EventRecorder`` wrote, or an
-            iterable of such lines (str or bytes).
-
-    Returns:
-        An iterator of ``EventRecord``.
-
-    Raises:
-        ValueError: a line other than the last is not a valid record (the message
-            gives its line number).
-        OSError: the path cannot be read.
-    """
-    if isinstance(source, str | os.PathLike):
-        return _read_path(source)
-    return _read_lines(source, "the recording")
-
-
-def _read_path(path: str | os.PathLike[str]) -> Iterator[EventRecord]:
-    with open(path, encoding="utf-8") as file:
-        yield from _read_lines(file, os.fspath(path))
-
-
-def _read_lines(lines: Iterable[str | bytes], where: str) -> Iterator[EventRecord]:
-    pending: tuple[int, str | bytes] | None = None
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        if pending is not None:
-            yield _parse(*pending, where)
-        pending = (number, line)
-    if pending is None:
-        return
-    number, line = pending
-    try:
-        data = json.loads(line)
-    except ValueError:
-        _logger.warning(
-            "langhooks: %s: line %d, the last line, is incomplete (a writer stopped "
-            "mid-record?); it was skipped",
-            where,
-            number,
-        )
-        return
-    yield _record_from(data, number, where)
-
-
-def _parse(number: int, line: str | bytes, where: str) -> EventRecord:
-    try:
-        data = json.loads(line)
-    except ValueError as error:
-        raise ValueError(f"{where}: line {number} is not JSON: {error}") from None
-    return _record_from(data, number, where)
-
-
-def _record_from(data: Any, number: int, where: str) -> EventRecord:
-    try:
-        record = _codec.decode(data)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{where}: line {number}: {error}") from None
-    if not isinstance(record, EventRecord):
-        raise ValueError(
-            f"{where}: line {number} holds a {type(record).__name__}, not an "
-            f"EventRecord"
-        )
-    return record
-
-
 # --- replay ---------------------------------------------------------------------
 
 
@@ -594,9 +517,13 @@ class _Decoder:
         self.chains = _Chains()
         self.handle = StreamingHandle()
 
-    def value(self, value: Any, record: EventRecord) -> Any:
+    def value(self, value: Any, record: EventRecord, depth: int = 0) -> Any:
         if isinstance(value, list):
-            return tuple(self.value(item, record) for item in value)
+            if depth >= _codec.MAX_DEPTH:
+                raise ValueError(
+                    f"payload data may nest {_codec.MAX_DEPTH} levels deep at most"
+                )
+            return tuple(self.value(item, record, depth + 1) for item in value)
         if not isinstance(value, Mapping) or "type" not in value:
             return value
         tag = value["type"]
@@ -640,14 +567,24 @@ class _Decoder:
         return _codec.decode_fields(tag, value)
 
 
-def _rebuilt_exception(qualified: str, message: str) -> BaseException:
+def _rebuilt_exception(qualified: object, message: object) -> BaseException:
+    """A builtin ``Exception`` class that takes a message alone comes back as
+    itself; any other (``UnicodeDecodeError``, ``ExceptionGroup``, a class of the
+    application: never imported from a record) as an ``Exception`` naming it."""
+    if not isinstance(qualified, str) or not isinstance(message, str):
+        raise TypeError(
+            f"a recorded exception's class and message are str, got {qualified!r} "
+            f"and {message!r}"
+        )
     module, _, name = qualified.rpartition(".")
     if module == "builtins":
         import builtins
 
         kind = getattr(builtins, name, None)
         if isinstance(kind, type) and issubclass(kind, Exception):
-            return kind(message)
+            # A class with another constructor gets the stand-in below.
+            with contextlib.suppress(Exception):
+                return kind(message)
     return Exception(f"{qualified}: {message}")
 
 
@@ -720,8 +657,9 @@ class Replayer:
         handler does not implement the record's interface.
 
         Raises:
-            ValueError: an unknown event, or a record that refers to messages the
-                records before it did not carry.
+            ValueError: an unknown event, a record that refers to messages the
+                records before it did not carry, or a payload that is not what
+                the event records (a value of the wrong shape).
         """
         interfaces = _interface_of(record)
         if interfaces is None:
@@ -735,7 +673,7 @@ class Replayer:
         args: list[Any] = []
         for param in spec.params:
             if param in record.payload:
-                args.append(self._decoder.value(record.payload[param], record))
+                args.append(self._decoded(record, param))
             elif param == "context" and record.event in _CONTEXTS:
                 args.append(_CONTEXTS[record.event](handle=self._decoder.handle))
             else:
@@ -744,6 +682,20 @@ class Replayer:
                     f"payload"
                 )
         return getattr(self._handler, record.event), args
+
+    def _decoded(self, record: EventRecord, param: str) -> Any:
+        # A record comes from outside (a file, a stream): a payload value of the
+        # wrong shape is a bad record, reported as such, never a crash.
+        try:
+            return self._decoder.value(record.payload[param], record)
+        except (KeyError, TypeError, AttributeError, IndexError) as error:
+            detail = (
+                f"the field {error} is missing" if type(error) is KeyError else error
+            )
+            raise ValueError(
+                f"record {record.seq} ({record.event}): its {param!r} is not a "
+                f"valid recorded value: {detail}"
+            ) from None
 
     def prime(self, record: EventRecord) -> None:
         """Take in a record delivered before (its messages), calling nothing."""

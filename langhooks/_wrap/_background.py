@@ -25,12 +25,13 @@ from typing_extensions import override
 
 from .._core._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
 from .._core._handler import interfaces_of, overridden_events
-from .._core._messages import LangHooksError
 from .._core._streaming import (
     AsyncStreamingChatResponseHandler,
     StreamingChatResponseHandler,
     mark_delivery_proxy,
 )
+from ._counters import Counters as _Counters
+from ._counters import closed_error as _closed_error
 from ._wrappers import _check_handler, _Wrapper
 
 __all__ = ["in_background"]
@@ -56,52 +57,6 @@ _EXIT_TIMEOUT: Final = 10.0
 
 # One queued event: (event name, the handler's method, its arguments).
 _Item: TypeAlias = tuple[str, Callable[..., Any], tuple[Any, ...]]
-
-
-def _closed_error(owner: str) -> LangHooksError:
-    return LangHooksError(
-        "handler_error",
-        f"in_background({owner}) was closed: it takes no more events; wrap the "
-        f"handler again for a new run",
-        retryable=False,
-    )
-
-
-@final
-class _Counters:
-    """What went wrong, for the wrapper's ``error_count`` and ``dropped_count``."""
-
-    __slots__ = ("dropped", "errors", "lock", "owner")
-
-    def __init__(self, owner: str) -> None:
-        self.owner = owner
-        self.lock = threading.Lock()
-        self.errors = 0
-        self.dropped = 0
-
-    def failed(self, name: str) -> None:
-        """Log the exception being handled (a handler's) and count it."""
-        with self.lock:
-            self.errors += 1
-        logger.exception(
-            "langhooks: %s.%s raised in the background; the event is lost and the "
-            "worker goes on",
-            self.owner,
-            name,
-        )
-
-    def drop(self, maxsize: int) -> None:
-        """Count a dropped event; the first drop is logged."""
-        with self.lock:
-            self.dropped += 1
-            first = self.dropped == 1
-        if first:
-            logger.warning(
-                "langhooks: in_background(%s) has %d events waiting and drops the "
-                "oldest ones (overflow='drop_oldest'); see dropped_count for how many",
-                self.owner,
-                maxsize,
-            )
 
 
 # --- the thread worker (synchronous events) ---------------------------------------
@@ -186,6 +141,11 @@ class _ThreadWorker:
             self.removed += 1
             self._counters.drop(self._maxsize)
             self._notify_flushers()
+            return
+        if self._thread is threading.current_thread():
+            # The handler sends an event to its own wrapper (a nested stream):
+            # only this thread makes room, so waiting would never end. The queue
+            # holds it beyond maxsize; the handler's own nesting bounds that.
             return
         self._waiting_for_room += 1
         try:
@@ -376,12 +336,16 @@ class _TaskWorker:
             return True
         queue = self._queue
         if len(queue) >= self._maxsize:
-            if not self._drop:
+            if self._drop:
+                queue.popleft()
+                self.removed += 1
+                self._counters.drop(self._maxsize)
+                self._progress.set()
+            elif asyncio.current_task() is not self.task:
                 return False
-            queue.popleft()
-            self.removed += 1
-            self._counters.drop(self._maxsize)
-            self._progress.set()
+            # Else the handler sends an event to its own wrapper (a nested
+            # stream): only this task makes room, so the queue holds it beyond
+            # maxsize; the handler's own nesting bounds that.
         queue.append(item)
         self.queued += 1
         idle = self._idle
@@ -425,6 +389,12 @@ class _TaskWorker:
                     self._room.set()
                 try:
                     await method(*args)
+                except asyncio.CancelledError:
+                    if self.task.cancelling():
+                        raise  # this worker is cancelled: its loop is ending
+                    # The handler's own CancelledError (it awaited something that
+                    # was cancelled): an error of that event, not the worker's end.
+                    counters.failed(name)
                 except Exception:
                     counters.failed(name)
         finally:

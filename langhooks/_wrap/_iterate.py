@@ -449,8 +449,12 @@ async def aiterate_stream(
     async def produce() -> None:
         try:
             response = await model.astream(request, handler, handle=handle)
-        except asyncio.CancelledError:
-            raise  # the consumer left: nobody reads an outcome any more
+        except asyncio.CancelledError as error:
+            if _being_cancelled():
+                raise  # the consumer left: nobody reads an outcome any more
+            # The stream's own CancelledError (an SDK's inner task, say), not a
+            # cancel of this task: the consumer waits for it like any outcome.
+            handoff.end(_End(None, error))
         except BaseException as error:  # handed to the consumer, who raises it
             handoff.end(_End(None, error))
         else:
@@ -466,3 +470,10 @@ async def aiterate_stream(
             producer.cancel()
         # Not ``await producer``: its CancelledError would read as this task's.
         await asyncio.wait({producer})
+
+
+def _being_cancelled() -> bool:
+    """Whether the current task was asked to cancel (``Task.cancel()``), as
+    opposed to awaiting something that raised ``CancelledError`` of its own."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import urllib.parse
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
@@ -159,14 +160,38 @@ def seconds(text: str) -> float:
     return value
 
 
+def base_url(text: str) -> str:
+    """An argparse type: an http(s) URL with a host (``--base-url``)."""
+    try:
+        parts = urllib.parse.urlsplit(text)
+        parts.port  # noqa: B018 - parsing the port is the check
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a URL: {text!r} ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(
+            f"expected an http:// or https:// URL with a host, got {text!r}"
+        )
+    return text
+
+
+def model_name(text: str) -> str:
+    """An argparse type: a non-empty model name (``--model``)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the model name must not be empty")
+    return text
+
+
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``--base-url``, ``--model`` and ``--api-key`` (``demo`` and ``serve``)."""
     parser.add_argument(
         "--base-url",
+        type=base_url,
         help="run on an OpenAI-compatible server at this URL instead of the "
         "scripted model (needs --model)",
     )
-    parser.add_argument("--model", help="the model name on that server")
+    parser.add_argument(
+        "--model", type=model_name, help="the model name on that server"
+    )
     parser.add_argument(
         "--api-key", help="the server's API key (default: $OPENAI_API_KEY or 'none')"
     )

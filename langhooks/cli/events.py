@@ -13,7 +13,10 @@ what it carried; consecutive streamed pieces of one kind share a line::
 Text that came from a model or a tool is shown escaped (``repr`` for text, JSON
 for data), as ``langhooks replay`` shows it, so a recording cannot drive the
 terminal. Exit status: 0 when the recording was read, 2 when the file cannot be
-read or is not a recording.
+read, holds no records (an empty file), or is not a recording: a line that is not a
+record, or a record whose payload is not what its event records (the message gives
+the line number). A last line that does not parse (a writer stopped mid-record) is
+skipped with a warning, as ``read_events`` does.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, TextIO
 
 from .._core._terminal import escaped, short_json
-from .._persist._events import read_events
+from .._persist._events import read_numbered_events
 from .._persist._records import EventRecord
 
 __all__ = ["add_arguments", "run"]
@@ -44,13 +47,16 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Print the recording ``args.file``.
 
     Returns:
-        0 when it was read, 2 when it cannot be read or is not a recording.
+        0 when it was read, 2 when it cannot be read, is empty or is not a
+        recording.
     """
     out = sys.stdout if out is None else out
     printer = _Printer(out)
+    count = 0
     try:
-        for record in read_events(args.file):
-            printer.record(record)
+        for number, record in read_numbered_events(args.file):
+            count += 1
+            _print(printer, record, f"{args.file}: line {number}")
     except OSError as exc:
         print(
             f"langhooks events: cannot read {args.file!r}: {exc.strerror or exc}",
@@ -62,7 +68,31 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         print(f"langhooks events: {exc}", file=sys.stderr)
         return 2
     printer.end()
+    if not count:
+        print(
+            f"langhooks events: {args.file!r} holds no event records (an empty "
+            f"recording)",
+            file=sys.stderr,
+        )
+        return 2
     return 0
+
+
+def _print(printer: _Printer, record: EventRecord, where: str) -> None:
+    """Print ``record``; a payload of another shape than its event records (a
+    file from elsewhere, or edited) is a ValueError naming ``where``."""
+    try:
+        printer.record(record)
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+        problem = f"no {exc}" if type(exc) is KeyError else str(exc)
+        raise ValueError(
+            f"{where}: record {record.seq} ({record.event}) does not carry what "
+            f"that event records: {problem}"
+        ) from None
+    except RecursionError:  # json.dumps of a value nested deeper than it can go
+        raise ValueError(
+            f"{where}: record {record.seq} ({record.event}) nests too deeply to show"
+        ) from None
 
 
 def _short(value: object) -> str:

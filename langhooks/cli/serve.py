@@ -9,6 +9,8 @@ runs, so that ``langhooks --help`` works without the ``web`` extra.
 from __future__ import annotations
 
 import argparse
+import re
+import secrets
 import socket
 import sys
 from collections.abc import Callable
@@ -36,10 +38,37 @@ if TYPE_CHECKING:
         StreamingHandle,
     )
 
-__all__ = ["DemoModel", "add_arguments", "demo_agent", "run"]
+__all__ = ["DemoModel", "add_arguments", "demo_agent", "port", "run", "token"]
+
+_TOKEN: Final = re.compile(r"[A-Za-z0-9._~-]+")
 
 # Hosts that only this machine reaches, and the names a browser uses for them.
-_LOOPBACK: Final = frozenset({"127.0.0.1", "localhost"})
+_LOOPBACK: Final = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+# Hosts that mean every address: the URL printed names this machine by loopback.
+_EVERYWHERE: Final = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}
+
+
+def port(text: str) -> int:
+    """An argparse type: a TCP port, 0 (any free one) to 65535 (``--port``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"expected a port from 0 (any free one) to 65535, got {text!r}"
+        )
+    return value
+
+
+def token(text: str) -> str:
+    """An argparse type: a token of URL-safe characters (``--token``)."""
+    if _TOKEN.fullmatch(text) is None:
+        raise argparse.ArgumentTypeError(
+            "the token must be letters, digits, '-', '_', '.' or '~' (it goes into "
+            "the URL)"
+        )
+    return text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,7 +79,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the address to listen on (default: 127.0.0.1, this machine only)",
     )
     parser.add_argument(
-        "--port", type=int, default=8000, help="the port (default: 8000; 0: any free)"
+        "--port", type=port, default=8000, help="the port (default: 8000; 0: any free)"
+    )
+    access = parser.add_mutually_exclusive_group()
+    access.add_argument(
+        "--token",
+        type=token,
+        help="the token a browser or client must present (default: a random one, "
+        "printed in the URL); a token given here is visible to other local users "
+        "in the process list",
+    )
+    access.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="require no token: anyone who reaches the port can read every run and "
+        "approve tool calls",
     )
     parser.add_argument(
         "--redis",
@@ -154,6 +197,7 @@ def _redis_client(url: str) -> Any:
 
 
 def _url(host: str, port: int) -> str:
+    host = _EVERYWHERE.get(host, host)
     return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
 
 
@@ -181,6 +225,7 @@ def run(
     try:
         import uvicorn
 
+        from ..integrations._web_auth import TokenAuth
         from ..integrations.web import create_app
     except ImportError:
         print(
@@ -214,24 +259,41 @@ def run(
             file=sys.stderr,
         )
         return 1
-    app = create_app(agent=agent, redis=client, prefix=args.prefix)
+    port = listener.getsockname()[1]
+    url = _url(args.host, port)
+    auth = None
+    if not args.no_auth:
+        secret = args.token or secrets.token_urlsafe(32)
+        # Cookies are shared by every port of a host: one name per server.
+        auth = TokenAuth(secret, cookie=f"langhooks_token_{port}")
+    app: Any = create_app(agent=agent, redis=client, prefix=args.prefix, authorize=auth)
     if args.host in _LOOPBACK:
         # A page elsewhere could rebind its own name to 127.0.0.1 and then talk to
         # this server as if it were same-origin: answer only to local names.
         from starlette.middleware.trustedhost import TrustedHostMiddleware
 
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=sorted(_LOOPBACK))
+    if auth is not None:
+        app = auth.wrap(app)
+        url = f"{url}?token={secret}"
+    else:
+        print(
+            f"langhooks serve: WARNING: --no-auth: anyone who can reach {url} can "
+            "read every run and approve its tool calls",
+            file=sys.stderr,
+            flush=True,
+        )
     config = uvicorn.Config(
         app,
         log_level="warning",
+        access_log=False,  # a request's URL can carry the token
         lifespan="on",
         # Open event streams end at once on Ctrl-C instead of holding the server.
         timeout_graceful_shutdown=1,
     )
     server = uvicorn.Server(config)
-    port = listener.getsockname()[1]
     print(
-        f"langhooks serve: {_url(args.host, port)} (the demo agent on {source}"
+        f"langhooks serve: {url} (the demo agent on {source}"
         f"{'' if client is None else f'; runs in Redis at {args.redis}'}; "
         "Ctrl-C stops)",
         file=out,

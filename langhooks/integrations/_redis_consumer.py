@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, final
 
 import redis
@@ -14,6 +16,7 @@ from ._redis_wire import (
     block_step,
     check_count,
     check_sync_client,
+    dead_key,
     firehose_key,
     publisher_of,
     record_of,
@@ -23,10 +26,14 @@ from ._redis_wire import (
 
 __all__ = ["RedisEventConsumer"]
 
+logger: Final = logging.getLogger("langhooks")
+
 # How many handled records ``dedupe`` keeps.
 _REMEMBERED: Final = 100_000
 # How many runs' rebuilt chains a member keeps.
 _RUNS: Final = 1000
+# The approximate cap of the dead-letter stream.
+_DEAD_MAXLEN: Final = 100_000
 
 
 @final
@@ -50,6 +57,14 @@ class RedisEventConsumer:
     reads what the firehose still holds). A consumer is one member: call it from
     one thread; run more members (with their own names) for more throughput.
 
+    A record that cannot be decoded (not a langhooks record, written by a newer
+    langhooks, or a payload of the wrong shape) never wedges the group: it is
+    logged at WARNING and left pending for another try, the records after it are
+    handled, and once it has been delivered ``max_attempts`` times it is copied to
+    the dead-letter stream ``{prefix}dead`` (its fields, plus ``error``,
+    ``group``, ``consumer`` and ``entry``, its id in the firehose), acknowledged,
+    logged and counted in ``dead_letters``.
+
     Args:
         client: a synchronous ``redis.Redis`` client.
         group: the consumer group's name.
@@ -62,6 +77,8 @@ class RedisEventConsumer:
             this one claims it.
         dedupe: skip records this member already handled.
         count: the most records one read (or claim) takes.
+        max_attempts: how many deliveries a record that cannot be decoded gets
+            before it goes to the dead-letter stream.
 
     Raises:
         TypeError: a bad client, handler or option.
@@ -78,6 +95,7 @@ class RedisEventConsumer:
         claim_idle_ms: int = 30_000,
         dedupe: bool = False,
         count: int = 100,
+        max_attempts: int = 3,
     ) -> None:
         check_sync_client(client, "RedisEventConsumer")
         names: tuple[tuple[str, object], ...] = (
@@ -89,6 +107,11 @@ class RedisEventConsumer:
                 raise TypeError(f"{name} must be a non-empty str, got {value!r}")
         check_count("claim_idle_ms", claim_idle_ms, 0)
         check_count("count", count, 1)
+        check_count("max_attempts", max_attempts, 1)
+        self._max_attempts: Final = max_attempts
+        self._dead: Final = dead_key(prefix)
+        self.dead_letters: int = 0
+        """How many records this member moved to the dead-letter stream."""
         self._count: Final = count
         self._client: Final = client
         self._group: Final = group
@@ -171,14 +194,74 @@ class RedisEventConsumer:
     def _handle(self, entries: Sequence[Any]) -> int:
         handled = 0
         for entry_id, fields in entries:
-            record = record_of(fields)
-            key = (publisher_of(fields), record.seq)
-            if self._seen is None or key not in self._seen:
-                self._replays.replay(record, key)
+            try:
+                record = record_of(fields)
+                key = (publisher_of(fields), record.seq)
+                seen = self._seen is not None and key in self._seen
+                call = None if seen else self._replays.call(record, key)
+            except ValueError as error:
+                self._undecodable(entry_id, fields, error)
+                continue
+            if not seen:
+                if call is not None:
+                    method, args = call
+                    method(*args)
                 handled += 1
                 self._remember(key)
             self._client.xack(self._key, self._group, entry_id)
         return handled
+
+    def _undecodable(self, entry_id: Any, fields: Any, error: ValueError) -> None:
+        """Leave a record that cannot be decoded pending for another try, or after
+        ``max_attempts`` deliveries move it to the dead-letter stream."""
+        if not fields:
+            # Deleted from the firehose (trimmed by MAXLEN) while pending: nothing
+            # is left to retry, and Redis no longer counts its deliveries.
+            self._bury(
+                entry_id,
+                {},
+                "the entry left the stream (trimmed?) before "
+                "this group handled it: its record is lost",
+                1,
+            )
+            return
+        pending: Any = self._client.xpending_range(
+            self._key, self._group, min=entry_id, max=entry_id, count=1
+        )
+        attempts = pending[0]["times_delivered"] if pending else self._max_attempts
+        entry = text(entry_id)
+        if attempts < self._max_attempts:
+            # Read this member's pending records again on the next call.
+            self._own_pending = True
+            logger.warning(
+                "langhooks: RedisEventConsumer %r of group %r cannot decode entry %s "
+                "of %s (delivery %d of %d; it stays pending): %r",
+                *(self._consumer, self._group, entry, self._key),
+                *(attempts, self._max_attempts, str(error)),
+            )
+            return
+        self._bury(entry_id, fields, str(error), attempts)
+
+    def _bury(
+        self, entry_id: Any, fields: Mapping[Any, Any], error: str, attempts: int
+    ) -> None:
+        """Copy an entry to the dead-letter stream and acknowledge it, at once."""
+        entry = text(entry_id)
+        dead: dict[Any, Any] = dict(fields)
+        dead.update(
+            error=error, group=self._group, consumer=self._consumer, entry=entry
+        )
+        with self._client.pipeline(transaction=True) as pipe:
+            pipe.xadd(self._dead, dead, maxlen=_DEAD_MAXLEN, approximate=True)
+            pipe.xack(self._key, self._group, entry_id)
+            pipe.execute()
+        self.dead_letters += 1
+        logger.error(
+            "langhooks: RedisEventConsumer %r of group %r moved entry %s of %s to "
+            "the dead-letter stream %s after %d deliveries: %r",
+            *(self._consumer, self._group, entry, self._key, self._dead),
+            *(attempts, error),
+        )
 
     def _remember(self, key: tuple[str, int]) -> None:
         # Only after the handler returned: a record whose handler raised must be
@@ -205,7 +288,16 @@ class _RunReplays:
         self._prefix: Final = prefix
         self._runs: OrderedDict[str | None, Replayer] = OrderedDict()
 
-    def replay(self, record: EventRecord, key: tuple[str, int]) -> None:
+    def call(
+        self, record: EventRecord, key: tuple[str, int]
+    ) -> tuple[Callable[..., Any], list[Any]] | None:
+        """The handler's method for ``record`` and its arguments (None: the
+        handler does not take the record's interface).
+
+        Raises:
+            ValueError: the record cannot be decoded, also with its run's
+                earlier records.
+        """
         run = record.run_id
         replayer = self._runs.get(run)
         if replayer is None:
@@ -220,10 +312,8 @@ class _RunReplays:
             if run is None:
                 raise
             self._runs[run] = replayer = self._rebuilt(run, key)
-            call = replayer.call(record)
-        if call is not None:
-            method, args = call
-            method(*args)
+            return replayer.call(record)
+        return call
 
     def _new(self) -> Replayer:
         return Replayer(self._handler, "RedisEventConsumer", twin="afollow")
@@ -235,5 +325,7 @@ class _RunReplays:
             record = record_of(fields)
             if (publisher_of(fields), record.seq) == key:
                 break
-            replayer.prime(record)
+            # An earlier record that cannot be decoded is that record's problem.
+            with contextlib.suppress(ValueError):
+                replayer.prime(record)
         return replayer

@@ -93,6 +93,7 @@ class Outbox:
         max_buffer: int,
         block_timeout: float,
     ) -> None:
+        self._client: Final = client
         self._script: Final = client.register_script(_SEND)
         self._publisher: Final = publisher
         self._firehose: Final = firehose
@@ -117,6 +118,27 @@ class Outbox:
         # False from a failed batch to the next one Redis accepts.
         self.healthy = True
         self._warned = False
+
+    def forked(self, publisher: str) -> Outbox:
+        """A new outbox with this one's settings, for a child process after
+        ``fork()``: its own lock, empty buffer, counters at zero and no thread yet
+        (the parent's thread does not exist in the child, and the parent sends the
+        records it buffered). A closed outbox stays closed."""
+        child = Outbox(
+            self._client,
+            publisher=publisher,
+            firehose=self._firehose,
+            maxlen=self._maxlen,
+            expire_after=self._expire_after,
+            batch_size=self._batch_size,
+            flush_interval=self._flush_interval,
+            max_buffer=self._max_buffer,
+            block_timeout=self._block_timeout,
+        )
+        # Read without the lock: a thread of the parent may have held it at the
+        # fork, and in the child nothing else runs yet.
+        child._closed = self._closed
+        return child
 
     # --- producer side ------------------------------------------------------------
 

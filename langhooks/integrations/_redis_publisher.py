@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import os
 import uuid
 import weakref
 from collections.abc import Callable
@@ -46,10 +47,27 @@ _URGENT: Final = _TERMINAL | {"on_tool_call_review"}
 _LIVE: Final[weakref.WeakSet[RedisEventPublisher]] = weakref.WeakSet()
 
 
+# Every publisher of this process: a child made by fork() gives each a new identity.
+_ALL: Final[weakref.WeakSet[RedisEventPublisher]] = weakref.WeakSet()
+
+
 @atexit.register
 def _flush_at_exit() -> None:  # pragma: no cover  # runs as the interpreter exits
     for publisher in list(_LIVE):
         publisher.flush(timeout=1.0)
+
+
+def _after_fork_in_child() -> None:  # pragma: no cover  # in a forked child
+    # Coverage does not follow a fork: tests/integrations/test_redis_fork.py runs
+    # this in real children, and _forked in-process.
+    # A child of fork() shares its parent's publisher ids and seq numbers (readers
+    # would drop the child's records as repeats) and has none of its threads (the
+    # parent's flusher is gone, its locks may be held): each publisher starts over.
+    for publisher in list(_ALL):
+        publisher._forked()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _forwarding(name: str) -> Callable[..., None]:
@@ -92,6 +110,12 @@ class RedisEventPublisher(ChainCallbackHandler, StreamingChatResponseHandler):
     WARNING on the ``langhooks`` logger and counted in ``lost``. With
     ``fail_run=True`` the next event after a loss raises ``LangHooksError``
     (type "connection") instead, which ends the run with a handler error.
+
+    A publisher made before ``fork()`` (at module level, or in a pre-forking
+    server) starts over in each child: a new ``id``, ``seq`` from 0, its own
+    thread, ``published`` and ``lost`` from 0; the parent sends what it had
+    buffered. A child ends without the interpreter's exit hooks (multiprocessing
+    calls ``os._exit``): call ``flush()`` or ``close()`` before it returns.
 
     Args:
         client: a synchronous ``redis.Redis`` client (also for ``arun`` and
@@ -143,9 +167,10 @@ class RedisEventPublisher(ChainCallbackHandler, StreamingChatResponseHandler):
         self._prefix: Final = prefix
         self._fail_run: Final = bool(fail_run)
         self._flush_timeout: Final = float(flush_timeout)
-        self.id: Final = uuid.uuid4().hex
-        """This publisher's id, in every entry's ``publisher`` field."""
-        self._outbox: Final = Outbox(
+        self.id: str = uuid.uuid4().hex
+        """This publisher's id, in every entry's ``publisher`` field (a new one in
+        a child process after ``fork()``)."""
+        self._outbox = Outbox(
             client,
             publisher=self.id,
             firehose=firehose_key(prefix),
@@ -156,12 +181,24 @@ class RedisEventPublisher(ChainCallbackHandler, StreamingChatResponseHandler):
             max_buffer=max_buffer,
             block_timeout=float(block_timeout),
         )
-        self._end: Final = EndMarker()
+        self._end = EndMarker()
         self._raised_at = 0
-        self._recorder: Final = EventRecorder(self._publish)
+        self._recorder = EventRecorder(self._publish)
         # A publisher dropped without close() must not leave its thread behind.
-        weakref.finalize(self, self._outbox.stop)
+        self._finalizer = weakref.finalize(self, self._outbox.stop)
         _LIVE.add(self)
+        _ALL.add(self)
+
+    def _forked(self) -> None:
+        """Start over in a child process: a new id, recorder (``seq`` from 0) and
+        outbox (its own thread, counters from 0)."""
+        self.id = uuid.uuid4().hex
+        self._outbox = self._outbox.forked(self.id)
+        self._end = EndMarker()
+        self._raised_at = 0
+        self._recorder = EventRecorder(self._publish)
+        self._finalizer.detach()
+        self._finalizer = weakref.finalize(self, self._outbox.stop)
 
     @property
     def published(self) -> int:

@@ -21,6 +21,7 @@ __all__ = [
     "check_count",
     "check_seconds",
     "check_sync_client",
+    "dead_key",
     "ends_run",
     "field",
     "firehose_key",
@@ -48,6 +49,11 @@ def run_key(prefix: str, run_id: str) -> str:
 def firehose_key(prefix: str) -> str:
     """The capped stream of every record, which consumer groups read."""
     return f"{prefix}events"
+
+
+def dead_key(prefix: str) -> str:
+    """The stream of records a consumer group could not decode (dead letters)."""
+    return f"{prefix}dead"
 
 
 def record_json(record: EventRecord) -> str:
@@ -80,19 +86,24 @@ def field(fields: Mapping[Any, Any], name: str) -> Any:
     return next((v for k, v in fields.items() if text(k) == name), None)
 
 
-def record_of(fields: Mapping[Any, Any]) -> EventRecord:
+def record_of(fields: Mapping[Any, Any] | None) -> EventRecord:
     """The record a stream entry carries.
 
     Raises:
-        ValueError: the entry carries no langhooks event record.
+        ValueError: the entry carries no langhooks event record (or none: a
+            pending entry trimmed from its stream comes back without fields).
     """
-    data = field(fields, RECORD_FIELD)
-    record = None if data is None else codec.loads(text(data))
+    data = None if fields is None else field(fields, RECORD_FIELD)
+    try:
+        record = None if data is None else codec.loads(text(data))
+    except TypeError:  # JSON, but not an object
+        record = None
     if isinstance(record, EventRecord):
         return record
+    shown = repr(None if fields is None else dict(fields))
     raise ValueError(
         f"a stream entry without a langhooks event record in field "
-        f"{RECORD_FIELD!r}: {dict(fields)!r}"
+        f"{RECORD_FIELD!r}: {shown if len(shown) <= 200 else shown[:197] + '...'}"
     )
 
 

@@ -18,8 +18,10 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from typing_extensions import override
 
 from ..chain import Decision, LLMChain
+from ._web_auth import Authorize, Guard, started_by
 from ._web_backend import (
     Agent,
     Backend,
@@ -36,6 +38,11 @@ __all__ = ["MAX_BODY_BYTES", "MAX_PROMPT_CHARS", "Agent", "create_app"]
 
 # Request bodies larger than this are refused unread (413).
 MAX_BODY_BYTES: Final = 64 * 1024
+# Request bodies nested deeper than this are refused (400): no decision or prompt
+# needs more, and a deeper one would only exhaust the stack of what handles it.
+MAX_BODY_DEPTH: Final = 64
+_TOO_DEEP: Final = f"the body is nested deeper than {MAX_BODY_DEPTH} levels"
+_NOT_UNICODE: Final = "the body holds text that is not valid Unicode (a lone surrogate)"
 MAX_PROMPT_CHARS: Final = 8_000
 # How long a browser waits before reconnecting a dropped event stream.
 _RETRY_MS: Final = 1000
@@ -61,8 +68,17 @@ def _asset(name: str) -> bytes:
     return resources.files(__package__).joinpath("_web_static", name).read_bytes()
 
 
+class _JSONResponse(JSONResponse):
+    """JSON in ASCII: any str (a lone surrogate too) is written as an escape, so no
+    text a run or a store holds can make an answer fail to encode."""
+
+    @override
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, separators=(",", ":")).encode("ascii")
+
+
 def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
+    return _JSONResponse({"error": message}, status_code=status)
 
 
 class _BadRequest(Exception):
@@ -81,7 +97,7 @@ async def _json_body(request: Request) -> Any:
         _BadRequest: not JSON (415), too large (413), or malformed (400).
     """
     media_type = request.headers.get("content-type", "").split(";")[0].strip()
-    if media_type != "application/json":
+    if media_type.lower() != "application/json":
         # Also what keeps other sites out: a cross-site form cannot send JSON.
         raise _BadRequest(415, "send the body as Content-Type: application/json")
     length = request.headers.get("content-length", "")
@@ -93,9 +109,44 @@ async def _json_body(request: Request) -> Any:
         if len(body) > MAX_BODY_BYTES:
             raise _BadRequest(413, f"the body is larger than {MAX_BODY_BYTES} bytes")
     try:
-        return json.loads(body)
+        value = json.loads(body)
+    except RecursionError:
+        raise _BadRequest(400, _TOO_DEEP) from None
     except ValueError as exc:
         raise _BadRequest(400, f"the body is not valid JSON: {exc}") from None
+    _check_tree(value)
+    return value
+
+
+def _check_tree(value: object) -> None:
+    """Refuse a parsed body nested too deep or holding text that is not Unicode
+    (a lone surrogate, which JSON's escapes allow but nothing can encode).
+
+    Raises:
+        _BadRequest: 400, saying which.
+    """
+    # Iterative: the walk must not be what exhausts the stack.
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            _check_text(item)
+            continue
+        if isinstance(item, dict | list) and depth > MAX_BODY_DEPTH:
+            raise _BadRequest(400, _TOO_DEEP)
+        if isinstance(item, dict):
+            for key in item:
+                _check_text(key)
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+
+
+def _check_text(text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _BadRequest(400, _NOT_UNICODE) from None
 
 
 def _decision(item: object, position: int) -> tuple[str, Decision]:
@@ -153,9 +204,15 @@ class _WebApp:
     """The routes, over one backend and an optional agent."""
 
     def __init__(
-        self, backend: Backend, agent: Agent | None, *, heartbeat: float
+        self,
+        backend: Backend,
+        agent: Agent | None,
+        *,
+        heartbeat: float,
+        guard: Guard,
     ) -> None:
         self._backend = backend
+        self._guard = guard
         self._agent = agent
         self._heartbeat = heartbeat
         self._page = _asset("index.html")
@@ -183,9 +240,15 @@ class _WebApp:
     # --- runs -------------------------------------------------------------------
 
     async def list_runs(self, request: Request) -> Response:
-        """GET /runs: every run, newest first, and whether runs can be started."""
-        runs = [attrs.asdict(summary) for summary in await self._backend.runs()]
-        return JSONResponse({"agent": self._agent is not None, "runs": runs})
+        """GET /runs: every run the caller may read, newest first, and whether runs
+        can be started."""
+        allows = self._guard.allows
+        runs = [
+            attrs.asdict(summary, filter=lambda a, _: a.name != "owner")
+            for summary in await self._backend.runs()
+            if await allows(request, "read", summary.run_id, summary.owner)
+        ]
+        return _JSONResponse({"agent": self._agent is not None, "runs": runs})
 
     async def start_run(self, request: Request) -> Response:
         """POST /runs {"prompt": "..."}: start the agent on a prompt."""
@@ -206,8 +269,8 @@ class _WebApp:
         chain = agent(prompt)
         if not isinstance(chain, LLMChain):
             raise TypeError(f"the agent must return an LLMChain, got {chain!r}")
-        run_id = await self._backend.start(chain, prompt)
-        return JSONResponse({"run_id": run_id}, status_code=201)
+        run_id = await self._backend.start(chain, prompt, owner=started_by(request))
+        return _JSONResponse({"run_id": run_id}, status_code=201)
 
     # --- events -----------------------------------------------------------------
 
@@ -239,9 +302,11 @@ class _WebApp:
                 yield ": heartbeat\n\n"
                 continue
             for entry in entries:
-                if entry.hidden:
-                    continue
-                yield f"id: {entry.id}\nevent: {entry.event}\ndata: {entry.data}\n\n"
+                if not entry.hidden:
+                    # One write per event: a cut connection never splits one.
+                    yield (
+                        f"id: {entry.id}\nevent: {entry.event}\ndata: {entry.data}\n\n"
+                    )
                 if entry.ends:
                     return
             after = entries[-1].id
@@ -263,7 +328,7 @@ class _WebApp:
             return _error(409, str(exc))
         except DecisionMismatch as exc:
             return _error(422, str(exc))
-        return JSONResponse({"run_id": run_id, "state": "resuming"}, status_code=202)
+        return _JSONResponse({"run_id": run_id, "state": "resuming"}, status_code=202)
 
 
 def create_app(
@@ -272,6 +337,7 @@ def create_app(
     prefix: str = "langhooks:",
     agent: Agent | None = None,
     heartbeat: float = 15.0,
+    authorize: Authorize | None = None,
 ) -> Starlette:
     """The ASGI app that shows runs live and takes human decisions.
 
@@ -286,13 +352,22 @@ def create_app(
             (``POST /runs``) and resumes interrupted ones.
         heartbeat: seconds between comment lines on an idle event stream, so that
             proxies keep the connection open.
+        authorize: asked ``authorize(request, action, run_id)`` by every route
+            before it does anything: "read" for the page, the list (run_id None;
+            the list then shows only the runs it allows) and a run's events,
+            "start" to start a run, "decide" to post decisions. False is 403, an
+            ``HTTPException`` it raises is its answer. See ``owner_only``. None lets
+            everyone in, but only under ``localhost`` or an IP address (a name
+            could be a DNS-rebinding page's). Either way, a POST from another
+            origin is refused (403) before ``authorize`` is asked.
 
     Returns:
         The app (a ``Starlette``), to serve with uvicorn or mount in another app.
 
     Raises:
-        TypeError: ``agent`` is not callable, ``heartbeat`` is not a number,
-            ``prefix`` is not a str, or ``redis`` is not a ``redis.Redis``.
+        TypeError: ``agent`` or ``authorize`` is not callable, ``heartbeat`` is
+            not a number, ``prefix`` is not a str, or ``redis`` is not a
+            ``redis.Redis``.
         ImportError: ``redis`` is given without the redis extra installed.
         ValueError: ``heartbeat`` is not positive.
     """
@@ -313,7 +388,8 @@ def create_app(
         from ._web_redis import RedisBackend  # needs the redis extra
 
         backend = RedisBackend(redis, prefix)
-    web = _WebApp(backend, agent, heartbeat=float(heartbeat))
+    guard = Guard(authorize, backend.owner)
+    web = _WebApp(backend, agent, heartbeat=float(heartbeat), guard=guard)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -321,15 +397,17 @@ def create_app(
         await backend.close()
 
     run = "/runs/{run_id:str}"
+    # Every route asks the guard first (tests list the routes to check it).
+    guarded = guard.route
     return Starlette(
         routes=[
-            Route("/", web.page),
-            Route("/favicon.ico", web.no_icon),
-            Route("/static/{name:str}", web.static),
-            Route("/runs", web.list_runs, methods=["GET"]),
-            Route("/runs", web.start_run, methods=["POST"]),
-            Route(f"{run}/events", web.events),
-            Route(f"{run}/decisions", web.decide, methods=["POST"]),
+            Route("/", guarded(web.page, "read")),
+            Route("/favicon.ico", guarded(web.no_icon, "read")),
+            Route("/static/{name:str}", guarded(web.static, "read")),
+            Route("/runs", guarded(web.list_runs, "read"), methods=["GET"]),
+            Route("/runs", guarded(web.start_run, "start"), methods=["POST"]),
+            Route(f"{run}/events", guarded(web.events, "read")),
+            Route(f"{run}/decisions", guarded(web.decide, "decide"), methods=["POST"]),
         ],
         lifespan=lifespan,
     )

@@ -35,7 +35,9 @@ _T = TypeVar("_T")
 Agent = Callable[[str], "LLMChain"]
 """Builds the chain that answers a prompt: model, tools, handlers, messages."""
 
-RunState = Literal["running", "interrupted", "resuming", "ok", "error"]
+RunState = Literal["running", "interrupted", "resuming", "ok", "error", "unreadable"]
+# "unreadable": the run's stream ends with an entry this version cannot decode (a
+# newer schema, a foreign writer); it is listed, and its raw records still stream.
 # States a run reaches for good: its stream has ended.
 _FINAL: Final = frozenset({"ok", "error"})
 
@@ -82,6 +84,7 @@ class RunSummary:
     prompt: str
     state: RunState
     created: float
+    owner: str | None = None  # who started it (``owner_only``); never listed
 
 
 class Backend(Protocol):
@@ -96,6 +99,9 @@ class Backend(Protocol):
     async def runs(self) -> list[RunSummary]:
         """Every run, newest first."""
 
+    async def owner(self, run_id: str) -> str | None:
+        """Who started the run (None: no one known, or no such run)."""
+
     async def read(self, run_id: str, after: str | None, timeout: float) -> list[Entry]:
         """The entries after stream id ``after`` (None: from the first), waiting up
         to ``timeout`` seconds for one; empty when none came."""
@@ -103,9 +109,9 @@ class Backend(Protocol):
     async def ended(self, run_id: str, after: str | None) -> bool:
         """Whether the entry that ends the run is at or before ``after``."""
 
-    async def start(self, chain: LLMChain, prompt: str) -> str:
-        """Run ``chain`` in the background, recording its events; returns the run
-        id once the run has begun."""
+    async def start(self, chain: LLMChain, prompt: str, *, owner: str | None) -> str:
+        """Run ``chain`` in the background, recording its events, as started by
+        ``owner``; returns the run id once the run has begun."""
 
     async def resume(
         self,

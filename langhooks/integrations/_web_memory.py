@@ -42,6 +42,7 @@ _log: Final = logging.getLogger("langhooks.integrations.web")
 class _Run:
     prompt: str
     sink: RecordSink
+    owner: str | None = None
     state: RunState = "running"
     chain: LLMChain | None = None  # while interrupted
     created: float = attrs.field(factory=time.time)
@@ -67,10 +68,12 @@ class MemoryBackend:
 
     # --- recording (called by RecordSink, from any thread) ---------------------------
 
-    def create(self, run_id: str, prompt: str, sink: RecordSink) -> None:
+    def create(
+        self, run_id: str, prompt: str, sink: RecordSink, owner: str | None
+    ) -> None:
         """Register a new run with an empty stream."""
         with self._lock:
-            self._runs[run_id] = _Run(prompt=prompt, sink=sink)
+            self._runs[run_id] = _Run(prompt=prompt, sink=sink, owner=owner)
 
     def append(self, run_id: str, event: str, data: str, *, ends: bool) -> str:
         """Add one record to a run's stream; waiting readers wake up.
@@ -116,6 +119,12 @@ class MemoryBackend:
             summaries = [_summary(run_id, run) for run_id, run in self._runs.items()]
         return sorted(summaries, key=lambda s: s.created, reverse=True)
 
+    async def owner(self, run_id: str) -> str | None:
+        """Who started the run (None: no one known, or no such run)."""
+        with self._lock:
+            run = self._runs.get(run_id)
+            return None if run is None else run.owner
+
     async def read(self, run_id: str, after: str | None, timeout: float) -> list[Entry]:
         """The entries after ``after``, waiting up to ``timeout`` seconds for one.
 
@@ -152,13 +161,13 @@ class MemoryBackend:
 
     # --- driving ---------------------------------------------------------------------
 
-    async def start(self, chain: LLMChain, prompt: str) -> str:
+    async def start(self, chain: LLMChain, prompt: str, *, owner: str | None) -> str:
         """Run ``chain`` as a task of this loop; the run id once it has begun.
 
         Raises:
             Exception: whatever the run raised before its first event.
         """
-        sink = RecordSink(self, prompt)
+        sink = RecordSink(self, prompt, owner)
         started: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         sink.on_first(started)
         marker, recorder = sink.handlers
@@ -234,5 +243,9 @@ def _wake(waiter: asyncio.Future[None]) -> None:
 
 def _summary(run_id: str, run: _Run) -> RunSummary:
     return RunSummary(
-        run_id=run_id, prompt=run.prompt, state=run.state, created=run.created
+        run_id=run_id,
+        prompt=run.prompt,
+        state=run.state,
+        created=run.created,
+        owner=run.owner,
     )

@@ -60,6 +60,8 @@ __all__ = ["RedisBackend"]
 _log: Final = logging.getLogger("langhooks.integrations.web")
 _T = TypeVar("_T")
 _ID: Final = re.compile(r"[0-9]{1,20}-[0-9]{1,20}")
+# Each part of a stream id is an unsigned 64-bit number.
+_MAX_ID_PART: Final = 2**64 - 1
 # Entries one read takes at most, and the most runs the page lists.
 _COUNT: Final = 500
 _MAX_RUNS: Final = 200
@@ -109,6 +111,7 @@ class RedisBackend:
         self._publisher: RedisEventPublisher | None = None
         self._pool = ThreadPoolExecutor(64, thread_name_prefix="langhooks-web-redis")
         self._tasks = Tasks()
+        self._unreadable: set[str] = set()
 
     async def _call(self, function: Callable[..., _T], *args: Any, **kw: Any) -> _T:
         loop = asyncio.get_running_loop()
@@ -124,7 +127,7 @@ class RedisBackend:
         Raises:
             ValueError: it is not "<milliseconds>-<sequence>".
         """
-        if _ID.fullmatch(text) is None:
+        if _ID.fullmatch(text) is None or max(_stream_id(text)) > _MAX_ID_PART:
             raise ValueError(f"not a Redis stream id: {text[:40]!r}")
         return text
 
@@ -135,14 +138,30 @@ class RedisBackend:
         last: Any = client.xrevrange(run_key(self._prefix, run_id), count=1)
         if listed is None and not last:
             return None
-        meta = json.loads(text(listed)) if listed is not None else {}
+        meta = _meta(listed)
         created = meta.get("created")
-        if created is None:
+        if not isinstance(created, int | float):
             first: Any = client.xrange(run_key(self._prefix, run_id), count=1)
-            created = _stream_id(text(first[0][0]))[0] / 1000
-        state = self._state(run_id, last[0] if last else None)
+            created = _stream_id(text(first[0][0]))[0] / 1000 if first else 0.0
+        try:
+            state = self._state(run_id, last[0] if last else None)
+        except (ValueError, TypeError, KeyError, AttributeError):
+            # One run nobody here can read must not hide the others.
+            if run_id not in self._unreadable:  # said once, not at every listing
+                self._unreadable.add(run_id)
+                _log.warning(
+                    "langhooks web: run %r ends with an entry this version cannot "
+                    "decode; listed as unreadable",
+                    run_id,
+                )
+            state = "unreadable"
+        prompt, owner = meta.get("prompt"), meta.get("owner")
         return RunSummary(
-            run_id=run_id, prompt=meta.get("prompt", ""), state=state, created=created
+            run_id=run_id,
+            prompt=prompt if isinstance(prompt, str) else "",
+            state=state,
+            created=created,
+            owner=owner if isinstance(owner, str) else None,
         )
 
     def _state(self, run_id: str, last: Any) -> RunState:
@@ -183,6 +202,12 @@ class RedisBackend:
         """The newest runs: this app's and those other processes published."""
         return await self._call(self._runs)
 
+    async def owner(self, run_id: str) -> str | None:
+        """Who started the run through this app (None: no one known)."""
+        listed: Any = await self._call(self._client.hget, self._index, run_id)
+        owner = _meta(listed).get("owner")
+        return owner if isinstance(owner, str) else None
+
     def _read(self, run_id: str, after: str | None, block_ms: int) -> list[Entry]:
         client = self._client
         key = run_key(self._prefix, run_id)
@@ -204,10 +229,20 @@ class RedisBackend:
     @staticmethod
     def _entry(once: _Entries, entry_id: Any, fields: Any) -> Entry:
         record = field(fields, RECORD_FIELD)
-        # Something else written to a run's stream is not this app's to show.
-        fresh = None if record is None else once.entry(entry_id, fields)
+        try:
+            # Something else written to a run's stream is not this app's to show.
+            fresh = None if record is None else once.entry(entry_id, fields)
+        except (ValueError, TypeError):
+            # A record this version cannot decode (a newer schema): skipped, so
+            # the rest of the stream still reaches the page.
+            _log.warning(
+                "langhooks web: skipped the undecodable stream entry %s", text(entry_id)
+            )
+            fresh = None
         if fresh is None:
-            return Entry(id=text(entry_id), event="", data="", hidden=True)
+            return Entry(
+                id=text(entry_id), event="", data="", ends=ends_run(fields), hidden=True
+            )
         return Entry(
             id=fresh.id, event=_event(fields), data=text(record), ends=fresh.ends_run
         )
@@ -240,7 +275,7 @@ class RedisBackend:
             self._publisher = RedisEventPublisher(self._client, prefix=self._prefix)
         return self._publisher
 
-    async def start(self, chain: LLMChain, prompt: str) -> str:
+    async def start(self, chain: LLMChain, prompt: str, *, owner: str | None) -> str:
         """Run ``chain`` as a task of this loop, published to Redis.
 
         Raises:
@@ -254,7 +289,7 @@ class RedisBackend:
         if not begun.done():
             task.result()  # raises what the run raised before it began
         run_id = begun.result()
-        meta = json.dumps({"prompt": prompt, "created": time.time()})
+        meta = json.dumps({"prompt": prompt, "created": time.time(), "owner": owner})
         await self._call(self._client.hset, self._index, run_id, meta)
         return run_id
 
@@ -327,6 +362,16 @@ class RedisBackend:
 def _log_failure(task: asyncio.Future[Any]) -> None:
     if not task.cancelled() and task.exception() is not None:
         _log.error("langhooks web: a run raised", exc_info=task.exception())
+
+
+def _meta(listed: Any) -> dict[str, Any]:
+    """What this app listed about a run (its prompt, start time, owner); a
+    missing or unreadable entry is nothing known."""
+    try:
+        meta = None if listed is None else json.loads(text(listed))
+    except ValueError:  # also a UnicodeDecodeError
+        return {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def _event(fields: Any) -> str:

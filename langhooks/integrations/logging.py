@@ -17,8 +17,16 @@ at DEBUG; runs, model answers, messages, tool calls and the retry of a failed mo
 call (``on_llm_retry``) at the handler's ``level`` (INFO by default); failures that
 a run may survive (a model error, a failed tool call, a rejected answer) at WARNING;
 a run or stream that gives up, and a tool's exception, at ERROR with the exception
-attached. Message content (prompts, answers, tool arguments and results) is never
-logged, except the streamed text of DEBUG records. Needs no optional library.
+attached. Message content (prompts, answers, tool arguments and results, also the
+text of a failed tool's result) is never logged, except the streamed text of DEBUG
+records. Needs no optional library.
+
+Every message is one line: a value that came from a model, a tool, a provider or a
+user (a tool's name, a model's name, an error's text, streamed text) has its control
+characters escaped in the message (a newline as ``\n``, an ANSI escape as
+``\x1b``), so it cannot forge a record of its own or drive a terminal; the extras
+keep the raw values. The traceback of an attached exception is the formatter's
+(``logging.Formatter.formatException``), as Python prints it.
 """
 
 from __future__ import annotations
@@ -51,6 +59,7 @@ from .._core._streaming import (
     PartialToolCallContext,
     StreamingChatResponseHandler,
 )
+from .._core._terminal import escaped
 
 if TYPE_CHECKING:
     from .._core._chain_callbacks import ReviewDecision
@@ -124,7 +133,9 @@ class LoggingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
         }
         if extra:
             fields.update(extra)
-        message = f"{event} {detail}" if detail else event
+        # One line whatever the values in ``detail`` (a model picks a tool's
+        # name; a provider writes an error's text): escaped here, raw in extras.
+        message = escaped(f"{event} {detail}") if detail else event
         logger.log(level, message, extra=fields, exc_info=exc_info)
 
     # --- chain events ---------------------------------------------------------------
@@ -238,7 +249,8 @@ class LoggingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
     def on_tool_execution_failed(
         self, chain: LLMChain, call: ToolCall, result: ToolResult
     ) -> None:
-        detail = f"{call.name}: {result.text}"
+        # The result's text is content (a tool's or a reviewer's words): not logged.
+        detail = f"{call.name} failed"
         self._log(WARNING, "on_tool_execution_failed", detail, chain, _call(call))
 
     @override

@@ -2,7 +2,10 @@
 
 from .._core._model import ChatModel, ChatRequest
 from ._anthropic import AnthropicChatModel
+from ._cohere import CohereChatModel
 from ._drive import STREAM_FORMATS, AsyncStreamDriver, StreamDriver, StreamFormat
+from ._gemini import GeminiChatModel
+from ._mistral import MistralChatModel
 from ._ollama import OllamaChatModel
 from ._openai import OpenAIChatModel, OpenAIResponsesModel
 from ._replay import replay_stream
@@ -27,3 +30,5 @@ __all__ += [
     "OpenAIChatModel",
     "OpenAIResponsesModel",
 ]
+
+__all__ += ["CohereChatModel", "GeminiChatModel", "MistralChatModel"]

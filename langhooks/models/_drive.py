@@ -69,7 +69,12 @@ from ._adapters._base import (
 __all__ = ["STREAM_FORMATS", "AsyncStreamDriver", "StreamDriver", "StreamFormat"]
 
 StreamFormat: TypeAlias = Literal[
-    "openai-chat", "openai-responses", "anthropic", "ollama"
+    "openai-chat",
+    "openai-responses",
+    "anthropic",
+    "ollama",
+    "gemini",
+    "cohere",
 ]
 #: The wire formats a driver (and ``replay_stream``) understands.
 STREAM_FORMATS: Final[tuple[str, ...]] = get_args(StreamFormat)

@@ -52,6 +52,16 @@ _CODE_TYPES: Final[Mapping[str, ErrorType]] = {
     "server_error": "stream_error",
     "api_error": "stream_error",
     "internal_server_error": "stream_error",
+    # Google's canonical codes (Gemini's error "status").
+    "resource_exhausted": "rate_limited",
+    "unavailable": "overloaded",
+    "deadline_exceeded": "timeout",
+    "unauthenticated": "authentication",
+    "permission_denied": "authentication",
+    "invalid_argument": "invalid_request",
+    "failed_precondition": "invalid_request",
+    "not_found": "invalid_request",
+    "internal": "stream_error",
 }
 # Quota and billing failures arrive as 429s but waiting does not fix them.
 _NOT_RETRYABLE_CODES: Final = frozenset(
@@ -59,7 +69,7 @@ _NOT_RETRYABLE_CODES: Final = frozenset(
 )
 # Server faults: the same request may well succeed on a second try.
 _RETRYABLE_CODES: Final = frozenset(
-    {"server_error", "api_error", "internal_server_error"}
+    {"server_error", "api_error", "internal_server_error", "internal"}
 )
 
 _STATUS_TYPES: Final[Mapping[int, ErrorType]] = {

@@ -31,7 +31,8 @@ def replay_stream(
         source: a path to a recorded body (``.sse`` or ``.ndjson``), or an
             iterable of str or bytes chunks of the body, split anywhere (as read
             from a socket).
-        format: "openai-chat", "openai-responses", "anthropic" or "ollama".
+        format: one of ``STREAM_FORMATS``: "openai-chat" (also Mistral),
+            "openai-responses", "anthropic", "ollama", "gemini", "cohere", ...
         handler: the handler to drive.
         handle: a cancel handle to hold before the stream starts; one is created
             otherwise (each partial's context carries it).

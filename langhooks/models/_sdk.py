@@ -29,7 +29,8 @@ class SDKChatModel:
     """A chat model streaming through an official provider SDK.
 
     Subclasses set ``_format`` and implement ``_new_clients``, ``_resource`` and
-    ``_params``.
+    ``_params`` (or ``_open`` and ``_aopen``, for an SDK without
+    ``with_streaming_response``).
     """
 
     _format: ClassVar[StreamFormat]
@@ -70,6 +71,27 @@ class SDKChatModel:
         """``request`` as the API's ``create`` parameters."""
         raise NotImplementedError
 
+    def _open(self, client: Any, request: ChatRequest) -> AbstractContextManager[Body]:
+        """Send ``request`` with ``client``: its streamed HTTP response, unread.
+
+        The openai and anthropic SDKs hand the raw response over through
+        ``with_streaming_response``; a model on another SDK overrides this.
+        """
+        resource = self._resource(client).with_streaming_response
+        return cast(
+            "AbstractContextManager[Body]", resource.create(**self._params(request))
+        )
+
+    def _aopen(
+        self, client: Any, request: ChatRequest
+    ) -> AbstractAsyncContextManager[AsyncBody]:
+        """The async twin of ``_open``."""
+        resource = self._resource(client).with_streaming_response
+        return cast(
+            "AbstractAsyncContextManager[AsyncBody]",
+            resource.create(**self._params(request)),
+        )
+
     @property
     def base_url(self) -> str:
         """The server the model talks to."""
@@ -97,14 +119,9 @@ class SDKChatModel:
                 was called first.
         """
 
-        def open_body() -> AbstractContextManager[Body]:
-            resource = self._resource(self._client).with_streaming_response
-            return cast(
-                "AbstractContextManager[Body]",
-                resource.create(**self._params(request)),
-            )
-
-        return run_stream(self._format, handler, handle, open_body)
+        return run_stream(
+            self._format, handler, handle, lambda: self._open(self._client, request)
+        )
 
     async def astream(
         self,
@@ -120,11 +137,9 @@ class SDKChatModel:
                 was called first.
         """
 
-        def open_body() -> AbstractAsyncContextManager[AsyncBody]:
-            resource = self._resource(self._async_client).with_streaming_response
-            return cast(
-                "AbstractAsyncContextManager[AsyncBody]",
-                resource.create(**self._params(request)),
-            )
-
-        return await arun_stream(self._format, handler, handle, open_body)
+        return await arun_stream(
+            self._format,
+            handler,
+            handle,
+            lambda: self._aopen(self._async_client, request),
+        )

@@ -227,6 +227,9 @@ class SSEDecoder:
                     break
                 data.append(line[6:])
                 continue
+            if line[:7] == b"event: ":  # named events (Anthropic, Cohere, ...)
+                self._event = line[7:]
+                continue
             if line[0] == 0x3A:  # ":" a comment or keep-alive
                 continue
             field, colon, value = line.partition(b":")
@@ -401,7 +404,8 @@ def stream_events(format: str) -> WireDecoder:
     for ``StreamDriver.feed``. "ollama" is NDJSON, the other formats SSE.
 
     Args:
-        format: "openai-chat", "openai-responses", "anthropic" or "ollama".
+        format: one of ``STREAM_FORMATS`` ("openai-chat", "openai-responses",
+            "anthropic", "ollama", "gemini", "cohere", ...).
 
     Raises:
         ValueError: ``format`` is unknown.

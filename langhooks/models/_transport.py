@@ -14,6 +14,7 @@ import contextlib
 import functools
 import importlib
 import json
+import math
 import socket
 from collections.abc import (
     AsyncIterator,
@@ -48,6 +49,7 @@ __all__ = [
     "arun_stream",
     "error_body_hook",
     "error_from_exception",
+    "google_retry_delay",
     "http_error",
     "lower_headers",
     "mapping_items",
@@ -276,21 +278,50 @@ def http_error(
     error = decoded.get("error") if isinstance(decoded, Mapping) else None
     code = None
     if isinstance(error, Mapping):
-        found = error.get("code") or error.get("type")
-        code = found if isinstance(found, str) else None
+        # OpenAI's "code" or Anthropic's "type"; Google's "code" is the HTTP
+        # status and its "status" the code (RESOURCE_EXHAUSTED, ...).
+        for key in ("code", "type", "status"):
+            found = error.get(key)
+            if isinstance(found, str) and found:
+                code = found
+                break
     message = _body_message(decoded) or text[:1000] or f"HTTP {status}"
     if not complete:
         message = (
             f"{message} ... [the error body was not read in full: at most "
             f"{ERROR_BODY_LIMIT} bytes are]"
         )
-    return classify_error(
+    classified = classify_error(
         status=status,
         code=code,
         message=message,
         headers=lower_headers(headers),
         original=body,
     )
+    if classified.retry_after is None and isinstance(error, Mapping):
+        classified.retry_after = google_retry_delay(error)
+    return classified
+
+
+def google_retry_delay(error: Mapping[str, Any]) -> float | None:
+    """The wait a Google API error asks for: its ``google.rpc.RetryInfo`` detail's
+    ``retryDelay`` (``"37s"``, ``"1.5s"``), in seconds; None when it has none."""
+    details = error.get("details")
+    if not isinstance(details, list):
+        return None
+    for detail in details:
+        if not isinstance(detail, Mapping):
+            continue
+        if not str(detail.get("@type", "")).endswith("google.rpc.RetryInfo"):
+            continue
+        delay = detail.get("retryDelay")
+        if isinstance(delay, str) and delay.endswith("s"):
+            try:
+                seconds = float(delay[:-1])
+            except ValueError:
+                return None
+            return seconds if math.isfinite(seconds) and seconds >= 0 else None
+    return None
 
 
 def error_body_hook(response: Any) -> None:

@@ -117,6 +117,26 @@ class TestDemo:
         assert exited.value.code == 2
         assert "expected a number of seconds, 0 or more" in capsys.readouterr().err
 
+    @pytest.mark.parametrize(
+        ("option", "value", "error"),
+        [
+            ("--model", "", "the model name must not be empty"),
+            ("--base-url", "http://[::1", "not a URL"),
+            ("--base-url", "http://x:99999", "not a URL"),
+            ("--base-url", "ftp://x", "expected an http:// or https:// URL"),
+            ("--base-url", "http://", "expected an http:// or https:// URL"),
+        ],
+    )
+    def test_a_bad_server_option_is_a_usage_error(
+        self, option: str, value: str, error: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """An empty model name or a URL that does not parse: exit 2, no traceback."""
+        argv = {"--model": "m", "--base-url": "http://127.0.0.1:9/v1", option: value}
+        with pytest.raises(SystemExit) as exited:
+            main(["demo", *[part for pair in argv.items() for part in pair]])
+        assert exited.value.code == 2
+        assert error in capsys.readouterr().err
+
     def test_options_go_together(self, capsys: pytest.CaptureFixture[str]) -> None:
         """--base-url without --model is refused with status 2."""
         assert main(["demo", "--base-url", "http://127.0.0.1:9"]) == 2

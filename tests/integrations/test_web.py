@@ -256,6 +256,80 @@ class TestRuns:
         gate.set()
 
 
+class TestHostileBodies:
+    def test_a_prompt_that_is_not_unicode_is_400_and_the_list_stays_readable(
+        self, url: str
+    ) -> None:
+        """A lone surrogate (valid JSON, not Unicode) is refused, so no run holds
+        text the list of runs cannot be written with."""
+        body = b'{"prompt": "\\ud800"}'
+        answer = httpx.post(f"{url}runs", content=body, headers=JSON)
+        assert answer.status_code == 400
+        assert "not valid Unicode" in answer.json()["error"]
+        assert httpx.get(f"{url}runs").json()["runs"] == []
+
+    def test_a_reason_that_is_not_unicode_is_400(self, url: str) -> None:
+        """Text anywhere in a body must be Unicode, keys too."""
+        run_id = interrupted(url)
+        for body in (
+            b'{"decisions": [{"tool_call_id": "call_1", "decision": "reject", '
+            b'"reason": "\\udfff"}]}',
+            b'{"decisions": [{"tool_call_id": "call_1", "decision": "edit", '
+            b'"arguments": {"\\ud800": 1}}]}',
+        ):
+            answer = httpx.post(
+                f"{url}runs/{run_id}/decisions", content=body, headers=JSON
+            )
+            assert answer.status_code == 400, answer.text
+
+    @pytest.mark.parametrize("depth", [65, 970, 30_000])
+    def test_a_deeply_nested_body_is_400(self, url: str, depth: int) -> None:
+        """A body nested deeper than 64 levels (even one the parser cannot take) is
+        a 400 saying so, never a server error."""
+        body = b"[" * depth + b"]" * depth
+        answer = httpx.post(f"{url}runs", content=body, headers=JSON)
+        assert answer.status_code == 400
+        assert "nested deeper than 64 levels" in answer.json()["error"]
+
+    def test_edited_arguments_970_levels_deep_are_400(self, url: str) -> None:
+        """An edit whose arguments are nested 970 levels deep is refused; the run
+        still waits for a decision."""
+        run_id = interrupted(url)
+        arguments = '{"a": ' * 970 + "{}" + "}" * 970
+        text = (
+            '{"decisions": [{"tool_call_id": "call_1", "decision": "edit", '
+            f'"arguments": {arguments}}}]}}'
+        )
+        assert len(text) < MAX_BODY_BYTES
+        answer = httpx.post(f"{url}runs/{run_id}/decisions", content=text, headers=JSON)
+        assert answer.status_code == 400
+        approve = {"tool_call_id": "call_1", "decision": "approve"}
+        assert decide(url, run_id, approve).status_code == 202
+
+    def test_a_body_64_levels_deep_is_taken(self, url: str) -> None:
+        """Nesting up to the limit is fine."""
+        run_id = interrupted(url)
+        arguments: dict[str, Any] = {}
+        for _ in range(60):
+            arguments = {"a": arguments}
+        edit = {"tool_call_id": "call_1", "decision": "edit", "arguments": arguments}
+        assert decide(url, run_id, edit).status_code == 202
+
+    @pytest.mark.parametrize(
+        "media_type", ["Application/JSON", "APPLICATION/JSON; charset=UTF-8"]
+    )
+    def test_the_media_type_is_case_insensitive(
+        self, url: str, media_type: str
+    ) -> None:
+        """Media types are case-insensitive (RFC 9110): any case is JSON."""
+        answer = httpx.post(
+            f"{url}runs",
+            content=b'{"prompt": "hi"}',
+            headers={"Content-Type": media_type},
+        )
+        assert answer.status_code == 201
+
+
 class _RaisingAtOnce(LLMChain):
     """A chain whose run raises: what a bug in a host's model or runtime looks like."""
 

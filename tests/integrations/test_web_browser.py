@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from langhooks.integrations._web_auth import TokenAuth
 from langhooks.integrations.web import create_app
 from langhooks.models import ScriptedTurn
 
@@ -24,6 +25,14 @@ if TYPE_CHECKING:
     from playwright.sync_api._generated import LocatorAssertions
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+TOKEN = "browser-test-token"
+
+
+def guarded_app(**options: Any) -> Any:
+    """``create_app(**options)`` behind a token, as ``langhooks serve`` runs it: the
+    browser logs in once with ``?token=`` and goes on with the cookie."""
+    auth = TokenAuth(TOKEN, cookie="langhooks_browser_test")
+    return auth.wrap(create_app(authorize=auth, **options))
 
 
 def _unavailable(reason: str) -> None:
@@ -73,7 +82,7 @@ def expect(locator: Locator) -> LocatorAssertions:
 
 def start_run(page: Page, url: str, prompt: str = QUESTION) -> None:
     """Open the page and start a run from its form."""
-    page.goto(url)
+    page.goto(f"{url}?token={TOKEN}")
     page.fill("#prompt", prompt)
     page.click("#start-button")
 
@@ -81,7 +90,7 @@ def start_run(page: Page, url: str, prompt: str = QUESTION) -> None:
 class TestDemoRun:
     def test_renders_the_run_up_to_the_approval(self, page: Page) -> None:
         """Thinking, text, the tool call awaiting approval and the usage all show."""
-        app = create_app(agent=agent_of(weather_turns(), delay=0.01), heartbeat=0.5)
+        app = guarded_app(agent=agent_of(weather_turns(), delay=0.01), heartbeat=0.5)
         with serving(app) as url:
             start_run(page, url)
             page.wait_for_selector(".tool[data-state=awaiting]")
@@ -102,7 +111,7 @@ class TestDemoRun:
 
     def test_approve_resumes_the_run_and_the_answer_appears(self, page: Page) -> None:
         """Approve runs the tool; its result and the model's answer appear."""
-        app = create_app(agent=agent_of(weather_turns(), delay=0.01), heartbeat=0.5)
+        app = guarded_app(agent=agent_of(weather_turns(), delay=0.01), heartbeat=0.5)
         with serving(app) as url:
             start_run(page, url)
             page.click("button.approve")
@@ -121,7 +130,7 @@ class TestDemoRun:
 
     def test_reject_denies_the_call_and_the_run_goes_on(self, page: Page) -> None:
         """Reject does not run the tool; the card says denied and the model answers."""
-        app = create_app(agent=agent_of(weather_turns(), delay=0.01), heartbeat=0.5)
+        app = guarded_app(agent=agent_of(weather_turns(), delay=0.01), heartbeat=0.5)
         with serving(app) as url:
             start_run(page, url)
             page.click("button.reject")
@@ -174,7 +183,7 @@ class TestReconnect:
         words = [f"word{n}" for n in range(150)]
         text = " ".join(words) + "."
         agent = agent_of([ScriptedTurn(text=text)], delay=0.01, gate=False)
-        app = DropOnce(create_app(agent=agent, heartbeat=0.5), after=40)
+        app = DropOnce(guarded_app(agent=agent, heartbeat=0.5), after=40)
         with serving(app) as url:
             start_run(page, url, "Count.")
             page.wait_for_selector("#run-state.ok")
@@ -210,7 +219,7 @@ class TestUntrustedContent:
         turns = [
             ScriptedTurn(thinking=attack, text=attack),
         ]
-        app = create_app(agent=agent_of(turns, gate=False), heartbeat=0.5)
+        app = guarded_app(agent=agent_of(turns, gate=False), heartbeat=0.5)
         with serving(app) as url:
             start_run(page, url, attack)
             page.wait_for_selector("#run-state.ok")
@@ -235,7 +244,7 @@ class TestOnRedis:
         client = redis.Redis(host="127.0.0.1", port=6379)
         prefix = f"langhooks-test:{uuid.uuid4().hex}:"
         agent = demo_agent(lambda: DemoModel(0.01))
-        app = create_app(redis=client, prefix=prefix, agent=agent, heartbeat=0.5)
+        app = guarded_app(redis=client, prefix=prefix, agent=agent, heartbeat=0.5)
         try:
             with serving(app) as url:
                 start_run(page, url)
@@ -252,3 +261,41 @@ class TestOnRedis:
             if keys:
                 client.delete(*keys)
             client.close()
+
+
+class TestServeCommand:
+    def test_the_printed_url_works_in_the_browser(self, page: Page) -> None:
+        """`langhooks serve` started as a command: its printed URL opens the page,
+        a run streams, approval finishes it, and a reload keeps working (the
+        cookie); the same address without the token is refused."""
+        import subprocess
+        import sys
+
+        command = [sys.executable, "-m", "langhooks", "serve", "--port", "0"]
+        with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as process:
+            try:
+                assert process.stdout is not None
+                url = process.stdout.readline().split()[2]
+                base = url.partition("?")[0]
+                page.goto(url)
+                page.fill("#prompt", QUESTION)
+                page.click("#start-button")
+                page.click("button.approve")
+                page.wait_for_selector("#run-state.ok")
+                assert (
+                    page.locator(".turn .text")
+                    .all_text_contents()[-1]
+                    .startswith("It is 14°C in Paris")
+                )
+                page.goto(base)
+                expect(page.locator("#runs .prompt")).to_have_text(QUESTION)
+                context = page.context.browser
+                assert context is not None
+                stranger = context.new_page()
+                answer = stranger.goto(base)
+                assert answer is not None
+                assert answer.status == 401
+                stranger.close()
+                page.close()
+            finally:
+                process.terminate()

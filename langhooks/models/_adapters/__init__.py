@@ -7,6 +7,8 @@ from typing import Final
 
 from ._base import StreamAdapter
 from .anthropic import AnthropicAdapter
+from .cohere import CohereAdapter
+from .gemini import GeminiAdapter
 from .ollama import OllamaAdapter
 from .openai_chat import OpenAIChatAdapter
 from .openai_responses import OpenAIResponsesAdapter
@@ -14,6 +16,8 @@ from .openai_responses import OpenAIResponsesAdapter
 __all__ = [
     "ADAPTERS",
     "AnthropicAdapter",
+    "CohereAdapter",
+    "GeminiAdapter",
     "OllamaAdapter",
     "OpenAIChatAdapter",
     "OpenAIResponsesAdapter",
@@ -26,4 +30,6 @@ ADAPTERS: Final[Mapping[str, Callable[[], StreamAdapter]]] = {
     "openai-responses": OpenAIResponsesAdapter,
     "anthropic": AnthropicAdapter,
     "ollama": OllamaAdapter,
+    "gemini": GeminiAdapter,
+    "cohere": CohereAdapter,
 }
