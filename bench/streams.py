@@ -5,9 +5,9 @@ Run by hand (not a test)::
 
     python bench/streams.py [--chunks 10000] [--repeat 7] [--formats gemini,cohere]
 
-For each wire format (``openai-chat``, ``gemini``, ``cohere``; ``bedrock`` has a
-slot in ``STREAMS`` and ``SDK_READERS``) it builds a stream of ``--chunks`` text
-chunks in memory, in the provider's live wire shape (OpenAI: ``service_tier``,
+For each wire format (``openai-chat``, ``gemini``, ``cohere``, ``bedrock``) it
+builds a stream of ``--chunks`` text chunks in memory, in the provider's live wire
+shape (OpenAI: ``service_tier``,
 ``"usage": null`` and ``obfuscation`` on every chunk, a finish chunk, a usage chunk,
 ``data: [DONE]``; Gemini: a whole ``GenerateContentResponse`` per chunk with its
 ``usageMetadata``, ``finishReason`` on the last; Cohere v2: ``message-start``,
@@ -40,6 +40,7 @@ import tracemalloc
 from collections.abc import Callable, Iterator
 from typing import Any, Final, cast
 
+import bedrock_stream  # the Bedrock case: binary eventstream frames
 from typing_extensions import override
 
 import langhooks as lh
@@ -212,12 +213,12 @@ def build_cohere(chunks: int) -> tuple[bytes, list[str]]:
     return body.encode(), payloads
 
 
-#: Each format's stream builder (None: the format has no builder yet).
-STREAMS: Final[dict[str, Callable[[int], tuple[bytes, list[str]]] | None]] = {
+#: Each format's stream builder.
+STREAMS: Final[dict[str, Callable[[int], tuple[bytes, list[str]]]]] = {
     "openai-chat": build_stream,
     "gemini": build_gemini,
     "cohere": build_cohere,
-    "bedrock": None,  # helper "bedrock": ConverseStream eventstream frames
+    "bedrock": bedrock_stream.build_stream,
 }
 
 
@@ -313,7 +314,7 @@ SDK_READERS: Final[
     "openai-chat": [("openai", _read_openai), ("mistralai", _read_mistral)],
     "gemini": [("google-genai", _read_gemini)],
     "cohere": [("cohere", _read_cohere)],
-    "bedrock": [],  # helper "bedrock": boto3 converse_stream
+    "bedrock": [("botocore", bedrock_stream.read_botocore)],
 }
 
 
@@ -370,13 +371,9 @@ def best_of(repeat: int, *runs: Callable[[], object]) -> list[float]:
     return best
 
 
-def bench_format(format: StreamFormat, chunks: int, repeat: int) -> bytes | None:
+def bench_format(format: StreamFormat, chunks: int, repeat: int) -> bytes:
     """Time one format's replay against json.loads and its SDKs; its body."""
-    build = STREAMS[format]
-    if build is None:
-        print(f"{format}: no stream builder yet (skipped)")
-        return None
-    body, payloads = build(chunks)
+    body, payloads = STREAMS[format](chunks)
     loads = json.loads
 
     def baseline() -> None:
@@ -453,14 +450,13 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown formats {unknown}; use some of {list(STREAMS)}")
 
-    first: tuple[StreamFormat, bytes] | None = None
-    for format in formats:
-        body = bench_format(cast("StreamFormat", format), args.chunks, args.repeat)
-        if body is not None and first is None:
-            first = (cast("StreamFormat", format), body)
-    if first is None:
+    bodies = [
+        (format, bench_format(format, args.chunks, args.repeat))
+        for format in cast("list[StreamFormat]", formats)
+    ]
+    if not bodies:
         return
-    format, body = first
+    format, body = bodies[0]
 
     probe = MemoryProbe(every=max(1, args.chunks // 10))
     gc.collect()

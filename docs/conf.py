@@ -71,6 +71,7 @@ nitpick_ignore = [
     ("py:class", "langhooks._core._function_keywords.StreamingCallbackFunctions"),
     ("py:class", "langhooks._core._function_keywords.AsyncStreamingCallbackFunctions"),
     ("py:class", "langhooks.models._sse.WireDecoder"),
+    ("py:class", "langhooks.models._eventstream.BedrockEventDecoder"),
     # What in_background's overloads return for each interface (the checker's view).
     ("py:class", "_controls._StreamingBackground"),
     ("py:class", "_controls._AsyncStreamingBackground"),
@@ -84,6 +85,11 @@ nitpick_ignore = [
     ("py:class", "Starlette"),  # what create_app returns: Starlette ships none
     ("py:class", "TracerProvider"),
     ("py:class", "MeterProvider"),
+    ("py:class", "LoggerProvider"),
+    # Overloaded signatures name asyncio's classes by their defining module.
+    ("py:class", "asyncio.queues.Queue"),
+    ("py:class", "asyncio.events.AbstractEventLoop"),
+    ("py:class", "langhooks._persist._codec_api._T"),  # decode/loads' TypeVar
 ]
 # redis-py's client classes and Starlette's request: their inventories are not
 # shipped either.

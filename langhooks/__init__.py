@@ -14,6 +14,7 @@ from ._core._chain_callbacks import (
     ReviewDecision,
     UpdateArguments,
 )
+from ._core._chain_streaming import AsyncChainStreamingHandler, ChainStreamingHandler
 from ._core._functions import (
     achain_callbacks,
     astreaming_callbacks,
@@ -71,11 +72,13 @@ del TYPE_CHECKING
 __all__ = [
     "Allow",
     "AsyncChainCallbackHandler",
+    "AsyncChainStreamingHandler",
     "AsyncCompositeChainHandler",
     "AsyncCompositeStreamingHandler",
     "AsyncStreamingChatResponseHandler",
     "ChainCallbackHandler",
     "ChainEventName",
+    "ChainStreamingHandler",
     "ChainView",
     "ChatResponse",
     "CoalescingDeltas",

@@ -178,15 +178,15 @@ async def notification() -> None:
     )
     typed.put_callback("on_llm_new_message", lambda event, message: print(message.text))
     typed.put_callback("on_llm_new_delta", lambda event, text: print(text.upper()))
-    NotifyingHandler(callbacks={"on_llm_new_delta": on_tool_call})  # type: ignore[arg-type]
+    NotifyingHandler(callbacks={"on_llm_new_delta": on_tool_call})  # type: ignore[call-overload]
     typed.put_callback("on_tool_call", print_text)  # type: ignore[call-overload]
-    NotifyingHandler(callbacks={"on_agent_stat": print_text})  # type: ignore[arg-type]
+    NotifyingHandler(callbacks={"on_agent_stat": print_text})  # type: ignore[call-overload]
     typed.remove_callback("on_run_start")  # type: ignore[arg-type]
 
     NotifyingHandler(notify=queue.Queue())
     NotifyingHandler(notify=print)
-    NotifyingHandler(notify=["not", "a", "queue"])  # type: ignore[arg-type]
-    NotifyingHandler(callbacks={"on_error": payload_only})  # type: ignore[arg-type]
+    NotifyingHandler(notify=["not", "a", "queue"])  # type: ignore[call-overload]
+    NotifyingHandler(callbacks={"on_error": payload_only})  # type: ignore[call-overload]
     handler.put_callback("on_error", payload_only)  # type: ignore[call-overload]
 
 

@@ -42,8 +42,6 @@ KNOWN_LONG: Final[Mapping[str, int]] = {
     "langhooks._persist._codec": 731,
     "langhooks._persist._events": 759,
     "langhooks._wrap._background": 744,
-    "langhooks._wrap._notify": 745,
-    "langhooks.integrations.opentelemetry": 888,
 }
 
 _GENERATED: Final = re.compile(r"^#.*\bgenerated\b", re.IGNORECASE | re.MULTILINE)

@@ -17,11 +17,13 @@ import langhooks.models
 PUBLIC = [
     "Allow",
     "AsyncChainCallbackHandler",
+    "AsyncChainStreamingHandler",
     "AsyncCompositeChainHandler",
     "AsyncCompositeStreamingHandler",
     "AsyncStreamingChatResponseHandler",
     "ChainCallbackHandler",
     "ChainEventName",
+    "ChainStreamingHandler",
     "ChainView",
     "ChatResponse",
     "CoalescingDeltas",
@@ -115,7 +117,7 @@ class TestSubpackages:
         [
             ("langhooks.models", {"ChatModel", "ChatRequest"}),
             ("langhooks.chain", {"LLMChain", "RunResult", "Tool"}),
-            ("langhooks.codec", {"decode", "dumps", "encode", "loads"}),
+            ("langhooks.codec", {"Encodable", "decode", "dumps", "encode", "loads"}),
             (
                 "langhooks.events",
                 {"EventRecord", "EventRecorder", "read_events", "replay_events"},

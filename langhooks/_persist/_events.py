@@ -21,7 +21,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import IO, Any, Final, TypeAlias, final, overload
+from typing import IO, Any, Final, TypeAlias, cast, final, overload
 
 from typing_extensions import override
 
@@ -48,7 +48,7 @@ from .._core._streaming import (
 from ..chain._chain import LLMChain
 from . import _codec
 from ._reading import read_events, read_numbered_events
-from ._records import EventRecord
+from ._records import EventName, EventRecord
 
 __all__ = [
     "EventRecord",
@@ -330,7 +330,7 @@ class EventRecorder(ChainCallbackHandler, StreamingChatResponseHandler):
                 self._call(
                     EventRecord(
                         seq=seq,
-                        event=name,
+                        event=cast("EventName", name),  # an interface's event
                         run_id=run_id,
                         invocation_id=invocation_id,
                         parent_id=parent_id,

@@ -68,6 +68,7 @@ _MARKS: Final[tuple[tuple[StreamFormat, bytes], ...]] = (
     ("gemini", b'"usageMetadata"'),
     ("cohere", b"message-start"),
     ("cohere", b"content-delta"),
+    ("bedrock", b":event-type"),
 )
 
 

@@ -2,6 +2,7 @@
 
 from .._core._model import ChatModel, ChatRequest
 from ._anthropic import AnthropicChatModel
+from ._bedrock import BedrockChatModel
 from ._cohere import CohereChatModel
 from ._drive import STREAM_FORMATS, AsyncStreamDriver, StreamDriver, StreamFormat
 from ._gemini import GeminiChatModel
@@ -26,6 +27,7 @@ __all__ += [
 
 __all__ += [
     "AnthropicChatModel",
+    "BedrockChatModel",
     "OllamaChatModel",
     "OpenAIChatModel",
     "OpenAIResponsesModel",

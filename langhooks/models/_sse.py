@@ -18,6 +18,7 @@ from typing import Final, TypeAlias, final
 from .._core._messages import LangHooksError
 from ._adapters._base import malformed
 from ._drive import STREAM_FORMATS
+from ._eventstream import BedrockEventDecoder
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -396,12 +397,13 @@ class WireDecoder:
         return malformed(f"not valid JSON: {data[:120]!r} ({exc})", original=exc)
 
 
-def stream_events(format: str) -> WireDecoder:
+def stream_events(format: str) -> WireDecoder | BedrockEventDecoder:
     """A decoder for the body of a stream of ``format``.
 
     Feed it the body's chunks as they arrive (``decoder.feed(chunk)``), and call
     ``decoder.end()`` at the end of input; both return the decoded events, ready
-    for ``StreamDriver.feed``. "ollama" is NDJSON, the other formats SSE.
+    for ``StreamDriver.feed``. "ollama" is NDJSON, "bedrock" the binary
+    eventstream framing (``BedrockEventDecoder``), the other formats SSE.
 
     Args:
         format: one of ``STREAM_FORMATS`` ("openai-chat", "openai-responses",
@@ -414,4 +416,6 @@ def stream_events(format: str) -> WireDecoder:
         raise ValueError(
             f"unknown stream format {format!r}; use one of {list(STREAM_FORMATS)}"
         )
+    if format == "bedrock":
+        return BedrockEventDecoder()
     return WireDecoder(format)

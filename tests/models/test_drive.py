@@ -71,13 +71,14 @@ class TestConstruction:
 
     def test_formats(self) -> None:
         """The documented formats are known."""
-        assert STREAM_FORMATS[:6] == (
+        assert STREAM_FORMATS == (
             "openai-chat",
             "openai-responses",
             "anthropic",
             "ollama",
             "gemini",
             "cohere",
+            "bedrock",
         )
 
     def test_given_handle_is_used(self) -> None:

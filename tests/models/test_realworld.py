@@ -30,6 +30,7 @@ import langhooks as lh
 from langhooks.models import StreamFormat, replay_stream
 
 from . import Recorder
+from ._realworld_bedrock import expect_bedrock
 
 # tests/models/test_realworld.py -> parents[2] is the repository root.
 REALWORLD: Final = Path(
@@ -627,25 +628,20 @@ REFERENCE: Final[dict[str, Callable[[bytes], Expected]]] = {
     "anthropic": lambda body: expect_anthropic(list(sse_events(_text(body)))),
     "gemini": lambda body: expect_gemini(list(sse_events(_text(body)))),
     "cohere": lambda body: expect_cohere(list(sse_events(_text(body)))),
-}
-#: Formats of the corpus langhooks does not replay yet, and why (skipped).
-PENDING: Final[dict[str, str]] = {
-    "bedrock": "bedrock format: helper bedrock",
+    "bedrock": expect_bedrock,
 }
 
 
-def _format_or_skip(name: str) -> StreamFormat:
-    """The capture's wire format; skip a capture whose format is pending."""
+def _format(name: str) -> StreamFormat:
+    """The capture's wire format, which has a reference decoder."""
     format = wire_format(name)
-    if format in PENDING:
-        pytest.skip(PENDING[format])
     assert format in REFERENCE, f"no reference decoder for {format!r}"
     return format  # type: ignore[return-value]  # a format with a decoder
 
 
 def expected(name: str) -> Expected:
     """What the capture ``name`` says, read by the reference decoder."""
-    return REFERENCE[_format_or_skip(name)]((REALWORLD / name).read_bytes())
+    return REFERENCE[_format(name)]((REALWORLD / name).read_bytes())
 
 
 # --- the checks ---------------------------------------------------------------
@@ -664,7 +660,7 @@ def replay(
     try:
         result: lh.ChatResponse | lh.LangHooksError = replay_stream(
             source,  # type: ignore[arg-type]  # a path or a list of bytes
-            format=_format_or_skip(name),
+            format=_format(name),
             handler=recorder,
         )
     except lh.LangHooksError as error:

@@ -7,6 +7,7 @@ from typing import Final
 
 from ._base import StreamAdapter
 from .anthropic import AnthropicAdapter
+from .bedrock import BedrockAdapter
 from .cohere import CohereAdapter
 from .gemini import GeminiAdapter
 from .ollama import OllamaAdapter
@@ -16,6 +17,7 @@ from .openai_responses import OpenAIResponsesAdapter
 __all__ = [
     "ADAPTERS",
     "AnthropicAdapter",
+    "BedrockAdapter",
     "CohereAdapter",
     "GeminiAdapter",
     "OllamaAdapter",
@@ -32,4 +34,5 @@ ADAPTERS: Final[Mapping[str, Callable[[], StreamAdapter]]] = {
     "ollama": OllamaAdapter,
     "gemini": GeminiAdapter,
     "cohere": CohereAdapter,
+    "bedrock": BedrockAdapter,
 }
