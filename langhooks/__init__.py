@@ -14,14 +14,16 @@ from ._core._chain_callbacks import (
     ReviewDecision,
     UpdateArguments,
 )
+from ._core._chain_streaming import AsyncChainStreamingHandler, ChainStreamingHandler
 from ._core._functions import (
-    async_chain_callbacks,
-    async_streaming_callbacks,
+    achain_callbacks,
+    astreaming_callbacks,
     chain_callbacks,
     streaming_callbacks,
 )
 from ._core._invocation import Invocation, current_invocation, invocation
 from ._core._messages import (
+    ChainView,
     ChatResponse,
     CompleteToolCall,
     ContentPart,
@@ -48,6 +50,7 @@ from ._core._streaming import (
     StreamingHandle,
 )
 from ._version import __version__
+from ._wrap._coalesce import CoalescingDeltas
 from ._wrap._compose import (
     AsyncCompositeChainHandler,
     AsyncCompositeStreamingHandler,
@@ -55,7 +58,6 @@ from ._wrap._compose import (
     CompositeStreamingHandler,
 )
 from ._wrap._wrappers import (
-    CoalescingDeltas,
     HandlerWithoutInvocation,
     Synchronized,
     filtered,
@@ -70,11 +72,14 @@ del TYPE_CHECKING
 __all__ = [
     "Allow",
     "AsyncChainCallbackHandler",
+    "AsyncChainStreamingHandler",
     "AsyncCompositeChainHandler",
     "AsyncCompositeStreamingHandler",
     "AsyncStreamingChatResponseHandler",
     "ChainCallbackHandler",
     "ChainEventName",
+    "ChainStreamingHandler",
+    "ChainView",
     "ChatResponse",
     "CoalescingDeltas",
     "CompleteToolCall",
@@ -109,9 +114,9 @@ __all__ = [
     "ToolResult",
     "UpdateArguments",
     "__version__",
+    "achain_callbacks",
     "aiterate_stream",
-    "async_chain_callbacks",
-    "async_streaming_callbacks",
+    "astreaming_callbacks",
     "chain_callbacks",
     "current_invocation",
     "filtered",

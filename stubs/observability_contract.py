@@ -6,16 +6,14 @@ from __future__ import annotations
 import logging
 from typing import assert_type
 
+from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk.trace import TracerProvider
 
 from langhooks import ChatResponse, Message, StreamingChatResponseHandler
 from langhooks.chain import LLMChain, RunResult
 from langhooks.integrations.console import ConsoleHandler
 from langhooks.integrations.logging import LoggingHandler
-from langhooks.integrations.opentelemetry import (
-    AsyncOpenTelemetryHandler,
-    OpenTelemetryHandler,
-)
+from langhooks.integrations.opentelemetry import CaptureMode, OpenTelemetryHandler
 from langhooks.models import ChatRequest, ScriptedChatModel
 
 
@@ -28,8 +26,12 @@ def wire(model: ScriptedChatModel) -> RunResult:
 
 
 async def awire(model: ScriptedChatModel) -> RunResult:
-    """The async twin goes in arun()'s callbacks."""
-    chain = LLMChain(model, callbacks=[AsyncOpenTelemetryHandler()])
+    """The same handler goes in arun()'s callbacks, with content in log records."""
+    otel = OpenTelemetryHandler(
+        logger_provider=LoggerProvider(), capture_content="event_only"
+    )
+    chain = LLMChain(model, callbacks=[otel])
+    assert_type(otel.capture_mode, CaptureMode)
     return await chain.arun()
 
 
@@ -46,5 +48,7 @@ def rejected() -> None:
     """Options the contract refuses."""
     OpenTelemetryHandler("langhooks")  # type: ignore[call-arg, arg-type]
     OpenTelemetryHandler(capture_content="yes")  # type: ignore[arg-type]
+    OpenTelemetryHandler(capture_content="span")  # type: ignore[arg-type]
+    OpenTelemetryHandler(logger_provider=TracerProvider())  # type: ignore[arg-type]
     ConsoleHandler(color="auto")  # type: ignore[arg-type]
     LoggingHandler(level="INFO")  # type: ignore[arg-type]

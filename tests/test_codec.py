@@ -276,7 +276,7 @@ class TestUnencodable:
     def test_not_a_value_type(self) -> None:
         """Encoding something that is not a value type is a TypeError."""
         with pytest.raises(TypeError, match="cannot encode a dict"):
-            encode({"a": 1})
+            encode({"a": 1})  # type: ignore[arg-type]
 
     def test_never_stringified(self) -> None:
         """An object with a str() is still refused, not written as text."""
@@ -319,7 +319,7 @@ class TestDecodeErrors:
     def test_not_a_mapping(self) -> None:
         """decode takes a mapping; anything else is a TypeError."""
         with pytest.raises(TypeError, match="got list"):
-            decode([])  # type: ignore[arg-type]
+            decode([])  # type: ignore[call-overload]
 
     def test_loads_of_non_object(self) -> None:
         """loads of JSON that is not an object is a TypeError."""

@@ -144,7 +144,7 @@ class TestTooDeepToShow:
             deep = [deep]
         record = EventRecord(
             seq=4,
-            event="on_some_newer_event",
+            event="on_some_newer_event",  # type: ignore[arg-type]  # a newer name
             time=datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC),
             payload={"x": deep},
         )

@@ -234,7 +234,7 @@ class TestCallbacks:
     def test_a_misspelled_callback_names_the_closest_event(self) -> None:
         """A callback key that is not a Nous event is a ValueError with a hint."""
         with pytest.raises(ValueError, match="did you mean on_llm_new_delta"):
-            NotifyingHandler(callbacks={"on_llm_new_detla": lambda e, p: None})  # type: ignore[arg-type]
+            NotifyingHandler(callbacks={"on_llm_new_detla": lambda e, p: None})  # type: ignore[call-overload]
         with pytest.raises(ValueError, match="did you mean on_tool_call"):
             NotifyingHandler().put_callback("on_tool_cal", lambda e, p: None)  # type: ignore[call-overload]
         with pytest.raises(ValueError, match="not a Nous event"):
@@ -245,7 +245,7 @@ class TestCallbacks:
     def test_a_bad_callback_is_rejected(self) -> None:
         """A callback must be callable with (event, payload)."""
         with pytest.raises(TypeError, match="must be a function of"):
-            NotifyingHandler(callbacks={"on_error": "print"})  # type: ignore[arg-type]
+            NotifyingHandler(callbacks={"on_error": "print"})  # type: ignore[call-overload]
 
         def one(payload: Any) -> None:
             pass
@@ -253,13 +253,13 @@ class TestCallbacks:
         with pytest.raises(TypeError, match="cannot take them"):
             NotifyingHandler().put_callback("on_error", one)  # type: ignore[call-overload]
         with pytest.raises(TypeError, match="callbacks must be a mapping"):
-            NotifyingHandler(callbacks=[print])  # type: ignore[arg-type]
+            NotifyingHandler(callbacks=[print])  # type: ignore[call-overload]
 
     def test_a_builtin_without_a_signature_is_trusted(self) -> None:
         """A callable inspect cannot read is accepted as a callback."""
         # max takes comparable values, not (str, LangHooksError): only the type
         # checker can tell.
-        handler = NotifyingHandler(callbacks={"on_error": max})  # type: ignore[arg-type]
+        handler = NotifyingHandler(callbacks={"on_error": max})  # type: ignore[call-overload]
         assert handler.has_callback("on_error")
 
     def test_repr_shows_the_configuration(self) -> None:
@@ -356,11 +356,11 @@ class TestQueueDelivery:
     def test_an_unsupported_notify_is_rejected(self) -> None:
         """notify must be a queue, an asyncio queue, a callable or None."""
         with pytest.raises(TypeError, match="notify must be"):
-            NotifyingHandler(notify=[])  # type: ignore[arg-type]
+            NotifyingHandler(notify=[])  # type: ignore[call-overload]
         loop = asyncio.new_event_loop()
         try:
             with pytest.raises(TypeError, match="loop= only applies"):
-                NotifyingHandler(notify=queue.Queue(), loop=loop)
+                NotifyingHandler(notify=queue.Queue(), loop=loop)  # type: ignore[call-overload]
         finally:
             loop.close()
 

@@ -17,11 +17,14 @@ import langhooks.models
 PUBLIC = [
     "Allow",
     "AsyncChainCallbackHandler",
+    "AsyncChainStreamingHandler",
     "AsyncCompositeChainHandler",
     "AsyncCompositeStreamingHandler",
     "AsyncStreamingChatResponseHandler",
     "ChainCallbackHandler",
     "ChainEventName",
+    "ChainStreamingHandler",
+    "ChainView",
     "ChatResponse",
     "CoalescingDeltas",
     "CompleteToolCall",
@@ -56,9 +59,9 @@ PUBLIC = [
     "ToolResult",
     "UpdateArguments",
     "__version__",
+    "achain_callbacks",
     "aiterate_stream",
-    "async_chain_callbacks",
-    "async_streaming_callbacks",
+    "astreaming_callbacks",
     "chain_callbacks",
     "current_invocation",
     "filtered",
@@ -114,10 +117,14 @@ class TestSubpackages:
         [
             ("langhooks.models", {"ChatModel", "ChatRequest"}),
             ("langhooks.chain", {"LLMChain", "RunResult", "Tool"}),
-            ("langhooks.codec", {"decode", "dumps", "encode", "loads"}),
+            ("langhooks.codec", {"Encodable", "decode", "dumps", "encode", "loads"}),
             (
                 "langhooks.events",
                 {"EventRecord", "EventRecorder", "read_events", "replay_events"},
+            ),
+            (
+                "langhooks.stores",
+                {"AsyncRunStore", "MemoryRunStore", "PendingRun", "RunStore"},
             ),
             (
                 "langhooks.integrations.web",

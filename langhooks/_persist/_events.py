@@ -21,7 +21,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import IO, Any, Final, TypeAlias, final, overload
+from typing import IO, Any, Final, TypeAlias, cast, final, overload
 
 from typing_extensions import override
 
@@ -36,6 +36,7 @@ from .._core._messages import (
     ToolContext,
 )
 from .._core._model import ChatModel, ChatRequest
+from .._core._result import RunResult, run_result
 from .._core._streaming import (
     AsyncStreamingChatResponseHandler,
     PartialResponseContext,
@@ -45,10 +46,9 @@ from .._core._streaming import (
     StreamingHandle,
 )
 from ..chain._chain import LLMChain
-from ..chain._result import RunResult, run_result
 from . import _codec
 from ._reading import read_events, read_numbered_events
-from ._records import EventRecord
+from ._records import EventName, EventRecord
 
 __all__ = [
     "EventRecord",
@@ -330,7 +330,7 @@ class EventRecorder(ChainCallbackHandler, StreamingChatResponseHandler):
                 self._call(
                     EventRecord(
                         seq=seq,
-                        event=name,
+                        event=cast("EventName", name),  # an interface's event
                         run_id=run_id,
                         invocation_id=invocation_id,
                         parent_id=parent_id,

@@ -8,14 +8,20 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeAlias
 
 import attrs
 
-from .._core._messages import _frozen_mapping, _reduce
+from .._core._chain_callbacks import ChainEventName
+from .._core._streaming import StreamingEventName
 from .._core._validators import count, instance_of, non_empty_str, optional_str
+from .._core._values import _frozen_mapping, _reduce
 
-__all__ = ["EventRecord"]
+__all__ = ["EventName", "EventRecord"]
+
+#: The name of a handler event: a chain event or a streaming event (``on_error``
+#: is both).
+EventName: TypeAlias = ChainEventName | StreamingEventName
 
 
 def _payload(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -28,7 +34,9 @@ class EventRecord:
 
     Attributes:
         seq: the record's number in its recorder: gap-free and increasing.
-        event: the handler method's name (``on_partial_response``, ...).
+        event: the handler method's name (``on_partial_response``, ...): typed as
+            the event names this version has; checked only for being a non-empty
+            str at run time, so records a newer version wrote still decode.
         run_id: the id of the chain run the event belongs to (the run's
             invocation id, kept across a resume), or None outside a run.
         invocation_id: the current invocation's id when the event fired (for
@@ -40,7 +48,7 @@ class EventRecord:
     """
 
     seq: int = attrs.field(validator=count)
-    event: str = attrs.field(validator=non_empty_str)
+    event: EventName = attrs.field(validator=non_empty_str)
     run_id: str | None = attrs.field(default=None, validator=optional_str)
     invocation_id: str | None = attrs.field(default=None, validator=optional_str)
     parent_id: str | None = attrs.field(default=None, validator=optional_str)

@@ -11,11 +11,9 @@ events into Nous's.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import logging
 import queue
-import threading
 import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import (
@@ -50,9 +48,12 @@ from .._core._streaming import (
     PartialThinkingContext,
     StreamingChatResponseHandler,
 )
+from ._notify_sinks import Sink as _Sink
+from ._notify_sinks import sink as _sink
 
 if TYPE_CHECKING:
-    from ..chain import LLMChain, RunResult
+    from .._core._messages import ChainView
+    from .._core._result import RunResult
 
 __all__ = [
     "AgentStartPayload",
@@ -85,7 +86,7 @@ NousEvent: TypeAlias = Literal[
 class AgentStartPayload(TypedDict):
     """The payload of ``on_agent_start``."""
 
-    chain: LLMChain
+    chain: ChainView
 
 
 class ToolCallPayload(TypedDict):
@@ -114,7 +115,7 @@ class NousCallbacks(TypedDict, total=False):
     on_llm_new_message: Callable[[str, Message], object]
     on_tool_call: Callable[[str, ToolCallPayload], object]
     on_tool_response: Callable[[str, ToolResponsePayload], object]
-    on_agent_complete: Callable[[str, RunResult], object]
+    on_agent_complete: Callable[[str, RunResult[Any]], object]
     on_error: Callable[[str, LangHooksError], object]
 
 
@@ -221,152 +222,6 @@ def _check_callback(event: str, callback: object) -> Callback:
     return callback
 
 
-# --- where messages go --------------------------------------------------------------
-
-
-class _Sink:
-    """Delivers messages to one ``notify`` target; shared by a handler's copies."""
-
-    def __init__(self, target: object) -> None:
-        self.target: Final = target
-        self.dropped = 0
-        self._lock: Final = threading.Lock()
-
-    def deliver(self, message: tuple[str, Any]) -> None:
-        raise NotImplementedError
-
-    def _count_drop(self, maxsize: int) -> None:
-        with self._lock:
-            self.dropped += 1
-            first = self.dropped == 1
-        if first:
-            logger.warning(
-                "langhooks: the notify queue is full (maxsize=%d): dropping the "
-                "oldest message to make room. NotifyingHandler.dropped counts the "
-                "drops; give the queue no maxsize to keep every message.",
-                maxsize,
-            )
-
-
-@final
-class _CallableSink(_Sink):
-    def __init__(self, target: Callable[[tuple[str, Any]], object]) -> None:
-        super().__init__(target)
-        self._call: Final = target
-
-    @override
-    def deliver(self, message: tuple[str, Any]) -> None:
-        self._call(message)
-
-
-@final
-class _QueueSink(_Sink):
-    def __init__(self, target: queue.Queue[Any]) -> None:
-        super().__init__(target)
-        self._queue: Final = target
-        self._drop_lock: Final = threading.Lock()
-
-    @override
-    def deliver(self, message: tuple[str, Any]) -> None:
-        q = self._queue
-        try:
-            q.put_nowait(message)
-        except queue.Full:
-            pass
-        else:
-            return
-        # Full: drop the oldest message until this one fits. The lock keeps other
-        # producers on this handler from racing us for the freed slot; a consumer
-        # may empty the queue meanwhile, which only means nothing needs dropping.
-        with self._drop_lock:
-            while True:
-                try:
-                    q.put_nowait(message)
-                except queue.Full:
-                    with contextlib.suppress(queue.Empty):
-                        q.get_nowait()
-                        q.task_done()
-                        self._count_drop(q.maxsize)
-                else:
-                    return
-
-
-@final
-class _AsyncQueueSink(_Sink):
-    """Puts messages on an ``asyncio.Queue`` in its loop's thread.
-
-    An ``asyncio.Queue`` is not thread-safe and, since Python 3.10, is bound to a
-    loop only when a coroutine first waits on it, so the loop is found in this
-    order: the ``loop`` given to ``NotifyingHandler``; the loop running when the
-    handler was created; the loop the queue is bound to (a consumer awaited
-    ``get()``); the loop running in the thread of the first delivery.
-    """
-
-    def __init__(
-        self, target: asyncio.Queue[Any], loop: asyncio.AbstractEventLoop | None
-    ) -> None:
-        super().__init__(target)
-        self._queue: Final = target
-        self._loop = loop if loop is not None else asyncio._get_running_loop()
-
-    def _resolve_loop(self) -> asyncio.AbstractEventLoop:
-        # asyncio.Queue keeps the loop it bound to in ``_loop`` (None until bound).
-        bound = getattr(self._queue, "_loop", None)
-        loop = bound if bound is not None else asyncio._get_running_loop()
-        if loop is None:
-            raise RuntimeError(
-                "NotifyingHandler cannot tell which event loop reads the "
-                "asyncio.Queue: create the handler inside that loop (in async code), "
-                "or pass loop=<the loop>"
-            )
-        self._loop = loop
-        return loop
-
-    @override
-    def deliver(self, message: tuple[str, Any]) -> None:
-        loop = self._loop if self._loop is not None else self._resolve_loop()
-        # asyncio._get_running_loop (exported in asyncio.__all__) returns None off a
-        # loop instead of raising: cheap on the per-delta path.
-        if asyncio._get_running_loop() is loop:
-            self._put(message)
-            return
-        try:
-            loop.call_soon_threadsafe(self._put, message)
-        except RuntimeError as error:
-            raise RuntimeError(
-                f"cannot deliver {message[0]!r}: the event loop that reads the "
-                f"asyncio.Queue is closed ({error})"
-            ) from error
-
-    def _put(self, message: tuple[str, Any]) -> None:
-        # Runs in the loop's thread, so nothing else touches the queue meanwhile.
-        q = self._queue
-        if q.full():
-            q.get_nowait()
-            q.task_done()
-            self._count_drop(q.maxsize)
-        q.put_nowait(message)
-
-
-def _sink(notify: object, loop: asyncio.AbstractEventLoop | None) -> _Sink | None:
-    if loop is not None and not isinstance(notify, asyncio.Queue):
-        raise TypeError(
-            f"loop= only applies when notify is an asyncio.Queue, got {notify!r}"
-        )
-    if notify is None:
-        return None
-    if isinstance(notify, asyncio.Queue):
-        return _AsyncQueueSink(notify, loop)
-    if isinstance(notify, queue.Queue):
-        return _QueueSink(notify)
-    if callable(notify):
-        return _CallableSink(notify)
-    raise TypeError(
-        f"notify must be a queue.Queue, an asyncio.Queue, a callable taking the "
-        f"(tag, payload) message, or None; got {notify!r}"
-    )
-
-
 # --- the handler --------------------------------------------------------------------
 
 _NO_CALLBACKS: Final[Mapping[str, Callback]] = types.MappingProxyType({})
@@ -439,7 +294,8 @@ class NotifyingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
         callbacks: Nous event name -> function of ``(event, payload)``.
         notify: where messages go (see above), or None.
         loop: the event loop that reads ``notify`` when it is an
-            ``asyncio.Queue`` created outside that loop.
+            ``asyncio.Queue`` created outside that loop (only with one: the
+            overloads reject ``loop=`` without an ``asyncio.Queue``).
 
     Raises:
         ValueError: a callback's key is not a Nous event (the message names the
@@ -452,6 +308,26 @@ class NotifyingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
     _sink: _Sink | None
     _handled: frozenset[str]
 
+    @overload
+    def __init__(
+        self, callbacks: NousCallbacks | None = None, notify: Notify | None = None
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        callbacks: NousCallbacks | None,
+        notify: asyncio.Queue[Any],
+        *,
+        loop: asyncio.AbstractEventLoop | None,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        callbacks: NousCallbacks | None = None,
+        *,
+        notify: asyncio.Queue[Any],
+        loop: asyncio.AbstractEventLoop | None,
+    ) -> None: ...
     def __init__(
         self,
         callbacks: NousCallbacks | None = None,
@@ -603,7 +479,7 @@ class NotifyingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
     def put_callback(
         self,
         event: Literal["on_agent_complete"],
-        callback: Callable[[str, RunResult], object],
+        callback: Callable[[str, RunResult[Any]], object],
     ) -> NotifyingHandler: ...
     @overload
     def put_callback(
@@ -642,12 +518,12 @@ class NotifyingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
     # --- chain events -------------------------------------------------------------
 
     @override
-    def on_run_start(self, chain: LLMChain) -> None:
+    def on_run_start(self, chain: ChainView) -> None:
         """Nous ``on_agent_start`` with ``{"chain": chain}``."""
         self.execute("on_agent_start", {"chain": chain})
 
     @override
-    def on_llm_new_delta(self, chain: LLMChain, deltas: Sequence[MessageDelta]) -> None:
+    def on_llm_new_delta(self, chain: object, deltas: Sequence[MessageDelta]) -> None:
         """Per delta: ``on_llm_new_thinking_delta`` with its thinking, then
         ``on_llm_new_delta`` with its text (each only when not empty)."""
         for delta in deltas:
@@ -657,14 +533,14 @@ class NotifyingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
                 self.execute("on_llm_new_delta", delta.text)
 
     @override
-    def on_message_processed(self, chain: LLMChain, message: Message) -> None:
+    def on_message_processed(self, chain: ChainView, message: Message) -> None:
         """Nous ``on_llm_new_message`` for an assistant message (not a tool one)."""
         if message.role == "assistant":
             self.execute("on_llm_new_message", message)
 
     @override
     def on_tool_execution_started(
-        self, chain: LLMChain, call: ToolCall, tool: Tool
+        self, chain: ChainView, call: ToolCall, tool: Tool
     ) -> None:
         """Nous ``on_tool_call`` with ``{"id", "name", "arguments"}``."""
         self.execute(
@@ -674,7 +550,7 @@ class NotifyingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
 
     @override
     def on_tool_execution_completed(
-        self, chain: LLMChain, call: ToolCall, result: ToolResult
+        self, chain: ChainView, call: ToolCall, result: ToolResult
     ) -> None:
         """Nous ``on_tool_response`` with ``{"id", "name", "result"}``."""
         self.execute(
@@ -684,17 +560,16 @@ class NotifyingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
 
     @override
     def on_tool_execution_failed(
-        self, chain: LLMChain, call: ToolCall, result: ToolResult
+        self, chain: ChainView, call: ToolCall, result: ToolResult
     ) -> None:
-        """Nous ``on_tool_response``; ``result.is_error`` (or a denial's text) says
-        why it failed."""
+        """Nous ``on_tool_response``; ``result`` says why the call failed."""
         self.execute(
             "on_tool_response",
             {"id": call.call_id, "name": call.name, "result": result},
         )
 
     @override
-    def on_run_complete(self, chain: LLMChain, result: RunResult) -> None:
+    def on_run_complete(self, chain: ChainView, result: RunResult[Any]) -> None:
         """Nous ``on_agent_complete`` with the ``RunResult``."""
         self.execute("on_agent_complete", result)
 
@@ -728,7 +603,7 @@ class NotifyingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
     @overload
     def on_error(self, error: LangHooksError, /) -> None: ...
     @overload
-    def on_error(self, chain: LLMChain, error: LangHooksError, /) -> None: ...
+    def on_error(self, chain: ChainView, error: LangHooksError, /) -> None: ...
     @override
     def on_error(self, *args: Any) -> None:
         """Nous ``on_error`` with the error: a stream's ``on_error(error)`` or a

@@ -37,6 +37,10 @@ _COMMANDS: Final = {
         "langhooks.cli.serve",
         "run the demo agent behind a live web page (needs langhooks[web])",
     ),
+    "runs": (
+        "langhooks.cli.runs",
+        "list the runs waiting for decisions in a Redis or PostgreSQL run store",
+    ),
 }
 
 

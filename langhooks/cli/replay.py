@@ -64,6 +64,11 @@ _MARKS: Final[tuple[tuple[StreamFormat, bytes], ...]] = (
     ("anthropic", b"content_block_"),
     ("openai-chat", b"chat.completion.chunk"),
     ("openai-chat", b'"choices"'),
+    ("gemini", b'"candidates"'),
+    ("gemini", b'"usageMetadata"'),
+    ("cohere", b"message-start"),
+    ("cohere", b"content-delta"),
+    ("bedrock", b":event-type"),
 )
 
 
@@ -159,13 +164,18 @@ def _looks_like(head: bytes) -> StreamFormat | None:
     return None
 
 
+def _a(format: str) -> str:
+    """The article before a format's name ("an openai-chat", "a gemini")."""
+    return "an" if format[:1] in "aeiou" else "a"
+
+
 def _hint(format: StreamFormat, head: bytes) -> str | None:
     """A hint for a stream that failed, unless it looks like ``format``."""
     guess = _looks_like(head)
     if guess == format:
         return None  # the format is right: the stream itself is broken
     if guess is not None:
-        return f"hint: this looks like an {guess} stream: try --format {guess}"
+        return f"hint: this looks like {_a(guess)} {guess} stream: try --format {guess}"
     return (
         f"hint: check that --format {format} matches the capture "
         f"(one of {', '.join(STREAM_FORMATS)})"
@@ -198,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
         _error(f"the stream failed: {escaped(str(error))}")
         hint = _hint(format, head.data)
         if decoder.decoded == 0:
-            _error(f"nothing in {shown} decodes as an {format} stream")
+            _error(f"nothing in {shown} decodes as {_a(format)} {format} stream")
             if hint is not None:
                 _error(hint)
             return 2

@@ -1,61 +1,81 @@
-"""``RedisRunStore``: an interrupted run's state, shared by every worker."""
+"""``RedisRunStore``: interrupted runs kept in Redis, resumed once (see
+``_redis_runs`` for the keys)."""
 
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Final, final
+from typing import TYPE_CHECKING, Any, Final, final
 
-from .._core._messages import LangHooksError, Tool, ToolCall
-from ..chain import Decision, LLMChain, RunResult
-from ._redis_wire import (
-    SyncClient,
-    check_count,
-    check_seconds,
-    check_sync_client,
-    is_cluster,
+from .._core._messages import ToolCall
+from .._persist._resume import (
+    ResumeCode,
+    resume_once,
 )
+from .._persist._stores import (
+    PendingRun,
+    check_limit,
+    check_metadata,
+)
+from ._redis_wire import SyncClient, check_sync_client, is_cluster
 
 if TYPE_CHECKING:
-    from ..chain import RetryPolicy
+    from ..chain import Decision, LLMChain, RetryPolicy, RunResult, Tool
     from ..chain._chain import Handler
     from ..models import ChatModel
+from ._redis_runs import (
+    CLAIM,
+    FIELDS,
+    FINISH_CALL,
+    HEARTBEAT,
+    RELEASE,
+    SETTLE,
+    START_CALL,
+    Layout,
+    as_text,
+    claim_error,
+    claim_lost,
+    index_for,
+    index_keys,
+    load_chain,
+    member_ids,
+    settle_args,
+    started_outcome,
+)
 
 __all__ = ["RedisRunStore"]
-
-# Deletes the lock only if this resume still holds it: a resume that outlived its
-# lock must not release the lock of the resume that took over.
-_RELEASE: Final = """
-if redis.call('get', KEYS[1]) == ARGV[1] then
-    return redis.call('del', KEYS[1])
-end
-return 0
-"""
 
 
 @final
 class RedisRunStore:
-    """Saves chains' run state in Redis so any worker can load and resume a run.
+    """A ``RunStore`` in Redis: save an interrupted run, resume it in any worker,
+    once.
 
-    Keys: ``{prefix}state:{run_id}`` holds the state (``chain.to_state()`` as JSON,
-    expiring ``expire_after`` seconds after the last save) and
-    ``{prefix}resume:{run_id}`` is the lock a resume holds; on a Redis Cluster the
-    run id is their hash tag (``{prefix}state:{{run_id}}``), so the keys of one run
-    share a slot. Code (model, tools, callbacks) is never stored: the worker passes
-    it again.
+    ``resume`` claims the run in Redis (waiting → claimed by this worker) and a
+    heartbeat thread renews the claim while the worker lives, so a slow tool or a
+    long answer never lets a second resume in. Each tool call is recorded before
+    it runs and its outcome as soon as it returns: a resume that takes over a run
+    whose worker died (no heartbeat for ``claim_timeout`` seconds) reuses what
+    ran and never starts a call that had started; that call gets an error result
+    saying its worker stopped. Code (model, tools, callbacks) is never stored.
 
     Args:
         client: a synchronous ``redis.Redis`` or ``redis.cluster.RedisCluster``
-            client (its ``decode_responses`` setting does not matter).
+            client (its ``decode_responses`` setting does not matter). A run is one
+            hash, so every change to it is one script on one key, on a cluster
+            too.
         prefix: prepended to every key.
-        expire_after: seconds a saved state is kept after its last save.
-        lock_timeout: seconds after which the lock of a resume whose worker died
-            expires, so the run can be resumed again.
+        expire_after: seconds a run is kept after its save when ``save`` is not
+            given ``expires_in``.
+        claim_timeout: seconds without a heartbeat after which a resume's claim
+            may be taken over by another resume (its worker is taken for dead).
+        lock_timeout: the name ``claim_timeout`` had in earlier releases; when
+            given, it is the claim timeout.
 
     Raises:
         TypeError: ``client`` is not a ``redis.Redis`` or
             ``redis.cluster.RedisCluster``, or a bad option.
+        ValueError: ``claim_timeout`` is not > 0 and finite.
     """
 
     def __init__(
@@ -64,52 +84,57 @@ class RedisRunStore:
         *,
         prefix: str = "langhooks:",
         expire_after: int = 7 * 24 * 3600,
-        lock_timeout: float = 300.0,
+        claim_timeout: float = 60.0,
+        lock_timeout: float | None = None,
     ) -> None:
         check_sync_client(client, "RedisRunStore")
-        if not isinstance(prefix, str):
-            raise TypeError(f"prefix must be a str, got {prefix!r}")
-        check_count("expire_after", expire_after, 1)
-        check_seconds("lock_timeout", lock_timeout)
+        self._layout: Final = Layout(prefix, expire_after, claim_timeout, lock_timeout)
         self._client: Final = client
-        self._prefix: Final = prefix
-        self._expire_after: Final = expire_after
-        self._lock_ms: Final = max(1, round(lock_timeout * 1000))
-        self._release: Final = client.register_script(_RELEASE)
-        self._tagged: Final = is_cluster(client)
+        self._claim: Final = client.register_script(CLAIM)
+        self._heartbeat: Final = client.register_script(HEARTBEAT)
+        self._start_call: Final = client.register_script(START_CALL)
+        self._finish_call: Final = client.register_script(FINISH_CALL)
+        self._settle: Final = client.register_script(SETTLE)
+        self._release: Final = client.register_script(RELEASE)
 
-    def _key(self, kind: str, run_id: str) -> str:
-        if self._tagged:
-            return f"{self._prefix}{kind}:{{{run_id}}}"
-        return f"{self._prefix}{kind}:{run_id}"
-
-    def _state_key(self, run_id: str) -> str:
-        return self._key("state", run_id)
-
-    def resume_key(self, run_id: str) -> str:
-        """The key of the lock a resume of run ``run_id`` holds."""
-        return self._key("resume", run_id)
-
-    def save(self, chain: LLMChain) -> str:
+    def save(
+        self,
+        chain: LLMChain,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        expires_in: float | None = None,
+    ) -> str:
         """Save ``chain``'s state under its run id (replacing an earlier save).
+
+        Args:
+            chain: the chain of a ``RunResult`` (``result.chain``).
+            metadata: JSON values to find the run by (``pending(metadata=...)``).
+            expires_in: seconds until the run is forgotten (None:
+                ``expire_after``).
 
         Returns:
             The run id (``chain.invocation.id``).
 
         Raises:
-            ValueError: the chain has not run (it has no run id).
-            TypeError: the state holds a value that cannot be encoded.
+            ValueError: the chain has not run (it has no run id), or a bad
+                ``expires_in``.
+            TypeError: not an ``LLMChain``, metadata that is not JSON, or a state
+                holding a value that cannot be encoded.
         """
-        if not isinstance(chain, LLMChain):
-            raise TypeError(f"save takes an LLMChain, got {chain!r}")
-        if chain.invocation is None:
-            raise ValueError(
-                "the chain has not run, so it has no run id: save the chain of a "
-                "RunResult (result.chain)"
-            )
-        run_id = chain.invocation.id
-        text = json.dumps(chain.to_state(), separators=(",", ":"))
-        self._client.set(self._state_key(run_id), text, ex=self._expire_after)
+        run_id, fields, expires, indexes, waiting = self._layout.saved(
+            chain, metadata, expires_in
+        )
+        key = self._layout.key(run_id)
+        pipe = self._client.pipeline(transaction=False)
+        pipe.delete(key)
+        pipe.hset(key, mapping=fields)
+        pipe.pexpireat(key, expires)
+        for index in indexes:
+            if waiting:
+                pipe.zadd(index, {run_id: fields["saved"]})
+            else:
+                pipe.zrem(index, run_id)
+        pipe.execute()
         return run_id
 
     def load(
@@ -122,27 +147,16 @@ class RedisRunStore:
         fallbacks: Sequence[ChatModel] = (),
         retry: RetryPolicy | None = None,
     ) -> LLMChain:
-        """The saved chain of run ``run_id``, with this worker's code.
+        """The saved chain of run ``run_id`` (its latest state), with this
+        worker's code.
 
         Raises:
-            LangHooksError: type "invalid_request" when no state is saved under
-                ``run_id`` (never saved, or expired).
+            LangHooksError: type "invalid_request" when no run is saved under
+                ``run_id`` (never saved, deleted or expired).
         """
-        text = self._client.get(self._state_key(run_id))
-        if text is None:
-            raise LangHooksError(
-                "invalid_request",
-                f"no saved run {run_id!r} under prefix {self._prefix!r} (never "
-                f"saved, or expired after {self._expire_after}s)",
-            )
-        state = json.loads(text)
-        return LLMChain.from_state(
-            state,
-            model,
-            tools=tools,
-            callbacks=callbacks,
-            fallbacks=fallbacks,
-            retry=retry,
+        state = self._client.hget(self._layout.key(run_id), "state")
+        return load_chain(
+            state, self._layout, run_id, model, tools, callbacks, fallbacks, retry
         )
 
     def resume(
@@ -157,13 +171,7 @@ class RedisRunStore:
         retry: RetryPolicy | None = None,
         continue_run: bool = True,
     ) -> RunResult:
-        """Resume an interrupted run with human decisions, once.
-
-        Takes the run's lock atomically (``SET NX``); a second resume of the same
-        run while one holds it, or after the run stopped waiting, runs nothing and
-        raises "conflict": a double-clicked "approve" runs the tool once. After the
-        decisions, the run continues to the model's answer (``continue_run``), and
-        the state it ends in is saved under the same run id.
+        """Resume a waiting run with human decisions, once.
 
         Args:
             run_id: the run to resume.
@@ -176,58 +184,156 @@ class RedisRunStore:
                 answer (when they did not end the run).
 
         Returns:
-            The ``RunResult`` the run ended with here.
+            The ``RunResult`` the run ended with here; the state it ended in is
+            saved under the same run id (waiting again, or done).
 
         Raises:
-            LangHooksError: type "conflict" when another resume of the run holds
-                the lock or the run waits for no decision; "invalid_request" for
-                an unknown run.
-            ValueError: the decisions do not match the waiting calls.
+            LangHooksError: type "conflict" when another resume holds the run or
+                it waits for no decision; "invalid_request" for an unknown,
+                deleted or expired run.
+            ValueError: the decisions do not match the waiting calls (the run
+                waits again, unchanged).
         """
-        lock_key = self.resume_key(run_id)
-        token = uuid.uuid4().hex
-        if not self._client.set(lock_key, token, nx=True, px=self._lock_ms):
-            raise LangHooksError(
-                "conflict",
-                f"run {run_id!r} is being resumed by another request; nothing was run",
-            )
-        try:
-            chain = self.load(
-                run_id,
-                model,
-                tools=tools,
-                callbacks=callbacks,
-                fallbacks=fallbacks,
-                retry=retry,
-            )
-            calls, chosen = _match(run_id, chain.pending_tool_calls, decisions)
-            result = chain.execute_tool_calls_with_decisions(calls, chosen)
-            if result.status == "ok" and continue_run:
-                result = result.chain.run()
-            self.save(result.chain)
-            return result
-        finally:
-            self._release(keys=[lock_key], args=[token])
-
-
-def _match(
-    run_id: str,
-    waiting: Sequence[ToolCall],
-    decisions: Sequence[Decision] | Mapping[str, Decision],
-) -> tuple[list[ToolCall], list[Decision]]:
-    if not waiting:
-        raise LangHooksError(
-            "conflict",
-            f"run {run_id!r} waits for no decision (it was resumed already); "
-            f"nothing was run",
+        code = ResumeCode(
+            model=model,
+            tools=tools,
+            callbacks=callbacks,
+            fallbacks=fallbacks,
+            retry=retry,
+            continue_run=continue_run,
         )
-    if isinstance(decisions, Mapping):
-        by_id = {call.call_id: call for call in waiting}
-        unknown = sorted(set(decisions) - set(by_id))
-        if unknown:
-            raise ValueError(
-                f"tool call(s) {unknown} of run {run_id!r} do not wait for a "
-                f"decision; waiting: {sorted(by_id)}"
-            )
-        return [by_id[i] for i in decisions], list(decisions.values())
-    return list(waiting), list(decisions)
+        return resume_once(
+            _Claims(self),
+            run_id,
+            decisions,
+            code,
+            claim_timeout=self._layout.claim_timeout,
+        )
+
+    def pending(
+        self, *, metadata: Mapping[str, Any] | None = None, limit: int = 100
+    ) -> list[PendingRun]:
+        """The runs waiting for decisions, newest first (the approval inbox).
+
+        Args:
+            metadata: keep only runs whose metadata contains this (as JSONB
+                ``@>``); a top-level str, number, bool or null value is looked up
+                in its own index.
+            limit: at most this many runs.
+
+        Raises:
+            TypeError: bad ``metadata`` or ``limit``.
+            ValueError: ``limit`` < 1.
+        """
+        wanted = check_metadata(metadata)
+        check_limit(limit)
+        index = index_for(self._layout.prefix, wanted)
+        rows: list[PendingRun] = []
+        start = 0
+        batch = max(limit, 50)
+        while len(rows) < limit:
+            ids = member_ids(self._client.zrevrange(index, start, start + batch - 1))
+            if not ids:
+                break
+            pipe = self._client.pipeline(transaction=False)
+            for run_id in ids:
+                pipe.hmget(self._layout.key(run_id), list(FIELDS))
+            gone: list[str] = []
+            for run_id, values in zip(ids, pipe.execute(), strict=True):
+                if values[0] is None:
+                    gone.append(run_id)
+                    continue
+                row = self._layout.row(run_id, values, wanted)
+                if row is not None and len(rows) < limit:
+                    rows.append(row)
+            if gone:
+                self._client.zrem(index, *gone)
+            start += batch - len(gone)
+        return rows
+
+    def waiting(self, run_id: str) -> PendingRun | None:
+        """Run ``run_id``'s row of the inbox: None unless it waits for decisions
+        (unknown, expired, being resumed or done)."""
+        values = self._client.hmget(self._layout.key(run_id), list(FIELDS))
+        return None if values[0] is None else self._layout.row(run_id, values, {})
+
+    def delete(self, run_id: str) -> bool:
+        """Forget run ``run_id``; whether it was there."""
+        key = self._layout.key(run_id)
+        meta = self._client.hget(key, "meta")
+        pipe = self._client.pipeline(transaction=False)
+        pipe.delete(key)
+        data = json.loads(meta) if meta is not None else {}
+        for index in index_keys(self._layout.prefix, data):
+            pipe.zrem(index, run_id)
+        return bool(pipe.execute()[0])
+
+
+@final
+class _Claims:
+    """The claim primitives of ``RedisRunStore``: one script call each."""
+
+    def __init__(self, store: RedisRunStore) -> None:
+        self._store: Final = store
+        self._indexes: list[str] = []  # the inbox indexes of the claimed run
+
+    def claim(self, run_id: str, token: str) -> Mapping[str, Any]:
+        store = self._store
+        layout = store._layout
+        answer = store._claim(keys=[layout.key(run_id)], args=[token, layout.claim_ms])
+        if as_text(answer[0]) != "ok":
+            raise claim_error(run_id, layout.prefix, answer)
+        state: dict[str, Any] = json.loads(answer[1])
+        self._indexes = index_keys(layout.prefix, json.loads(answer[2]))
+        return state
+
+    def heartbeat(self, run_id: str, token: str) -> bool:
+        store = self._store
+        return bool(store._heartbeat(keys=[store._layout.key(run_id)], args=[token]))
+
+    def start_call(self, run_id: str, token: str, call_id: str) -> str | None:
+        store = self._store
+        answer = store._start_call(
+            keys=[store._layout.key(run_id)], args=[token, f"call:{call_id}"]
+        )
+        return started_outcome(run_id, answer)
+
+    def finish_call(self, run_id: str, token: str, call_id: str, outcome: str) -> None:
+        store = self._store
+        store._finish_call(
+            keys=[store._layout.key(run_id)],
+            args=[token, f"call:{call_id}", outcome],
+        )
+
+    def settle(
+        self,
+        run_id: str,
+        token: str,
+        state: Mapping[str, Any],
+        waiting: Sequence[ToolCall],
+    ) -> None:
+        store = self._store
+        layout = store._layout
+        args = settle_args(token, state, waiting)
+        # One round trip: the script, then the inbox indexes (hints that pending()
+        # checks against the run's status, so they follow only a settled script).
+        # redis-py refuses scripts in a cluster's pipeline: there, two.
+        pipe = store._client.pipeline(transaction=False)
+        if is_cluster(store._client):
+            settled = store._settle(keys=[layout.key(run_id)], args=args)
+        else:
+            store._settle(keys=[layout.key(run_id)], args=args, client=pipe)
+        for index in self._indexes:
+            if waiting:
+                pipe.zadd(index, {run_id: args[-1]})
+            else:
+                pipe.zrem(index, run_id)
+        answers = pipe.execute()
+        if not is_cluster(store._client):
+            settled = answers[0]
+        if not settled:
+            raise claim_lost(run_id)
+
+    def release(self, run_id: str, token: str) -> None:
+        store = self._store
+        store._release(keys=[store._layout.key(run_id)], args=[token])

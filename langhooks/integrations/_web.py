@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from typing_extensions import override
 
+from .._persist._stores import RunStore, check_run_store
 from ..chain import Decision, LLMChain
 from ._web_auth import Authorize, Guard, started_by
 from ._web_backend import (
@@ -29,6 +30,9 @@ from ._web_backend import (
     RunConflict,
     RunNotFound,
 )
+from ._web_limits import MAX_BODY_BYTES
+from ._web_limits import BadRequest as _BadRequest
+from ._web_limits import json_body as _json_body
 from ._web_memory import MemoryBackend
 
 if TYPE_CHECKING:
@@ -37,13 +41,6 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_BODY_BYTES", "MAX_PROMPT_CHARS", "Agent", "create_app"]
 
-# Request bodies larger than this are refused unread (413).
-MAX_BODY_BYTES: Final = 64 * 1024
-# Request bodies nested deeper than this are refused (400): no decision or prompt
-# needs more, and a deeper one would only exhaust the stack of what handles it.
-MAX_BODY_DEPTH: Final = 64
-_TOO_DEEP: Final = f"the body is nested deeper than {MAX_BODY_DEPTH} levels"
-_NOT_UNICODE: Final = "the body holds text that is not valid Unicode (a lone surrogate)"
 MAX_PROMPT_CHARS: Final = 8_000
 # How long a browser waits before reconnecting a dropped event stream.
 _RETRY_MS: Final = 1000
@@ -80,74 +77,6 @@ class _JSONResponse(JSONResponse):
 
 def _error(status: int, message: str) -> JSONResponse:
     return _JSONResponse({"error": message}, status_code=status)
-
-
-class _BadRequest(Exception):
-    """A request the app refuses: its status and what was wrong."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-async def _json_body(request: Request) -> Any:
-    """The request's JSON body, read up to ``MAX_BODY_BYTES``.
-
-    Raises:
-        _BadRequest: not JSON (415), too large (413), or malformed (400).
-    """
-    media_type = request.headers.get("content-type", "").split(";")[0].strip()
-    if media_type.lower() != "application/json":
-        # Also what keeps other sites out: a cross-site form cannot send JSON.
-        raise _BadRequest(415, "send the body as Content-Type: application/json")
-    length = request.headers.get("content-length", "")
-    if length.isdecimal() and int(length) > MAX_BODY_BYTES:
-        raise _BadRequest(413, f"the body is larger than {MAX_BODY_BYTES} bytes")
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_BODY_BYTES:
-            raise _BadRequest(413, f"the body is larger than {MAX_BODY_BYTES} bytes")
-    try:
-        value = json.loads(body)
-    except RecursionError:
-        raise _BadRequest(400, _TOO_DEEP) from None
-    except ValueError as exc:
-        raise _BadRequest(400, f"the body is not valid JSON: {exc}") from None
-    _check_tree(value)
-    return value
-
-
-def _check_tree(value: object) -> None:
-    """Refuse a parsed body nested too deep or holding text that is not Unicode
-    (a lone surrogate, which JSON's escapes allow but nothing can encode).
-
-    Raises:
-        _BadRequest: 400, saying which.
-    """
-    # Iterative: the walk must not be what exhausts the stack.
-    stack: list[tuple[object, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, str):
-            _check_text(item)
-            continue
-        if isinstance(item, dict | list) and depth > MAX_BODY_DEPTH:
-            raise _BadRequest(400, _TOO_DEEP)
-        if isinstance(item, dict):
-            for key in item:
-                _check_text(key)
-            stack.extend((child, depth + 1) for child in item.values())
-        elif isinstance(item, list):
-            stack.extend((child, depth + 1) for child in item)
-
-
-def _check_text(text: str) -> None:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise _BadRequest(400, _NOT_UNICODE) from None
 
 
 def _decision(item: object, position: int) -> tuple[str, Decision]:
@@ -340,6 +269,7 @@ def create_app(
     agent: Agent | None = None,
     heartbeat: float = 15.0,
     authorize: Authorize | None = None,
+    store: RunStore | None = None,
 ) -> Starlette:
     """The ASGI app that shows runs live and takes human decisions.
 
@@ -364,6 +294,10 @@ def create_app(
             everyone in, but only under ``localhost`` or an IP address (a name
             could be a DNS-rebinding page's). Either way, a POST from another
             origin is refused (403) before ``authorize`` is asked.
+        store: where interrupted runs wait for decisions (a ``RunStore``:
+            ``PostgresRunStore``, ``RedisRunStore``, ``MemoryRunStore``, ...) and
+            are resumed once, with ``agent``'s code; None keeps them in this
+            process (or, with ``redis``, in a ``RedisRunStore`` on it).
 
     Returns:
         The app (a ``Starlette``), to serve with uvicorn or mount in another app.
@@ -386,12 +320,14 @@ def create_app(
     if not isinstance(prefix, str):
         raise TypeError(f"prefix must be a str, got {prefix!r}")
     backend: Backend
+    if store is not None:
+        check_run_store(store, "store")
     if redis is None:
-        backend = MemoryBackend()
+        backend = MemoryBackend(store)
     else:
         from ._web_redis import RedisBackend  # needs the redis extra
 
-        backend = RedisBackend(redis, prefix, shards)
+        backend = RedisBackend(redis, prefix, shards, store)
     guard = Guard(authorize, backend.owner)
     web = _WebApp(backend, agent, heartbeat=float(heartbeat), guard=guard)
 

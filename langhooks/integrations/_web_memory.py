@@ -2,7 +2,9 @@
 
 Each run is an ``arun()`` task on the server's event loop; its records go through an
 ``EventRecorder`` into a list per run, and readers wait on it. An interrupted run's
-chain stays here until a person decides. Stream ids are "1", "2", ... per run.
+chain stays here until a person decides, or, given a ``RunStore``, is saved there and
+resumed through it (once, with the agent's code). Stream ids are "1", "2", ... per
+run.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, final
 
 import attrs
 
+from .._core._messages import LangHooksError
 from ._web_backend import (
     Agent,
     Entry,
@@ -31,6 +34,7 @@ from ._web_backend import (
 from ._web_record import RecordSink
 
 if TYPE_CHECKING:
+    from .._persist._stores import RunStore
     from ..chain import Decision, LLMChain, RunResult
 
 __all__ = ["MemoryBackend"]
@@ -53,12 +57,17 @@ class _Run:
 
 @final
 class MemoryBackend:
-    """Runs kept and driven in this process (for one server process)."""
+    """Runs kept and driven in this process (for one server process).
 
-    def __init__(self) -> None:
+    Args:
+        store: where interrupted runs wait (None: with their chain, here).
+    """
+
+    def __init__(self, store: RunStore | None = None) -> None:
         self._lock = threading.Lock()
         self._runs: dict[str, _Run] = {}
         self._tasks = Tasks()
+        self._store = store
 
     def _run(self, run_id: str) -> _Run:
         run = self._runs.get(run_id)
@@ -188,6 +197,9 @@ class MemoryBackend:
             RunConflict: the run is not waiting for decisions.
             DecisionMismatch: a decision names a call that is not waiting.
         """
+        if self._store is not None:
+            await self._resume_stored(self._store, run_id, decisions, agent)
+            return
         with self._lock:
             run = self._run(run_id)
             chain = run.chain
@@ -197,14 +209,63 @@ class MemoryBackend:
             run.chain, run.state = None, "resuming"
         self._tasks.spawn(self._drive(run.sink, _resumed(chain, calls, settled)))
 
+    async def _resume_stored(
+        self,
+        store: RunStore,
+        run_id: str,
+        decisions: Sequence[tuple[str, Decision]],
+        agent: Agent | None,
+    ) -> None:
+        """Resume through ``store`` with the agent's code, in a thread."""
+        with self._lock:
+            run = self._run(run_id)
+            if run.state != "interrupted":
+                raise RunConflict(not_waiting(run.state))
+            if agent is None:  # pragma: no cover - an app without an agent runs none
+                raise RunConflict("this app runs no agent, so it cannot resume runs")
+            run.state = "resuming"
+        template = agent(run.prompt)
+        try:
+            saved = await asyncio.to_thread(
+                store.load, run_id, template.model, tools=template.tools
+            )
+            calls, settled = match_decisions(saved.pending_tool_calls, decisions)
+        except BaseException as error:
+            self._settle(run_id, "interrupted", None)
+            if isinstance(error, LangHooksError):
+                raise RunConflict(
+                    f"the run's saved state cannot be resumed: {error.message}"
+                ) from None
+            raise
+        chosen = {
+            call.call_id: decision
+            for call, decision in zip(calls, settled, strict=True)
+        }
+        work = asyncio.to_thread(
+            store.resume,
+            run_id,
+            chosen,
+            template.model,
+            tools=template.tools,
+            callbacks=[*template.callbacks, *run.sink.handlers],
+            fallbacks=template.fallbacks,
+            retry=template.retry,
+        )
+        self._tasks.spawn(self._drive(run.sink, work, stored=True))
+
     async def close(self) -> None:
         """Cancel the runs still going."""
         await self._tasks.cancel()
 
     async def _drive(
-        self, sink: RecordSink, work: Coroutine[Any, Any, RunResult]
+        self,
+        sink: RecordSink,
+        work: Coroutine[Any, Any, RunResult],
+        *,
+        stored: bool = False,
     ) -> None:
-        """Await a run (or a resume and the run after it); keep how it ended."""
+        """Await a run (or a resume and the run after it); keep how it ended
+        (``stored``: the store's resume saved it already)."""
         try:
             result = await work
         except BaseException as exc:
@@ -217,7 +278,21 @@ class MemoryBackend:
             return
         assert sink.run_id is not None  # a run records on_run_start first
         interrupted = result.status == "interrupted"
-        self._settle(sink.run_id, result.status, result.chain if interrupted else None)
+        if self._store is None:
+            self._settle(
+                sink.run_id, result.status, result.chain if interrupted else None
+            )
+            return
+        if not stored:
+            # Saved however it ended, as a store's resume does: an interrupted run
+            # waits there, a finished one is refused.
+            try:
+                await asyncio.to_thread(self._store.save, result.chain)
+            except Exception:
+                _log.exception("langhooks web: run %s could not be saved", sink.run_id)
+                self._settle(sink.run_id, "error", None)
+                return
+        self._settle(sink.run_id, result.status, None)
 
     def _settle(self, run_id: str, state: RunState, chain: LLMChain | None) -> None:
         with self._lock:

@@ -54,6 +54,7 @@ from ._web_backend import (
 )
 
 if TYPE_CHECKING:
+    from .._persist._stores import RunStore
     from ..chain import Decision, LLMChain, RunResult
 
 __all__ = ["RedisBackend"]
@@ -103,15 +104,25 @@ class RedisBackend:
             client.
         prefix: the key prefix the publishers and run stores use.
         shards: the publishers' ``shards`` (None: their default for this client).
+        store: where interrupted runs wait (None: a ``RedisRunStore`` on
+            ``client`` and ``prefix``).
     """
 
-    def __init__(self, client: SyncClient, prefix: str, shards: int | None) -> None:
+    def __init__(
+        self,
+        client: SyncClient,
+        prefix: str,
+        shards: int | None = None,
+        store: RunStore | None = None,
+    ) -> None:
         check_sync_client(client, "create_app(redis=...)")
         self._client = client
         self._prefix = prefix
         self._keys = Keys.of(client, prefix, shards)
         self._index = f"{prefix}web:runs"
-        self._store = RedisRunStore(client, prefix=prefix)
+        self._store: RunStore = (
+            RedisRunStore(client, prefix=prefix) if store is None else store
+        )
         self._publisher: RedisEventPublisher | None = None
         self._pool = ThreadPoolExecutor(64, thread_name_prefix="langhooks-web-redis")
         self._tasks = Tasks()
@@ -171,7 +182,7 @@ class RedisBackend:
     def _state(self, run_id: str, last: Any) -> RunState:
         if last is not None and ends_run(last[1]):
             return "error" if _event(last[1]) == "on_error" else "ok"
-        if self._client.exists(self._store.resume_key(run_id)):
+        if self._client.exists(f"{self._prefix}resume:{run_id}"):
             return "resuming"
         if (
             last is not None

@@ -7,7 +7,8 @@
   another process or on another host; ``run_entries`` / ``arun_entries``: the
   stream's records with their ids (what a web page's event stream sends).
 - ``RedisEventConsumer``: consumer groups over the firehose, at least once.
-- ``RedisRunStore``: save an interrupted run, resume it in any worker, once.
+- ``RedisRunStore`` / ``AsyncRedisRunStore``: save an interrupted run, list the
+  runs waiting for people, resume one in any worker, once.
 
 One client object is passed in by the caller, never created from a URL here.
 """
@@ -25,8 +26,10 @@ from ._redis_consumer import RedisEventConsumer
 from ._redis_follow import RunEntry, afollow, arun_entries, follow, run_entries
 from ._redis_publisher import RedisEventPublisher
 from ._redis_store import RedisRunStore
+from ._redis_store_async import AsyncRedisRunStore
 
 __all__ = [
+    "AsyncRedisRunStore",
     "RedisEventConsumer",
     "RedisEventPublisher",
     "RedisRunStore",

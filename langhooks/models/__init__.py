@@ -2,7 +2,11 @@
 
 from .._core._model import ChatModel, ChatRequest
 from ._anthropic import AnthropicChatModel
+from ._bedrock import BedrockChatModel
+from ._cohere import CohereChatModel
 from ._drive import STREAM_FORMATS, AsyncStreamDriver, StreamDriver, StreamFormat
+from ._gemini import GeminiChatModel
+from ._mistral import MistralChatModel
 from ._ollama import OllamaChatModel
 from ._openai import OpenAIChatModel, OpenAIResponsesModel
 from ._replay import replay_stream
@@ -23,7 +27,10 @@ __all__ += [
 
 __all__ += [
     "AnthropicChatModel",
+    "BedrockChatModel",
     "OllamaChatModel",
     "OpenAIChatModel",
     "OpenAIResponsesModel",
 ]
+
+__all__ += ["CohereChatModel", "GeminiChatModel", "MistralChatModel"]

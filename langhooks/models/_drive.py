@@ -22,13 +22,28 @@ driver turns events into handler calls through the format's pure adapter
   then calls nothing more);
 - the response assembled holds exactly what the handler was given.
 
+**The one place no raw exception escapes a model's stream** is ``guard``
+(``StreamDriver.guard`` / ``AsyncStreamDriver.guard``): a model runs its whole
+stream (opening the request, reading, closing) as ``driver.guard(work)``. Any
+``Exception`` that ``work`` lets out and the driver did not already report, from
+an SDK, a transport, code wrapping them (an instrumentation patching the SDK), an
+adapter bug or an exception class nobody here wrote, becomes a classified
+``LangHooksError`` (``error_from_exception``; the original kept as
+``original`` and ``__cause__``), goes to ``on_error`` exactly once and is raised.
+The handler's own exceptions still propagate unchanged, a failure after the
+stream completed is logged (the handler was told it completed), and after a
+cancel the cancelled response is returned. Every model streams through a driver
+this way: ``run_stream``/``arun_stream`` (the SDK and HTTP models),
+``ScriptedChatModel``, ``replay_stream``; a new model does the same.
+
 A handler is only called for the events it overrides (a composite or wrapper for
 all of them), so an event nobody listens to costs no object construction.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import logging
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, Literal, NoReturn, TypeAlias, final, get_args
 
 from .._core._handler import HandlerBase, bound_event, event_is_async, overridden_events
@@ -64,12 +79,20 @@ from ._adapters._base import (
     Action,
     finish_status,
     malformed,
+    wire_event,
 )
+from ._errors import describe_exception, error_from_exception, with_cause
 
 __all__ = ["STREAM_FORMATS", "AsyncStreamDriver", "StreamDriver", "StreamFormat"]
 
 StreamFormat: TypeAlias = Literal[
-    "openai-chat", "openai-responses", "anthropic", "ollama"
+    "openai-chat",
+    "openai-responses",
+    "anthropic",
+    "ollama",
+    "gemini",
+    "cohere",
+    "bedrock",
 ]
 #: The wire formats a driver (and ``replay_stream``) understands.
 STREAM_FORMATS: Final[tuple[str, ...]] = get_args(StreamFormat)
@@ -90,25 +113,7 @@ _COMPACT_AT: Final = 1024
 
 _Call: TypeAlias = "tuple[Callable[..., Any], tuple[Any, ...], bool]"
 
-
-def _wire_event(event: object) -> object:
-    """A JSON object (or the ``"[DONE]"`` string) from ``event``.
-
-    Official-SDK events are pydantic models: dumped the way they came off the wire
-    (fields the server did not send are left out).
-    """
-    if isinstance(event, Mapping | str):
-        return event
-    dump = getattr(event, "model_dump", None)
-    if callable(dump):
-        try:
-            return dump(mode="json", by_alias=True, exclude_unset=True, warnings=False)
-        except Exception as exc:  # a broken SDK object is malformed input
-            raise malformed(f"cannot convert {type(event).__name__}: {exc}") from exc
-    raise malformed(
-        f"expected a decoded wire event (a JSON object or an SDK event), got "
-        f"{type(event).__name__}"
-    )
+_log: Final = logging.getLogger("langhooks.models")
 
 
 class _Driver:
@@ -152,6 +157,10 @@ class _Driver:
         self._adapter: StreamAdapter = factory()
         self._state: int = _OPEN
         self._error: LangHooksError | None = None
+        # What the handler raised, if it did: it propagates unchanged.
+        self._raised: BaseException | None = None
+        # The error ``fail`` last raised (reported or not): it propagates too.
+        self._failed: LangHooksError | None = None
         self._final: ChatResponse | None = None
         # Content as delivered: runs of (type, pieces), consecutive same-type
         # pieces joined into one part at the end.
@@ -236,7 +245,7 @@ class _Driver:
             if isinstance(event, LangHooksError):
                 return event  # a decoder's verdict on malformed wire data
             try:
-                event = _wire_event(event)
+                event = wire_event(event)
             except LangHooksError as error:
                 return error
         try:
@@ -274,8 +283,8 @@ class _Driver:
         """Record ``action`` in the response; the handler call it needs, if any."""
         methods = self._methods
         if action[0] is TEXT or action[0] is THINKING:
-            text = action[1]
-            is_text = action[0] is TEXT
+            kind, text = action
+            is_text = kind is TEXT
             self._append("text" if is_text else "thinking", text)
             if is_text:
                 method = methods["on_partial_response"]
@@ -298,15 +307,13 @@ class _Driver:
             method = methods["on_partial_tool_call"]
             if method is None:
                 return None
+            _, index, call_id, name, arguments = action
             partial = PartialToolCall(
-                index=action[1],
-                id=action[2],
-                name=action[3],
-                partial_arguments=action[4],
+                index=index, id=call_id, name=name, partial_arguments=arguments
             )
             return (method[0], (partial, self._tool_context), method[1])
         if action[0] is TOOL_COMPLETE:
-            call = action[1]
+            _, call = action
             self._tool_calls.append(call)
             method = methods["on_complete_tool_call"]
             if method is None:
@@ -316,7 +323,7 @@ class _Driver:
         method = methods["on_unmapped_raw_event"]
         if method is None:
             return None
-        return (method[0], (action[1],), method[1])
+        return (method[0], (action[1],), method[1])  # (UNMAPPED, raw_event)
 
     def _settled(self) -> ChatResponse | None:
         """The start of ``finish`` for both drivers: the response of a stream that
@@ -347,6 +354,40 @@ class _Driver:
         self._state = _COMPLETED
         response = self._final = self._build()
         return response, self._methods["on_complete_response"]
+
+    def _escaped(self, exc: Exception) -> ChatResponse | LangHooksError:
+        """What ``guard`` does with ``exc``, which the stream's work let out: the
+        response to return, or the error still to report (through ``fail``).
+
+        Raises:
+            BaseException: the handler's own exception (``exc``, or the one a
+                later failure while closing replaced), or the error already
+                reported.
+        """
+        if self._raised is not None:
+            raise self._raised
+        if exc is self._error or exc is self._failed:
+            raise exc
+        state = self._state
+        if state == _FAILED:
+            # Closing failed after the stream had failed: the reported error
+            # stands (with this failure as its context).
+            assert self._error is not None
+            raise self._error
+        if state == _COMPLETED:
+            assert self._final is not None
+            _log.warning(
+                "the %s stream completed (the handler was told) but closing it "
+                "failed: %s",
+                self.format,
+                describe_exception(exc),
+                exc_info=exc,
+            )
+            return self._final
+        if state == _CANCELLED or self.handle.is_cancelled:
+            self._state = _CANCELLED
+            return self._build()
+        return error_from_exception(exc)
 
     def _truncated(self) -> LangHooksError:
         return LangHooksError(
@@ -448,8 +489,9 @@ class StreamDriver(_Driver):
                     call = self._accept(action)
                     if call is not None:
                         call[0](*call[1])
-            except BaseException:
+            except BaseException as exc:
                 self._state = _BROKEN
+                self._raised = exc
                 raise
             if handle._cancelled:
                 self._state = _CANCELLED
@@ -481,7 +523,11 @@ class StreamDriver(_Driver):
                 self._fail(self._truncated())
             response, method = self._complete()
             if method is not None:
-                method[0](response)
+                try:
+                    method[0](response)
+                except BaseException as exc:
+                    self._raised = exc
+                    raise
             return response
 
     def fail(self, error: LangHooksError) -> NoReturn:
@@ -494,6 +540,7 @@ class StreamDriver(_Driver):
         Raises:
             LangHooksError: ``error``, always.
         """
+        self._failed = error
         with self.handle._delivery:
             if self._state in (_OPEN, _ENDED) and not self.handle.is_cancelled:
                 self._fail(error)
@@ -501,11 +548,43 @@ class StreamDriver(_Driver):
 
     def _fail(self, error: LangHooksError) -> NoReturn:
         self._state = _FAILED
-        self._error = error
+        self._error = with_cause(error)
         method = self._methods["on_error"]
         if method is not None:
-            method[0](error)
+            try:
+                method[0](error)
+            except BaseException as exc:
+                self._raised = exc
+                raise
         raise error
+
+    def guard(self, work: Callable[[], ChatResponse]) -> ChatResponse:
+        """Run a stream's ``work`` so that no raw exception leaves it.
+
+        The one place every model's stream passes through (see the module
+        docstring): an ``Exception`` ``work`` lets out and the driver has not
+        reported becomes a classified ``LangHooksError`` (the original as
+        ``__cause__``), reported to ``on_error`` once and raised.
+
+        Args:
+            work: opens, reads and closes the stream, feeding this driver;
+                returns ``finish()``'s response.
+
+        Returns:
+            ``work``'s response; the cancelled response when the stream was
+            cancelled; the completed one when only closing it failed.
+
+        Raises:
+            LangHooksError: the stream failed (``on_error`` was called once).
+            BaseException: what the handler raised, unchanged.
+        """
+        try:
+            return work()
+        except Exception as exc:
+            outcome = self._escaped(exc)
+            if isinstance(outcome, ChatResponse):
+                return outcome
+            self.fail(outcome)
 
 
 @final
@@ -553,8 +632,9 @@ class AsyncStreamDriver(_Driver):
                     result = call[0](*call[1])
                     if call[2]:
                         await result
-        except BaseException:
+        except BaseException as exc:
             self._state = _BROKEN
+            self._raised = exc
             raise
         if handle.is_cancelled:
             self._state = _CANCELLED
@@ -574,13 +654,18 @@ class AsyncStreamDriver(_Driver):
                 await self._fail(self._truncated())
             response, method = self._complete()
             if method is not None:
-                result = method[0](response)
-                if method[1]:
-                    await result
+                try:
+                    result = method[0](response)
+                    if method[1]:
+                        await result
+                except BaseException as exc:
+                    self._raised = exc
+                    raise
             return response
 
     async def fail(self, error: LangHooksError) -> NoReturn:
         """Report a transport failure and raise it; see ``StreamDriver.fail``."""
+        self._failed = error
         with self.handle._delivery:
             if self._state in (_OPEN, _ENDED) and not self.handle.is_cancelled:
                 await self._fail(error)
@@ -588,10 +673,24 @@ class AsyncStreamDriver(_Driver):
 
     async def _fail(self, error: LangHooksError) -> NoReturn:
         self._state = _FAILED
-        self._error = error
+        self._error = with_cause(error)
         method = self._methods["on_error"]
         if method is not None:
-            result = method[0](error)
-            if method[1]:
-                await result
+            try:
+                result = method[0](error)
+                if method[1]:
+                    await result
+            except BaseException as exc:
+                self._raised = exc
+                raise
         raise error
+
+    async def guard(self, work: Callable[[], Awaitable[ChatResponse]]) -> ChatResponse:
+        """The async twin of ``StreamDriver.guard``: ``work`` is awaited."""
+        try:
+            return await work()
+        except Exception as exc:
+            outcome = self._escaped(exc)
+            if isinstance(outcome, ChatResponse):
+                return outcome
+            await self.fail(outcome)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import datetime
 import email.utils
+import functools
+import importlib
 import math
 import re
 import time
@@ -17,7 +19,14 @@ from typing import Final
 
 from .._core._messages import ErrorType, LangHooksError
 
-__all__ = ["classify_error", "parse_ratelimit", "retry_after_seconds"]
+__all__ = [
+    "classify_error",
+    "describe_exception",
+    "error_from_exception",
+    "parse_ratelimit",
+    "retry_after_seconds",
+    "with_cause",
+]
 
 # Provider error codes / types (OpenAI ``code`` or ``type``, Anthropic
 # ``error.type``, Responses ``error.code``) and what they mean.
@@ -52,6 +61,16 @@ _CODE_TYPES: Final[Mapping[str, ErrorType]] = {
     "server_error": "stream_error",
     "api_error": "stream_error",
     "internal_server_error": "stream_error",
+    # Google's canonical codes (Gemini's error "status").
+    "resource_exhausted": "rate_limited",
+    "unavailable": "overloaded",
+    "deadline_exceeded": "timeout",
+    "unauthenticated": "authentication",
+    "permission_denied": "authentication",
+    "invalid_argument": "invalid_request",
+    "failed_precondition": "invalid_request",
+    "not_found": "invalid_request",
+    "internal": "stream_error",
 }
 # Quota and billing failures arrive as 429s but waiting does not fix them.
 _NOT_RETRYABLE_CODES: Final = frozenset(
@@ -59,7 +78,7 @@ _NOT_RETRYABLE_CODES: Final = frozenset(
 )
 # Server faults: the same request may well succeed on a second try.
 _RETRYABLE_CODES: Final = frozenset(
-    {"server_error", "api_error", "internal_server_error"}
+    {"server_error", "api_error", "internal_server_error", "internal"}
 )
 
 _STATUS_TYPES: Final[Mapping[int, ErrorType]] = {
@@ -279,3 +298,92 @@ def _duration_seconds(text: str) -> float | None:
     for amount, unit in _DURATION_PART.findall(text):
         total += float(amount) * _UNIT_SECONDS[unit]
     return round(total, 9)
+
+
+@functools.cache
+def _http_library_errors() -> tuple[
+    tuple[type[BaseException], ...], tuple[type[BaseException], ...]
+]:
+    timeouts: list[type[BaseException]] = [TimeoutError]
+    transport: list[type[BaseException]] = [OSError]
+    # The SDKs read through httpx (older releases) or httpx2 (newer ones); a
+    # failure mid-stream surfaces as that library's own exception.
+    for name in ("httpx", "httpx2"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:  # pragma: no cover - both are installed where tests run
+            continue
+        timeouts.append(module.TimeoutException)
+        transport.append(module.TransportError)
+    return tuple(timeouts), tuple(transport)
+
+
+def _is_a(exc: BaseException, name: str) -> bool:
+    """Whether ``exc`` is an instance of a class called ``name`` (an SDK class)."""
+    return any(cls.__name__ == name for cls in type(exc).__mro__)
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``"ClassName: message"`` for ``exc``, even when its ``__str__`` raises.
+
+    An exception class from code nobody here wrote may break its own ``str()``;
+    the error that reports it must not break too.
+    """
+    name = type(exc).__name__
+    try:
+        text = str(exc)
+    except Exception as broken:
+        text = f"<str() of the exception failed: {type(broken).__name__}>"
+    return f"{name}: {text}" if text else name
+
+
+def error_from_exception(exc: BaseException) -> LangHooksError:
+    """The ``LangHooksError`` for a failure raised under a model's stream.
+
+    Whatever raised it (an SDK, an HTTP client, code wrapping them such as an
+    instrumentation, or an adapter bug), the result is classified and keeps
+    ``exc`` as ``original`` (and so as ``__cause__`` when raised ``from`` it).
+
+    An HTTP error status never gets here as an SDK ``APIStatusError``: the
+    clients' ``error_body_hook`` classified it first (``http_error``), and an SDK
+    that wrapped that error is unwrapped. A timeout is "timeout"; a transport
+    failure (refused, reset, dropped mid-stream) is "connection"; anything else
+    (a request the SDK refused to build, a bug in wrapping code) is a
+    non-retryable "stream_error".
+    """
+    if isinstance(exc, LangHooksError):
+        return exc
+    if isinstance(exc.__cause__, LangHooksError):
+        # Raised by error_body_hook inside the SDK, which wrapped it.
+        return exc.__cause__
+    timeouts, transport = _http_library_errors()
+    if isinstance(exc, timeouts) or _is_a(exc, "APITimeoutError"):
+        return LangHooksError(
+            "timeout",
+            f"the request timed out ({describe_exception(exc)})",
+            original=exc,
+        )
+    if isinstance(exc, transport) or _is_a(exc, "APIConnectionError"):
+        return LangHooksError(
+            "connection",
+            f"the connection failed: {describe_exception(exc)}",
+            original=exc,
+        )
+    return LangHooksError(
+        "stream_error",
+        f"the request failed: {describe_exception(exc)}",
+        original=exc,
+        retryable=False,
+    )
+
+
+def with_cause(error: LangHooksError) -> LangHooksError:
+    """``error`` with the exception it stands for as its ``__cause__``."""
+    original = error.original
+    if (
+        error.__cause__ is None
+        and isinstance(original, BaseException)
+        and original is not error
+    ):
+        error.__cause__ = original
+    return error

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, Literal
 
 from .._core._messages import ChatResponse, LangHooksError, Message
 from .._core._model import ChatRequest
@@ -16,6 +16,7 @@ from .._core._streaming import (
 from ._tool_schema import function_tools
 from ._transport import (
     AsyncBody,
+    AsyncHTTPBody,
     Body,
     ConnectionWatch,
     aread_error_body,
@@ -244,24 +245,8 @@ class OllamaChatModel:
                         raise http_error(
                             r.status_code, r.headers, body, complete=complete
                         )
-                    yield _AsyncBody(r)
+                    yield AsyncHTTPBody(r)
             finally:
                 watch.done()
 
         return await arun_stream("ollama", handler, handle, open_body)
-
-
-class _AsyncBody:
-    """An httpx async response seen as an ``AsyncBody``."""
-
-    __slots__ = ("http_response",)
-
-    def __init__(self, response: Any) -> None:
-        self.http_response = response
-
-    @property
-    def headers(self) -> Mapping[str, str]:
-        return cast("Mapping[str, str]", self.http_response.headers)
-
-    def iter_bytes(self) -> AsyncIterator[bytes]:
-        return cast("AsyncIterator[bytes]", self.http_response.aiter_bytes())

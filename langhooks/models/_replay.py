@@ -31,7 +31,8 @@ def replay_stream(
         source: a path to a recorded body (``.sse`` or ``.ndjson``), or an
             iterable of str or bytes chunks of the body, split anywhere (as read
             from a socket).
-        format: "openai-chat", "openai-responses", "anthropic" or "ollama".
+        format: one of ``STREAM_FORMATS``: "openai-chat" (also Mistral),
+            "openai-responses", "anthropic", "ollama", "gemini", "cohere", ...
         handler: the handler to drive.
         handle: a cancel handle to hold before the stream starts; one is created
             otherwise (each partial's context carries it).
@@ -52,16 +53,23 @@ def replay_stream(
         raise ValueError(
             f"unknown stream format {format!r}; use one of {list(STREAM_FORMATS)}"
         )
+    given: object = source
+    if isinstance(given, bytes | bytearray):
+        raise TypeError("source must be a path or an iterable of chunks, got bytes")
     driver = StreamDriver(format, handler, handle=handle)
     decoder = stream_events(format)
     if isinstance(source, str | os.PathLike):
         with open(source, "rb") as file:
             chunks = iter(lambda: file.read(_READ_SIZE), b"")
-            return pump(driver, chunks, decoder, _read_error)
-    given: object = source
-    if isinstance(given, bytes | bytearray):
-        raise TypeError("source must be a path or an iterable of chunks, got bytes")
-    return pump(driver, source, decoder, _read_error)
+            return driver.guard(lambda: pump(driver, chunks, decoder, _read_error))
+    try:
+        pieces = iter(source)
+    except TypeError:
+        raise TypeError(
+            f"source must be a path or an iterable of chunks, got "
+            f"{type(source).__name__}"
+        ) from None
+    return driver.guard(lambda: pump(driver, pieces, decoder, _read_error))
 
 
 def _read_error(exc: Exception) -> LangHooksError:

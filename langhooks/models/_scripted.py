@@ -30,7 +30,6 @@ from .._core._messages import (
     LangHooksError,
     TokenUsage,
     ToolCall,
-    _frozen_mapping,
 )
 from .._core._model import ChatRequest
 from .._core._streaming import (
@@ -38,6 +37,7 @@ from .._core._streaming import (
     StreamingChatResponseHandler,
     StreamingHandle,
 )
+from .._core._values import _frozen_mapping
 from ._adapters._base import (
     TEXT,
     THINKING,
@@ -251,6 +251,11 @@ class ScriptedChatModel:
         """
         driver = StreamDriver("openai-chat", handler, handle=handle)
         number, turn = self._take(request)
+        return driver.guard(lambda: self._deliver(driver, number, turn))
+
+    def _deliver(
+        self, driver: StreamDriver, number: int, turn: ScriptedTurn | LangHooksError
+    ) -> ChatResponse:
         if isinstance(turn, LangHooksError):
             driver.fail(turn)
         driver._use_adapter(_ScriptedAdapter(turn, number))
@@ -282,6 +287,14 @@ class ScriptedChatModel:
         """
         driver = AsyncStreamDriver("openai-chat", handler, handle=handle)
         number, turn = self._take(request)
+        return await driver.guard(lambda: self._adeliver(driver, number, turn))
+
+    async def _adeliver(
+        self,
+        driver: AsyncStreamDriver,
+        number: int,
+        turn: ScriptedTurn | LangHooksError,
+    ) -> ChatResponse:
         if isinstance(turn, LangHooksError):
             await driver.fail(turn)
         driver._use_adapter(_ScriptedAdapter(turn, number))

@@ -4,13 +4,27 @@
 in the SDK they load, the API resource they stream from, and how a ``ChatRequest``
 becomes that API's parameters; the options, the clients (with the SDK's own retries
 off) and the streaming through ``run_stream`` / ``arun_stream`` are this one class.
+
+A stream is opened with the API's plain ``create(..., stream=True)``, the call an
+instrumentation patching the SDK (``opentelemetry-instrumentation-openai-v2`` and
+its kin) knows how to wrap, and its bytes are read from the HTTP response the SDK's
+stream object (or the wrapper around it) holds. Closing goes through the object's
+own exit (``__exit__``/``__aexit__``, else ``close()``, awaited when it returns an
+awaitable), so a wrapper ends its span, and then the HTTP response itself is
+closed, whatever the wrapper did.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from contextlib import AbstractAsyncContextManager, AbstractContextManager
-from typing import Any, ClassVar, Final, cast
+import inspect
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import (
+    AbstractAsyncContextManager,
+    AbstractContextManager,
+    asynccontextmanager,
+    contextmanager,
+)
+from typing import Any, ClassVar, Final
 
 from .._core._messages import ChatResponse
 from .._core._model import ChatRequest
@@ -20,16 +34,85 @@ from .._core._streaming import (
     StreamingHandle,
 )
 from ._drive import StreamFormat
-from ._transport import AsyncBody, Body, arun_stream, model_name, run_stream
+from ._transport import (
+    AsyncBody,
+    AsyncHTTPBody,
+    Body,
+    arun_stream,
+    model_name,
+    run_stream,
+)
 
 __all__ = ["SDKChatModel"]
+
+
+def _http_response(stream: object, reader: str) -> Any:
+    """The HTTP response under an SDK stream object (or a wrapper around it).
+
+    Raises:
+        TypeError: ``stream`` holds no response with ``reader`` (the model's guard
+            reports it as a classified error).
+    """
+    response = getattr(stream, "response", None)
+    if not callable(getattr(response, reader, None)):
+        raise TypeError(
+            f"the SDK's create(stream=True) returned {type(stream).__name__}, "
+            f"which holds no HTTP response to read"
+        )
+    return response
+
+
+@contextmanager
+def _sdk_body(stream: Any) -> Iterator[Body]:
+    """The body of the SDK stream ``stream``; closed (it, then its response) after."""
+    response: Any = None
+    try:
+        response = _http_response(stream, "iter_bytes")
+        yield response
+    finally:
+        try:
+            exit_ = getattr(stream, "__exit__", None)
+            if callable(exit_):
+                exit_(None, None, None)
+            else:
+                closing = getattr(stream, "close", None)
+                result = closing() if callable(closing) else None
+                if inspect.iscoroutine(result):  # a sync stream never gives one
+                    result.close()
+        finally:
+            if response is not None:
+                response.close()
+
+
+@asynccontextmanager
+async def _async_sdk_body(stream: Any) -> AsyncIterator[AsyncBody]:
+    """The async twin of ``_sdk_body``: a ``close()`` that returns an awaitable is
+    awaited, one that does not is not."""
+    response: Any = None
+    try:
+        response = _http_response(stream, "aiter_bytes")
+        yield AsyncHTTPBody(response)
+    finally:
+        try:
+            exit_ = getattr(stream, "__aexit__", None)
+            if callable(exit_):
+                await exit_(None, None, None)
+            else:
+                closing = getattr(stream, "close", None)
+                result = closing() if callable(closing) else None
+                if inspect.isawaitable(result):
+                    await result
+        finally:
+            if response is not None:
+                await response.aclose()
 
 
 class SDKChatModel:
     """A chat model streaming through an official provider SDK.
 
     Subclasses set ``_format`` and implement ``_new_clients``, ``_resource`` and
-    ``_params``.
+    ``_params`` (or ``_open`` and ``_aopen``, for an SDK whose ``create`` does not
+    stream an HTTP response).
     """
 
     _format: ClassVar[StreamFormat]
@@ -67,8 +150,22 @@ class SDKChatModel:
         raise NotImplementedError
 
     def _params(self, request: ChatRequest) -> dict[str, Any]:
-        """``request`` as the API's ``create`` parameters."""
+        """``request`` as the API's ``create`` parameters (with ``stream=True``)."""
         raise NotImplementedError
+
+    def _open(self, client: Any, request: ChatRequest) -> AbstractContextManager[Body]:
+        """Send ``request`` with ``client``: its streamed HTTP response, unread.
+
+        The API's plain ``create(..., stream=True)`` is called (see the module
+        docstring); a model on an SDK without one overrides this.
+        """
+        return _sdk_body(self._resource(client).create(**self._params(request)))
+
+    def _aopen(
+        self, client: Any, request: ChatRequest
+    ) -> AbstractAsyncContextManager[AsyncBody]:
+        """The async twin of ``_open``."""
+        return _AsyncOpening(self._resource(client).create(**self._params(request)))
 
     @property
     def base_url(self) -> str:
@@ -97,14 +194,9 @@ class SDKChatModel:
                 was called first.
         """
 
-        def open_body() -> AbstractContextManager[Body]:
-            resource = self._resource(self._client).with_streaming_response
-            return cast(
-                "AbstractContextManager[Body]",
-                resource.create(**self._params(request)),
-            )
-
-        return run_stream(self._format, handler, handle, open_body)
+        return run_stream(
+            self._format, handler, handle, lambda: self._open(self._client, request)
+        )
 
     async def astream(
         self,
@@ -120,11 +212,33 @@ class SDKChatModel:
                 was called first.
         """
 
-        def open_body() -> AbstractAsyncContextManager[AsyncBody]:
-            resource = self._resource(self._async_client).with_streaming_response
-            return cast(
-                "AbstractAsyncContextManager[AsyncBody]",
-                resource.create(**self._params(request)),
-            )
+        return await arun_stream(
+            self._format,
+            handler,
+            handle,
+            lambda: self._aopen(self._async_client, request),
+        )
 
-        return await arun_stream(self._format, handler, handle, open_body)
+
+class _AsyncOpening:
+    """An async ``create(...)`` awaited on entering, then its stream's body.
+
+    ``arun_stream`` calls ``open_body()`` synchronously and enters what it gets:
+    the coroutine of the async client's ``create`` is awaited there.
+    """
+
+    __slots__ = ("_body", "_creating")
+
+    def __init__(self, creating: Any) -> None:
+        self._creating = creating
+        self._body: Any = None
+
+    async def __aenter__(self) -> AsyncBody:
+        stream = await self._creating
+        self._body = _async_sdk_body(stream)
+        body: AsyncBody = await self._body.__aenter__()
+        return body
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        # Only called once __aenter__ returned, so the body is there.
+        await self._body.__aexit__(None, None, None)

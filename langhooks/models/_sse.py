@@ -18,6 +18,7 @@ from typing import Final, TypeAlias, final
 from .._core._messages import LangHooksError
 from ._adapters._base import malformed
 from ._drive import STREAM_FORMATS
+from ._eventstream import BedrockEventDecoder
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -227,6 +228,9 @@ class SSEDecoder:
                     break
                 data.append(line[6:])
                 continue
+            if line[:7] == b"event: ":  # named events (Anthropic, Cohere, ...)
+                self._event = line[7:]
+                continue
             if line[0] == 0x3A:  # ":" a comment or keep-alive
                 continue
             field, colon, value = line.partition(b":")
@@ -393,15 +397,17 @@ class WireDecoder:
         return malformed(f"not valid JSON: {data[:120]!r} ({exc})", original=exc)
 
 
-def stream_events(format: str) -> WireDecoder:
+def stream_events(format: str) -> WireDecoder | BedrockEventDecoder:
     """A decoder for the body of a stream of ``format``.
 
     Feed it the body's chunks as they arrive (``decoder.feed(chunk)``), and call
     ``decoder.end()`` at the end of input; both return the decoded events, ready
-    for ``StreamDriver.feed``. "ollama" is NDJSON, the other formats SSE.
+    for ``StreamDriver.feed``. "ollama" is NDJSON, "bedrock" the binary
+    eventstream framing (``BedrockEventDecoder``), the other formats SSE.
 
     Args:
-        format: "openai-chat", "openai-responses", "anthropic" or "ollama".
+        format: one of ``STREAM_FORMATS`` ("openai-chat", "openai-responses",
+            "anthropic", "ollama", "gemini", "cohere", ...).
 
     Raises:
         ValueError: ``format`` is unknown.
@@ -410,4 +416,6 @@ def stream_events(format: str) -> WireDecoder:
         raise ValueError(
             f"unknown stream format {format!r}; use one of {list(STREAM_FORMATS)}"
         )
+    if format == "bedrock":
+        return BedrockEventDecoder()
     return WireDecoder(format)

@@ -11,9 +11,9 @@ thread wakes up and the server sees the disconnect.
 from __future__ import annotations
 
 import contextlib
-import functools
 import importlib
 import json
+import math
 import socket
 from collections.abc import (
     AsyncIterator,
@@ -24,7 +24,7 @@ from collections.abc import (
 )
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from contextvars import ContextVar
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, cast
 
 from .._core._messages import ChatResponse, LangHooksError
 from .._core._streaming import (
@@ -33,12 +33,13 @@ from .._core._streaming import (
     StreamingHandle,
 )
 from ._drive import AsyncStreamDriver, StreamDriver, StreamFormat
-from ._errors import classify_error, parse_ratelimit
+from ._errors import classify_error, error_from_exception, parse_ratelimit
 from ._sse import Chunk, stream_events
 
 __all__ = [
     "ERROR_BODY_LIMIT",
     "AsyncBody",
+    "AsyncHTTPBody",
     "Body",
     "ConnectionWatch",
     "Decoder",
@@ -48,6 +49,7 @@ __all__ = [
     "arun_stream",
     "error_body_hook",
     "error_from_exception",
+    "google_retry_delay",
     "http_error",
     "lower_headers",
     "mapping_items",
@@ -115,29 +117,6 @@ def require(module: str, extra: str) -> Any:
         raise ImportError(
             f'this model needs the {module!r} package: pip install "langhooks[{extra}]"'
         ) from exc
-
-
-@functools.cache
-def _http_library_errors() -> tuple[
-    tuple[type[BaseException], ...], tuple[type[BaseException], ...]
-]:
-    timeouts: list[type[BaseException]] = [TimeoutError]
-    transport: list[type[BaseException]] = [OSError]
-    # The SDKs read through httpx (older releases) or httpx2 (newer ones); a
-    # failure mid-stream surfaces as that library's own exception.
-    for name in ("httpx", "httpx2"):
-        try:
-            module = importlib.import_module(name)
-        except ImportError:  # pragma: no cover - both are installed where tests run
-            continue
-        timeouts.append(module.TimeoutException)
-        transport.append(module.TransportError)
-    return tuple(timeouts), tuple(transport)
-
-
-def _is_a(exc: BaseException, name: str) -> bool:
-    """Whether ``exc`` is an instance of a class called ``name`` (an SDK class)."""
-    return any(cls.__name__ == name for cls in type(exc).__mro__)
 
 
 def lower_headers(headers: Mapping[str, str]) -> dict[str, str]:
@@ -276,21 +255,50 @@ def http_error(
     error = decoded.get("error") if isinstance(decoded, Mapping) else None
     code = None
     if isinstance(error, Mapping):
-        found = error.get("code") or error.get("type")
-        code = found if isinstance(found, str) else None
+        # OpenAI's "code" or Anthropic's "type"; Google's "code" is the HTTP
+        # status and its "status" the code (RESOURCE_EXHAUSTED, ...).
+        for key in ("code", "type", "status"):
+            found = error.get(key)
+            if isinstance(found, str) and found:
+                code = found
+                break
     message = _body_message(decoded) or text[:1000] or f"HTTP {status}"
     if not complete:
         message = (
             f"{message} ... [the error body was not read in full: at most "
             f"{ERROR_BODY_LIMIT} bytes are]"
         )
-    return classify_error(
+    classified = classify_error(
         status=status,
         code=code,
         message=message,
         headers=lower_headers(headers),
         original=body,
     )
+    if classified.retry_after is None and isinstance(error, Mapping):
+        classified.retry_after = google_retry_delay(error)
+    return classified
+
+
+def google_retry_delay(error: Mapping[str, Any]) -> float | None:
+    """The wait a Google API error asks for: its ``google.rpc.RetryInfo`` detail's
+    ``retryDelay`` (``"37s"``, ``"1.5s"``), in seconds; None when it has none."""
+    details = error.get("details")
+    if not isinstance(details, list):
+        return None
+    for detail in details:
+        if not isinstance(detail, Mapping):
+            continue
+        if not str(detail.get("@type", "")).endswith("google.rpc.RetryInfo"):
+            continue
+        delay = detail.get("retryDelay")
+        if isinstance(delay, str) and delay.endswith("s"):
+            try:
+                seconds = float(delay[:-1])
+            except ValueError:
+                return None
+            return seconds if math.isfinite(seconds) and seconds >= 0 else None
+    return None
 
 
 def error_body_hook(response: Any) -> None:
@@ -344,36 +352,6 @@ def mapping_items(value: object) -> list[dict[str, Any]]:
     if not isinstance(value, (list, tuple)):
         return []
     return [dict(item) for item in value if isinstance(item, Mapping)]
-
-
-def error_from_exception(exc: BaseException) -> LangHooksError:
-    """The ``LangHooksError`` for a failure raised by an SDK or an HTTP client.
-
-    An HTTP error status never gets here as an SDK ``APIStatusError``: the
-    clients' ``error_body_hook`` classified it first (``http_error``), and an SDK
-    that wrapped that error is unwrapped. A timeout is "timeout"; a transport
-    failure (refused, reset, dropped mid-stream) is "connection"; anything else
-    (a request the SDK refused to build, say) is a non-retryable "stream_error".
-    """
-    if isinstance(exc, LangHooksError):
-        return exc
-    if isinstance(exc.__cause__, LangHooksError):
-        # Raised by error_body_hook inside the SDK, which wrapped it.
-        return exc.__cause__
-    timeouts, transport = _http_library_errors()
-    if isinstance(exc, timeouts) or _is_a(exc, "APITimeoutError"):
-        return LangHooksError("timeout", f"the request timed out ({exc})", original=exc)
-    if isinstance(exc, transport) or _is_a(exc, "APIConnectionError"):
-        return LangHooksError(
-            "connection",
-            f"the connection failed: {type(exc).__name__}: {exc}",
-            original=exc,
-        )
-    return LangHooksError(
-        "stream_error",
-        f"the request failed: {type(exc).__name__}: {exc}",
-        original=exc,
-    )
 
 
 def _network_socket(response: object) -> Any:
@@ -456,6 +434,10 @@ def run_stream(
 ) -> ChatResponse:
     """Open a streamed response and drive ``handler`` with its events.
 
+    The whole stream runs under ``StreamDriver.guard``: whatever raises while
+    opening, reading or closing reaches the handler as one classified
+    ``LangHooksError``.
+
     Args:
         format: the wire format of the body.
         handler: the handler to drive.
@@ -471,6 +453,12 @@ def run_stream(
     # The driver first: a handler of the wrong type is refused before a request
     # goes out.
     driver = StreamDriver(format, handler, handle=handle)
+    return driver.guard(lambda: _read_stream(driver, open_body))
+
+
+def _read_stream(
+    driver: StreamDriver, open_body: Callable[[], AbstractContextManager[Body]]
+) -> ChatResponse:
     handle = driver.handle
     if handle.is_cancelled:
         return driver.finish()
@@ -478,10 +466,6 @@ def run_stream(
     try:
         opened = open_body()
         body = opened.__enter__()
-    except Exception as exc:
-        if _cancelled(handle):
-            return driver.finish()
-        driver.fail(error_from_exception(exc))
     finally:
         _OPENING.reset(opening)
     try:
@@ -490,7 +474,10 @@ def run_stream(
         handle.add_cancel_callback(interrupter)
         try:
             return pump(
-                driver, body.iter_bytes(), stream_events(format), error_from_exception
+                driver,
+                body.iter_bytes(),
+                stream_events(driver.format),
+                error_from_exception,
             )
         finally:
             interrupter.done()
@@ -555,12 +542,19 @@ async def arun_stream(
     handle: StreamingHandle | None,
     open_body: Callable[[], AbstractAsyncContextManager[AsyncBody]],
 ) -> ChatResponse:
-    """The async twin of ``run_stream``.
+    """The async twin of ``run_stream`` (under ``AsyncStreamDriver.guard``).
 
     Raises:
         LangHooksError: the request or the stream failed (after ``on_error``).
     """
     driver = AsyncStreamDriver(format, handler, handle=handle)
+    return await driver.guard(lambda: _aread_stream(driver, open_body))
+
+
+async def _aread_stream(
+    driver: AsyncStreamDriver,
+    open_body: Callable[[], AbstractAsyncContextManager[AsyncBody]],
+) -> ChatResponse:
     handle = driver.handle
     if handle.is_cancelled:
         return await driver.finish()
@@ -568,10 +562,6 @@ async def arun_stream(
     try:
         opened = open_body()
         body = await opened.__aenter__()
-    except Exception as exc:
-        if _cancelled(handle):
-            return await driver.finish()
-        await driver.fail(error_from_exception(exc))
     finally:
         _OPENING.reset(opening)
     try:
@@ -580,7 +570,10 @@ async def arun_stream(
         handle.add_cancel_callback(interrupter)
         try:
             return await apump(
-                driver, body.iter_bytes(), stream_events(format), error_from_exception
+                driver,
+                body.iter_bytes(),
+                stream_events(driver.format),
+                error_from_exception,
             )
         finally:
             interrupter.done()
@@ -626,6 +619,24 @@ async def apump(
         # Finish the body's async generator here, in this task, rather than
         # leaving it to the event loop's garbage collection hook.
         await getattr(chunks, "aclose", _nothing)()
+
+
+class AsyncHTTPBody:
+    """An httpx (or httpx2) async response seen as an ``AsyncBody``."""
+
+    __slots__ = ("http_response",)
+
+    def __init__(self, response: Any) -> None:
+        self.http_response = response
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """The response headers."""
+        return cast("Mapping[str, str]", self.http_response.headers)
+
+    def iter_bytes(self) -> AsyncIterator[bytes]:
+        """The body bytes as they arrive."""
+        return cast("AsyncIterator[bytes]", self.http_response.aiter_bytes())
 
 
 async def _nothing() -> None:

@@ -52,10 +52,9 @@ from langhooks import (
     chain_callbacks,
 )
 from langhooks.chain import Decision, LLMChain, RetryPolicy, Tool
-from langhooks.integrations import opentelemetry as lh_otel
+from langhooks.integrations._otel import _calls as otel_calls
 from langhooks.integrations.opentelemetry import (
     CAPTURE_CONTENT_ENV,
-    AsyncOpenTelemetryHandler,
     OpenTelemetryHandler,
 )
 from langhooks.models import (
@@ -105,14 +104,6 @@ class Telemetry:
     def handler(self, **options: Any) -> OpenTelemetryHandler:
         """An OpenTelemetryHandler on these providers."""
         return OpenTelemetryHandler(
-            tracer_provider=self.tracer_provider,
-            meter_provider=self.meter_provider,
-            **options,
-        )
-
-    def async_handler(self, **options: Any) -> AsyncOpenTelemetryHandler:
-        """An AsyncOpenTelemetryHandler on these providers."""
-        return AsyncOpenTelemetryHandler(
             tracer_provider=self.tracer_provider,
             meter_provider=self.meter_provider,
             **options,
@@ -483,10 +474,9 @@ class TestChatSpanIsCurrent:
             otel.one("request")
         )
 
-    @pytest.mark.parametrize("async_handler", [False, True])
-    async def test_arun(self, otel: Telemetry, async_handler: bool) -> None:
-        """Under arun(), with the sync or the async handler, the same."""
-        handler = otel.async_handler() if async_handler else otel.handler()
+    async def test_arun(self, otel: Telemetry) -> None:
+        """Under arun() the same handler does the same."""
+        handler = otel.handler()
         chain = LLMChain(
             HttpModel(self.turns()),
             tools=[Tool("get_weather", aweather)],
@@ -554,7 +544,7 @@ class TestFailures:
         chain = LLMChain(
             ScriptedChatModel([busy, busy, busy]),
             fallbacks=[ScriptedChatModel([busy, *turns()])],
-            callbacks=[otel.async_handler()],
+            callbacks=[otel.handler()],
             retry=RetryPolicy(
                 max_attempts=3,
                 jitter=0.0,
@@ -826,7 +816,15 @@ class TestContent:
 
     @pytest.mark.parametrize(
         ("value", "captured"),
-        [("true", True), ("TRUE", True), ("span_only", True), ("false", False)],
+        [
+            ("true", True),
+            ("TRUE", True),
+            ("span_only", True),
+            ("event_only", True),
+            ("span_and_event", True),
+            ("no_content", False),
+            ("false", False),
+        ],
     )
     def test_environment(
         self,
@@ -922,8 +920,8 @@ class TestMetrics:
         model = OpenAIChatModel(
             "gpt-test", base_url="http://127.0.0.1:9/v1", api_key="k", temperature=0.5
         )
-        assert lh_otel._provider(model) == "openai"
-        assert lh_otel._request_attributes(model) == {
+        assert otel_calls.provider(model) == "openai"
+        assert otel_calls.request_attributes(model) == {
             gen_ai.GEN_AI_REQUEST_MODEL: "gpt-test",
             gen_ai.GEN_AI_REQUEST_TEMPERATURE: 0.5,
             server_attributes.SERVER_ADDRESS: "127.0.0.1",
@@ -945,18 +943,18 @@ class TestMetrics:
         class Relative:
             base_url = "/v1"
 
-        assert lh_otel._provider(Custom()) == "_OTHER"
-        assert lh_otel._request_attributes(Custom()) == {
+        assert otel_calls.provider(Custom()) == "_OTHER"
+        assert otel_calls.request_attributes(Custom()) == {
             gen_ai.GEN_AI_REQUEST_MODEL: "m",
             gen_ai.GEN_AI_REQUEST_MAX_TOKENS: 100,
             server_attributes.SERVER_ADDRESS: "models.example",
             server_attributes.SERVER_PORT: 443,
         }
-        assert lh_otel._request_attributes(Unreachable()) == {
+        assert otel_calls.request_attributes(Unreachable()) == {
             server_attributes.SERVER_ADDRESS: "host"
         }
-        assert lh_otel._request_attributes(Relative()) == {}
-        assert lh_otel._provider(RetryPolicy()) == "_OTHER"
+        assert otel_calls.request_attributes(Relative()) == {}
+        assert otel_calls.provider(RetryPolicy()) == "_OTHER"
 
 
 class TestConcurrency:
@@ -965,7 +963,7 @@ class TestConcurrency:
     async def test_200_concurrent_runs(self, otel: Telemetry) -> None:
         """200 concurrent arun() on one handler: each run's spans form their own
         tree under its caller's span."""
-        handler = otel.async_handler()
+        handler = otel.handler()
         tools = [Tool("get_weather", aweather, concurrent=True)]
 
         async def one(number: int) -> None:
@@ -1045,8 +1043,8 @@ class TestConcurrency:
         traces = {s.context.trace_id for s in otel.spans() if s.context is not None}
         assert len(traces) == 20
 
-    async def test_async_handler_everything(self, otel: Telemetry) -> None:
-        """The async twin records the same spans, failures and metrics."""
+    async def test_arun_everything(self, otel: Telemetry) -> None:
+        """Under arun() the handler records the same spans, failures and metrics."""
 
         def review(
             chain: LLMChain, call: ToolCall, tool: Tool, context: ReviewContext
@@ -1063,7 +1061,7 @@ class TestConcurrency:
             model,
             tools=[Tool("get_weather", aweather), Tool("broken", broken)],
             callbacks=[
-                otel.async_handler(),
+                otel.handler(),
                 chain_callbacks(on_tool_call_review=review),
             ],
             retry=no_wait(),
@@ -1090,12 +1088,12 @@ class TestConcurrency:
         interrupted = LLMChain(
             ScriptedChatModel(turns(call("ask"))),
             tools=[Tool("ask", ask)],
-            callbacks=[otel.async_handler()],
+            callbacks=[otel.handler()],
         )
         assert (await start(interrupted).arun()).status == "interrupted"
         failing = LLMChain(
             ScriptedChatModel([LangHooksError("authentication", "bad")]),
-            callbacks=[otel.async_handler()],
+            callbacks=[otel.handler()],
         )
         assert (await start(failing).arun()).status == "error"
         assert otel.all_ended()
@@ -1153,7 +1151,7 @@ class TestBareStream:
 
     async def test_atraced_stream(self, otel: Telemetry) -> None:
         """The async twin traces astream, with or without a handler, and errors."""
-        handler = otel.async_handler()
+        handler = otel.handler()
         model = ScriptedChatModel(
             [
                 ScriptedTurn(text="one"),
@@ -1243,7 +1241,8 @@ class TestEdges:
             ({"tracer_provider": object()}, "tracer_provider must be"),
             ({"meter_provider": object()}, "meter_provider must be"),
             ({"agent_name": ""}, "agent_name must be a non-empty str"),
-            ({"capture_content": "yes"}, "capture_content must be True or False"),
+            ({"capture_content": "yes"}, "capture_content must be True, False or one"),
+            ({"logger_provider": object()}, "logger_provider must be"),
         ],
     )
     def test_bad_options(self, options: dict[str, Any], message: str) -> None:

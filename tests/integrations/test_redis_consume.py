@@ -309,7 +309,7 @@ class TestConsumerGroups:
             )
         client.xadd(
             f"{prefix}events",
-            {"record": codec.dumps(EventRecord(seq=0, event="on_nothing"))},
+            {"record": codec.dumps(EventRecord(seq=0, event="on_nothing"))},  # type: ignore[arg-type]
         )
         with pytest.raises(TypeError, match="max_attempts"):
             RedisEventConsumer(

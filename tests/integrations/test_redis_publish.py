@@ -545,7 +545,7 @@ class TestFollow:
             follow(client, "r", ChainCallbackHandler(), prefix=prefix)
         client.xadd(
             f"{prefix}run:s",
-            {"record": codec.dumps(EventRecord(seq=0, event="on_nothing"))},
+            {"record": codec.dumps(EventRecord(seq=0, event="on_nothing"))},  # type: ignore[arg-type]
         )
         with pytest.raises(ValueError, match="not an event"):
             follow(client, "s", ChainCallbackHandler(), prefix=prefix)

@@ -70,12 +70,15 @@ class TestConstruction:
             StreamDriver("ollama", Recorder(), handle="h")  # type: ignore[arg-type]
 
     def test_formats(self) -> None:
-        """The four documented formats are known."""
+        """The documented formats are known."""
         assert STREAM_FORMATS == (
             "openai-chat",
             "openai-responses",
             "anthropic",
             "ollama",
+            "gemini",
+            "cohere",
+            "bedrock",
         )
 
     def test_given_handle_is_used(self) -> None:

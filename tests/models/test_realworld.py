@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -30,6 +30,7 @@ import langhooks as lh
 from langhooks.models import StreamFormat, replay_stream
 
 from . import Recorder
+from ._realworld_bedrock import expect_bedrock
 
 # tests/models/test_realworld.py -> parents[2] is the repository root.
 REALWORLD: Final = Path(
@@ -43,12 +44,15 @@ _ABSENT: Final = (
 )
 
 
+#: The file extensions of captures (the corpus README's rule): SSE bodies, Ollama's
+#: NDJSON, Bedrock's binary eventstream.
+SUFFIXES: Final = (".sse", ".ndjson", ".bin")
+
+
 def _captures() -> list[str]:
     if not REALWORLD.is_dir():
         return []
-    return sorted(
-        path.name for path in REALWORLD.iterdir() if path.suffix in (".sse", ".ndjson")
-    )
+    return sorted(path.name for path in REALWORLD.iterdir() if path.suffix in SUFFIXES)
 
 
 CAPTURES: Final = _captures()
@@ -63,17 +67,22 @@ def _corpus_or_skip() -> None:
     pytest.skip(_ABSENT)
 
 
-def wire_format(name: str) -> StreamFormat:
+def wire_format(name: str) -> str:
     """The wire format a capture's name gives (the corpus README's rule)."""
     if name.endswith(".ndjson"):
         return "ollama"
+    if name.endswith(".bin"):
+        return "bedrock"
     for marker, format in (
+        ("_gemini_", "gemini"),
+        ("_cohere_", "cohere"),
+        ("_bedrock_", "bedrock"),
         ("_anthropic_", "anthropic"),
         ("_responses_", "openai-responses"),
         ("_chat_", "openai-chat"),
     ):
         if marker in name:
-            return format  # type: ignore[return-value]  # one of the literals
+            return format
     raise AssertionError(f"no wire format in the capture name {name!r}")
 
 
@@ -84,10 +93,16 @@ DONE: Final = "[DONE]"
 
 def sse_events(body: str) -> Iterator[object]:
     """The decoded events of an SSE body (JSON objects, or ``"[DONE]"``)."""
-    for block in re.split(r"\r\n\r\n|\n\n|\r\r", body):
+    blocks: list[list[str]] = [[]]
+    for line in re.split(r"\r\n|\n|\r", body):
+        if line:
+            blocks[-1].append(line)
+        elif blocks[-1]:
+            blocks.append([])  # a blank line ends an event
+    for block in blocks:
         data: list[str] = []
         name = None
-        for line in re.split(r"\r\n|\n|\r", block):
+        for line in block:
             field, _, value = line.partition(":")
             value = value.removeprefix(" ")
             if field == "data":
@@ -483,18 +498,150 @@ def expect_ollama(events: list[object]) -> Expected:
     return out
 
 
+_GEMINI_FINISH: Final = {
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": "content_filter",
+    "RECITATION": "content_filter",
+    "BLOCKLIST": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "SPII": "content_filter",
+    "IMAGE_SAFETY": "content_filter",
+    "IMAGE_PROHIBITED_CONTENT": "content_filter",
+    "IMAGE_RECITATION": "content_filter",
+}
+_GEMINI_KEPT: Final = ("groundingMetadata", "urlContextMetadata", "citationMetadata")
+
+
+def expect_gemini(events: list[object]) -> Expected:
+    out = Expected()
+    for event in events:
+        assert isinstance(event, dict)
+        if event.get("error") is not None:
+            out.error_code = event["error"].get("status")
+            break
+        out.id = out.id or event.get("responseId")
+        usage = event.get("usageMetadata")
+        if usage is not None:
+            out.usage = (
+                usage.get("promptTokenCount", 0),
+                usage.get("candidatesTokenCount", 0)
+                + usage.get("thoughtsTokenCount", 0),
+            )
+        typed = extra = False
+        for candidate in event.get("candidates") or ():
+            if candidate.get("index", 0) != 0:
+                extra = True
+                continue
+            for part in (candidate.get("content") or {}).get("parts") or ():
+                if "functionCall" in part:
+                    call = part["functionCall"]
+                    out.calls.append(
+                        Call(call.get("id"), call["name"], json.dumps(call.get("args")))
+                    )
+                    typed = True
+                elif "text" in part:
+                    if part.get("thought") is True:
+                        out.thinking += part["text"]
+                    else:
+                        out.text += part["text"]
+                    typed = True
+                else:
+                    extra = True
+            if any(candidate.get(key) for key in _GEMINI_KEPT):
+                extra = True
+            if candidate.get("finishReason"):
+                out.finish = _GEMINI_FINISH.get(candidate["finishReason"], "other")
+                typed = True
+        if (event.get("promptFeedback") or {}).get("blockReason"):
+            out.finish = "content_filter"
+            typed = True
+        if extra and not typed:
+            out.unmapped.append(event)
+        if out.finish is not None:
+            break
+    return out
+
+
+_COHERE_FINISH: Final = {
+    "COMPLETE": "stop",
+    "STOP_SEQUENCE": "stop",
+    "MAX_TOKENS": "length",
+    "TOOL_CALL": "tool_execution",
+}
+
+
+def expect_cohere(events: list[object]) -> Expected:
+    out = Expected()
+    calls: dict[int, Call] = {}
+    for event in events:
+        assert isinstance(event, dict)
+        kind = event["type"]
+        message = (event.get("delta") or {}).get("message") or {}
+        if kind == "message-start":
+            out.id = event["id"]
+        elif kind in ("content-start", "content-delta"):
+            content = message.get("content") or {}
+            out.thinking += content.get("thinking") or ""
+            out.text += content.get("text") or ""
+        elif kind == "tool-plan-delta":
+            out.thinking += message.get("tool_plan") or ""
+        elif kind == "tool-call-start":
+            call = message["tool_calls"]
+            function = call["function"]
+            calls[event["index"]] = Call(
+                call.get("id"), function["name"], function.get("arguments") or ""
+            )
+            out.calls.append(calls[event["index"]])
+        elif kind == "tool-call-delta":
+            function = message["tool_calls"]["function"]
+            calls[event["index"]].arguments += function.get("arguments") or ""
+        elif kind == "message-end":
+            delta = event["delta"]
+            if delta.get("finish_reason") in ("ERROR", "TIMEOUT"):
+                out.error_code = delta["finish_reason"]
+                break
+            out.finish = _COHERE_FINISH.get(delta.get("finish_reason"), "other")
+            usage = delta.get("usage")
+            if usage is not None:
+                tokens = usage.get("tokens") or {}
+                out.usage = (
+                    tokens.get("input_tokens", 0),
+                    tokens.get("output_tokens", 0),
+                )
+            break
+        elif kind not in ("content-end", "tool-call-end"):
+            out.unmapped.append(event)
+    return out
+
+
+def _text(body: bytes) -> str:
+    return body.decode("utf-8-sig")
+
+
+#: Each wire format's reference decoder: a capture's body -> what it should
+#: replay to. A format that gets a decoder adds one line here.
+REFERENCE: Final[dict[str, Callable[[bytes], Expected]]] = {
+    "ollama": lambda body: expect_ollama(list(ndjson_events(_text(body)))),
+    "openai-chat": lambda body: expect_chat(list(sse_events(_text(body)))),
+    "openai-responses": lambda body: expect_responses(list(sse_events(_text(body)))),
+    "anthropic": lambda body: expect_anthropic(list(sse_events(_text(body)))),
+    "gemini": lambda body: expect_gemini(list(sse_events(_text(body)))),
+    "cohere": lambda body: expect_cohere(list(sse_events(_text(body)))),
+    "bedrock": expect_bedrock,
+}
+
+
+def _format(name: str) -> StreamFormat:
+    """The capture's wire format, which has a reference decoder."""
+    format = wire_format(name)
+    assert format in REFERENCE, f"no reference decoder for {format!r}"
+    return format  # type: ignore[return-value]  # a format with a decoder
+
+
 def expected(name: str) -> Expected:
     """What the capture ``name`` says, read by the reference decoder."""
-    body = (REALWORLD / name).read_bytes().decode("utf-8-sig")
-    format = wire_format(name)
-    if format == "ollama":
-        return expect_ollama(list(ndjson_events(body)))
-    events = list(sse_events(body))
-    if format == "openai-chat":
-        return expect_chat(events)
-    if format == "openai-responses":
-        return expect_responses(events)
-    return expect_anthropic(events)
+    return REFERENCE[_format(name)]((REALWORLD / name).read_bytes())
 
 
 # --- the checks ---------------------------------------------------------------
@@ -513,7 +660,7 @@ def replay(
     try:
         result: lh.ChatResponse | lh.LangHooksError = replay_stream(
             source,  # type: ignore[arg-type]  # a path or a list of bytes
-            format=wire_format(name),
+            format=_format(name),
             handler=recorder,
         )
     except lh.LangHooksError as error:
@@ -613,10 +760,10 @@ class TestCorpusIndex:
         _corpus_or_skip()
         readme = (REALWORLD / "README.md").read_text(encoding="utf-8")
         listed = sorted(
-            set(re.findall(r"^\| `([^`]+\.(?:sse|ndjson))` \|", readme, re.M))
+            set(re.findall(r"^\| `([^`]+\.(?:sse|ndjson|bin))` \|", readme, re.M))
         )
         assert listed == CAPTURES
-        assert len(CAPTURES) == 52
+        assert len(CAPTURES) == 107
 
     def test_perplexity_citations_are_kept(self) -> None:
         """Perplexity's citations and search results reach the response metadata."""
@@ -650,3 +797,32 @@ class TestCorpusIndex:
         (call,) = result.message.tool_calls
         assert dict(call.arguments) == {"input": "SELECT * FROM users WHERE age > 25"}
         assert result.message.metadata["custom_tool_calls"] == ("call_custom_sql_001",)
+
+    def test_gemini_signatures_are_kept(self) -> None:
+        """A Gemini call's thoughtSignature is kept by call id, the text's apart."""
+        _corpus_or_skip()
+        _, result = replay("vercel_gemini_text_then_call_with_id.sse")
+        assert isinstance(result, lh.ChatResponse)
+        (call,) = result.message.tool_calls
+        signatures = result.message.metadata["thought_signatures"]
+        assert list(signatures) == [call.call_id]
+        assert signatures[call.call_id]
+        _, text = replay("vercel_gemini_text.sse")
+        assert isinstance(text, lh.ChatResponse)
+        assert text.message.metadata["thinking_signature"].startswith("EqsFCqgFAb4")
+
+    def test_gemini_grounding_is_kept(self) -> None:
+        """Gemini's grounding metadata reaches the response metadata."""
+        _corpus_or_skip()
+        _, result = replay("pydanticai_gemini_search_grounding.sse")
+        assert isinstance(result, lh.ChatResponse)
+        assert result.metadata["grounding_metadata"]["groundingChunks"]
+
+    def test_cohere_tool_plan_is_kept(self) -> None:
+        """Cohere's tool plan is thinking, and kept whole to send back."""
+        _corpus_or_skip()
+        _, result = replay("vercel_cohere_tool_plan_two_calls.sse")
+        assert isinstance(result, lh.ChatResponse)
+        assert result.message.metadata["tool_plan"] == result.message.thinking
+        assert result.token_usage is not None
+        assert result.token_usage.raw["billed_units"]

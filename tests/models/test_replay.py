@@ -380,6 +380,8 @@ class TestCLIHardening:
             ("openai_chat_tools.sse", "anthropic", "openai-chat"),
             ("openai_responses.sse", "anthropic", "openai-responses"),
             ("anthropic_thinking_tool.sse", "openai-responses", "anthropic"),
+            ("gemini_thinking_tool.sse", "openai-chat", "gemini"),
+            ("cohere_thinking_text.sse", "gemini", "cohere"),
         ],
     )
     def test_wrong_format_suggests_the_right_one(
@@ -393,7 +395,9 @@ class TestCLIHardening:
         path = str(local_fixture(fixture))
         assert main(["replay", path, "--format", given]) == 1
         err = capsys.readouterr().err
-        assert f"hint: this looks like an {guess} stream: try --format {guess}" in err
+        article = "an" if guess[0] in "ao" else "a"
+        hint = f"hint: this looks like {article} {guess} stream: try --format {guess}"
+        assert hint in err
 
     def test_ndjson_as_sse_decodes_nothing(
         self, capsys: pytest.CaptureFixture[str]

@@ -7,6 +7,9 @@ from typing import Final
 
 from ._base import StreamAdapter
 from .anthropic import AnthropicAdapter
+from .bedrock import BedrockAdapter
+from .cohere import CohereAdapter
+from .gemini import GeminiAdapter
 from .ollama import OllamaAdapter
 from .openai_chat import OpenAIChatAdapter
 from .openai_responses import OpenAIResponsesAdapter
@@ -14,6 +17,9 @@ from .openai_responses import OpenAIResponsesAdapter
 __all__ = [
     "ADAPTERS",
     "AnthropicAdapter",
+    "BedrockAdapter",
+    "CohereAdapter",
+    "GeminiAdapter",
     "OllamaAdapter",
     "OpenAIChatAdapter",
     "OpenAIResponsesAdapter",
@@ -26,4 +32,7 @@ ADAPTERS: Final[Mapping[str, Callable[[], StreamAdapter]]] = {
     "openai-responses": OpenAIResponsesAdapter,
     "anthropic": AnthropicAdapter,
     "ollama": OllamaAdapter,
+    "gemini": GeminiAdapter,
+    "cohere": CohereAdapter,
+    "bedrock": BedrockAdapter,
 }

@@ -55,6 +55,7 @@ __all__ = [
     "optional_mapping",
     "optional_str",
     "require_mapping",
+    "wire_event",
 ]
 
 TEXT: Final = 0
@@ -210,3 +211,23 @@ class StreamAdapter:
     def feed(self, event: WireEvent) -> list[Action]:
         """Turn one wire event into actions (see the module docstring)."""
         raise NotImplementedError
+
+
+def wire_event(event: object) -> object:
+    """A JSON object (or the ``"[DONE]"`` string) from ``event``.
+
+    Official-SDK events are pydantic models: dumped the way they came off the wire
+    (fields the server did not send are left out).
+    """
+    if isinstance(event, Mapping | str):
+        return event
+    dump = getattr(event, "model_dump", None)
+    if callable(dump):
+        try:
+            return dump(mode="json", by_alias=True, exclude_unset=True, warnings=False)
+        except Exception as exc:  # a broken SDK object is malformed input
+            raise malformed(f"cannot convert {type(event).__name__}: {exc}") from exc
+    raise malformed(
+        f"expected a decoded wire event (a JSON object or an SDK event), got "
+        f"{type(event).__name__}"
+    )

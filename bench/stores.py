@@ -1,0 +1,278 @@
+"""Benchmark: the run stores against the round trips they cannot avoid.
+
+Run by hand (not a test), with PostgreSQL on 127.0.0.1:5432 and Redis on
+127.0.0.1:6379::
+
+    python bench/stores.py [--rounds 15] [--cycles 20] [--runs 100000]
+
+1. **save + load + resume** of a 50-message run (approve its one waiting call; the
+   run continues to a scripted answer), on ``PostgresRunStore`` and
+   ``RedisRunStore``, as a ratio to the same number of plain round trips carrying
+   the same data: ``INSERT``/``SELECT``/``UPDATE`` with psycopg, ``SET``/``GET``
+   with redis-py (one per statement, script or pipeline the store sends: 6 on
+   each). Rounds of the store and of the floor are interleaved; the ratio is
+   the median of the per-round ratios (wall clock: this is I/O). Goal: <= 1.5x.
+2. **pending()** over ``--runs`` stored waiting runs with a metadata filter
+   (``{"tenant": "t7"}``: one run in 100), 1,000 calls: p50 and p99 in ms, and
+   PostgreSQL's plan for the query. Goal: an index scan, p99 <= 20 ms.
+
+Every key and schema it makes is its own and removed at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import psycopg
+import redis
+from typing_extensions import override
+
+import langhooks as lh
+from langhooks import codec
+from langhooks.chain import Decision, LLMChain, Tool
+from langhooks.integrations.postgres import PostgresRunStore
+from langhooks.integrations.redis import RedisRunStore
+from langhooks.models import ScriptedChatModel, ScriptedTurn
+from langhooks.stores import RunStore
+
+PG = "postgresql://postgres@127.0.0.1:5432/test"
+REDIS = "redis://127.0.0.1:6379/9"
+
+
+def book(arguments: Mapping[str, Any], context: lh.ToolContext) -> str:
+    """The approved tool: returns at once."""
+    return "booked"
+
+
+TOOLS = [Tool("book", book)]
+
+
+class AskFirst(lh.ChainCallbackHandler):
+    """Every call waits for a human."""
+
+    @override
+    def on_tool_call_review(
+        self,
+        chain: LLMChain,
+        call: lh.ToolCall,
+        tool: lh.Tool,
+        review: lh.ReviewContext,
+    ) -> lh.ReviewDecision | None:
+        return lh.Interrupt("May I?", {}) if review.human_decision is None else None
+
+
+def waiting_run() -> LLMChain:
+    """A run interrupted after 47 messages of history: 50 messages in all (with
+    the user's request, the call and its waiting stand-in result)."""
+    history: list[lh.Message] = [lh.Message.system("You book tables.")]
+    for n in range(23):
+        history.append(lh.Message.user(f"Question {n}: " + "what about it? " * 12))
+        history.append(lh.Message.assistant(f"Answer {n}: " + "it is so. " * 20))
+    call = lh.ToolCall(call_id="call_1", name="book", arguments={"people": 4})
+    model = ScriptedChatModel([ScriptedTurn(tool_calls=[call])])
+    chain = LLMChain(model, tools=TOOLS, callbacks=[AskFirst()])
+    result = chain.add_messages([*history, lh.Message.user("Book it.")]).run()
+    assert result.status == "interrupted"
+    assert len(result.chain.messages) == 50
+    return result.chain
+
+
+def cycle(store: RunStore, chain: LLMChain) -> None:
+    """save, load and resume the run once."""
+    run_id = store.save(chain, metadata={"tenant": "t1"})
+    store.load(run_id, ScriptedChatModel([]), tools=TOOLS)
+    model = ScriptedChatModel([ScriptedTurn(text="Booked.")])
+    result = store.resume(run_id, [Decision.approve()], model, tools=TOOLS)
+    assert result.status == "ok"
+
+
+def timed(work: Callable[[], None], cycles: int) -> float:
+    """Seconds per call of ``work``, over ``cycles`` calls."""
+    start = time.perf_counter()
+    for _ in range(cycles):
+        work()
+    return (time.perf_counter() - start) / cycles
+
+
+def ratio(
+    store: Callable[[], None], floor: Callable[[], None], rounds: int, cycles: int
+) -> tuple[float, float, float]:
+    """Median ms per store cycle, per floor cycle, and median per-round ratio."""
+    mine: list[float] = []
+    base: list[float] = []
+    for _ in range(rounds):
+        mine.append(timed(store, cycles))
+        base.append(timed(floor, cycles))
+    ratios = [m / b for m, b in zip(mine, base, strict=True)]
+    return (
+        statistics.median(mine) * 1e3,
+        statistics.median(base) * 1e3,
+        statistics.median(ratios),
+    )
+
+
+def postgres_cycle(rounds: int, cycles: int) -> tuple[float, float, float]:
+    """The store against 6 plain statements carrying the same data."""
+    schema = f"bench_{uuid.uuid4().hex[:12]}"
+    chain = waiting_run()
+    state = json.dumps(chain.to_state())
+    with (
+        PostgresRunStore(PG, schema=schema) as store,
+        psycopg.connect(PG, autocommit=True, prepare_threshold=None) as conn,
+    ):
+        store.setup()
+        conn.execute(
+            f"CREATE TABLE {schema}.plain (id text PRIMARY KEY, body text, small text)"
+        )
+        sql = {
+            "put": f"INSERT INTO {schema}.plain VALUES (%s, %s, '') ON CONFLICT (id) "
+            f"DO UPDATE SET body = EXCLUDED.body",
+            "get": f"SELECT body FROM {schema}.plain WHERE id = %s",
+            "small": f"UPDATE {schema}.plain SET small = %s WHERE id = %s",
+        }
+
+        def floor() -> None:
+            conn.execute(sql["put"], ("r", state))  # save
+            conn.execute(sql["get"], ("r",)).fetchone()  # load
+            conn.execute(sql["get"], ("r",)).fetchone()  # claim (returns the state)
+            conn.execute(sql["small"], ("started", "r"))  # start_call
+            conn.execute(sql["small"], ("outcome", "r"))  # finish_call
+            conn.execute(sql["put"], ("r", state))  # settle
+
+        result = ratio(lambda: cycle(store, chain), floor, rounds, cycles)
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")
+    return result
+
+
+def redis_cycle(rounds: int, cycles: int) -> tuple[float, float, float]:
+    """The store against 6 plain commands carrying the same data."""
+    client = redis.Redis.from_url(REDIS)
+    prefix = f"bench-{uuid.uuid4().hex[:12]}:"
+    store = RedisRunStore(client, prefix=prefix)
+    chain = waiting_run()
+    state = json.dumps(chain.to_state())
+    key = f"{prefix}plain"
+
+    def floor() -> None:
+        client.set(key, state)  # save (one pipeline)
+        client.get(key)  # load
+        client.get(key)  # claim (returns the state)
+        client.set(f"{key}:s", "started")  # start_call
+        client.set(f"{key}:s", "outcome")  # finish_call
+        client.set(key, state)  # settle (one pipeline with the inbox indexes)
+
+    result = ratio(lambda: cycle(store, chain), floor, rounds, cycles)
+    for name in client.scan_iter(f"{prefix}*"):
+        client.delete(name)
+    client.close()
+    return result
+
+
+def percentiles(work: Callable[[], object], calls: int) -> tuple[float, float]:
+    """p50 and p99 of ``work`` in ms."""
+    times: list[float] = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        work()
+        times.append((time.perf_counter() - start) * 1e3)
+    times.sort()
+    return times[len(times) // 2], times[int(len(times) * 0.99) - 1]
+
+
+def postgres_pending(runs: int) -> tuple[float, float, int, str]:
+    """pending(metadata=...) over ``runs`` waiting runs: p50, p99, rows, plan."""
+    schema = f"bench_{uuid.uuid4().hex[:12]}"
+    calls = json.dumps([codec.encode(lh.ToolCall(call_id="c", name="book"))])
+    with (
+        PostgresRunStore(PG, schema=schema) as store,
+        psycopg.connect(PG, autocommit=True) as conn,
+    ):
+        store.setup()
+        conn.execute(
+            f"INSERT INTO {schema}.runs (run_id, status, state, calls, metadata, "
+            f"saved_at) SELECT 'run-' || i, 'waiting', '{{}}', %s::jsonb, "
+            f"jsonb_build_object('tenant', 't' || (i %% 100), 'user', i), "
+            f"now() - i * interval '1 second' FROM generate_series(1, %s) AS i",
+            (calls, runs),
+        )
+        conn.execute(f"ANALYZE {schema}.runs")
+        query = (
+            f"EXPLAIN SELECT run_id FROM {schema}.runs WHERE status = 'waiting' AND "
+            f"(expires_at IS NULL OR expires_at > clock_timestamp()) AND metadata @> "
+            f'\'{{"tenant": "t7"}}\'::jsonb ORDER BY saved_at DESC, run_id DESC '
+            f"LIMIT 100"
+        )
+        plan = "\n".join(row[0] for row in conn.execute(query).fetchall())
+        found = len(store.pending(metadata={"tenant": "t7"}))
+        p50, p99 = percentiles(lambda: store.pending(metadata={"tenant": "t7"}), 1000)
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")
+    return p50, p99, found, plan
+
+
+def redis_pending(runs: int) -> tuple[float, float, int]:
+    """pending(metadata=...) over ``runs`` waiting runs in Redis: p50, p99, rows."""
+    client = redis.Redis.from_url(REDIS)
+    prefix = f"bench-{uuid.uuid4().hex[:12]}:"
+    store = RedisRunStore(client, prefix=prefix)
+    calls = json.dumps([codec.encode(lh.ToolCall(call_id="c", name="book"))])
+    now = time.time_ns() // 1_000_000
+    pipe = client.pipeline(transaction=False)
+    for i in range(runs):
+        tenant = f"t{i % 100}"
+        saved = now - i * 1000
+        fields = {
+            "state": "{}",
+            "calls": calls,
+            "meta": json.dumps({"tenant": tenant, "user": i}),
+            "saved": saved,
+            "expires": now + 3_600_000,
+            "status": "waiting",
+        }
+        pipe.hset(f"{prefix}state:run-{i}", mapping=fields)  # type: ignore[arg-type]
+        pipe.zadd(f"{prefix}waiting", {f"run-{i}": saved})
+        pipe.zadd(f'{prefix}waiting:tenant="{tenant}"', {f"run-{i}": saved})
+        if i % 2000 == 1999:
+            pipe.execute()
+    pipe.execute()
+    found = len(store.pending(metadata={"tenant": "t7"}))
+    p50, p99 = percentiles(lambda: store.pending(metadata={"tenant": "t7"}), 1000)
+    for name in client.scan_iter(f"{prefix}*", count=10_000):
+        client.delete(name)
+    client.close()
+    return p50, p99, found
+
+
+def main() -> None:
+    """Run both parts and print the tables."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--cycles", type=int, default=20)
+    parser.add_argument("--runs", type=int, default=100_000)
+    args = parser.parse_args()
+    print("| store | save+load+resume | same round trips, plain | ratio |")
+    print("| --- | --- | --- | --- |")
+    for name, measure in (
+        ("PostgresRunStore", postgres_cycle),
+        ("RedisRunStore", redis_cycle),
+    ):
+        mine, base, times = measure(args.rounds, args.cycles)
+        print(f"| {name} | {mine:.2f} ms | {base:.2f} ms | **{times:.2f}x** |")
+    print()
+    print(f"| store | pending(metadata=...) over {args.runs:,} runs | p50 | p99 |")
+    print("| --- | --- | --- | --- |")
+    p50, p99, found, plan = postgres_pending(args.runs)
+    print(f"| PostgresRunStore | {found} rows | {p50:.2f} ms | {p99:.2f} ms |")
+    r50, r99, rfound = redis_pending(args.runs)
+    print(f"| RedisRunStore | {rfound} rows | {r50:.2f} ms | {r99:.2f} ms |")
+    print()
+    print(plan)
+
+
+if __name__ == "__main__":
+    main()

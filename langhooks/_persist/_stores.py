@@ -1,0 +1,638 @@
+"""Run stores: the ``RunStore`` protocol, ``PendingRun`` and ``MemoryRunStore``.
+
+A run store keeps interrupted runs (``chain.to_state()``) so a later request, in any
+worker, can resume them with a person's decisions, once. Every store resumes through
+the shared driver of ``_resume``: a claim that is a state change in the store, kept
+alive by a heartbeat, and a record of every tool call started.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Final,
+    Literal,
+    Protocol,
+    final,
+    runtime_checkable,
+)
+
+import attrs
+
+from .._core._messages import LangHooksError, ToolCall
+from ._resume import ResumeCode, check_claim_timeout, resume_once
+
+if TYPE_CHECKING:
+    from .._core._messages import Tool
+    from ..chain import Decision, LLMChain, RetryPolicy, RunResult
+    from ..chain._chain import Handler
+    from ..models import ChatModel
+
+__all__ = [
+    "AsyncRunStore",
+    "MemoryRunStore",
+    "PendingRun",
+    "RunStore",
+    "check_expires_in",
+    "check_limit",
+    "check_metadata",
+    "check_run_store",
+    "contains",
+    "run_id_of",
+]
+
+
+def _calls(value: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
+    calls = tuple(value)
+    for call in calls:
+        if not isinstance(call, ToolCall):
+            raise TypeError(f"calls must be ToolCalls, got {call!r}")
+    return calls
+
+
+def _metadata(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    return dict(check_metadata(value))
+
+
+@attrs.frozen(kw_only=True)
+class PendingRun:
+    """A run waiting for a person's decisions: one row of the approval inbox.
+
+    Attributes:
+        run_id: the run's id (what ``resume`` takes).
+        calls: the tool calls waiting for a decision, in the run's order.
+        saved_at: when the run was saved (UTC).
+        expires_at: when the store forgets it (UTC), or None for never.
+        metadata: what ``save`` was given (a tenant, a user, a title, ...).
+    """
+
+    run_id: str
+    calls: tuple[ToolCall, ...] = attrs.field(converter=_calls)
+    saved_at: datetime
+    expires_at: datetime | None = None
+    metadata: Mapping[str, Any] = attrs.field(factory=dict, converter=_metadata)
+
+
+@runtime_checkable
+class RunStore(Protocol):
+    """Where interrupted runs wait for people, and are resumed once.
+
+    ``RedisRunStore``, ``PostgresRunStore`` and ``MemoryRunStore`` satisfy it; the
+    web apps take one as ``store=``.
+    """
+
+    def save(
+        self,
+        chain: LLMChain,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        expires_in: float | None = None,
+    ) -> str:
+        """Save ``chain``'s state under its run id (replacing an earlier save).
+
+        Args:
+            chain: the chain of a ``RunResult`` (``result.chain``).
+            metadata: JSON values to find the run by (``pending(metadata=...)``).
+            expires_in: seconds until the store forgets the run (None: the
+                store's default).
+
+        Returns:
+            The run id (``chain.invocation.id``).
+        """
+        ...
+
+    def load(
+        self,
+        run_id: str,
+        model: ChatModel,
+        *,
+        tools: Sequence[Tool] = (),
+        callbacks: Sequence[Handler] = (),
+        fallbacks: Sequence[ChatModel] = (),
+        retry: RetryPolicy | None = None,
+    ) -> LLMChain:
+        """The saved chain of run ``run_id``, with this worker's code."""
+        ...
+
+    def resume(
+        self,
+        run_id: str,
+        decisions: Sequence[Decision] | Mapping[str, Decision],
+        model: ChatModel,
+        *,
+        tools: Sequence[Tool] = (),
+        callbacks: Sequence[Handler] = (),
+        fallbacks: Sequence[ChatModel] = (),
+        retry: RetryPolicy | None = None,
+        continue_run: bool = True,
+    ) -> RunResult:
+        """Resume a waiting run with people's decisions, once."""
+        ...
+
+    def pending(
+        self, *, metadata: Mapping[str, Any] | None = None, limit: int = 100
+    ) -> list[PendingRun]:
+        """The runs waiting for decisions, newest first (the approval inbox)."""
+        ...
+
+    def delete(self, run_id: str) -> bool:
+        """Forget run ``run_id``; whether it was there."""
+        ...
+
+
+@runtime_checkable
+class AsyncRunStore(Protocol):
+    """The async twin of ``RunStore`` (``AsyncRedisRunStore``,
+    ``AsyncPostgresRunStore``): the same methods, awaited."""
+
+    async def save(
+        self,
+        chain: LLMChain,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        expires_in: float | None = None,
+    ) -> str:
+        """As ``RunStore.save``."""
+        ...
+
+    async def load(
+        self,
+        run_id: str,
+        model: ChatModel,
+        *,
+        tools: Sequence[Tool] = (),
+        callbacks: Sequence[Handler] = (),
+        fallbacks: Sequence[ChatModel] = (),
+        retry: RetryPolicy | None = None,
+    ) -> LLMChain:
+        """As ``RunStore.load``."""
+        ...
+
+    async def resume(
+        self,
+        run_id: str,
+        decisions: Sequence[Decision] | Mapping[str, Decision],
+        model: ChatModel,
+        *,
+        tools: Sequence[Tool] = (),
+        callbacks: Sequence[Handler] = (),
+        fallbacks: Sequence[ChatModel] = (),
+        retry: RetryPolicy | None = None,
+        continue_run: bool = True,
+    ) -> RunResult:
+        """As ``RunStore.resume``."""
+        ...
+
+    async def pending(
+        self, *, metadata: Mapping[str, Any] | None = None, limit: int = 100
+    ) -> list[PendingRun]:
+        """As ``RunStore.pending``."""
+        ...
+
+    async def delete(self, run_id: str) -> bool:
+        """As ``RunStore.delete``."""
+        ...
+
+
+# --- checks every store shares -------------------------------------------------------
+
+
+def check_run_store(store: object, what: str) -> RunStore:
+    """``store`` when it is a synchronous ``RunStore``.
+
+    Raises:
+        TypeError: it is not one (an async store included), naming ``what``.
+    """
+    if not isinstance(store, RunStore) or inspect.iscoroutinefunction(store.resume):
+        raise TypeError(
+            f"{what} must be a RunStore (a synchronous one: PostgresRunStore, "
+            f"RedisRunStore, MemoryRunStore, ...), got {store!r}"
+        )
+    return store
+
+
+def run_id_of(chain: LLMChain) -> str:
+    """The run id ``save`` keeps ``chain`` under.
+
+    Raises:
+        TypeError: ``chain`` is not an ``LLMChain``.
+        ValueError: the chain has not run (it has no run id).
+    """
+    from ..chain import LLMChain
+
+    if not isinstance(chain, LLMChain):
+        raise TypeError(f"save takes an LLMChain, got {chain!r}")
+    if chain.invocation is None:
+        raise ValueError(
+            "the chain has not run, so it has no run id: save the chain of a "
+            "RunResult (result.chain)"
+        )
+    return chain.invocation.id
+
+
+def check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``metadata`` as a dict of JSON values ({} for None).
+
+    Raises:
+        TypeError: it is not a mapping with str keys, or a value is not JSON.
+    """
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise TypeError(f"metadata must be a mapping or None, got {metadata!r}")
+    value = dict(metadata)
+    for key in value:
+        if not isinstance(key, str):
+            raise TypeError(f"metadata keys must be str, got {key!r}")
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"metadata must hold JSON values only: {exc}") from None
+    result: dict[str, Any] = json.loads(text)
+    return result
+
+
+def check_expires_in(expires_in: float | None) -> float | None:
+    """``expires_in`` when it is None or a number of seconds > 0 and finite.
+
+    Raises:
+        TypeError: it is not a number.
+        ValueError: it is not > 0 and finite.
+    """
+    if expires_in is None:
+        return None
+    if isinstance(expires_in, bool) or not isinstance(expires_in, int | float):
+        raise TypeError(
+            f"expires_in must be a number of seconds or None, got {expires_in!r}"
+        )
+    if not (expires_in > 0 and math.isfinite(expires_in)):
+        raise ValueError(
+            f"expires_in must be > 0 seconds and finite, got {expires_in!r}"
+        )
+    return float(expires_in)
+
+
+def check_limit(limit: int) -> int:
+    """``limit`` when it is an int >= 1.
+
+    Raises:
+        TypeError: it is not an int.
+        ValueError: it is < 1.
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise TypeError(f"limit must be an int, got {limit!r}")
+    if limit < 1:
+        raise ValueError(f"limit must be >= 1, got {limit}")
+    return limit
+
+
+def contains(metadata: Any, wanted: Any) -> bool:
+    """Whether ``metadata`` contains ``wanted`` as PostgreSQL's JSONB ``@>`` says
+    (for a ``metadata`` object: objects by key, arrays by element, numbers by
+    value)."""
+    if isinstance(wanted, dict):
+        return isinstance(metadata, dict) and all(
+            key in metadata and contains(metadata[key], value)
+            for key, value in wanted.items()
+        )
+    if isinstance(wanted, list):
+        return isinstance(metadata, list) and all(
+            any(contains(item, one) for item in metadata) for one in wanted
+        )
+    if _number(metadata) and _number(wanted):
+        return bool(metadata == wanted)
+    return type(metadata) is type(wanted) and metadata == wanted
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _unknown(run_id: str) -> LangHooksError:
+    return LangHooksError(
+        "invalid_request",
+        f"no saved run {run_id!r} (never saved, deleted, or expired)",
+    )
+
+
+# --- in memory ---------------------------------------------------------------------
+
+_Status = Literal["waiting", "claimed", "done"]
+
+
+@attrs.define
+class _Saved:
+    state: str
+    calls: tuple[ToolCall, ...]
+    metadata: dict[str, Any]
+    saved_at: datetime
+    expires_at: float | None  # time.time()
+    status: _Status
+    token: str | None = None
+    beat: float = 0.0  # time.monotonic() of the last heartbeat
+    records: dict[str, str] = attrs.field(factory=dict)
+
+
+@final
+class MemoryRunStore:
+    """A ``RunStore`` in this process's memory (the web apps' default store).
+
+    Thread-safe; resumes once, as every store does (a second or concurrent resume
+    raises "conflict" and runs nothing). Runs are lost when the process ends: use
+    ``RedisRunStore`` or ``PostgresRunStore`` to resume in another process.
+
+    Args:
+        claim_timeout: seconds without a heartbeat after which a resume's claim
+            may be taken over (a worker in this process stops only with it, so
+            this matters only when a resume's thread is stuck).
+    """
+
+    def __init__(self, *, claim_timeout: float = 60.0) -> None:
+        self._claim_timeout: Final = check_claim_timeout(claim_timeout)
+        self._lock: Final = threading.Lock()
+        self._runs: Final[dict[str, _Saved]] = {}
+
+    def _live(self, run_id: str) -> _Saved | None:
+        # Called with the lock held; forgets an expired run.
+        saved = self._runs.get(run_id)
+        if (
+            saved is not None
+            and saved.expires_at is not None
+            and saved.expires_at <= time.time()
+        ):
+            del self._runs[run_id]
+            return None
+        return saved
+
+    def save(
+        self,
+        chain: LLMChain,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        expires_in: float | None = None,
+    ) -> str:
+        """Save ``chain``'s state under its run id (replacing an earlier save).
+
+        Args:
+            chain: the chain of a ``RunResult`` (``result.chain``).
+            metadata: JSON values to find the run by (``pending(metadata=...)``).
+            expires_in: seconds until the run is forgotten (None: never).
+
+        Returns:
+            The run id (``chain.invocation.id``).
+
+        Raises:
+            TypeError: not an ``LLMChain``, metadata that is not JSON, or a state
+                holding a value that cannot be encoded.
+            ValueError: the chain has not run, or a bad ``expires_in``.
+        """
+        run_id = run_id_of(chain)
+        data = check_metadata(metadata)
+        seconds = check_expires_in(expires_in)
+        state = json.dumps(chain.to_state(), separators=(",", ":"))
+        calls = chain.pending_tool_calls
+        saved = _Saved(
+            state=state,
+            calls=calls,
+            metadata=data,
+            saved_at=datetime.now(UTC),
+            expires_at=None if seconds is None else time.time() + seconds,
+            status="waiting" if calls else "done",
+        )
+        with self._lock:
+            self._runs[run_id] = saved
+        return run_id
+
+    def load(
+        self,
+        run_id: str,
+        model: ChatModel,
+        *,
+        tools: Sequence[Tool] = (),
+        callbacks: Sequence[Handler] = (),
+        fallbacks: Sequence[ChatModel] = (),
+        retry: RetryPolicy | None = None,
+    ) -> LLMChain:
+        """The saved chain of run ``run_id`` (its latest state), with this
+        worker's code.
+
+        Raises:
+            LangHooksError: "invalid_request" for an unknown, deleted or expired
+                run.
+        """
+        from ..chain import LLMChain
+
+        with self._lock:
+            saved = self._live(run_id)
+            if saved is None:
+                raise _unknown(run_id)
+            state = saved.state
+        return LLMChain.from_state(
+            json.loads(state),
+            model,
+            tools=tools,
+            callbacks=callbacks,
+            fallbacks=fallbacks,
+            retry=retry,
+        )
+
+    def resume(
+        self,
+        run_id: str,
+        decisions: Sequence[Decision] | Mapping[str, Decision],
+        model: ChatModel,
+        *,
+        tools: Sequence[Tool] = (),
+        callbacks: Sequence[Handler] = (),
+        fallbacks: Sequence[ChatModel] = (),
+        retry: RetryPolicy | None = None,
+        continue_run: bool = True,
+    ) -> RunResult:
+        """Resume a waiting run with people's decisions, once.
+
+        The run is claimed first: a second or concurrent resume runs nothing and
+        raises "conflict". Each tool call is recorded before it runs and its
+        outcome when it returns, so a call never runs twice. After the
+        decisions the run goes on to the model's answer (``continue_run``) and
+        the state it ends in is saved under the same run id.
+
+        Args:
+            run_id: the run to resume.
+            decisions: one ``Decision`` per waiting call, in the order of
+                ``chain.pending_tool_calls``, or a mapping from tool call id to
+                ``Decision`` (for some of the waiting calls).
+            model: the model the run continues on; ``tools``, ``callbacks``,
+                ``fallbacks`` and ``retry`` as ``LLMChain.from_state``.
+            continue_run: after the decisions, ``run()`` on to the model's
+                answer (when they did not end the run).
+
+        Returns:
+            The ``RunResult`` the run ended with here.
+
+        Raises:
+            LangHooksError: "conflict" when the run is being resumed or waits for
+                no decision; "invalid_request" for an unknown, deleted or
+                expired run.
+            ValueError: the decisions do not match the waiting calls (the run
+                waits again, unchanged).
+        """
+        code = ResumeCode(
+            model=model,
+            tools=tools,
+            callbacks=callbacks,
+            fallbacks=fallbacks,
+            retry=retry,
+            continue_run=continue_run,
+        )
+        return resume_once(
+            _MemoryClaims(self),
+            run_id,
+            decisions,
+            code,
+            claim_timeout=self._claim_timeout,
+        )
+
+    def pending(
+        self, *, metadata: Mapping[str, Any] | None = None, limit: int = 100
+    ) -> list[PendingRun]:
+        """The runs waiting for decisions, newest first (the approval inbox).
+
+        Args:
+            metadata: keep only runs whose metadata contains this (as JSONB
+                ``@>``: ``{"tenant": "a"}`` matches ``{"tenant": "a", "user":
+                "b"}``).
+            limit: at most this many runs.
+
+        Raises:
+            TypeError: bad ``metadata`` or ``limit``.
+            ValueError: ``limit`` < 1.
+        """
+        wanted = check_metadata(metadata)
+        check_limit(limit)
+        with self._lock:
+            rows = [
+                (run_id, saved)
+                for run_id in list(self._runs)
+                if (saved := self._live(run_id)) is not None
+                and saved.status == "waiting"
+                and contains(saved.metadata, wanted)
+            ]
+        rows.sort(key=lambda row: row[1].saved_at, reverse=True)
+        return [_row(run_id, saved) for run_id, saved in rows[:limit]]
+
+    def waiting(self, run_id: str) -> PendingRun | None:
+        """Run ``run_id``'s row of the inbox: None unless it waits for decisions."""
+        with self._lock:
+            saved = self._live(run_id)
+        if saved is None or saved.status != "waiting":
+            return None
+        return _row(run_id, saved)
+
+    def delete(self, run_id: str) -> bool:
+        """Forget run ``run_id``; whether it was there (and not expired)."""
+        with self._lock:
+            return self._live(run_id) is not None and bool(self._runs.pop(run_id))
+
+
+def _row(run_id: str, saved: _Saved) -> PendingRun:
+    expires_at = saved.expires_at
+    return PendingRun(
+        run_id=run_id,
+        calls=saved.calls,
+        saved_at=saved.saved_at,
+        expires_at=None
+        if expires_at is None
+        else datetime.fromtimestamp(expires_at, UTC),
+        metadata=saved.metadata,
+    )
+
+
+@final
+class _MemoryClaims:
+    """The claim primitives of ``MemoryRunStore``, under its lock."""
+
+    def __init__(self, store: MemoryRunStore) -> None:
+        self._store: Final = store
+
+    def _held(self, run_id: str, token: str) -> _Saved:
+        saved = self._store._live(run_id)  # the store's own helper
+        if saved is None or saved.status != "claimed" or saved.token != token:
+            raise LangHooksError(
+                "conflict",
+                f"the claim on run {run_id!r} was taken over by another resume",
+            )
+        return saved
+
+    def claim(self, run_id: str, token: str) -> Mapping[str, Any]:
+        store = self._store
+        with store._lock:
+            saved = store._live(run_id)
+            if saved is None:
+                raise _unknown(run_id)
+            now = time.monotonic()
+            stale = now - saved.beat >= store._claim_timeout
+            if saved.status == "done":
+                raise LangHooksError(
+                    "conflict",
+                    f"run {run_id!r} waits for no decision (it was resumed "
+                    f"already); nothing was run",
+                )
+            if saved.status == "claimed" and not stale:
+                raise LangHooksError(
+                    "conflict",
+                    f"run {run_id!r} is being resumed by another request; nothing "
+                    f"was run",
+                )
+            saved.status, saved.token, saved.beat = "claimed", token, now
+            state: dict[str, Any] = json.loads(saved.state)
+            return state
+
+    def heartbeat(self, run_id: str, token: str) -> bool:
+        store = self._store
+        with store._lock:
+            saved = store._live(run_id)
+            if saved is None or saved.status != "claimed" or saved.token != token:
+                return False
+            saved.beat = time.monotonic()
+            return True
+
+    def start_call(self, run_id: str, token: str, call_id: str) -> str | None:
+        with self._store._lock:
+            saved = self._held(run_id, token)
+            if call_id in saved.records:
+                return saved.records[call_id]
+            saved.records[call_id] = ""
+            return None
+
+    def finish_call(self, run_id: str, token: str, call_id: str, outcome: str) -> None:
+        with self._store._lock:
+            self._held(run_id, token).records[call_id] = outcome
+
+    def settle(
+        self,
+        run_id: str,
+        token: str,
+        state: Mapping[str, Any],
+        waiting: Sequence[ToolCall],
+    ) -> None:
+        text = json.dumps(state, separators=(",", ":"))
+        with self._store._lock:
+            saved = self._held(run_id, token)
+            saved.state, saved.calls = text, tuple(waiting)
+            saved.status = "waiting" if waiting else "done"
+            saved.token, saved.records = None, {}
+            saved.saved_at = datetime.now(UTC)
+
+    def release(self, run_id: str, token: str) -> None:
+        with self._store._lock:
+            saved = self._store._live(run_id)
+            if saved is not None and saved.status == "claimed" and saved.token == token:
+                saved.status, saved.token = "waiting", None

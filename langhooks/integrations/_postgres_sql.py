@@ -1,0 +1,342 @@
+"""``PostgresRunStore`` / ``AsyncPostgresRunStore``: interrupted runs in PostgreSQL.
+
+Two tables in the store's schema (``setup()`` creates them, under versioned
+migrations recorded in ``{schema}.schema_migrations``):
+
+- ``runs``: one row per run: its state (``chain.to_state()`` as JSON text), the
+  waiting calls (JSONB), the metadata (JSONB, GIN-indexed for ``@>``), when it was
+  saved and expires, its status (waiting, claimed, done), the claim's token and
+  last heartbeat (the server's clock). A partial index on ``(saved_at DESC,
+  run_id DESC) WHERE status = 'waiting'`` makes the inbox an index scan.
+- ``run_calls``: one row per tool call a resume started, with its outcome once it
+  returned.
+
+Every operation is one statement (or, for ``setup()``, one transaction): nothing
+relies on session state, so it works through PgBouncer in transaction mode. The
+connections this module creates have prepared statements off
+(``prepare_threshold=None``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from datetime import UTC
+from typing import TYPE_CHECKING, Any, Final, final
+
+from .._core._messages import LangHooksError, ToolCall
+from .._persist._codec import decode, encode
+from .._persist._stores import (
+    PendingRun,
+    check_expires_in,
+    check_limit,
+    check_metadata,
+    run_id_of,
+)
+
+if TYPE_CHECKING:
+    from ..chain import LLMChain, RetryPolicy, Tool
+    from ..chain._chain import Handler
+    from ..models import ChatModel
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Sql",
+    "claim_error",
+    "claim_lost",
+    "first_value",
+    "load_chain",
+    "not_set_up",
+    "pending_query",
+    "pending_row",
+    "save_params",
+    "scalar",
+    "settle_params",
+    "started_outcome",
+    "too_new",
+]
+
+_SCHEMA_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+# Each migration: (version, statements). Never edit one that shipped: add the next.
+_MIGRATIONS: Final[tuple[tuple[int, tuple[str, ...]], ...]] = (
+    (
+        1,
+        (
+            """CREATE TABLE {s}.runs (
+                run_id text PRIMARY KEY,
+                status text NOT NULL CHECK (status IN ('waiting', 'claimed', 'done')),
+                state text NOT NULL,
+                calls jsonb NOT NULL,
+                metadata jsonb NOT NULL DEFAULT '{{}}'::jsonb,
+                saved_at timestamptz NOT NULL,
+                expires_at timestamptz,
+                claim_token text,
+                heartbeat_at timestamptz
+            )""",
+            """CREATE TABLE {s}.run_calls (
+                run_id text NOT NULL REFERENCES {s}.runs ON DELETE CASCADE,
+                call_id text NOT NULL,
+                outcome text,
+                started_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+                PRIMARY KEY (run_id, call_id)
+            )""",
+            """CREATE INDEX runs_waiting_newest ON {s}.runs
+                (saved_at DESC, run_id DESC) WHERE status = 'waiting'""",
+            """CREATE INDEX runs_waiting_metadata ON {s}.runs
+                USING gin (metadata jsonb_path_ops) WHERE status = 'waiting'""",
+            """CREATE INDEX runs_expiring ON {s}.runs (expires_at)
+                WHERE expires_at IS NOT NULL""",
+        ),
+    ),
+)
+
+#: The schema version ``setup()`` brings a store's schema to.
+SCHEMA_VERSION: Final = _MIGRATIONS[-1][0]
+
+_LIVE: Final = "(expires_at IS NULL OR expires_at > clock_timestamp())"
+
+
+@final
+class Sql:
+    """The statements of one schema (its name quoted once, here)."""
+
+    def __init__(self, schema: str) -> None:
+        if not _SCHEMA_NAME.fullmatch(schema):
+            raise ValueError(
+                f"schema must be a PostgreSQL identifier (letters, digits and _, "
+                f"not starting with a digit, at most 63), got {schema!r}"
+            )
+        s = f'"{schema}"'
+        self.schema: Final = schema
+        self.lock_key: Final = f"langhooks.setup:{schema}"
+        self.migrations: Final = tuple(
+            (version, tuple(statement.format(s=s) for statement in statements))
+            for version, statements in _MIGRATIONS
+        )
+        self.create_schema: Final = f"CREATE SCHEMA IF NOT EXISTS {s}"
+        self.create_versions: Final = (
+            f"CREATE TABLE IF NOT EXISTS {s}.schema_migrations (version integer "
+            f"PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT clock_timestamp())"
+        )
+        self.version: Final = (
+            f"SELECT coalesce(max(version), 0) FROM {s}.schema_migrations"
+        )
+        self.record_version: Final = (
+            f"INSERT INTO {s}.schema_migrations (version) VALUES (%s)"
+        )
+        self.save: Final = (
+            f"WITH gone AS (DELETE FROM {s}.run_calls WHERE run_id = %(id)s) "
+            f"INSERT INTO {s}.runs (run_id, status, state, calls, metadata, saved_at, "
+            f"expires_at) VALUES (%(id)s, %(status)s, %(state)s, %(calls)s::jsonb, "
+            f"%(meta)s::jsonb, clock_timestamp(), clock_timestamp() + "
+            f"%(expires)s * interval '1 second') "
+            f"ON CONFLICT (run_id) DO UPDATE SET status = EXCLUDED.status, "
+            f"state = EXCLUDED.state, calls = EXCLUDED.calls, "
+            f"metadata = EXCLUDED.metadata, saved_at = EXCLUDED.saved_at, "
+            f"expires_at = EXCLUDED.expires_at, claim_token = NULL, "
+            f"heartbeat_at = NULL"
+        )
+        self.load: Final = f"SELECT state FROM {s}.runs WHERE run_id = %s AND {_LIVE}"
+        self.claim: Final = (
+            f"UPDATE {s}.runs SET status = 'claimed', claim_token = %(token)s, "
+            f"heartbeat_at = clock_timestamp() WHERE run_id = %(id)s AND {_LIVE} "
+            f"AND (status = 'waiting' OR (status = 'claimed' AND heartbeat_at < "
+            f"clock_timestamp() - %(timeout)s * interval '1 second')) RETURNING state"
+        )
+        self.status: Final = (
+            f"SELECT status FROM {s}.runs WHERE run_id = %s AND {_LIVE}"
+        )
+        self.heartbeat: Final = (
+            f"UPDATE {s}.runs SET heartbeat_at = clock_timestamp() WHERE run_id = %s "
+            f"AND claim_token = %s AND status = 'claimed'"
+        )
+        # The claim row is locked FOR SHARE: a takeover waits for this statement,
+        # so no call starts under a claim that another resume holds.
+        self.start_call: Final = (
+            f"WITH held AS (SELECT 1 FROM {s}.runs WHERE run_id = %(id)s AND "
+            f"claim_token = %(token)s AND status = 'claimed' FOR SHARE), "
+            f"started AS (INSERT INTO {s}.run_calls (run_id, call_id) SELECT "
+            f"%(id)s, %(call)s FROM held ON CONFLICT DO NOTHING RETURNING 1) "
+            f"SELECT (SELECT count(*) FROM held), (SELECT count(*) FROM started), "
+            f"(SELECT coalesce(outcome, '') FROM {s}.run_calls WHERE run_id = %(id)s "
+            f"AND call_id = %(call)s)"
+        )
+        self.finish_call: Final = (
+            f"UPDATE {s}.run_calls SET outcome = %s WHERE run_id = %s AND "
+            f"call_id = %s AND outcome IS NULL"
+        )
+        self.settle: Final = (
+            f"WITH settled AS (UPDATE {s}.runs SET state = %(state)s, "
+            f"calls = %(calls)s::jsonb, status = %(status)s, claim_token = NULL, "
+            f"heartbeat_at = NULL, saved_at = clock_timestamp() WHERE run_id = %(id)s "
+            f"AND claim_token = %(token)s AND status = 'claimed' RETURNING run_id), "
+            f"gone AS (DELETE FROM {s}.run_calls WHERE run_id IN "
+            f"(SELECT run_id FROM settled)) SELECT count(*) FROM settled"
+        )
+        self.release: Final = (
+            f"UPDATE {s}.runs SET status = 'waiting', claim_token = NULL WHERE "
+            f"run_id = %s AND claim_token = %s AND status = 'claimed'"
+        )
+        self.pending: Final = (
+            f"SELECT run_id, calls, saved_at, expires_at, metadata FROM {s}.runs "
+            f"WHERE status = 'waiting' AND {_LIVE} ORDER BY saved_at DESC, "
+            f"run_id DESC LIMIT %s"
+        )
+        self.pending_matching: Final = (
+            f"SELECT run_id, calls, saved_at, expires_at, metadata FROM {s}.runs "
+            f"WHERE status = 'waiting' AND {_LIVE} AND metadata @> %s::jsonb "
+            f"ORDER BY saved_at DESC, run_id DESC LIMIT %s"
+        )
+        self.waiting: Final = (
+            f"SELECT run_id, calls, saved_at, expires_at, metadata FROM {s}.runs "
+            f"WHERE run_id = %s AND status = 'waiting' AND {_LIVE}"
+        )
+        self.delete: Final = f"DELETE FROM {s}.runs WHERE run_id = %s"
+        self.purge: Final = (
+            f"DELETE FROM {s}.runs WHERE expires_at <= clock_timestamp()"
+        )
+
+
+def too_new(version: int, schema: str) -> LangHooksError:
+    return LangHooksError(
+        "invalid_request",
+        f"schema {schema!r} is at version {version}, newer than this langhooks "
+        f"knows ({SCHEMA_VERSION}): upgrade langhooks",
+    )
+
+
+def not_set_up(schema: str, error: Exception) -> LangHooksError:
+    return LangHooksError(
+        "invalid_request",
+        f"the run store's tables are missing in schema {schema!r}: call setup() "
+        f"once (it is idempotent) before using the store "
+        f"({str(error).splitlines()[0]})",
+        original=error,
+    )
+
+
+def _unknown(run_id: str, schema: str) -> LangHooksError:
+    return LangHooksError(
+        "invalid_request",
+        f"no saved run {run_id!r} in schema {schema!r} (never saved, deleted, or "
+        f"expired)",
+    )
+
+
+def claim_error(run_id: str, schema: str, status: str | None) -> LangHooksError:
+    if status is None:
+        return _unknown(run_id, schema)
+    if status == "claimed":
+        return LangHooksError(
+            "conflict",
+            f"run {run_id!r} is being resumed by another request; nothing was run",
+        )
+    return LangHooksError(
+        "conflict",
+        f"run {run_id!r} waits for no decision (it was resumed already); nothing "
+        f"was run",
+    )
+
+
+def claim_lost(run_id: str) -> LangHooksError:
+    return LangHooksError(
+        "conflict",
+        f"the claim on run {run_id!r} was taken over by another resume (its "
+        f"heartbeat stopped for longer than claim_timeout)",
+    )
+
+
+def _calls_json(calls: Sequence[ToolCall]) -> str:
+    return json.dumps([encode(call) for call in calls], separators=(",", ":"))
+
+
+def save_params(
+    chain: LLMChain, metadata: Mapping[str, Any] | None, expires_in: float | None
+) -> dict[str, Any]:
+    run_id = run_id_of(chain)
+    data = check_metadata(metadata)
+    seconds = check_expires_in(expires_in)
+    calls = chain.pending_tool_calls
+    return {
+        "id": run_id,
+        "status": "waiting" if calls else "done",
+        "state": json.dumps(chain.to_state(), separators=(",", ":")),
+        "calls": _calls_json(calls),
+        "meta": json.dumps(data, separators=(",", ":")),
+        "expires": seconds,
+    }
+
+
+def settle_params(
+    run_id: str, token: str, state: Mapping[str, Any], waiting: Sequence[ToolCall]
+) -> dict[str, Any]:
+    return {
+        "id": run_id,
+        "token": token,
+        "state": json.dumps(state, separators=(",", ":")),
+        "calls": _calls_json(waiting),
+        "status": "waiting" if waiting else "done",
+    }
+
+
+def pending_row(values: Sequence[Any]) -> PendingRun:
+    run_id, calls, saved_at, expires_at, metadata = values
+    return PendingRun(
+        run_id=run_id,
+        calls=tuple(decode(item) for item in calls),
+        saved_at=saved_at.astimezone(UTC),
+        expires_at=None if expires_at is None else expires_at.astimezone(UTC),
+        metadata=metadata,
+    )
+
+
+def pending_query(
+    sql: Sql, metadata: Mapping[str, Any] | None, limit: int
+) -> tuple[str, tuple[Any, ...]]:
+    wanted = check_metadata(metadata)
+    check_limit(limit)
+    if wanted:
+        return sql.pending_matching, (json.dumps(wanted), limit)
+    return sql.pending, (limit,)
+
+
+def load_chain(
+    state: str | None,
+    sql: Sql,
+    run_id: str,
+    model: ChatModel,
+    tools: Sequence[Tool],
+    callbacks: Sequence[Handler],
+    fallbacks: Sequence[ChatModel],
+    retry: RetryPolicy | None,
+) -> LLMChain:
+    from ..chain import LLMChain
+
+    if state is None:
+        raise _unknown(run_id, sql.schema)
+    return LLMChain.from_state(
+        json.loads(state),
+        model,
+        tools=tools,
+        callbacks=callbacks,
+        fallbacks=fallbacks,
+        retry=retry,
+    )
+
+
+def started_outcome(run_id: str, row: Sequence[Any]) -> str | None:
+    held, started, outcome = row
+    if not held:
+        raise claim_lost(run_id)
+    return None if started else str(outcome)
+
+
+def first_value(row: Sequence[Any] | None) -> str | None:
+    return None if row is None else str(row[0])
+
+
+def scalar(row: Sequence[Any] | None) -> int:
+    assert row is not None  # an aggregate always answers one row
+    return int(row[0])

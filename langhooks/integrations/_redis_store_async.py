@@ -1,0 +1,299 @@
+"""``AsyncRedisRunStore``: the ``redis.asyncio`` twin of ``RedisRunStore``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, final
+
+from .._core._messages import ToolCall
+from .._persist._resume import (
+    ResumeCode,
+    aresume_once,
+)
+from .._persist._stores import (
+    PendingRun,
+    check_limit,
+    check_metadata,
+)
+
+if TYPE_CHECKING:
+    from ..chain import Decision, LLMChain, RetryPolicy, RunResult, Tool
+    from ..chain._chain import Handler
+    from ..models import ChatModel
+import redis.asyncio.client
+
+from ._redis_runs import (
+    CLAIM,
+    FIELDS,
+    FINISH_CALL,
+    HEARTBEAT,
+    RELEASE,
+    SETTLE,
+    START_CALL,
+    Layout,
+    as_text,
+    claim_error,
+    claim_lost,
+    index_for,
+    index_keys,
+    load_chain,
+    member_ids,
+    settle_args,
+    started_outcome,
+)
+from ._redis_wire import AsyncClient, check_async_client, is_cluster
+
+__all__ = ["AsyncRedisRunStore"]
+
+
+@final
+class AsyncRedisRunStore:
+    """The async twin of ``RedisRunStore`` (``redis.asyncio``): the same keys, so
+    a run saved by one is resumed by the other; every method is awaited and the
+    claim's heartbeat is a task.
+
+    Args:
+        client: a ``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``
+            client.
+        prefix: as ``RedisRunStore``; ``expire_after``, ``claim_timeout`` and
+            ``lock_timeout`` too.
+
+    Raises:
+        TypeError: ``client`` is not a ``redis.asyncio.Redis`` or
+            ``redis.asyncio.cluster.RedisCluster``, or a bad option.
+        ValueError: ``claim_timeout`` is not > 0 and finite.
+    """
+
+    def __init__(
+        self,
+        client: AsyncClient,
+        *,
+        prefix: str = "langhooks:",
+        expire_after: int = 7 * 24 * 3600,
+        claim_timeout: float = 60.0,
+        lock_timeout: float | None = None,
+    ) -> None:
+        check_async_client(client, "AsyncRedisRunStore")
+        self._layout: Final = Layout(prefix, expire_after, claim_timeout, lock_timeout)
+        self._client: Final = client
+        self._claim: Final = client.register_script(CLAIM)
+        self._heartbeat: Final = client.register_script(HEARTBEAT)
+        self._start_call: Final = client.register_script(START_CALL)
+        self._finish_call: Final = client.register_script(FINISH_CALL)
+        self._settle: Final = client.register_script(SETTLE)
+        self._release: Final = client.register_script(RELEASE)
+
+    async def save(
+        self,
+        chain: LLMChain,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        expires_in: float | None = None,
+    ) -> str:
+        """As ``RedisRunStore.save``.
+
+        Raises:
+            ValueError: as ``RedisRunStore.save``.
+            TypeError: as ``RedisRunStore.save``.
+        """
+        run_id, fields, expires, indexes, waiting = self._layout.saved(
+            chain, metadata, expires_in
+        )
+        key = self._layout.key(run_id)
+        async with self._client.pipeline(transaction=False) as pipe:
+            pipe.delete(key)
+            pipe.hset(key, mapping=fields)
+            pipe.pexpireat(key, expires)
+            for index in indexes:
+                if waiting:
+                    pipe.zadd(index, {run_id: fields["saved"]})
+                else:
+                    pipe.zrem(index, run_id)
+            await pipe.execute()
+        return run_id
+
+    async def load(
+        self,
+        run_id: str,
+        model: ChatModel,
+        *,
+        tools: Sequence[Tool] = (),
+        callbacks: Sequence[Handler] = (),
+        fallbacks: Sequence[ChatModel] = (),
+        retry: RetryPolicy | None = None,
+    ) -> LLMChain:
+        """As ``RedisRunStore.load``.
+
+        Raises:
+            LangHooksError: as ``RedisRunStore.load``.
+        """
+        state = await self._client.hget(self._layout.key(run_id), "state")
+        return load_chain(
+            state, self._layout, run_id, model, tools, callbacks, fallbacks, retry
+        )
+
+    async def resume(
+        self,
+        run_id: str,
+        decisions: Sequence[Decision] | Mapping[str, Decision],
+        model: ChatModel,
+        *,
+        tools: Sequence[Tool] = (),
+        callbacks: Sequence[Handler] = (),
+        fallbacks: Sequence[ChatModel] = (),
+        retry: RetryPolicy | None = None,
+        continue_run: bool = True,
+    ) -> RunResult:
+        """As ``RedisRunStore.resume``, with ``arun`` (async tools are awaited).
+
+        Raises:
+            LangHooksError: as ``RedisRunStore.resume``.
+            ValueError: as ``RedisRunStore.resume``.
+        """
+        code = ResumeCode(
+            model=model,
+            tools=tools,
+            callbacks=callbacks,
+            fallbacks=fallbacks,
+            retry=retry,
+            continue_run=continue_run,
+        )
+        return await aresume_once(
+            _AsyncClaims(self),
+            run_id,
+            decisions,
+            code,
+            claim_timeout=self._layout.claim_timeout,
+        )
+
+    async def pending(
+        self, *, metadata: Mapping[str, Any] | None = None, limit: int = 100
+    ) -> list[PendingRun]:
+        """As ``RedisRunStore.pending``.
+
+        Raises:
+            TypeError: as ``RedisRunStore.pending``.
+            ValueError: as ``RedisRunStore.pending``.
+        """
+        wanted = check_metadata(metadata)
+        check_limit(limit)
+        index = index_for(self._layout.prefix, wanted)
+        rows: list[PendingRun] = []
+        start = 0
+        batch = max(limit, 50)
+        while len(rows) < limit:
+            ids = member_ids(
+                await self._client.zrevrange(index, start, start + batch - 1)
+            )
+            if not ids:
+                break
+            async with self._client.pipeline(transaction=False) as pipe:
+                for run_id in ids:
+                    pipe.hmget(self._layout.key(run_id), list(FIELDS))
+                found = await pipe.execute()
+            gone: list[str] = []
+            for run_id, values in zip(ids, found, strict=True):
+                if values[0] is None:
+                    gone.append(run_id)
+                    continue
+                row = self._layout.row(run_id, values, wanted)
+                if row is not None and len(rows) < limit:
+                    rows.append(row)
+            if gone:
+                await self._client.zrem(index, *gone)
+            start += batch - len(gone)
+        return rows
+
+    async def waiting(self, run_id: str) -> PendingRun | None:
+        """As ``RedisRunStore.waiting``."""
+        values = await self._client.hmget(self._layout.key(run_id), list(FIELDS))
+        return None if values[0] is None else self._layout.row(run_id, values, {})
+
+    async def delete(self, run_id: str) -> bool:
+        """As ``RedisRunStore.delete``."""
+        key = self._layout.key(run_id)
+        meta = await self._client.hget(key, "meta")
+        async with self._client.pipeline(transaction=False) as pipe:
+            pipe.delete(key)
+            data = json.loads(meta) if meta is not None else {}
+            for index in index_keys(self._layout.prefix, data):
+                pipe.zrem(index, run_id)
+            return bool((await pipe.execute())[0])
+
+
+@final
+class _AsyncClaims:
+    """The claim primitives of ``AsyncRedisRunStore``."""
+
+    def __init__(self, store: AsyncRedisRunStore) -> None:
+        self._store: Final = store
+        self._indexes: list[str] = []  # the inbox indexes of the claimed run
+
+    async def claim(self, run_id: str, token: str) -> Mapping[str, Any]:
+        store = self._store
+        layout = store._layout
+        answer = await store._claim(
+            keys=[layout.key(run_id)], args=[token, layout.claim_ms]
+        )
+        if as_text(answer[0]) != "ok":
+            raise claim_error(run_id, layout.prefix, answer)
+        state: dict[str, Any] = json.loads(answer[1])
+        self._indexes = index_keys(layout.prefix, json.loads(answer[2]))
+        return state
+
+    async def heartbeat(self, run_id: str, token: str) -> bool:
+        store = self._store
+        key = store._layout.key(run_id)
+        return bool(await store._heartbeat(keys=[key], args=[token]))
+
+    async def start_call(self, run_id: str, token: str, call_id: str) -> str | None:
+        store = self._store
+        answer = await store._start_call(
+            keys=[store._layout.key(run_id)], args=[token, f"call:{call_id}"]
+        )
+        return started_outcome(run_id, answer)
+
+    async def finish_call(
+        self, run_id: str, token: str, call_id: str, outcome: str
+    ) -> None:
+        store = self._store
+        await store._finish_call(
+            keys=[store._layout.key(run_id)],
+            args=[token, f"call:{call_id}", outcome],
+        )
+
+    async def settle(
+        self,
+        run_id: str,
+        token: str,
+        state: Mapping[str, Any],
+        waiting: Sequence[ToolCall],
+    ) -> None:
+        store = self._store
+        layout = store._layout
+        args = settle_args(token, state, waiting)
+        # One round trip: the script, then the inbox indexes (hints that pending()
+        # checks against the run's status, so they follow only a settled script).
+        # redis-py refuses scripts in a cluster's pipeline: there, two.
+        cluster = is_cluster(store._client)
+        async with store._client.pipeline(transaction=False) as pipe:
+            if cluster:
+                settled = await store._settle(keys=[layout.key(run_id)], args=args)
+            else:
+                assert isinstance(pipe, redis.asyncio.client.Pipeline)  # one node
+                await store._settle(keys=[layout.key(run_id)], args=args, client=pipe)
+            for index in self._indexes:
+                if waiting:
+                    pipe.zadd(index, {run_id: args[-1]})
+                else:
+                    pipe.zrem(index, run_id)
+            answers = await pipe.execute()
+        if not cluster:
+            settled = answers[0]
+        if not settled:
+            raise claim_lost(run_id)
+
+    async def release(self, run_id: str, token: str) -> None:
+        store = self._store
+        await store._release(keys=[store._layout.key(run_id)], args=[token])

@@ -1,0 +1,27 @@
+"""AG-UI (the Agent-User Interaction protocol, core 1.0) for langhooks runs.
+
+- ``create_agui_app(agent=..., store=None, heartbeat=15.0)``: an ASGI app (Starlette)
+  whose ``POST /`` takes an AG-UI ``RunAgentInput`` and streams the run as AG-UI
+  events, so CopilotKit and every other AG-UI client talk to a langhooks agent,
+  human approval included (an interrupt, then a resume on the same thread).
+- ``agui_events(records, thread_id=..., run_id=...)``: the translation alone, for
+  recorded runs or runs followed from Redis.
+
+Needs the web extra: ``pip install 'langhooks[web]'``.
+"""
+
+from __future__ import annotations
+
+try:
+    import ag_ui.core  # noqa: F401
+    import starlette  # noqa: F401
+except ImportError as _error:  # pragma: no cover - the web extra installs them
+    raise ImportError(
+        "langhooks.integrations.agui needs the web extra: pip install 'langhooks[web]'"
+    ) from _error
+
+from ._agui_app import MAX_CONVERSATION_BYTES, create_agui_app
+from ._agui_events import agui_events
+from ._frontend_app import Agent
+
+__all__ = ["MAX_CONVERSATION_BYTES", "Agent", "agui_events", "create_agui_app"]

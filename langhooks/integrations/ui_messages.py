@@ -1,0 +1,32 @@
+"""The Vercel AI SDK's UI message stream (protocol v1, as AI SDK 6 speaks it) for
+langhooks runs.
+
+- ``create_ui_message_app(agent=..., store=None)``: an ASGI app (Starlette) whose
+  ``POST /`` is the endpoint ``useChat`` posts a chat to; it streams the run as
+  UI message chunks, tool approval included (``tool-approval-request``, answered by
+  re-posting the conversation with the tool part in state ``approval-responded``).
+- ``ui_message_chunks(records)``: the translation alone, for recorded runs.
+
+Needs the web extra: ``pip install 'langhooks[web]'``.
+"""
+
+from __future__ import annotations
+
+try:
+    import starlette  # noqa: F401
+except ImportError as _error:  # pragma: no cover - the web extra installs it
+    raise ImportError(
+        "langhooks.integrations.ui_messages needs the web extra: "
+        "pip install 'langhooks[web]'"
+    ) from _error
+
+from ._frontend_app import Agent
+from ._ui_message_app import MAX_CONVERSATION_BYTES, create_ui_message_app
+from ._ui_message_chunks import ui_message_chunks
+
+__all__ = [
+    "MAX_CONVERSATION_BYTES",
+    "Agent",
+    "create_ui_message_app",
+    "ui_message_chunks",
+]

@@ -1,0 +1,203 @@
+"""The official JavaScript clients against the frontend apps, served by uvicorn on
+127.0.0.1 and driven by Node: ``@ag-ui/client``'s ``HttpAgent`` and AI SDK 6's
+stream readers (``tests/js``, pinned in ``package.json`` and its lock file)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
+from typing import Any
+
+from langhooks.integrations.agui import create_agui_app
+from langhooks.integrations.ui_messages import create_ui_message_app
+
+from .._services import need_command, unavailable
+from ._frontend_agent import (
+    ANSWER,
+    FIRST_TEXT,
+    FORECAST,
+    QUESTION,
+    THINKING,
+    WeatherAgent,
+)
+from ._web_harness import serving
+
+JS = Path(__file__).parents[1] / "js"
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+ASGI = Callable[
+    [Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]],
+    Awaitable[None],
+]
+_DATA = re.compile(rb"^data: ", re.MULTILINE)
+
+
+def node() -> str:
+    """Node, with the pinned clients installed (skip, or fail under CI, without)."""
+    path = need_command("node", "install Node.js 20 or later")
+    for package in ("@ag-ui/client", "ai"):
+        if not (JS / "node_modules" / package / "package.json").is_file():
+            unavailable(
+                f"the JavaScript client {package} is not installed: run "
+                f"`npm ci --prefix tests/js`"
+            )
+    return path
+
+
+class Counting:
+    """An ASGI wrapper counting the ``data:`` lines each answer sends."""
+
+    def __init__(self, app: ASGI) -> None:
+        self.app = app
+        self.sent: list[int] = []
+
+    async def __call__(
+        self,
+        scope: Scope,
+        receive: Callable[[], Awaitable[Message]],
+        send: Callable[[Message], Awaitable[None]],
+    ) -> None:
+        lines = 0
+
+        async def counted(message: Message) -> None:
+            nonlocal lines
+            if message["type"] == "http.response.body":
+                lines += len(_DATA.findall(message.get("body", b"")))
+            await send(message)
+
+        await self.app(scope, receive, counted)
+        if scope["type"] == "http":
+            self.sent.append(lines)
+
+
+def drive(script: str, app: Any) -> dict[str, Any]:
+    """Run ``tests/js/<script>`` against ``app``; its JSON summary."""
+    program = node()
+    with serving(app) as url:
+        done = subprocess.run(
+            [program, str(JS / script), url, QUESTION],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    summary: dict[str, Any] = json.loads(done.stdout)
+    return summary
+
+
+def text_of(events: list[dict[str, Any]], kind: str) -> str:
+    """The deltas of every event of ``kind``, joined."""
+    return "".join(e["delta"] for e in events if e["type"] == kind)
+
+
+class TestAguiClient:
+    """``HttpAgent.runAgent`` through an interrupt and its resume."""
+
+    def test_interrupt_then_resume(self) -> None:
+        """The client sees thinking, text, the call with its arguments, the
+        interrupt, then the result and the answer; a repeated resume is a
+        conflict; the tool ran once; every event sent was received."""
+        agent = WeatherAgent()
+        app = Counting(create_agui_app(agent=agent))
+        summary = drive("agui_roundtrip.mjs", app)
+        first, second, repeated = (summary[k] for k in ("first", "second", "repeated"))
+        assert first["error"] is None
+        events = first["events"]
+        assert text_of(events, "REASONING_MESSAGE_CONTENT") == THINKING
+        assert text_of(events, "TEXT_MESSAGE_CONTENT") == FIRST_TEXT
+        (start,) = (e for e in events if e["type"] == "TOOL_CALL_START")
+        assert (start["toolCallId"], start["toolCallName"]) == ("call_1", "get_weather")
+        assert json.loads(text_of(events, "TOOL_CALL_ARGS")) == {"city": "Paris"}
+        assert first["types"][-2:] == ["MESSAGES_SNAPSHOT", "RUN_FINISHED"]
+        assert first["finished"]["outcome"] == "interrupt"
+        (interrupt,) = summary["interrupts"]
+        assert interrupt["reason"] == "tool_approval"
+        assert interrupt["toolCallId"] == "call_1"
+
+        assert second["error"] is None
+        assert second["finished"]["outcome"] == "success"
+        (result,) = (e for e in second["events"] if e["type"] == "TOOL_CALL_RESULT")
+        assert result["content"] == FORECAST
+        assert text_of(second["events"], "TEXT_MESSAGE_CONTENT") == ANSWER
+        assert second["pendingInterrupts"] == []
+        conversation = [
+            (m["role"], m.get("content"), [c["id"] for c in m.get("toolCalls", [])])
+            for m in second["messages"]
+        ]
+        assert conversation == [
+            ("user", QUESTION, []),
+            ("reasoning", THINKING, []),
+            ("assistant", FIRST_TEXT, ["call_1"]),
+            ("tool", FORECAST, []),
+            ("assistant", ANSWER, []),
+        ]
+
+        assert repeated["types"] == ["RUN_STARTED", "RUN_ERROR"]
+        assert repeated["events"][-1]["code"] == "conflict"
+        assert agent.runs == [{"city": "Paris"}]
+        received = [len(part["events"]) for part in (first, second, repeated)]
+        assert received == app.sent
+
+
+class TestAiSdkClient:
+    """AI SDK 6's ``parseJsonEventStream`` + ``readUIMessageStream`` through an
+    approval and its answer."""
+
+    def test_approval_round_trip(self) -> None:
+        """The client builds one assistant message: thinking, text, the call with
+        its input waiting for approval, then, continued, its output and the
+        answer; a repeated approval runs nothing; the tool ran once; every chunk
+        sent was parsed."""
+        agent = WeatherAgent()
+        app = Counting(create_ui_message_app(agent=agent))
+        summary = drive("ui_message_roundtrip.mjs", app)
+        first, second, repeated = (summary[k] for k in ("first", "second", "repeated"))
+        for answer in (first, second):
+            assert (answer["status"], answer["header"], answer["errors"]) == (
+                200,
+                "v1",
+                [],
+            )
+        kinds = {chunk["type"] for chunk in first["chunks"]}
+        assert {
+            "start",
+            "start-step",
+            "reasoning-start",
+            "reasoning-delta",
+            "reasoning-end",
+            "text-start",
+            "text-delta",
+            "text-end",
+            "tool-input-start",
+            "tool-input-delta",
+            "tool-input-available",
+            "tool-approval-request",
+            "finish-step",
+            "finish",
+        } == kinds
+        step, reasoning, text, tool = first["message"]["parts"]
+        assert step == {"type": "step-start"}
+        assert reasoning["text"] == THINKING
+        assert text["text"] == FIRST_TEXT
+        assert tool["type"] == "tool-get_weather"
+        assert tool["state"] == "approval-requested"
+        assert tool["input"] == {"city": "Paris"}
+
+        message = second["message"]
+        assert message["id"] == first["message"]["id"]
+        tool = message["parts"][3]
+        assert tool["state"] == "output-available"
+        assert tool["output"] == FORECAST
+        assert tool["approval"]["approved"] is True
+        assert message["parts"][-1]["text"] == ANSWER
+
+        assert repeated["status"] == 409
+        assert "nothing was run" in repeated["body"]["error"]
+        assert agent.runs == [{"city": "Paris"}]
+        # Each stream also sends its closing `data: [DONE]`, which is no chunk.
+        parsed = [len(first["chunks"]) + 1, len(second["chunks"]) + 1, 0]
+        assert parsed == app.sent

@@ -1,0 +1,73 @@
+"""The frontend apps on a shared ``RedisRunStore``: an interrupt taken by one worker
+is answered through another (a real Redis server, ``need_redis()``)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import httpx
+import pytest
+import redis
+
+from langhooks.integrations.agui import create_agui_app
+from langhooks.integrations.redis import RedisRunStore
+from langhooks.integrations.ui_messages import create_ui_message_app
+
+from .._services import need_redis
+from ._frontend_agent import ANSWER, WeatherAgent
+from ._web_harness import serving
+from .test_agui_app import answers, approve, run_input
+from .test_ui_message_app import USER, answered, assistant_of, chat, chunks
+
+
+@pytest.fixture
+def stores() -> Iterator[tuple[RedisRunStore, RedisRunStore]]:
+    """Two workers' stores: their own clients, one key prefix (removed after)."""
+    url = need_redis()
+    prefix = f"langhooks-test-{uuid.uuid4().hex}:"
+    one, two = redis.Redis.from_url(url), redis.Redis.from_url(url)
+    try:
+        yield RedisRunStore(one, prefix=prefix), RedisRunStore(two, prefix=prefix)
+    finally:
+        for key in one.scan_iter(f"{prefix}*"):
+            one.delete(key)
+        one.close()
+        two.close()
+
+
+def test_agui_resume_on_another_worker(
+    stores: tuple[RedisRunStore, RedisRunStore],
+) -> None:
+    """AG-UI: the resume reaches the other worker, runs the tool once, and a
+    repeated resume there is a conflict."""
+    agent = WeatherAgent()
+    with httpx.Client(timeout=30) as client:
+        with serving(create_agui_app(agent=agent, store=stores[0])) as one:
+            first = answers(client.post(one, json=run_input()))
+        with serving(create_agui_app(agent=agent, store=stores[1])) as two:
+            body = run_input(run="run-2", resume=approve(first[-1]))
+            second = answers(client.post(two, json=body))
+            again = answers(client.post(two, json=dict(body, runId="run-3")))
+    text = "".join(e["delta"] for e in second if e["type"] == "TEXT_MESSAGE_CONTENT")
+    assert text == ANSWER
+    assert again[-1]["code"] == "conflict"
+    assert agent.runs == [{"city": "Paris"}]
+
+
+def test_ui_message_approval_on_another_worker(
+    stores: tuple[RedisRunStore, RedisRunStore],
+) -> None:
+    """AI SDK: the approval reaches the other worker and runs the tool once; the
+    same approval posted again runs nothing."""
+    agent = WeatherAgent()
+    with httpx.Client(timeout=30) as client:
+        with serving(create_ui_message_app(agent=agent, store=stores[0])) as one:
+            message = assistant_of(chunks(client.post(one, json=chat([USER]))))
+        with serving(create_ui_message_app(agent=agent, store=stores[1])) as two:
+            body = chat([USER, answered(message)])
+            out = chunks(client.post(two, json=body))
+            again = client.post(two, json=body)
+    assert "".join(c["delta"] for c in out if c["type"] == "text-delta") == ANSWER
+    assert again.status_code == 409
+    assert agent.runs == [{"city": "Paris"}]
