@@ -6,6 +6,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, final
 
+import redis.asyncio.client
+
 from .._core._messages import ToolCall
 from .._persist._resume import (
     ResumeCode,
@@ -21,7 +23,6 @@ if TYPE_CHECKING:
     from ..chain import Decision, LLMChain, RetryPolicy, RunResult, Tool
     from ..chain._chain import Handler
     from ..models import ChatModel
-import redis.asyncio.client
 
 from ._redis_runs import (
     CLAIM,

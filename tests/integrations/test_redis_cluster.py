@@ -36,6 +36,7 @@ from langhooks.chain import Decision, LLMChain
 from langhooks.cli.serve import DemoModel, demo_agent
 from langhooks.integrations._redis_wire import Keys
 from langhooks.integrations.redis import (
+    AsyncRedisRunStore,
     RedisEventConsumer,
     RedisEventPublisher,
     RedisRunStore,
@@ -154,6 +155,8 @@ class TestClients:
             match=r"redis\.asyncio\.Redis or redis\.asyncio\.cluster\.RedisCluster",
         ):
             await afollow(redis.Redis(), "r", ChainCallbackHandler())  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"redis\.asyncio\.cluster\.RedisCluster"):
+            AsyncRedisRunStore(redis.Redis())  # type: ignore[arg-type]
 
     def test_bad_shards(self) -> None:
         """shards is an int of at least 1."""
@@ -344,13 +347,10 @@ class TestOnACluster:
     def test_run_store_resumes_once(
         self, client: redis.cluster.RedisCluster, prefix: str
     ) -> None:
-        """A run saved on the cluster is resumed once; its keys share a slot."""
+        """A run saved on the cluster is resumed once, and leaves the inbox."""
         store = RedisRunStore(client, prefix=prefix)
-        result = interrupted_run()
-        run_id = store.save(result.chain)
-        assert key_slot(store.resume_key(run_id).encode()) == key_slot(
-            store._state_key(run_id).encode()
-        )
+        run_id = store.save(interrupted_run().chain, metadata={"team": "a"})
+        assert [p.run_id for p in store.pending(metadata={"team": "a"})] == [run_id]
         tool = Counted()
         done = store.resume(
             run_id, [Decision.approve()], answered_model(), tools=[tool.tool]
@@ -358,6 +358,24 @@ class TestOnACluster:
         assert done.status == "ok"
         with pytest.raises(LangHooksError, match="waits for no decision"):
             store.resume(
+                run_id, [Decision.approve()], answered_model(), tools=[tool.tool]
+            )
+        assert tool.runs == 1
+        assert store.pending(metadata={"team": "a"}) == []
+
+    async def test_async_run_store_resumes_once(
+        self, aclient: redis.asyncio.cluster.RedisCluster, prefix: str
+    ) -> None:
+        """AsyncRedisRunStore on an asyncio cluster client resumes a run once."""
+        store = AsyncRedisRunStore(aclient, prefix=prefix)
+        run_id = await store.save(interrupted_run().chain)
+        tool = Counted()
+        done = await store.resume(
+            run_id, [Decision.approve()], answered_model(), tools=[tool.tool]
+        )
+        assert done.status == "ok"
+        with pytest.raises(LangHooksError, match="waits for no decision"):
+            await store.resume(
                 run_id, [Decision.approve()], answered_model(), tools=[tool.tool]
             )
         assert tool.runs == 1
