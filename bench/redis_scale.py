@@ -11,8 +11,8 @@ Run by hand (not a test); it starts its own servers (``redis-server`` and
 ``--rate`` tokens per second (0: as fast as it can), then its end. Every run has a
 follower (``arun_entries`` tasks, in ``--followers`` processes) that takes, for
 each partial, the time from its event (``record.time``) to its arrival; a consumer
-group on the firehose (``--members`` processes, ``dedupe=True``, every shard)
-counts every partial it is handed. Before the tokens start, every follower is
+group on the firehose (``--members`` processes, ``dedupe=True``, every shard;
+``--members 0``: no group) counts every partial it is handed. Before the tokens start, every follower is
 reading (the runs wait for it), so the latency is that of a live reader.
 
 Reported per set-up: records/s (records published / wall time from the first token
@@ -270,8 +270,10 @@ def measure(url: str, cluster: bool, args: argparse.Namespace) -> dict[str, Any]
         "publisher_lost": sum(r["lost"] for r in reports if "lost" in r),
         "follower_lost": expected - len(followed),
         "follower_duplicated": sum(c - 1 for c in followed.values()),
-        "group_lost": expected - len(grouped),
-        "group_duplicated": sum(c - 1 for c in grouped.values()),
+        "group_lost": expected - len(grouped) if args.members else None,
+        "group_duplicated": (
+            sum(c - 1 for c in grouped.values()) if args.members else None
+        ),
     }
 
 
