@@ -12,8 +12,9 @@ Run by hand (not a test); it starts its own servers (``redis-server`` and
 follower (``arun_entries`` tasks, in ``--followers`` processes) that takes, for
 each partial, the time from its event (``record.time``) to its arrival; a consumer
 group on the firehose (``--members`` processes, ``dedupe=True``, every shard;
-``--members 0``: no group) counts every partial it is handed. Before the tokens start, every follower is
-reading (the runs wait for it), so the latency is that of a live reader.
+``--members 0``: no group) counts every partial it is handed. Before the tokens
+start, every follower is reading (the runs wait for it), so the latency is that of a
+live reader.
 
 Reported per set-up: records/s (records published / wall time from the first token
 to the end of the last run at its follower; the same to the last record the group
