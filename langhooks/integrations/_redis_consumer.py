@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, final
 
 import redis
+import redis.cluster
 
 from .._persist._events import EventRecord, Replayer, SyncHandler
 from ._redis_wire import (
@@ -113,7 +114,7 @@ class RedisEventConsumer:
 
     def __init__(
         self,
-        client: SyncClient,
+        client: redis.Redis | redis.cluster.RedisCluster,
         *,
         group: str,
         consumer: str,

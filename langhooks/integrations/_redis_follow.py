@@ -10,6 +10,10 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any, Final, final
 
 import attrs
+import redis
+import redis.asyncio
+import redis.asyncio.cluster
+import redis.cluster
 
 from .._persist._events import EventRecord, Handler, Replayer, SyncHandler
 from ._redis_wire import (
@@ -172,7 +176,7 @@ class _Reader:
 
 
 def run_entries(
-    client: SyncClient,
+    client: redis.Redis | redis.cluster.RedisCluster,
     run_id: str,
     *,
     prefix: str = "langhooks:",
@@ -223,7 +227,7 @@ def _run_entries(
 
 
 async def arun_entries(
-    client: AsyncClient,
+    client: redis.asyncio.Redis | redis.asyncio.cluster.RedisCluster,
     run_id: str,
     *,
     prefix: str = "langhooks:",
@@ -266,7 +270,7 @@ async def _arun_entries(
 
 
 def follow(
-    client: SyncClient,
+    client: redis.Redis | redis.cluster.RedisCluster,
     run_id: str,
     handler: SyncHandler,
     *,
@@ -320,7 +324,7 @@ def follow(
 
 
 async def afollow(
-    client: AsyncClient,
+    client: redis.asyncio.Redis | redis.asyncio.cluster.RedisCluster,
     run_id: str,
     handler: Handler,
     *,

@@ -10,6 +10,8 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, final, overload
 
+import redis
+import redis.cluster
 from typing_extensions import override
 
 from .._core._chain_callbacks import ChainCallbackHandler
@@ -25,7 +27,6 @@ from .._persist._events import (
 from ._redis_outbox import Outbox, Pending
 from ._redis_wire import (
     Keys,
-    SyncClient,
     check_count,
     check_seconds,
     check_sync_client,
@@ -143,7 +144,7 @@ class RedisEventPublisher(ChainCallbackHandler, StreamingChatResponseHandler):
 
     def __init__(
         self,
-        client: SyncClient,
+        client: redis.Redis | redis.cluster.RedisCluster,
         *,
         prefix: str = "langhooks:",
         shards: int | None = None,

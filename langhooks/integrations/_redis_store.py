@@ -7,6 +7,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, final
 
+import redis
+import redis.cluster
+
 from .._core._messages import ToolCall
 from .._persist._resume import (
     ResumeCode,
@@ -17,7 +20,7 @@ from .._persist._stores import (
     check_limit,
     check_metadata,
 )
-from ._redis_wire import SyncClient, check_sync_client, is_cluster
+from ._redis_wire import check_sync_client, is_cluster
 
 if TYPE_CHECKING:
     from ..chain import Decision, LLMChain, RetryPolicy, RunResult, Tool
@@ -80,7 +83,7 @@ class RedisRunStore:
 
     def __init__(
         self,
-        client: SyncClient,
+        client: redis.Redis | redis.cluster.RedisCluster,
         *,
         prefix: str = "langhooks:",
         expire_after: int = 7 * 24 * 3600,

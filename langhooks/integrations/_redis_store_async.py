@@ -6,7 +6,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, final
 
+import redis.asyncio
 import redis.asyncio.client
+import redis.asyncio.cluster
 
 from .._core._messages import ToolCall
 from .._persist._resume import (
@@ -43,7 +45,7 @@ from ._redis_runs import (
     settle_args,
     started_outcome,
 )
-from ._redis_wire import AsyncClient, check_async_client, is_cluster
+from ._redis_wire import check_async_client, is_cluster
 
 __all__ = ["AsyncRedisRunStore"]
 
@@ -68,7 +70,7 @@ class AsyncRedisRunStore:
 
     def __init__(
         self,
-        client: AsyncClient,
+        client: redis.asyncio.Redis | redis.asyncio.cluster.RedisCluster,
         *,
         prefix: str = "langhooks:",
         expire_after: int = 7 * 24 * 3600,
