@@ -98,8 +98,9 @@ class LocalServer:
     """One plain ``redis-server`` on a free port (for a benchmark's own node)."""
 
     def __init__(self, directory: Path) -> None:
+        self.directory: Final = directory
         self.port: Final = free_port()
-        self.process: Final = _server(directory, self.port)
+        self.process = _server(directory, self.port)
 
     @property
     def url(self) -> str:
@@ -109,6 +110,10 @@ class LocalServer:
     def stop(self) -> None:
         """End the server."""
         _end(self.process)
+
+    def restart(self) -> None:
+        """Start the server again on its port (empty: nothing is persisted)."""
+        self.process = _server(self.directory, self.port)
 
 
 class LocalCluster:

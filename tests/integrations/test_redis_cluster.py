@@ -27,11 +27,22 @@ import pytest
 import redis
 import redis.asyncio
 import redis.asyncio.cluster
+import redis.backoff
 import redis.cluster
+import redis.retry
 from redis.crc import key_slot
 from typing_extensions import override
 
-from langhooks import ChainCallbackHandler, LangHooksError, Message
+from langhooks import (
+    ChainCallbackHandler,
+    ChatResponse,
+    LangHooksError,
+    Message,
+    PartialResponse,
+    PartialResponseContext,
+    StreamingHandle,
+    invocation,
+)
 from langhooks.chain import Decision, LLMChain
 from langhooks.cli.serve import DemoModel, demo_agent
 from langhooks.integrations._redis_wire import Keys
@@ -46,9 +57,9 @@ from langhooks.integrations.redis import (
     run_entries,
 )
 from langhooks.integrations.web import create_app
-from langhooks.testing import RecordingChainHandler
+from langhooks.testing import RecordingChainHandler, RecordingStreamingHandler
 from tests._redis_cluster import LocalCluster, LocalServer
-from tests._services import need_command
+from tests._services import need_command, need_redis
 from tests.test_events import assert_same_events
 
 from ._web_harness import serving
@@ -220,7 +231,7 @@ FOLLOWER = textwrap.dedent(
     import pickle, sys
     import redis.cluster
     from langhooks.integrations.redis import follow
-    from langhooks.testing import RecordingChainHandler
+    from langhooks.testing import RecordingChainHandler, RecordingStreamingHandler
     from tests.integrations.test_redis_publish import plain
     from tests.test_events import comparable
 
@@ -437,6 +448,127 @@ class TestOnACluster:
         got = [e async for e in arun_entries(aclient, run_id, prefix=prefix)]
         assert got == expected
         publisher.close()
+
+    def test_dead_letters_on_a_cluster(
+        self, client: redis.cluster.RedisCluster, prefix: str
+    ) -> None:
+        """An undecodable entry of a shard goes to the one dead-letter stream
+        and is acknowledged (two commands: the keys are in different slots)."""
+        keys = Keys.of(client, prefix, None)
+        client.xadd(keys.firehose(5), {"junk": "1"})
+        consumer = RedisEventConsumer(
+            client,
+            group="g",
+            consumer="c",
+            handler=RecordingChainHandler(),
+            prefix=prefix,
+            max_attempts=1,
+        )
+        assert consumer.run_once(block_ms=10) == 0
+        assert consumer.dead_letters == 1
+        assert client.xlen(keys.dead()) == 1
+        assert client.xpending(keys.firehose(5), "g")["pending"] == 0
+
+    def test_web_list_skips_keys_that_are_no_run(
+        self, client: redis.cluster.RedisCluster, prefix: str
+    ) -> None:
+        """A key shaped like a run stream of no shard is not listed as a run."""
+        client.set(f"{prefix}{{{prefix}x}}:run:bogus", "1")
+        publisher = RedisEventPublisher(client, prefix=prefix)
+        run_id = run_id_of(simple_run(publisher))
+        publisher.close()
+        with serving(create_app(redis=client, prefix=prefix)) as base:
+            runs = httpx.get(f"{base}runs").json()["runs"]
+        assert [r["run_id"] for r in runs] == [run_id]
+
+
+class TestShardsOnOneNode:
+    """The sharded layout on one node (``shards`` > 1), against the shared server."""
+
+    def test_consumer_blocks_on_each_shard_in_turn(self) -> None:
+        """A member waiting on two shards gets records published to both while it
+        waits, whichever shard it is blocked on."""
+        client = redis.Redis.from_url(need_redis())
+        prefix = f"lh-test:{uuid.uuid4().hex[:12]}:"
+        try:
+            keys = Keys.of(client, prefix, 2)
+            publisher = RedisEventPublisher(client, prefix=prefix, shards=2)
+            handler = RecordingStreamingHandler()
+            consumer = RedisEventConsumer(
+                client,
+                group="g",
+                consumer="c",
+                handler=handler,
+                prefix=prefix,
+                shards=2,
+            )
+            assert consumer.run_once(block_ms=10) == 0  # the groups exist
+
+            def publish() -> None:
+                time.sleep(0.3)  # the member waits by now
+                done: set[int] = set()
+                while len(done) < 2:  # one record on each shard, in one batch
+                    with invocation("one") as current:
+                        if keys.shard(current.id) not in done:
+                            done.add(keys.shard(current.id))
+                            publisher.on_partial_response(
+                                PartialResponse(text="hi"),
+                                PartialResponseContext(handle=StreamingHandle()),
+                            )
+                publisher.flush(5)
+
+            thread = threading.Thread(target=publish)
+            thread.start()
+            got = 0
+            for _ in range(50):
+                got += consumer.run_once(block_ms=1000)
+                if got >= 2:
+                    break
+            thread.join()
+            assert got == 2
+            assert handler.names == ["on_partial_response"] * 2
+            publisher.close()
+        finally:
+            for key in list(client.scan_iter(match=f"{prefix}*")):
+                client.delete(key)
+            client.close()
+
+    def test_follow_reads_again_after_a_restart(self, tmp_path: Path) -> None:
+        """follow (waiting without end) outlives its server going away and coming
+        back, and returns at the end of the stream published after."""
+        need_command("redis-server", "apt-get install redis-server")
+        server = LocalServer(tmp_path)
+        # No retries inside redis-py: follow's own reading again is what is tested.
+        client = redis.Redis(
+            port=server.port,
+            socket_timeout=1,
+            retry=redis.retry.Retry(redis.backoff.NoBackoff(), 0),
+        )
+        followed = RecordingStreamingHandler()
+        context = PartialResponseContext(handle=StreamingHandle())
+        try:
+            assert client.ping()
+            server.stop()
+            with invocation("answer") as current:
+                waiter = threading.Thread(
+                    target=follow,
+                    args=(client, current.id, followed),
+                    kwargs={"block_ms": 0},
+                )
+                waiter.start()
+                time.sleep(0.3)  # follow fails, pauses, reads again
+                server.restart()
+                with RedisEventPublisher(client) as publisher:
+                    publisher.on_partial_response(PartialResponse(text="hi"), context)
+                    publisher.on_complete_response(
+                        ChatResponse(message=Message.assistant("hi"))
+                    )
+                waiter.join(30)
+            assert not waiter.is_alive()
+            assert followed.names == ["on_partial_response", "on_complete_response"]
+        finally:
+            client.close()
+            server.stop()
 
 
 class TestNodeKilled:
