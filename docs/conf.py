@@ -94,6 +94,7 @@ nitpick_ignore = [
 # redis-py's client classes and Starlette's request: their inventories are not
 # shipped either.
 nitpick_ignore_regex = [("py:class", r"redis\..*"), ("py:class", r"starlette\..*")]
+nitpick_ignore_regex += [("py:exc", r"redis\..*")]
 # psycopg's connections and pools (the postgres extra): no inventory shipped either.
 nitpick_ignore_regex += [("py:class", r"psycopg(_pool)?\..*")]
 # The chain type variables of the generic interfaces and results (ChainView's text

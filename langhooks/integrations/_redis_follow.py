@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any, Final, final
@@ -10,22 +12,35 @@ from typing import Any, Final, final
 import attrs
 import redis
 import redis.asyncio
+import redis.asyncio.cluster
+import redis.cluster
 
 from .._persist._events import EventRecord, Handler, Replayer, SyncHandler
 from ._redis_wire import (
+    TRANSIENT,
+    AsyncClient,
+    Keys,
+    SyncClient,
+    aread_stream,
     block_step,
+    check_async_client,
     check_sync_client,
     ends_run,
     publisher_of,
+    read_stream,
     record_of,
-    run_key,
     text,
 )
 
 __all__ = ["RunEntry", "afollow", "arun_entries", "follow", "run_entries"]
 
+logger: Final = logging.getLogger("langhooks")
+
 # Entries one read takes at most.
 _COUNT: Final = 1000
+# The pauses between reads while Redis fails: from the first to the longest.
+_PAUSE: Final = 0.05
+_MAX_PAUSE: Final = 1.0
 
 
 @final
@@ -70,22 +85,62 @@ class _Entries:
 class _Reader:
     """One reader of a run's stream: the position it reads after, how long it still
     waits for a new record (``block_ms`` after the last one, in reads no longer than
-    the client's socket timeout allows), and whether the run has ended."""
+    the client's socket timeout allows), and whether the run has ended.
+
+    A read that fails with a transient fault (connection lost, node down, failover,
+    moved slot) is tried again from the same position after a pause (growing to a
+    second), within the same wait: redis-py reconnects, and a cluster client finds
+    the slot's new node. When the wait ends while Redis still fails, the last fault
+    is raised."""
 
     def __init__(
         self,
-        client: redis.Redis | redis.asyncio.Redis,
+        client: SyncClient | AsyncClient,
+        key: str,
         position: str,
         block_ms: int,
         once: _Entries,
     ) -> None:
         self.position = position
+        self._key: Final = key
         self._once: Final = once
         self._block_ms: Final = block_ms
         self._step: Final = block_step(client, block_ms)
         self._deadline: float | None = None
         self._ended = False
+        self._fault: Exception | None = None
+        self._pause = _PAUSE
         self._renew()
+
+    def failed(self, fault: Exception) -> float:
+        """Note a transient fault of a read.
+
+        Returns:
+            The seconds to pause before the next read.
+        """
+        if self._fault is None:
+            logger.warning(
+                "langhooks: reading %s failed (%s: %s); reading again from %s",
+                *(self._key, type(fault).__name__, fault, self.position),
+            )
+        self._fault = fault
+        pause = self._pause
+        self._pause = min(_MAX_PAUSE, self._pause * 2)
+        if self._deadline is not None:
+            pause = min(pause, max(0.0, self._deadline - time.monotonic()))
+        return pause
+
+    def done(self) -> None:
+        """Raise the fault the wait ended on, if it did."""
+        if self._fault is not None and not self._ended:
+            raise self._fault
+
+    def _read(self) -> None:
+        # A read succeeded.
+        if self._fault is not None:
+            logger.warning("langhooks: reading %s again", self._key)
+        self._fault = None
+        self._pause = _PAUSE
 
     def _renew(self) -> None:
         # Something new came: wait block_ms from now.
@@ -104,6 +159,7 @@ class _Reader:
 
     def take(self, reply: Any) -> Iterator[RunEntry]:
         """The new entries of one ``XREAD`` reply, up to the one that ends the run."""
+        self._read()
         # XREAD of one stream: [[key, [(id, fields), ...]]], or empty after the block.
         entries: Sequence[Any] = reply[0][1] if reply else ()
         if entries:
@@ -120,10 +176,11 @@ class _Reader:
 
 
 def run_entries(
-    client: redis.Redis,
+    client: redis.Redis | redis.cluster.RedisCluster,
     run_id: str,
     *,
     prefix: str = "langhooks:",
+    shards: int | None = None,
     last_id: str = "0-0",
     block_ms: int = 5000,
 ) -> Iterator[RunEntry]:
@@ -134,9 +191,11 @@ def run_entries(
     page's event stream needs (``id``, ``event``, the record).
 
     Args:
-        client: a synchronous ``redis.Redis`` client.
+        client: a synchronous ``redis.Redis`` or ``redis.cluster.RedisCluster``
+            client.
         run_id: the run (its invocation id, ``chain.invocation.id``).
         prefix: the key prefix the publisher uses.
+        shards: the publisher's ``shards`` (None: its default for this client).
         last_id: the stream id after which to start (exclusive); "0-0" for the
             run's first record.
         block_ms: how long to wait for a new record before stopping (0 waits
@@ -147,61 +206,76 @@ def run_entries(
         ValueError: the stream holds something that is not a langhooks record.
     """
     check_sync_client(client, "run_entries")
-    key = run_key(prefix, run_id)
+    key = Keys.of(client, prefix, shards).run(run_id)
     return _run_entries(client, key, last_id, block_ms, _Entries())
 
 
 def _run_entries(
-    client: redis.Redis, key: str, position: str, block_ms: int, once: _Entries
+    client: SyncClient, key: str, position: str, block_ms: int, once: _Entries
 ) -> Iterator[RunEntry]:
-    reader = _Reader(client, position, block_ms, once)
+    reader = _Reader(client, key, position, block_ms, once)
     while (block := reader.next_block()) is not None:
-        reply: Any = client.xread({key: reader.position}, count=_COUNT, block=block)
+        try:
+            reply: Any = read_stream(
+                client, key, reader.position, count=_COUNT, block=block
+            )
+        except TRANSIENT as fault:
+            time.sleep(reader.failed(fault))
+            continue
         yield from reader.take(reply)
+    reader.done()
 
 
 async def arun_entries(
-    client: redis.asyncio.Redis,
+    client: redis.asyncio.Redis | redis.asyncio.cluster.RedisCluster,
     run_id: str,
     *,
     prefix: str = "langhooks:",
+    shards: int | None = None,
     last_id: str = "0-0",
     block_ms: int = 5000,
 ) -> AsyncIterator[RunEntry]:
-    """The async twin of ``run_entries``, on a ``redis.asyncio`` client.
+    """The async twin of ``run_entries``, on a ``redis.asyncio.Redis`` or
+    ``redis.asyncio.cluster.RedisCluster`` client.
 
     Raises:
         TypeError: a bad client.
         ValueError: as ``run_entries``.
     """
-    _check_async_client(client, "arun_entries")
-    key = run_key(prefix, run_id)
+    check_async_client(client, "arun_entries")
+    key = Keys.of(client, prefix, shards).run(run_id)
     async for entry in _arun_entries(client, key, last_id, block_ms, _Entries()):
         yield entry
 
 
 async def _arun_entries(
-    client: redis.asyncio.Redis,
+    client: AsyncClient,
     key: str,
     position: str,
     block_ms: int,
     once: _Entries,
 ) -> AsyncIterator[RunEntry]:
-    reader = _Reader(client, position, block_ms, once)
+    reader = _Reader(client, key, position, block_ms, once)
     while (block := reader.next_block()) is not None:
-        reply: Any = await client.xread(
-            {key: reader.position}, count=_COUNT, block=block
-        )
+        try:
+            reply: Any = await aread_stream(
+                client, key, reader.position, count=_COUNT, block=block
+            )
+        except TRANSIENT as fault:
+            await asyncio.sleep(reader.failed(fault))
+            continue
         for entry in reader.take(reply):
             yield entry
+    reader.done()
 
 
 def follow(
-    client: redis.Redis,
+    client: redis.Redis | redis.cluster.RedisCluster,
     run_id: str,
     handler: SyncHandler,
     *,
     prefix: str = "langhooks:",
+    shards: int | None = None,
     last_id: str = "0-0",
     block_ms: int = 5000,
 ) -> str:
@@ -231,11 +305,13 @@ def follow(
         TypeError: a bad client or handler.
         ValueError: the stream holds something that is not a langhooks record, or
             the run's records before ``last_id`` were trimmed.
+        redis.RedisError: Redis still failed when ``block_ms`` had passed
+            (``RedisClusterException`` on a cluster).
         Exception: what the handler raised.
     """
     check_sync_client(client, "follow")
     replayer = Replayer(handler, "follow", twin="afollow")
-    key, once = run_key(prefix, run_id), _Entries()
+    key, once = Keys.of(client, prefix, shards).run(run_id), _Entries()
     if last_id != "0-0":
         # The chains of the records to come are rebuilt from the ones before.
         history: Any = client.xrange(key, "-", last_id)
@@ -248,16 +324,18 @@ def follow(
 
 
 async def afollow(
-    client: redis.asyncio.Redis,
+    client: redis.asyncio.Redis | redis.asyncio.cluster.RedisCluster,
     run_id: str,
     handler: Handler,
     *,
     prefix: str = "langhooks:",
+    shards: int | None = None,
     last_id: str = "0-0",
     block_ms: int = 5000,
 ) -> str:
-    """The async twin of ``follow``: a ``redis.asyncio`` client, and async handlers
-    are awaited (sync ones are called inline).
+    """The async twin of ``follow``: a ``redis.asyncio.Redis`` or
+    ``redis.asyncio.cluster.RedisCluster`` client, and async handlers are awaited
+    (sync ones are called inline).
 
     Returns:
         As ``follow``.
@@ -265,11 +343,12 @@ async def afollow(
     Raises:
         TypeError: a bad client or handler.
         ValueError: as ``follow``.
+        redis.RedisError: as ``follow``.
         Exception: what the handler raised.
     """
-    _check_async_client(client, "afollow")
+    check_async_client(client, "afollow")
     replayer = Replayer(handler, "afollow", twin=None)
-    key, once = run_key(prefix, run_id), _Entries()
+    key, once = Keys.of(client, prefix, shards).run(run_id), _Entries()
     if last_id != "0-0":
         history: Any = await client.xrange(key, "-", last_id)
         _prime(replayer, once, history)
@@ -285,11 +364,3 @@ def _prime(replayer: Replayer, once: _Entries, history: Sequence[Any]) -> None:
         entry = once.entry(entry_id, fields)
         if entry is not None:
             replayer.prime(entry.record)
-
-
-def _check_async_client(client: object, what: str) -> None:
-    if not isinstance(client, redis.asyncio.Redis):
-        raise TypeError(
-            f"{what} takes a redis.asyncio.Redis client (the sync twin takes a "
-            f"redis.Redis), got {client!r}"
-        )

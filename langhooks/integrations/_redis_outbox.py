@@ -7,8 +7,9 @@ what a pipeline would (two ``XADD``s: the run's stream and the firehose, both
 stream expires ``expire_after`` seconds after its last record. One command per batch
 instead of two per record: redis-py packs and parses 2N commands in Python, which
 costs more than everything else the publisher does (see docs/performance.md). The
-script names every key it touches, so a Redis Cluster needs them in one slot: a
-prefix with a hash tag, ``"{langhooks}:"``.
+script names every key it touches, so on a Redis Cluster they must share a slot: the
+key layout (``Keys``) puts a run's stream in the slot of its firehose shard, and a
+batch is sent as one script call per shard it touches.
 
 A batch leaves when ``batch_size`` records wait, when the oldest has waited
 ``flush_interval``, or at once when a caller asks for a flush (before a terminal or
@@ -20,8 +21,11 @@ records; a full buffer blocks the producer (back-pressure) for up to
 ``block_timeout`` seconds, then drops the record, counted in ``lost``; while the
 buffer stays full after such a timeout, further records are dropped at once instead
 of waiting again. A batch Redis refuses or that times out is lost as a whole and
-counted. The first loss is logged once at WARNING. Nothing grows without bound and
-nothing is lost silently.
+counted, shard by shard (a cluster node down loses only the batches of its shards).
+Whatever a send raises (``RedisError``, a cluster's ``RedisClusterException``, or
+anything else) is a loss: the flusher thread never stops before ``close``. The
+first loss is logged once at WARNING. Nothing grows without bound and nothing is
+lost silently.
 """
 
 from __future__ import annotations
@@ -33,16 +37,17 @@ from collections.abc import Sequence
 from typing import Final, final
 
 import attrs
-import redis
+
+from ._redis_wire import SyncClient
 
 __all__ = ["Outbox", "Pending"]
 
 logger: Final = logging.getLogger("langhooks")
 
 
-# KEYS: the firehose, then the run streams of the batch. ARGV: maxlen, expire_after,
-# the publisher id, then per record: its stream's index in KEYS (1: none), event
-# name, record JSON, "1" when it ends its run.
+# KEYS: the firehose shard, then the run streams of the batch (all in its slot).
+# ARGV: maxlen, expire_after, the publisher id, then per record: its stream's index
+# in KEYS (1: none), event name, record JSON, "1" when it ends its run.
 _SEND: Final = """
 local maxlen, publisher = ARGV[1], ARGV[3]
 for i = 4, #ARGV, 4 do
@@ -67,9 +72,11 @@ return 0
 
 @attrs.frozen
 class Pending:
-    """One record waiting to be sent: its run's stream (None: the firehose only),
-    its event name, the record as JSON, and whether it ends its run."""
+    """One record waiting to be sent: its firehose shard, its run's stream (None:
+    the firehose only, in the same slot as the shard), its event name, the record
+    as JSON, and whether it ends its run."""
 
+    firehose: str
     key: str | None
     event: str
     record: str
@@ -82,10 +89,9 @@ class Outbox:
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: SyncClient,
         *,
         publisher: str,
-        firehose: str,
         maxlen: int,
         expire_after: int,
         batch_size: int,
@@ -96,7 +102,6 @@ class Outbox:
         self._client: Final = client
         self._script: Final = client.register_script(_SEND)
         self._publisher: Final = publisher
-        self._firehose: Final = firehose
         self._maxlen: Final = maxlen
         self._expire_after: Final = expire_after
         self._batch_size: Final = batch_size
@@ -127,7 +132,6 @@ class Outbox:
         child = Outbox(
             self._client,
             publisher=publisher,
-            firehose=self._firehose,
             maxlen=self._maxlen,
             expire_after=self._expire_after,
             batch_size=self._batch_size,
@@ -247,17 +251,24 @@ class Outbox:
             batch = self._next_batch()
             if batch is None:
                 return
-            error = self._send(batch)
-            with self._lock:
-                if error is None:
-                    self.sent += len(batch)
-                    self._settled += len(batch)
-                    self._overflowing = False
-                    self.healthy = True
-                    self._lock.notify_all()
-                else:
-                    self.healthy = False
-                    self._lose(len(batch), f"{type(error).__name__}: {error}")
+            groups: dict[str, list[Pending]] = {}
+            for pending in batch:
+                groups.setdefault(pending.firehose, []).append(pending)
+            for firehose, group in groups.items():
+                error = self._send(firehose, group)
+                self._settle(group, error)
+
+    def _settle(self, group: Sequence[Pending], error: Exception | None) -> None:
+        with self._lock:
+            if error is None:
+                self.sent += len(group)
+                self._settled += len(group)
+                self._overflowing = False
+                self.healthy = True
+                self._lock.notify_all()
+            else:
+                self.healthy = False
+                self._lose(len(group), f"{type(error).__name__}: {error}")
 
     def _next_batch(self) -> list[Pending] | None:
         with self._lock:
@@ -282,8 +293,8 @@ class Outbox:
             self._lock.notify_all()
             return batch
 
-    def _send(self, batch: Sequence[Pending]) -> Exception | None:
-        keys: dict[str, int] = {self._firehose: 1}
+    def _send(self, firehose: str, batch: Sequence[Pending]) -> Exception | None:
+        keys: dict[str, int] = {firehose: 1}
         args: list[str | int] = [self._maxlen, self._expire_after, self._publisher]
         for pending in batch:
             run = (
@@ -294,6 +305,8 @@ class Outbox:
             args += (run, pending.event, pending.record, "1" if pending.end else "")
         try:
             self._script(keys=list(keys), args=args)
-        except redis.RedisError as error:
+        except Exception as error:  # counted and logged as a loss
+            # RedisError, a cluster's RedisClusterException (no RedisError), or a
+            # failure inside redis-py during a failover: the thread must go on.
             return error
         return None

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, final, overload
 
 import redis
+import redis.cluster
 from typing_extensions import override
 
 from .._core._chain_callbacks import ChainCallbackHandler
@@ -25,12 +26,11 @@ from .._persist._events import (
 )
 from ._redis_outbox import Outbox, Pending
 from ._redis_wire import (
+    Keys,
     check_count,
     check_seconds,
     check_sync_client,
-    firehose_key,
     record_json,
-    run_key,
 )
 from ._run_end import EndMarker
 
@@ -88,14 +88,16 @@ class RedisEventPublisher(ChainCallbackHandler, StreamingChatResponseHandler):
     chain run goes to the stream of its current invocation, ``with
     invocation(...)``, or only to the firehose when there is none) and to the
     capped firehose ``{prefix}events`` that ``RedisEventConsumer`` groups read.
+    On a Redis Cluster (or with ``shards`` > 1) the firehose is sharded: a run's
+    records go to the shard of its id, and its stream is in that shard's slot
+    (``{prefix}{{prefix}k}:run:{run_id}`` beside ``{prefix}{{prefix}k}:events``).
     Entry fields: ``record`` (the record, ``langhooks.codec`` JSON), ``event``,
     ``publisher`` (this publisher's id: ``seq`` is unique per publisher), and
     ``end`` on the record that ends a run for good (its ``on_error``, or its
     ``on_run_complete`` with status "ok" when the model answered).
 
     Records are sent in batches by one background thread (one Lua script call per
-    batch, which appends each record to both streams; a Redis Cluster needs every
-    key in one slot: use a prefix with a hash tag, ``"{langhooks}:"``): a batch
+    batch and shard, which appends each record to both streams, atomically): a batch
     leaves when ``batch_size`` records wait, after ``flush_interval`` seconds,
     and at once before the run or stream returns and when a tool call is up for
     review (the publisher waits up to ``flush_timeout`` for that flush, except on a
@@ -106,7 +108,9 @@ class RedisEventPublisher(ChainCallbackHandler, StreamingChatResponseHandler):
     When Redis is slower than the model, at most ``max_buffer`` records wait; a
     full buffer blocks the event for up to ``block_timeout`` seconds
     (back-pressure), then the record is dropped. When Redis is down or times out,
-    the batch is dropped. Either way the run goes on: the loss is logged once at
+    the batch is dropped (on a cluster, the part of it bound for the failing
+    node's shards: a moved slot, a node down, a failover, a
+    ``RedisClusterException``). Either way the run goes on: the loss is logged once at
     WARNING on the ``langhooks`` logger and counted in ``lost``. With
     ``fail_run=True`` the next event after a loss raises ``LangHooksError``
     (type "connection") instead, which ends the run with a handler error.
@@ -118,9 +122,13 @@ class RedisEventPublisher(ChainCallbackHandler, StreamingChatResponseHandler):
     calls ``os._exit``): call ``flush()`` or ``close()`` before it returns.
 
     Args:
-        client: a synchronous ``redis.Redis`` client (also for ``arun`` and
-            ``astream``: the I/O happens on the publisher's thread).
+        client: a synchronous ``redis.Redis`` or ``redis.cluster.RedisCluster``
+            client (also for ``arun`` and ``astream``: the I/O happens on the
+            publisher's thread).
         prefix: prepended to every key.
+        shards: how many shards the firehose has (each its own slot); None: 1 on
+            one node, 16 on a cluster. Readers of the prefix (``follow``,
+            ``RedisEventConsumer``, ``create_app``) must use the same.
         maxlen: the approximate cap of each stream.
         expire_after: seconds a run's stream lives after its last record.
         batch_size: the most records in one batch (one script call).
@@ -136,9 +144,10 @@ class RedisEventPublisher(ChainCallbackHandler, StreamingChatResponseHandler):
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: redis.Redis | redis.cluster.RedisCluster,
         *,
         prefix: str = "langhooks:",
+        shards: int | None = None,
         maxlen: int = 100_000,
         expire_after: int = 24 * 3600,
         batch_size: int = 500,
@@ -149,8 +158,7 @@ class RedisEventPublisher(ChainCallbackHandler, StreamingChatResponseHandler):
         fail_run: bool = False,
     ) -> None:
         check_sync_client(client, "RedisEventPublisher")
-        if not isinstance(prefix, str):
-            raise TypeError(f"prefix must be a str, got {prefix!r}")
+        self._keys: Final = Keys.of(client, prefix, shards)
         for name, count in (
             ("maxlen", maxlen),
             ("expire_after", expire_after),
@@ -173,7 +181,6 @@ class RedisEventPublisher(ChainCallbackHandler, StreamingChatResponseHandler):
         self._outbox = Outbox(
             client,
             publisher=self.id,
-            firehose=firehose_key(prefix),
             maxlen=maxlen,
             expire_after=expire_after,
             batch_size=batch_size,
@@ -246,9 +253,11 @@ class RedisEventPublisher(ChainCallbackHandler, StreamingChatResponseHandler):
                 f"(fail_run=True)",
             )
         stream = record.run_id or record.invocation_id
+        keys = self._keys
         self._outbox.put(
             Pending(
-                key=None if stream is None else run_key(self._prefix, stream),
+                firehose=keys.firehose(keys.shard(stream)),
+                key=None if stream is None else keys.run(stream),
                 event=record.event,
                 record=record_json(record),
                 end=self._end.ends(record.event),

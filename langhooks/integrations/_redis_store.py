@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, final
 
 import redis
-import redis.asyncio
+import redis.cluster
 
 from .._core._messages import ToolCall
 from .._persist._resume import (
@@ -20,7 +20,7 @@ from .._persist._stores import (
     check_limit,
     check_metadata,
 )
-from ._redis_wire import check_sync_client
+from ._redis_wire import check_sync_client, is_cluster
 
 if TYPE_CHECKING:
     from ..chain import Decision, LLMChain, RetryPolicy, RunResult, Tool
@@ -63,8 +63,10 @@ class RedisRunStore:
     saying its worker stopped. Code (model, tools, callbacks) is never stored.
 
     Args:
-        client: a synchronous ``redis.Redis`` client (its ``decode_responses``
-            setting does not matter).
+        client: a synchronous ``redis.Redis`` or ``redis.cluster.RedisCluster``
+            client (its ``decode_responses`` setting does not matter). A run is one
+            hash, so every change to it is one script on one key, on a cluster
+            too.
         prefix: prepended to every key.
         expire_after: seconds a run is kept after its save when ``save`` is not
             given ``expires_in``.
@@ -74,13 +76,14 @@ class RedisRunStore:
             given, it is the claim timeout.
 
     Raises:
-        TypeError: ``client`` is not a ``redis.Redis``, or a bad option.
+        TypeError: ``client`` is not a ``redis.Redis`` or
+            ``redis.cluster.RedisCluster``, or a bad option.
         ValueError: ``claim_timeout`` is not > 0 and finite.
     """
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: redis.Redis | redis.cluster.RedisCluster,
         *,
         prefix: str = "langhooks:",
         expire_after: int = 7 * 24 * 3600,
@@ -317,14 +320,20 @@ class _Claims:
         args = settle_args(token, state, waiting)
         # One round trip: the script, then the inbox indexes (hints that pending()
         # checks against the run's status, so they follow only a settled script).
+        # redis-py refuses scripts in a cluster's pipeline: there, two.
         pipe = store._client.pipeline(transaction=False)
-        store._settle(keys=[layout.key(run_id)], args=args, client=pipe)
+        if is_cluster(store._client):
+            settled = store._settle(keys=[layout.key(run_id)], args=args)
+        else:
+            store._settle(keys=[layout.key(run_id)], args=args, client=pipe)
         for index in self._indexes:
             if waiting:
                 pipe.zadd(index, {run_id: args[-1]})
             else:
                 pipe.zrem(index, run_id)
-        settled = (pipe.execute())[0]
+        answers = pipe.execute()
+        if not is_cluster(store._client):
+            settled = answers[0]
         if not settled:
             raise claim_lost(run_id)
 

@@ -6,8 +6,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, final
 
-import redis
 import redis.asyncio
+import redis.asyncio.client
+import redis.asyncio.cluster
 
 from .._core._messages import ToolCall
 from .._persist._resume import (
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from ..chain import Decision, LLMChain, RetryPolicy, RunResult, Tool
     from ..chain._chain import Handler
     from ..models import ChatModel
+
 from ._redis_runs import (
     CLAIM,
     FIELDS,
@@ -43,6 +45,7 @@ from ._redis_runs import (
     settle_args,
     started_outcome,
 )
+from ._redis_wire import check_async_client, is_cluster
 
 __all__ = ["AsyncRedisRunStore"]
 
@@ -54,29 +57,27 @@ class AsyncRedisRunStore:
     claim's heartbeat is a task.
 
     Args:
-        client: a ``redis.asyncio.Redis`` client.
+        client: a ``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``
+            client.
         prefix: as ``RedisRunStore``; ``expire_after``, ``claim_timeout`` and
             ``lock_timeout`` too.
 
     Raises:
-        TypeError: ``client`` is not a ``redis.asyncio.Redis``, or a bad option.
+        TypeError: ``client`` is not a ``redis.asyncio.Redis`` or
+            ``redis.asyncio.cluster.RedisCluster``, or a bad option.
         ValueError: ``claim_timeout`` is not > 0 and finite.
     """
 
     def __init__(
         self,
-        client: redis.asyncio.Redis,
+        client: redis.asyncio.Redis | redis.asyncio.cluster.RedisCluster,
         *,
         prefix: str = "langhooks:",
         expire_after: int = 7 * 24 * 3600,
         claim_timeout: float = 60.0,
         lock_timeout: float | None = None,
     ) -> None:
-        if not isinstance(client, redis.asyncio.Redis):
-            raise TypeError(
-                f"AsyncRedisRunStore takes a redis.asyncio.Redis client (use "
-                f"RedisRunStore for redis.Redis), got {client!r}"
-            )
+        check_async_client(client, "AsyncRedisRunStore")
         self._layout: Final = Layout(prefix, expire_after, claim_timeout, lock_timeout)
         self._client: Final = client
         self._claim: Final = client.register_script(CLAIM)
@@ -277,14 +278,22 @@ class _AsyncClaims:
         args = settle_args(token, state, waiting)
         # One round trip: the script, then the inbox indexes (hints that pending()
         # checks against the run's status, so they follow only a settled script).
+        # redis-py refuses scripts in a cluster's pipeline: there, two.
+        cluster = is_cluster(store._client)
         async with store._client.pipeline(transaction=False) as pipe:
-            await store._settle(keys=[layout.key(run_id)], args=args, client=pipe)
+            if cluster:
+                settled = await store._settle(keys=[layout.key(run_id)], args=args)
+            else:
+                assert isinstance(pipe, redis.asyncio.client.Pipeline)  # one node
+                await store._settle(keys=[layout.key(run_id)], args=args, client=pipe)
             for index in self._indexes:
                 if waiting:
                     pipe.zadd(index, {run_id: args[-1]})
                 else:
                     pipe.zrem(index, run_id)
-            settled = (await pipe.execute())[0]
+            answers = await pipe.execute()
+        if not cluster:
+            settled = answers[0]
         if not settled:
             raise claim_lost(run_id)
 

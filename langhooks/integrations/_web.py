@@ -37,6 +37,7 @@ from ._web_memory import MemoryBackend
 
 if TYPE_CHECKING:
     import redis
+    import redis.cluster
 
 __all__ = ["MAX_BODY_BYTES", "MAX_PROMPT_CHARS", "Agent", "create_app"]
 
@@ -262,8 +263,9 @@ class _WebApp:
 
 def create_app(
     *,
-    redis: redis.Redis | None = None,
+    redis: redis.Redis | redis.cluster.RedisCluster | None = None,
     prefix: str = "langhooks:",
+    shards: int | None = None,
     agent: Agent | None = None,
     heartbeat: float = 15.0,
     authorize: Authorize | None = None,
@@ -272,11 +274,13 @@ def create_app(
     """The ASGI app that shows runs live and takes human decisions.
 
     Args:
-        redis: a synchronous ``redis.Redis`` client: runs live in Redis (the
-            streams of ``RedisEventPublisher``, the state of ``RedisRunStore``),
-            so processes other than this one can run the agents; None keeps runs
-            in this process.
+        redis: a synchronous ``redis.Redis`` or ``redis.cluster.RedisCluster``
+            client: runs live in Redis (the streams of ``RedisEventPublisher``,
+            the state of ``RedisRunStore``), so processes other than this one can
+            run the agents; None keeps runs in this process.
         prefix: the key prefix of those streams and states.
+        shards: the publishers' ``shards`` (None: their default for the client:
+            1 on one node, 16 on a cluster).
         agent: builds the chain that answers a prompt (model, tools, handlers and
             the prompt as a user message); with it the app starts runs
             (``POST /runs``) and resumes interrupted ones.
@@ -300,8 +304,8 @@ def create_app(
 
     Raises:
         TypeError: ``agent`` or ``authorize`` is not callable, ``heartbeat`` is
-            not a number, ``prefix`` is not a str, or ``redis`` is not a
-            ``redis.Redis``.
+            not a number, ``prefix`` is not a str, ``shards`` not an int >= 1, or
+            ``redis`` is not a ``redis.Redis`` or ``redis.cluster.RedisCluster``.
         ImportError: ``redis`` is given without the redis extra installed.
         ValueError: ``heartbeat`` is not positive.
     """
@@ -323,7 +327,7 @@ def create_app(
     else:
         from ._web_redis import RedisBackend  # needs the redis extra
 
-        backend = RedisBackend(redis, prefix, store)
+        backend = RedisBackend(redis, prefix, shards, store)
     guard = Guard(authorize, backend.owner)
     web = _WebApp(backend, agent, heartbeat=float(heartbeat), guard=guard)
 

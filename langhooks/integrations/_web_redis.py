@@ -22,7 +22,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Final, TypeVar, final
 
-import redis
 from typing_extensions import override
 
 from .._core._chain_callbacks import ChainCallbackHandler
@@ -33,12 +32,14 @@ from ._redis_store import RedisRunStore
 from ._redis_wire import (
     EVENT_FIELD,
     RECORD_FIELD,
+    Keys,
+    SyncClient,
     block_step,
     check_sync_client,
     ends_run,
     field,
+    read_stream,
     record_of,
-    run_key,
     text,
 )
 from ._web_backend import (
@@ -99,18 +100,25 @@ class RedisBackend:
     """Runs in Redis, shared by every process that serves the page or runs agents.
 
     Args:
-        client: a synchronous ``redis.Redis`` client.
+        client: a synchronous ``redis.Redis`` or ``redis.cluster.RedisCluster``
+            client.
         prefix: the key prefix the publishers and run stores use.
+        shards: the publishers' ``shards`` (None: their default for this client).
         store: where interrupted runs wait (None: a ``RedisRunStore`` on
             ``client`` and ``prefix``).
     """
 
     def __init__(
-        self, client: redis.Redis, prefix: str, store: RunStore | None = None
+        self,
+        client: SyncClient,
+        prefix: str,
+        shards: int | None = None,
+        store: RunStore | None = None,
     ) -> None:
         check_sync_client(client, "create_app(redis=...)")
         self._client = client
         self._prefix = prefix
+        self._keys = Keys.of(client, prefix, shards)
         self._index = f"{prefix}web:runs"
         self._store: RunStore = (
             RedisRunStore(client, prefix=prefix) if store is None else store
@@ -142,13 +150,13 @@ class RedisBackend:
         client = self._client
         # redis-py's reply types are unions over its sync and async clients.
         listed: Any = client.hget(self._index, run_id)
-        last: Any = client.xrevrange(run_key(self._prefix, run_id), count=1)
+        last: Any = client.xrevrange(self._keys.run(run_id), count=1)
         if listed is None and not last:
             return None
         meta = _meta(listed)
         created = meta.get("created")
         if not isinstance(created, int | float):
-            first: Any = client.xrange(run_key(self._prefix, run_id), count=1)
+            first: Any = client.xrange(self._keys.run(run_id), count=1)
             created = _stream_id(text(first[0][0]))[0] / 1000 if first else 0.0
         try:
             state = self._state(run_id, last[0] if last else None)
@@ -198,9 +206,10 @@ class RedisBackend:
 
     def _runs(self) -> list[RunSummary]:
         ids = {text(run_id) for run_id in self._client.hkeys(self._index)}
-        start = len(run_key(self._prefix, ""))
-        for key in self._client.scan_iter(match=f"{run_key(self._prefix, '')}*"):
-            ids.add(text(key)[start:])
+        for key in self._client.scan_iter(match=self._keys.run_pattern()):
+            run_id = self._keys.run_id_of(text(key))
+            if run_id is not None:
+                ids.add(run_id)
         summaries = [s for s in map(self._summary, sorted(ids)) if s is not None]
         summaries.sort(key=lambda s: s.created, reverse=True)
         return summaries[:_MAX_RUNS]
@@ -217,7 +226,7 @@ class RedisBackend:
 
     def _read(self, run_id: str, after: str | None, block_ms: int) -> list[Entry]:
         client = self._client
-        key = run_key(self._prefix, run_id)
+        key = self._keys.run(run_id)
         # A batch redis-py retried after a timeout can be in the stream twice:
         # follow's dedup (by publisher and seq) drops the repeats, knowing the
         # record the reader saw last.
@@ -226,7 +235,9 @@ class RedisBackend:
             seen: Any = client.xrange(key, after, after, count=1)
             for entry_id, fields in seen:
                 self._entry(once, entry_id, fields)
-        answer: Any = client.xread({key: after or "0-0"}, count=_COUNT, block=block_ms)
+        answer: Any = read_stream(
+            client, key, after or "0-0", count=_COUNT, block=block_ms
+        )
         return [
             self._entry(once, entry_id, fields)
             for _, stream in answer
@@ -262,7 +273,7 @@ class RedisBackend:
         return await self._call(self._read, run_id, after, block_ms)
 
     def _ended(self, run_id: str, after: str) -> bool:
-        last: Any = self._client.xrevrange(run_key(self._prefix, run_id), count=1)
+        last: Any = self._client.xrevrange(self._keys.run(run_id), count=1)
         return (
             bool(last)
             and ends_run(last[0][1])
@@ -279,7 +290,9 @@ class RedisBackend:
 
     def _publisher_of(self) -> RedisEventPublisher:
         if self._publisher is None:
-            self._publisher = RedisEventPublisher(self._client, prefix=self._prefix)
+            self._publisher = RedisEventPublisher(
+                self._client, prefix=self._prefix, shards=self._keys.shards
+            )
         return self._publisher
 
     async def start(self, chain: LLMChain, prompt: str, *, owner: str | None) -> str:
