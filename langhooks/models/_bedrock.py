@@ -28,8 +28,10 @@ from .._core._streaming import (
     StreamingHandle,
 )
 from ._adapters.bedrock import bedrock_error
+from ._run_async import arun_stream
+from ._run_sync import run_stream
 from ._tool_schema import tool_schema
-from ._transport import arun_stream, mapping_items, model_name, require, run_stream
+from ._transport import mapping_items, model_name, require
 
 __all__ = [
     "BedrockChatModel",

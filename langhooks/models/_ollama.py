@@ -13,20 +13,10 @@ from .._core._streaming import (
     StreamingChatResponseHandler,
     StreamingHandle,
 )
+from ._run_async import AsyncBody, aread_error_body, arun_stream
+from ._run_sync import Body, read_error_body, run_stream
 from ._tool_schema import function_tools
-from ._transport import (
-    AsyncBody,
-    AsyncHTTPBody,
-    Body,
-    ConnectionWatch,
-    aread_error_body,
-    arun_stream,
-    http_error,
-    model_name,
-    read_error_body,
-    require,
-    run_stream,
-)
+from ._transport import AsyncHTTPBody, ConnectionWatch, http_error, model_name, require
 
 __all__ = ["OllamaChatModel", "ollama_messages"]
 
