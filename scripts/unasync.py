@@ -12,6 +12,8 @@ module beside it is generated from it, line by line:
   ``StreamDriver``); a name with an ``a``/``async_`` prefix loses it when the
   source defines it (``apump`` → ``pump``, ``_aread_stream`` → ``_read_stream``)
   or ``PREFIXED`` lists it;
+- an import of another async source imports its twin (``_drive_async`` →
+  ``_drive_sync``);
 - ``EXACT`` replaces the few phrases that differ otherwise (a union of an async
   and a sync handler is the sync handler);
 - a line ending in ``# unasync: remove`` is left out of the sync module, with the
@@ -39,7 +41,7 @@ ROOT: Final = Path(__file__).resolve().parent.parent
 #: The async sources and the sync module each one gives, under langhooks/.
 PAIRS: Final = (
     ("models/_run_async.py", "models/_run_sync.py"),
-    # ("models/_drive_async.py", "models/_drive_sync.py"),
+    ("models/_drive_async.py", "models/_drive_sync.py"),
 )
 
 #: Whole-word renames, async name to sync name.
@@ -70,6 +72,7 @@ EXACT: Final = {
         "StreamingChatResponseHandler"
     ),
     "allow_async=True": "allow_async=False",
+    "Awaitable[ChatResponse]": "ChatResponse",
 }
 
 _REMOVE: Final = re.compile(r"#\s*unasync:\s*remove\s*$")
@@ -107,10 +110,17 @@ def _sync_name(name: str) -> str:
     return name
 
 
+#: The async modules' names, to their twins' (an import of one becomes an import
+#: of the other).
+MODULES: Final = {Path(source).stem: Path(target).stem for source, target in PAIRS}
+
+
 def _rename(word: re.Match[str], prefixed: set[str]) -> str:
     name = word.group(0)
     if name in SUBS:
         return SUBS[name]
+    if name in MODULES:
+        return MODULES[name]
     if name in prefixed or name in PREFIXED:
         return _sync_name(name)
     if name.lstrip("_").startswith("Async") and name.lstrip("_")[5:6].isupper():
