@@ -55,7 +55,6 @@ from .._core._messages import (
     LangHooksError,
     Message,
     MessageStatus,
-    PartialResponse,
     PartialThinking,
     PartialToolCall,
     ToolCall,
@@ -71,7 +70,6 @@ from .._core._streaming import (
 )
 from ._adapters import ADAPTERS, StreamAdapter
 from ._adapters._base import (
-    TEXT,
     THINKING,
     TOOL_COMPLETE,
     TOOL_PARTIAL,
@@ -283,21 +281,13 @@ class _Driver:
             self._segments.append((kind, self._last_pieces))
 
     def _accept(self, action: Action) -> _Call | None:
-        """Record ``action`` in the response; the handler call it needs, if any."""
+        """Record ``action`` in the response; the handler call it needs, if any.
+
+        Text, the hot path, never comes here: the drivers deliver it inline."""
         methods = self._methods
-        if action[0] is TEXT or action[0] is THINKING:
-            kind, text = action
-            is_text = kind is TEXT
-            self._append("text" if is_text else "thinking", text)
-            if is_text:
-                method = methods["on_partial_response"]
-                if method is None:
-                    return None
-                return (
-                    method[0],
-                    (PartialResponse(text=text), self._text_context),
-                    method[1],
-                )
+        if action[0] is THINKING:
+            text = action[1]
+            self._append("thinking", text)
             method = methods["on_partial_thinking"]
             if method is None:
                 return None
