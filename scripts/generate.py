@@ -399,7 +399,7 @@ def render_functions() -> str:
         "",
         "from typing_extensions import TypeVar",
         "",
-        "from ._messages import ChainView",
+        "from ._tools import ChainView",
         *(
             f"from {module} import {', '.join(sorted(found))}"
             for module, found in sorted(runtime.items())

@@ -11,8 +11,9 @@ from typing import Any, Final
 
 from typing_extensions import override
 
-from .._core._messages import LangHooksError, Message, Tool
+from .._core._messages import LangHooksError, Message
 from .._core._model import ChatRequest
+from .._core._tools import Tool
 from ._sdk import SDKChatModel, sdk_http_client
 from ._tool_schema import tool_schema
 from ._transport import mapping_items, require
