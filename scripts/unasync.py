@@ -42,6 +42,7 @@ ROOT: Final = Path(__file__).resolve().parent.parent
 PAIRS: Final = (
     ("models/_run_async.py", "models/_run_sync.py"),
     ("models/_drive_async.py", "models/_drive_sync.py"),
+    ("models/_ollama_async.py", "models/_ollama_sync.py"),
 )
 
 #: Whole-word renames, async name to sync name.
@@ -64,7 +65,7 @@ SUBS: Final = {
 
 #: Names with an ``a`` prefix the sources use but do not define (defined in a
 #: shared module, both ways).
-PREFIXED: Final = frozenset({"aread_error_body", "_anothing"})
+PREFIXED: Final = frozenset({"aread_error_body", "_anothing", "atrace"})
 
 #: Phrases whose sync form is not a rename of each word.
 EXACT: Final = {
@@ -73,6 +74,8 @@ EXACT: Final = {
     ),
     "allow_async=True": "allow_async=False",
     "Awaitable[ChatResponse]": "ChatResponse",
+    # A sync httpx response is a Body as it is.
+    "yield AsyncHTTPBody(r)": "yield r",
 }
 
 _REMOVE: Final = re.compile(r"#\s*unasync:\s*remove\s*$")

@@ -1,8 +1,6 @@
-"""The async stream driver, and the source of the sync one.
-
-``AsyncStreamDriver`` is written here by hand; ``StreamDriver`` (``_drive_sync``)
-is generated from it by ``scripts/unasync.py``: the same code without ``async``
-and ``await``. What both share (state, assembly, the checks, the contract in the
+"""A stream driver. The async module is written by hand, and the sync one is
+generated from it by ``scripts/unasync.py``: the same code without ``async`` and
+``await``. What both share (state, assembly, the checks, the contract in the
 module docstring of ``_drive``) is ``_Driver``. The async driver awaits an async
 handler's methods before the stream goes on and calls a sync handler's inline;
 the sync driver takes sync handlers only.

@@ -1,5 +1,5 @@
-"""Running one provider HTTP stream through a stream driver. (``_run_async`` is
-written by hand; ``_run_sync`` is generated from it by ``scripts/unasync.py``.)
+"""Running one provider HTTP stream through a stream driver. (The async module is
+written by hand; the sync one is generated from it by ``scripts/unasync.py``.)
 
 ``arun_stream`` opens a streamed response, reads its raw bytes, decodes them with
 the wire-format decoders, feeds each event to the driver, and turns every
