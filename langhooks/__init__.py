@@ -23,7 +23,6 @@ from ._core._functions import (
 )
 from ._core._invocation import Invocation, current_invocation, invocation
 from ._core._messages import (
-    ChainView,
     ChatResponse,
     CompleteToolCall,
     ContentPart,
@@ -35,9 +34,7 @@ from ._core._messages import (
     PartialThinking,
     PartialToolCall,
     TokenUsage,
-    Tool,
     ToolCall,
-    ToolContext,
     ToolResult,
 )
 from ._core._streaming import (
@@ -49,6 +46,7 @@ from ._core._streaming import (
     StreamingEventName,
     StreamingHandle,
 )
+from ._core._tools import ChainView, Tool, ToolContext
 from ._version import __version__
 from ._wrap._coalesce import CoalescingDeltas
 from ._wrap._compose import (

@@ -20,7 +20,6 @@ from ._core._messages import (
     PartialThinking,
     PartialToolCall,
     TokenUsage,
-    Tool,
     ToolCall,
     ToolResult,
 )
@@ -31,6 +30,7 @@ from ._core._streaming import (
     PartialToolCallContext,
     StreamingChatResponseHandler,
 )
+from ._core._tools import Tool
 
 if TYPE_CHECKING:
     from .chain import LLMChain, RunResult

@@ -11,6 +11,10 @@ this script writes:
 - the function-handler keyword ``TypedDict``s (``…CallbackFunctions``, sync and
   async) that ``chain_callbacks(...)`` and friends take.
 
+It also writes the sync twin of each hand-written async module
+(``scripts/unasync.py``: ``langhooks/models/_run_sync.py`` from ``_run_async.py``
+and the others its ``PAIRS`` lists).
+
 A new event is one method in the spec, then ``python scripts/generate.py``.
 ``python scripts/generate.py --check`` writes nothing and fails, naming the files,
 when a generated file differs from what the specs give (CI runs it).
@@ -28,6 +32,9 @@ import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import unasync  # scripts/unasync.py, beside this script
 
 ROOT = Path(__file__).resolve().parent.parent
 CORE = ROOT / "langhooks" / "_core"
@@ -392,7 +399,7 @@ def render_functions() -> str:
         "",
         "from typing_extensions import TypeVar",
         "",
-        "from ._messages import ChainView",
+        "from ._tools import ChainView",
         *(
             f"from {module} import {', '.join(sorted(found))}"
             for module, found in sorted(runtime.items())
@@ -445,7 +452,9 @@ def render() -> dict[Path, str]:
         for interface in INTERFACES
     }
     files[CORE / f"{FUNCTIONS_OUT}.py"] = render_functions()
-    return {path: _ruff(text, path) for path, text in files.items()}
+    formatted = {path: _ruff(text, path) for path, text in files.items()}
+    # The sync twins of the async modules (formatted by unasync itself).
+    return {**formatted, **unasync.render()}
 
 
 def stale(files: dict[Path, str]) -> list[Path]:

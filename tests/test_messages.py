@@ -30,11 +30,8 @@ from langhooks import (
     ToolContext,
     ToolResult,
 )
-from langhooks._core._messages import (
-    message_tuple,
-    tool_tuple,
-    trusted_partial_response,
-)
+from langhooks._core._messages import message_tuple, trusted_partial_response
+from langhooks._core._tools import tool_tuple
 
 
 def _echo(arguments: Mapping[str, Any], context: ToolContext) -> str:

@@ -25,10 +25,10 @@ from ._messages import (
     Message,
     MessageDelta,
     TokenUsage,
-    Tool,
     ToolCall,
     ToolResult,
 )
+from ._tools import Tool
 
 if TYPE_CHECKING:
     from ._model import ChatModel, ChatRequest

@@ -23,17 +23,16 @@ from typing_extensions import TypeVar
 
 from ._handler import HandlerBase
 from ._messages import (
-    ChainView,
     ChatResponse,
     LangHooksError,
     Message,
     MessageDelta,
     TokenUsage,
-    Tool,
     ToolCall,
     ToolResult,
     _arguments,
 )
+from ._tools import ChainView, Tool
 from ._validators import instance_of
 from ._values import _custom_context, _frozen_mapping, _reduce
 

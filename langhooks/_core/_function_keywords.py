@@ -18,7 +18,6 @@ from typing_extensions import TypeVar
 
 from ._chain_handler import ReviewContext, ReviewDecision
 from ._messages import (
-    ChainView,
     ChatResponse,
     CompleteToolCall,
     LangHooksError,
@@ -28,7 +27,6 @@ from ._messages import (
     PartialThinking,
     PartialToolCall,
     TokenUsage,
-    Tool,
     ToolCall,
     ToolResult,
 )
@@ -37,6 +35,7 @@ from ._stream_handler import (
     PartialThinkingContext,
     PartialToolCallContext,
 )
+from ._tools import ChainView, Tool
 
 if TYPE_CHECKING:
     from ._model import ChatModel, ChatRequest

@@ -8,18 +8,14 @@ Every type here is a frozen, keyword-only attrs class: build a changed copy with
 from __future__ import annotations
 
 import enum
-import inspect
 import math
-import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias, get_args
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final, Literal, TypeAlias, get_args
 
 import attrs
 from typing_extensions import override
 
-from ._handler import arity_problem
 from ._validators import (
-    callable_value,
     count,
     instance_of,
     non_empty_str,
@@ -29,18 +25,13 @@ from ._validators import (
 from ._values import (
     _EMPTY,
     _T,
-    _custom_context,
     _frozen_mapping,
     _metadata,
     _raw,
     _reduce,
 )
 
-if TYPE_CHECKING:
-    from ._invocation import Invocation
-
 __all__ = [
-    "ChainView",
     "ChatResponse",
     "CompleteToolCall",
     "ContentPart",
@@ -56,10 +47,7 @@ __all__ = [
     "PartialToolCall",
     "Role",
     "TokenUsage",
-    "Tool",
     "ToolCall",
-    "ToolContext",
-    "ToolFunction",
     "ToolResult",
     "trusted_partial_response",
 ]
@@ -96,7 +84,6 @@ _RETRYABLE_TYPES: Final = frozenset(
     {"rate_limited", "overloaded", "timeout", "connection"}
 )
 # Providers reject other tool names (OpenAI: ^[a-zA-Z0-9_-]{1,64}$).
-_TOOL_NAME: Final = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
 
 @attrs.frozen(kw_only=True)
@@ -577,133 +564,6 @@ def _rebuild_error(
     )
 
 
-class ChainView(Protocol):
-    """What a handler or a tool may read of a chain: every chain event's first
-    argument and ``ToolContext.chain``. ``LLMChain`` is one; another runtime can
-    fire the same events with its own chain."""
-
-    __slots__ = ()
-
-    @property
-    def messages(self) -> Sequence[Message]:
-        """The conversation so far."""
-
-    @property
-    def tools(self) -> Sequence[Tool]:
-        """The tools the model may call."""
-
-    @property
-    def custom_context(self) -> Mapping[str, Any]:
-        """The caller data of the run."""
-
-    @property
-    def invocation(self) -> Invocation | None:
-        """The run's ``Invocation`` (None outside a run)."""
-
-    @property
-    def current_failure_count(self) -> int:
-        """Consecutive failures counted so far in the run."""
-
-    @property
-    def max_retry_count(self) -> int:
-        """The consecutive failures the run may have before it gives up."""
-
-    @property
-    def pending_tool_calls(self) -> Sequence[ToolCall]:
-        """The calls an interrupted run left waiting for a human decision."""
-
-
-@attrs.frozen(kw_only=True)
-class ToolContext:
-    """What a tool function receives beside its arguments.
-
-    Attributes:
-        call: the call being run.
-        custom_context: the run's ``custom_context``.
-        invocation: the tool execution's ``Invocation`` (a child of the run's).
-        chain: the chain snapshot the call came from (None for a tool run
-            outside a chain).
-    """
-
-    call: ToolCall
-    custom_context: Mapping[str, Any] = attrs.field(
-        default=_EMPTY, converter=_custom_context
-    )
-    invocation: Invocation | None = None
-    chain: ChainView | None = None
-
-    __reduce__ = _reduce
-
-
-ToolFunction: TypeAlias = Callable[
-    [Mapping[str, Any], ToolContext],
-    "str | ToolResult | Awaitable[str | ToolResult]",
-]
-
-
-def _tool_name(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if not isinstance(value, str) or not _TOOL_NAME.fullmatch(value):
-        raise ValueError(
-            f"{attribute.name} must be 1-64 letters, digits, '_' or '-', got {value!r}"
-        )
-
-
-def _tool_function(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    problem = arity_problem(value, 2)
-    if problem is not None:
-        raise TypeError(
-            f"{attribute.name} {value!r} cannot take the two arguments a tool "
-            f"function is called with, (arguments, context): {problem}; write it "
-            f"as def {getattr(value, '__name__', 'tool')}(arguments, context)"
-        )
-
-
-def _schema(value: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    return None if value is None else _frozen_mapping(value, "parameters_schema")
-
-
-@attrs.frozen
-class Tool:
-    """A tool a model may call, and the function that runs it.
-
-    Args:
-        name: what the model calls it (1-64 letters, digits, ``_`` or ``-``).
-        function: ``(arguments, context) -> str | ToolResult``, sync or async.
-        description: what the tool does, for the model.
-        parameters_schema: a JSON Schema object for the arguments.
-        display_text: a human-readable label for calls of this tool.
-        concurrent: may run in a worker alongside other calls of the batch.
-    """
-
-    name: str = attrs.field(validator=_tool_name)
-    function: ToolFunction = attrs.field(validator=[callable_value, _tool_function])
-    description: str = attrs.field(default="", kw_only=True, validator=instance_of(str))
-    parameters_schema: Mapping[str, Any] | None = attrs.field(
-        default=None, kw_only=True, converter=_schema
-    )
-    display_text: str | None = attrs.field(
-        default=None, kw_only=True, validator=optional_str
-    )
-    concurrent: bool = attrs.field(default=False, kw_only=True)
-
-    __reduce__ = _reduce
-
-    @property
-    def is_async(self) -> bool:
-        """Whether ``function`` is a coroutine function."""
-        return inspect.iscoroutinefunction(self.function)
-
-
 def message_tuple(value: Sequence[Message]) -> tuple[Message, ...]:
     """Validate and freeze a sequence of messages."""
     return _tuple_of(value, Message, "messages", "Messages")
-
-
-def tool_tuple(value: Sequence[Tool]) -> tuple[Tool, ...]:
-    """Validate and freeze a sequence of tools (names must be unique)."""
-    tools = _tuple_of(value, Tool, "tools", "Tools")
-    names = [tool.name for tool in tools]
-    duplicated = sorted({name for name in names if names.count(name) > 1})
-    if duplicated:
-        raise ValueError(f"tool names must be unique, repeated: {duplicated}")
-    return tools

@@ -10,12 +10,13 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
-from ._messages import ChatResponse, Message, Tool, message_tuple, tool_tuple
+from ._messages import ChatResponse, Message, message_tuple
 from ._streaming import (
     AsyncStreamingChatResponseHandler,
     StreamingChatResponseHandler,
     StreamingHandle,
 )
+from ._tools import Tool, tool_tuple
 
 __all__ = ["ChatModel", "ChatRequest"]
 

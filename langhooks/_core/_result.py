@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias
 import attrs
 from typing_extensions import TypeVar
 
-from ._messages import ChainView, LangHooksError
+from ._messages import LangHooksError
+from ._tools import ChainView
 from ._validators import instance_of
 
 __all__ = [

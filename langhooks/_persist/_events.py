@@ -28,13 +28,7 @@ from typing_extensions import override
 from .._core._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
 from .._core._handler import HandlerBase
 from .._core._invocation import Invocation, current_invocation
-from .._core._messages import (
-    ChatResponse,
-    LangHooksError,
-    Message,
-    Tool,
-    ToolContext,
-)
+from .._core._messages import ChatResponse, LangHooksError, Message
 from .._core._model import ChatModel, ChatRequest
 from .._core._result import RunResult, run_result
 from .._core._streaming import (
@@ -45,6 +39,7 @@ from .._core._streaming import (
     StreamingChatResponseHandler,
     StreamingHandle,
 )
+from .._core._tools import Tool, ToolContext
 from ..chain._chain import LLMChain
 from . import _codec
 from ._reading import read_events, read_numbered_events

@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, final
 
 import attrs
 
-from .._core._messages import Tool, ToolCall, ToolContext, ToolResult
+from .._core._messages import ToolCall, ToolResult
+from .._core._tools import Tool, ToolContext
 from ._codec import decode, encode
 
 if TYPE_CHECKING:

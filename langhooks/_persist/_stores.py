@@ -31,7 +31,7 @@ from .._core._messages import LangHooksError, ToolCall
 from ._resume import ResumeCode, check_claim_timeout, resume_once
 
 if TYPE_CHECKING:
-    from .._core._messages import Tool
+    from .._core._tools import Tool
     from ..chain import Decision, LLMChain, RetryPolicy, RunResult
     from ..chain._chain import Handler
     from ..models import ChatModel

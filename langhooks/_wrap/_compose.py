@@ -36,11 +36,12 @@ from .._core._handler import (
     overridden_events,
     sync_fanout,
 )
-from .._core._messages import ChainView, Tool, ToolCall
+from .._core._messages import ToolCall
 from .._core._streaming import (
     AsyncStreamingChatResponseHandler,
     StreamingChatResponseHandler,
 )
+from .._core._tools import ChainView, Tool
 from ._wrappers import _Wrapper, isolate
 
 __all__ = [

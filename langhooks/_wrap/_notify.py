@@ -39,7 +39,6 @@ from .._core._messages import (
     MessageDelta,
     PartialResponse,
     PartialThinking,
-    Tool,
     ToolCall,
     ToolResult,
 )
@@ -48,12 +47,13 @@ from .._core._streaming import (
     PartialThinkingContext,
     StreamingChatResponseHandler,
 )
+from .._core._tools import Tool
 from ._notify_sinks import Sink as _Sink
 from ._notify_sinks import sink as _sink
 
 if TYPE_CHECKING:
-    from .._core._messages import ChainView
     from .._core._result import RunResult
+    from .._core._tools import ChainView
 
 __all__ = [
     "AgentStartPayload",

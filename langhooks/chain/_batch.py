@@ -20,7 +20,8 @@ from .._core._chain_callbacks import (
     ReviewContext,
     UpdateArguments,
 )
-from .._core._messages import Message, Tool, ToolCall, ToolResult
+from .._core._messages import Message, ToolCall, ToolResult
+from .._core._tools import Tool
 from ._ops import Execute, HandlerFault, Outcome, Planned, RunState, Steps, fire
 from ._tool_results import (
     check_arguments,

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast, final, get_args
 import attrs
 
 from .._core._invocation import Invocation, entered, invocation
-from .._core._messages import Tool, ToolCall, tool_tuple
+from .._core._messages import ToolCall
 from .._core._model import ChatModel
 from .._core._result import RunResult as _AnyRunResult
+from .._core._tools import Tool, tool_tuple
 from ._decision import Decision, RetryPolicy
 from ._processors import MessageProcessor
 from ._runtime import (

@@ -27,16 +27,17 @@ from typing import (
 import attrs
 
 from .._core._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
-from .._core._messages import LangHooksError, Tool, ToolCall
+from .._core._messages import LangHooksError, ToolCall
+from .._core._tools import Tool
 from ._tool_results import describe
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from .._core._invocation import Invocation
-    from .._core._messages import ToolContext
     from .._core._model import ChatModel, ChatRequest
     from .._core._result import RunResult
+    from .._core._tools import ToolContext
     from ._snapshot import ChainSnapshot
 
 __all__ = [

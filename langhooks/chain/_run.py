@@ -20,11 +20,11 @@ from .._core._messages import (
     LangHooksError,
     Message,
     ToolCall,
-    ToolContext,
     ToolResult,
 )
 from .._core._model import ChatRequest
 from .._core._result import ErrorResult, run_result
+from .._core._tools import ToolContext
 from ._batch import ToolBatch
 from ._decision import Decision, RetryPolicy
 from ._ops import (

@@ -14,16 +14,9 @@ from typing_extensions import override
 
 from .._core._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
 from .._core._invocation import Invocation
-from .._core._messages import (
-    ChainView,
-    Message,
-    Tool,
-    ToolCall,
-    ToolResult,
-    message_tuple,
-    tool_tuple,
-)
+from .._core._messages import Message, ToolCall, ToolResult, message_tuple
 from .._core._model import ChatModel
+from .._core._tools import ChainView, Tool, tool_tuple
 from .._core._validators import count, positive_int
 from .._core._values import _frozen_mapping
 from ._decision import RetryPolicy

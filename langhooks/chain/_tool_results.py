@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from .._core._messages import Tool, ToolCall, ToolResult
+from .._core._messages import ToolCall, ToolResult
+from .._core._tools import Tool
 
 if TYPE_CHECKING:
-    from .._core._messages import ChainView
+    from .._core._tools import ChainView
 
 __all__ = [
     "INTERRUPT_STAND_IN",

@@ -18,14 +18,9 @@ from typing import TYPE_CHECKING, Any, Final, TextIO
 from typing_extensions import override
 
 from .._core._chain_callbacks import ChainCallbackHandler, Interrupt, ReviewContext
-from .._core._messages import (
-    Message,
-    TokenUsage,
-    Tool,
-    ToolCall,
-    ToolContext,
-)
+from .._core._messages import Message, TokenUsage, ToolCall
 from .._core._terminal_style import Style, call_arguments, wants_color
+from .._core._tools import Tool, ToolContext
 from ..chain._chain import LLMChain
 from ..chain._decision import Decision
 from ..integrations.console import ConsoleHandler

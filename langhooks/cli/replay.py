@@ -44,10 +44,11 @@ from .._core._streaming import (
     StreamingChatResponseHandler,
 )
 from .._core._terminal import escaped, short_json
-from ..models._drive import STREAM_FORMATS, StreamDriver, StreamFormat
+from ..models._drive import STREAM_FORMATS, StreamFormat
+from ..models._drive_sync import StreamDriver
 from ..models._replay import _read_error
+from ..models._run_sync import pump
 from ..models._sse import Chunk, stream_events
-from ..models._transport import pump
 
 __all__ = ["add_arguments", "run"]
 

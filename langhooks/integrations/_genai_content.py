@@ -12,7 +12,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from .._core._messages import ContentPart, FinishReason, Message, Tool
+from .._core._messages import ContentPart, FinishReason, Message
+from .._core._tools import Tool
 
 __all__ = [
     "finish_reason",

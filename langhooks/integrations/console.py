@@ -22,13 +22,13 @@ from .._core._messages import (
     Message,
     MessageDelta,
     TokenUsage,
-    Tool,
     ToolCall,
     ToolResult,
 )
 from .._core._terminal_style import Style as _Style
 from .._core._terminal_style import call_arguments as _arguments
 from .._core._terminal_style import wants_color as _wants_color
+from .._core._tools import Tool
 
 if TYPE_CHECKING:
     from .._core._chain_callbacks import ReviewDecision

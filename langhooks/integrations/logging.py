@@ -49,7 +49,6 @@ from .._core._messages import (
     PartialThinking,
     PartialToolCall,
     TokenUsage,
-    Tool,
     ToolCall,
     ToolResult,
 )
@@ -60,6 +59,7 @@ from .._core._streaming import (
     StreamingChatResponseHandler,
 )
 from .._core._terminal import escaped
+from .._core._tools import Tool
 
 if TYPE_CHECKING:
     from .._core._chain_callbacks import ReviewDecision

@@ -55,7 +55,6 @@ from .._core._messages import (
     ChatResponse,
     LangHooksError,
     MessageDelta,
-    Tool,
     ToolCall,
     ToolResult,
 )
@@ -64,6 +63,7 @@ from .._core._streaming import (
     StreamingChatResponseHandler,
     StreamingHandle,
 )
+from .._core._tools import Tool
 from .._wrap._compose import AsyncCompositeStreamingHandler, CompositeStreamingHandler
 from ._otel._calls import ChatCall, FirstChunk
 from ._otel._capture import CAPTURE_CONTENT_ENV, CaptureMode

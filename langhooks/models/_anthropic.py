@@ -11,11 +11,12 @@ from typing import Any, Final
 
 from typing_extensions import override
 
-from .._core._messages import LangHooksError, Message, Tool
+from .._core._messages import LangHooksError, Message
 from .._core._model import ChatRequest
-from ._sdk import SDKChatModel
+from .._core._tools import Tool
+from ._sdk import SDKChatModel, sdk_http_client
 from ._tool_schema import tool_schema
-from ._transport import mapping_items, require, sdk_http_client
+from ._transport import mapping_items, require
 
 __all__ = ["AnthropicChatModel", "anthropic_messages", "anthropic_tools"]
 

@@ -20,16 +20,19 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from types import TracebackType
 from typing import Any, Final
 
-from .._core._messages import ChatResponse, LangHooksError, Message, Tool
+from .._core._messages import ChatResponse, LangHooksError, Message
 from .._core._model import ChatRequest
 from .._core._streaming import (
     AsyncStreamingChatResponseHandler,
     StreamingChatResponseHandler,
     StreamingHandle,
 )
+from .._core._tools import Tool
 from ._adapters.bedrock import bedrock_error
+from ._run_async import arun_stream
+from ._run_sync import run_stream
 from ._tool_schema import tool_schema
-from ._transport import arun_stream, mapping_items, model_name, require, run_stream
+from ._transport import mapping_items, model_name, require
 
 __all__ = [
     "BedrockChatModel",

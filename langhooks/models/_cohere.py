@@ -19,15 +19,11 @@ from typing_extensions import override
 from .._core._messages import ContentPart, LangHooksError, Message
 from .._core._model import ChatRequest
 from ._raw import AsyncResponseBody, ResponseBody, status_error
+from ._run_async import AsyncBody, aerror_body_hook
+from ._run_sync import Body, error_body_hook
 from ._sdk import SDKChatModel
 from ._tool_schema import function_tools
-from ._transport import (
-    AsyncBody,
-    Body,
-    aerror_body_hook,
-    error_body_hook,
-    require,
-)
+from ._transport import require
 
 __all__ = ["CohereChatModel", "cohere_messages"]
 

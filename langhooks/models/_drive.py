@@ -43,8 +43,8 @@ all of them), so an event nobody listens to costs no object construction.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final, Literal, NoReturn, TypeAlias, final, get_args
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Literal, TypeAlias, get_args
 
 from .._core._handler import HandlerBase, bound_event, event_is_async, overridden_events
 from .._core._messages import (
@@ -55,11 +55,9 @@ from .._core._messages import (
     LangHooksError,
     Message,
     MessageStatus,
-    PartialResponse,
     PartialThinking,
     PartialToolCall,
     ToolCall,
-    trusted_partial_response,
 )
 from .._core._streaming import (
     AsyncStreamingChatResponseHandler,
@@ -72,7 +70,6 @@ from .._core._streaming import (
 )
 from ._adapters import ADAPTERS, StreamAdapter
 from ._adapters._base import (
-    TEXT,
     THINKING,
     TOOL_COMPLETE,
     TOOL_PARTIAL,
@@ -81,9 +78,9 @@ from ._adapters._base import (
     malformed,
     wire_event,
 )
-from ._errors import describe_exception, error_from_exception, with_cause
+from ._errors import describe_exception, error_from_exception
 
-__all__ = ["STREAM_FORMATS", "AsyncStreamDriver", "StreamDriver", "StreamFormat"]
+__all__ = ["STREAM_FORMATS", "StreamFormat"]
 
 StreamFormat: TypeAlias = Literal[
     "openai-chat",
@@ -117,7 +114,11 @@ _log: Final = logging.getLogger("langhooks.models")
 
 
 class _Driver:
-    """What the sync and async drivers share: state, assembly, checks."""
+    """What the sync and async drivers share: state, assembly, checks.
+
+    The drivers themselves are ``AsyncStreamDriver`` (``_drive_async``, written by
+    hand) and ``StreamDriver`` (``_drive_sync``, generated from it by
+    ``scripts/unasync.py``)."""
 
     def __init__(
         self,
@@ -280,21 +281,13 @@ class _Driver:
             self._segments.append((kind, self._last_pieces))
 
     def _accept(self, action: Action) -> _Call | None:
-        """Record ``action`` in the response; the handler call it needs, if any."""
+        """Record ``action`` in the response; the handler call it needs, if any.
+
+        Text, the hot path, never comes here: the drivers deliver it inline."""
         methods = self._methods
-        if action[0] is TEXT or action[0] is THINKING:
-            kind, text = action
-            is_text = kind is TEXT
-            self._append("text" if is_text else "thinking", text)
-            if is_text:
-                method = methods["on_partial_response"]
-                if method is None:
-                    return None
-                return (
-                    method[0],
-                    (PartialResponse(text=text), self._text_context),
-                    method[1],
-                )
+        if action[0] is THINKING:
+            text = action[1]
+            self._append("thinking", text)
             method = methods["on_partial_thinking"]
             if method is None:
                 return None
@@ -402,295 +395,3 @@ class _Driver:
             "handler_error",
             "the stream was abandoned because the handler raised an exception",
         )
-
-
-@final
-class StreamDriver(_Driver):
-    """Delivers one stream's events to a sync ``StreamingChatResponseHandler``.
-
-    Args:
-        format: the wire format (see ``STREAM_FORMATS``).
-        handler: the handler to drive.
-        handle: the stream's cancel handle; created when not given. Pass one to
-            hold it before the first token.
-        metadata: response details the caller knows (``response_headers``,
-            ``ratelimit``); they go into ``ChatResponse.metadata``.
-
-    Raises:
-        ValueError: ``format`` is unknown.
-        TypeError: ``handler`` is not a sync streaming handler.
-    """
-
-    def __init__(
-        self,
-        format: StreamFormat,
-        handler: StreamingChatResponseHandler,
-        *,
-        handle: StreamingHandle | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(format, handler, handle, metadata, allow_async=False)
-        text = self._methods["on_partial_response"]
-        self._on_text: Final = None if text is None else text[0]
-
-    def feed(self, event: object) -> bool:
-        """Deliver one decoded wire event.
-
-        Args:
-            event: a JSON object, an official-SDK event object, (Chat
-                Completions) the string ``"[DONE]"``, or the ``LangHooksError`` a
-                wire decoder produced for malformed data (reported like an error
-                event).
-
-        Returns:
-            False once the stream is over (its terminal event arrived, or it was
-            cancelled): stop reading and call ``finish``.
-
-        Raises:
-            LangHooksError: an error event in the stream, or malformed data;
-                ``on_error`` was called once first.
-        """
-        if self._state != _OPEN:
-            return False
-        actions = self._actions(event)
-        handle = self.handle
-        # The handle's delivery lock is held while the handle is checked and the
-        # callbacks run: a cancel() from another thread waits for the callback in
-        # progress, and none begins after it returned. (``_cancelled``: the slot,
-        # as the property costs several times as much on this hot path.)
-        delivery = handle._delivery
-        delivery.acquire()
-        try:
-            if isinstance(actions, LangHooksError):
-                if handle._cancelled:
-                    self._state = _CANCELLED
-                    return False
-                self._fail(actions)
-            # The hot path (a text chunk) is inlined; everything else goes
-            # through _accept. The handle is checked before every call, since a
-            # callback may cancel at any moment.
-            on_text = self._on_text
-            try:
-                for action in actions:
-                    if handle._cancelled:
-                        self._state = _CANCELLED
-                        return False
-                    if action[0] is TEXT:
-                        text = action[1]
-                        if self._last_kind == "text" and self._loose < _COMPACT_AT - 1:
-                            self._last_pieces.append(text)
-                            self._loose += 1
-                        else:
-                            self._append("text", text)
-                        if on_text is not None:
-                            # The adapter gave a non-empty str: no second check.
-                            on_text(trusted_partial_response(text), self._text_context)
-                        continue
-                    call = self._accept(action)
-                    if call is not None:
-                        call[0](*call[1])
-            except BaseException as exc:
-                self._state = _BROKEN
-                self._raised = exc
-                raise
-            if handle._cancelled:
-                self._state = _CANCELLED
-                return False
-        finally:
-            delivery.release()
-        if self._adapter.done:
-            self._state = _ENDED
-            return False
-        return True
-
-    def finish(self) -> ChatResponse:
-        """End of input: complete the stream.
-
-        Returns:
-            The response (after ``on_complete_response``), or, when cancelled, the
-            partial response with message status ``"cancelled"`` (no callback).
-
-        Raises:
-            LangHooksError: the input ended before the format's terminal event
-                (``stream_error``; ``on_error`` called once), or the stream had
-                already failed.
-        """
-        with self.handle._delivery:
-            settled = self._settled()
-            if settled is not None:
-                return settled
-            if self._state == _OPEN:
-                self._fail(self._truncated())
-            response, method = self._complete()
-            if method is not None:
-                try:
-                    method[0](response)
-                except BaseException as exc:
-                    self._raised = exc
-                    raise
-            return response
-
-    def fail(self, error: LangHooksError) -> NoReturn:
-        """Report a transport failure the caller saw, and raise it.
-
-        ``on_error`` is called once, unless a terminal call was already made or the
-        stream was cancelled (callers check ``handle.is_cancelled`` first and call
-        ``finish`` instead).
-
-        Raises:
-            LangHooksError: ``error``, always.
-        """
-        self._failed = error
-        with self.handle._delivery:
-            if self._state in (_OPEN, _ENDED) and not self.handle.is_cancelled:
-                self._fail(error)
-        raise error
-
-    def _fail(self, error: LangHooksError) -> NoReturn:
-        self._state = _FAILED
-        self._error = with_cause(error)
-        method = self._methods["on_error"]
-        if method is not None:
-            try:
-                method[0](error)
-            except BaseException as exc:
-                self._raised = exc
-                raise
-        raise error
-
-    def guard(self, work: Callable[[], ChatResponse]) -> ChatResponse:
-        """Run a stream's ``work`` so that no raw exception leaves it.
-
-        The one place every model's stream passes through (see the module
-        docstring): an ``Exception`` ``work`` lets out and the driver has not
-        reported becomes a classified ``LangHooksError`` (the original as
-        ``__cause__``), reported to ``on_error`` once and raised.
-
-        Args:
-            work: opens, reads and closes the stream, feeding this driver;
-                returns ``finish()``'s response.
-
-        Returns:
-            ``work``'s response; the cancelled response when the stream was
-            cancelled; the completed one when only closing it failed.
-
-        Raises:
-            LangHooksError: the stream failed (``on_error`` was called once).
-            BaseException: what the handler raised, unchanged.
-        """
-        try:
-            return work()
-        except Exception as exc:
-            outcome = self._escaped(exc)
-            if isinstance(outcome, ChatResponse):
-                return outcome
-            self.fail(outcome)
-
-
-@final
-class AsyncStreamDriver(_Driver):
-    """The async twin of ``StreamDriver``.
-
-    The handler may be an ``AsyncStreamingChatResponseHandler`` (each method
-    awaited before the stream goes on) or a sync one (called inline). Same
-    arguments, same contract; ``feed``, ``finish`` and ``fail`` are coroutines.
-    """
-
-    def __init__(
-        self,
-        format: StreamFormat,
-        handler: AsyncStreamingChatResponseHandler | StreamingChatResponseHandler,
-        *,
-        handle: StreamingHandle | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(format, handler, handle, metadata, allow_async=True)
-
-    async def feed(self, event: object) -> bool:
-        """Deliver one decoded wire event; see ``StreamDriver.feed``."""
-        if self._state != _OPEN:
-            return False
-        actions = self._actions(event)
-        with self.handle._delivery:
-            return await self._deliver(actions)
-
-    async def _deliver(self, actions: list[Action] | LangHooksError) -> bool:
-        # Called holding the handle's delivery lock, as StreamDriver.feed holds it.
-        handle = self.handle
-        if isinstance(actions, LangHooksError):
-            if handle.is_cancelled:
-                self._state = _CANCELLED
-                return False
-            await self._fail(actions)
-        try:
-            for action in actions:
-                if handle.is_cancelled:
-                    self._state = _CANCELLED
-                    return False
-                call = self._accept(action)
-                if call is not None:
-                    result = call[0](*call[1])
-                    if call[2]:
-                        await result
-        except BaseException as exc:
-            self._state = _BROKEN
-            self._raised = exc
-            raise
-        if handle.is_cancelled:
-            self._state = _CANCELLED
-            return False
-        if self._adapter.done:
-            self._state = _ENDED
-            return False
-        return True
-
-    async def finish(self) -> ChatResponse:
-        """End of input; see ``StreamDriver.finish``."""
-        with self.handle._delivery:
-            settled = self._settled()
-            if settled is not None:
-                return settled
-            if self._state == _OPEN:
-                await self._fail(self._truncated())
-            response, method = self._complete()
-            if method is not None:
-                try:
-                    result = method[0](response)
-                    if method[1]:
-                        await result
-                except BaseException as exc:
-                    self._raised = exc
-                    raise
-            return response
-
-    async def fail(self, error: LangHooksError) -> NoReturn:
-        """Report a transport failure and raise it; see ``StreamDriver.fail``."""
-        self._failed = error
-        with self.handle._delivery:
-            if self._state in (_OPEN, _ENDED) and not self.handle.is_cancelled:
-                await self._fail(error)
-        raise error
-
-    async def _fail(self, error: LangHooksError) -> NoReturn:
-        self._state = _FAILED
-        self._error = with_cause(error)
-        method = self._methods["on_error"]
-        if method is not None:
-            try:
-                result = method[0](error)
-                if method[1]:
-                    await result
-            except BaseException as exc:
-                self._raised = exc
-                raise
-        raise error
-
-    async def guard(self, work: Callable[[], Awaitable[ChatResponse]]) -> ChatResponse:
-        """The async twin of ``StreamDriver.guard``: ``work`` is awaited."""
-        try:
-            return await work()
-        except Exception as exc:
-            outcome = self._escaped(exc)
-            if isinstance(outcome, ChatResponse):
-                return outcome
-            await self.fail(outcome)

@@ -17,12 +17,15 @@ from typing import Any, Final
 
 from typing_extensions import override
 
-from .._core._messages import ContentPart, LangHooksError, Message, Tool
+from .._core._messages import ContentPart, LangHooksError, Message
 from .._core._model import ChatRequest
+from .._core._tools import Tool
 from ._raw import aresponse_body, response_body
+from ._run_async import AsyncBody
+from ._run_sync import Body
 from ._sdk import SDKChatModel
 from ._tool_schema import tool_schema
-from ._transport import AsyncBody, Body, require
+from ._transport import require
 
 __all__ = ["GeminiChatModel", "gemini_contents", "gemini_tools"]
 

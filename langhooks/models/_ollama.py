@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Mapping
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Mapping
 from typing import Any, Final, Literal
 
 from .._core._messages import ChatResponse, LangHooksError, Message
@@ -13,20 +12,12 @@ from .._core._streaming import (
     StreamingChatResponseHandler,
     StreamingHandle,
 )
+from ._ollama_async import aopen_chat
+from ._ollama_sync import open_chat
+from ._run_async import arun_stream
+from ._run_sync import run_stream
 from ._tool_schema import function_tools
-from ._transport import (
-    AsyncBody,
-    AsyncHTTPBody,
-    Body,
-    ConnectionWatch,
-    aread_error_body,
-    arun_stream,
-    http_error,
-    model_name,
-    read_error_body,
-    require,
-    run_stream,
-)
+from ._transport import model_name, require
 
 __all__ = ["OllamaChatModel", "ollama_messages"]
 
@@ -138,6 +129,7 @@ class OllamaChatModel:
             connect=_CONNECT_TIMEOUT if timeout is None else timeout,
         )
         self._httpx: Any = httpx
+        self._url: Final = f"{self.base_url}/api/chat"
 
     def _payload(self, request: ChatRequest) -> dict[str, Any]:
         payload: dict[str, Any] = {
@@ -182,31 +174,14 @@ class OllamaChatModel:
         """
 
         handle = handle if handle is not None else StreamingHandle()
-
-        @contextmanager
-        def open_body() -> Iterator[Body]:
-            payload = self._payload(request)
-            watch = ConnectionWatch(handle)
-            try:
-                with (
-                    self._httpx.Client(timeout=self._timeout) as client,
-                    client.stream(
-                        "POST",
-                        f"{self.base_url}/api/chat",
-                        json=payload,
-                        extensions={"trace": watch.trace},
-                    ) as r,
-                ):
-                    if r.status_code >= 400:
-                        body, complete = read_error_body(r, r.iter_bytes(), handle)
-                        raise http_error(
-                            r.status_code, r.headers, body, complete=complete
-                        )
-                    yield r
-            finally:
-                watch.done()
-
-        return run_stream("ollama", handler, handle, open_body)
+        return run_stream(
+            "ollama",
+            handler,
+            handle,
+            lambda: open_chat(
+                self._httpx, self._url, self._payload(request), self._timeout, handle
+            ),
+        )
 
     async def astream(
         self,
@@ -223,30 +198,11 @@ class OllamaChatModel:
         """
 
         handle = handle if handle is not None else StreamingHandle()
-
-        @asynccontextmanager
-        async def open_body() -> AsyncIterator[AsyncBody]:
-            payload = self._payload(request)
-            watch = ConnectionWatch(handle)
-            try:
-                async with (
-                    self._httpx.AsyncClient(timeout=self._timeout) as client,
-                    client.stream(
-                        "POST",
-                        f"{self.base_url}/api/chat",
-                        json=payload,
-                        extensions={"trace": watch.atrace},
-                    ) as r,
-                ):
-                    if r.status_code >= 400:
-                        body, complete = await aread_error_body(
-                            r, r.aiter_bytes(), handle
-                        )
-                        raise http_error(
-                            r.status_code, r.headers, body, complete=complete
-                        )
-                    yield AsyncHTTPBody(r)
-            finally:
-                watch.done()
-
-        return await arun_stream("ollama", handler, handle, open_body)
+        return await arun_stream(
+            "ollama",
+            handler,
+            handle,
+            lambda: aopen_chat(
+                self._httpx, self._url, self._payload(request), self._timeout, handle
+            ),
+        )

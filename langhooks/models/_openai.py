@@ -12,11 +12,12 @@ from typing import Any
 
 from typing_extensions import override
 
-from .._core._messages import ContentPart, LangHooksError, Message, Tool, ToolCall
+from .._core._messages import ContentPart, LangHooksError, Message, ToolCall
 from .._core._model import ChatRequest
-from ._sdk import SDKChatModel
+from .._core._tools import Tool
+from ._sdk import SDKChatModel, sdk_http_client
 from ._tool_schema import function_tools, tool_schema
-from ._transport import mapping_items, require, sdk_http_client
+from ._transport import mapping_items, require
 
 __all__ = [
     "OpenAIChatModel",

@@ -16,7 +16,9 @@ from typing import Any
 from typing_extensions import override
 
 from .._core._messages import LangHooksError
-from ._transport import aerror_body_hook, error_body_hook, http_error
+from ._run_async import aerror_body_hook
+from ._run_sync import error_body_hook
+from ._transport import http_error
 
 __all__ = [
     "AsyncResponseBody",

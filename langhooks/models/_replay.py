@@ -8,9 +8,10 @@ from typing import Final
 
 from .._core._messages import ChatResponse, LangHooksError
 from .._core._streaming import StreamingChatResponseHandler, StreamingHandle
-from ._drive import STREAM_FORMATS, StreamDriver, StreamFormat
+from ._drive import STREAM_FORMATS, StreamFormat
+from ._drive_sync import StreamDriver
+from ._run_sync import pump
 from ._sse import stream_events
-from ._transport import pump
 
 __all__ = ["replay_stream"]
 

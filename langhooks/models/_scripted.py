@@ -46,7 +46,8 @@ from ._adapters._base import (
     Action,
     StreamAdapter,
 )
-from ._drive import AsyncStreamDriver, StreamDriver
+from ._drive_async import AsyncStreamDriver
+from ._drive_sync import StreamDriver
 
 __all__ = ["ScriptedChatModel", "ScriptedTurn"]
 

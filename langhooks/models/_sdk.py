@@ -34,16 +34,24 @@ from .._core._streaming import (
     StreamingHandle,
 )
 from ._drive import StreamFormat
-from ._transport import (
-    AsyncBody,
-    AsyncHTTPBody,
-    Body,
-    arun_stream,
-    model_name,
-    run_stream,
-)
+from ._run_async import AsyncBody, aerror_body_hook, arun_stream
+from ._run_sync import Body, error_body_hook, run_stream
+from ._transport import AsyncHTTPBody, model_name
 
-__all__ = ["SDKChatModel"]
+__all__ = ["SDKChatModel", "sdk_http_client"]
+
+
+def sdk_http_client(sdk: Any, asynchronous: bool = False) -> Any:
+    """The HTTP client an official SDK's client gets: the SDK's own default one
+    (its timeouts, limits and redirects) with ``error_body_hook``.
+
+    Args:
+        sdk: the ``openai`` or ``anthropic`` module.
+        asynchronous: the async client's (``DefaultAsyncHttpxClient``).
+    """
+    if asynchronous:
+        return sdk.DefaultAsyncHttpxClient(event_hooks={"response": [aerror_body_hook]})
+    return sdk.DefaultHttpxClient(event_hooks={"response": [error_body_hook]})
 
 
 def _http_response(stream: object, reader: str) -> Any:

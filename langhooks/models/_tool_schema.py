@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .._core._messages import Tool
+from .._core._tools import Tool
 
 __all__ = ["function_tools", "tool_schema"]
 

@@ -1,11 +1,12 @@
-"""Running one provider HTTP stream through a stream driver.
+"""What running one provider HTTP stream through a stream driver needs on both
+sides: the helpers of ``run_stream`` / ``arun_stream`` (``_run_async``, and
+``_run_sync`` generated from it) and of the models calling them.
 
 The provider models open a streamed HTTP response (through the official SDK or
-httpx) and hand it to ``run_stream`` / ``arun_stream``. These read the raw bytes,
-decode them with the wire-format decoders, feed each event to the driver, and turn
-every transport failure into a ``LangHooksError`` reported once through the driver.
-Cancelling the stream's handle shuts the socket down, so a read blocked in another
-thread wakes up and the server sees the disconnect.
+httpx) and hand it to ``run_stream`` / ``arun_stream``. Cancelling the stream's
+handle shuts the socket down (``_Interrupter``), so a read blocked in another thread
+wakes up and the server sees the disconnect; an error body is read up to
+``ERROR_BODY_LIMIT`` (``_ErrorBody``) and classified (``http_error``).
 """
 
 from __future__ import annotations
@@ -15,78 +16,28 @@ import importlib
 import json
 import math
 import socket
-from collections.abc import (
-    AsyncIterator,
-    Callable,
-    Iterable,
-    Iterator,
-    Mapping,
-)
-from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextvars import ContextVar
 from typing import Any, Final, Protocol, cast
 
-from .._core._messages import ChatResponse, LangHooksError
-from .._core._streaming import (
-    AsyncStreamingChatResponseHandler,
-    StreamingChatResponseHandler,
-    StreamingHandle,
-)
-from ._drive import AsyncStreamDriver, StreamDriver, StreamFormat
-from ._errors import classify_error, error_from_exception, parse_ratelimit
-from ._sse import Chunk, stream_events
+from .._core._messages import LangHooksError
+from .._core._streaming import StreamingHandle
+from ._errors import classify_error, parse_ratelimit
+from ._sse import Chunk
 
 __all__ = [
     "ERROR_BODY_LIMIT",
-    "AsyncBody",
     "AsyncHTTPBody",
-    "Body",
     "ConnectionWatch",
     "Decoder",
-    "aerror_body_hook",
-    "apump",
-    "aread_error_body",
-    "arun_stream",
-    "error_body_hook",
-    "error_from_exception",
     "google_retry_delay",
     "http_error",
     "lower_headers",
     "mapping_items",
     "model_name",
-    "pump",
-    "read_error_body",
     "require",
     "response_metadata",
-    "run_stream",
-    "sdk_http_client",
 ]
-
-
-class Body(Protocol):
-    """A streamed HTTP response: its headers, its bytes, its connection."""
-
-    @property
-    def headers(self) -> Mapping[str, str]:
-        """The response headers."""
-        ...
-
-    def iter_bytes(self) -> Iterator[bytes]:
-        """The body bytes as they arrive."""
-        ...
-
-
-class AsyncBody(Protocol):
-    """The async twin of ``Body``."""
-
-    @property
-    def headers(self) -> Mapping[str, str]:
-        """The response headers."""
-        ...
-
-    def iter_bytes(self) -> AsyncIterator[bytes]:
-        """The body bytes as they arrive."""
-        ...
 
 
 def model_name(value: object) -> str:
@@ -184,52 +135,6 @@ class _ErrorBody:
         return bytes(self.data[:ERROR_BODY_LIMIT]), self.complete
 
 
-def read_error_body(
-    response: object, chunks: Iterable[bytes], handle: StreamingHandle
-) -> tuple[bytes, bool]:
-    """Read an HTTP error body, at most ``ERROR_BODY_LIMIT`` bytes of it.
-
-    The caller closes the response afterwards (the rest is never read).
-
-    Args:
-        response: the httpx response (its socket is shut down on a cancel).
-        chunks: its body, as it arrives.
-        handle: the stream's handle: a cancel stops the reading.
-
-    Returns:
-        The body read, and whether it is the whole body.
-    """
-    body = _ErrorBody(response, handle)
-    try:
-        for chunk in chunks:
-            if not body.take(chunk):
-                break
-        else:
-            body.complete = True
-    except Exception:
-        # The body broke off (or a cancel shut the socket): the error is the
-        # status's, with what arrived.
-        pass
-    return body.result()
-
-
-async def aread_error_body(
-    response: object, chunks: AsyncIterator[bytes], handle: StreamingHandle
-) -> tuple[bytes, bool]:
-    """The async twin of ``read_error_body``."""
-    body = _ErrorBody(response, handle)
-    try:
-        async for chunk in chunks:
-            if not body.take(chunk):
-                break
-        else:
-            body.complete = True
-    except Exception:
-        # As in read_error_body: the status already says what failed.
-        pass
-    return body.result()
-
-
 def http_error(
     status: int, headers: Mapping[str, str], body: bytes, *, complete: bool = True
 ) -> LangHooksError:
@@ -299,52 +204,6 @@ def google_retry_delay(error: Mapping[str, Any]) -> float | None:
                 return None
             return seconds if math.isfinite(seconds) and seconds >= 0 else None
     return None
-
-
-def error_body_hook(response: Any) -> None:
-    """An httpx ``response`` event hook: an error response's body is read up to
-    ``ERROR_BODY_LIMIT``, the response closed and the error raised.
-
-    The SDK clients get it, so they never read an endless error body whole; the
-    SDK wraps what it raises, and ``error_from_exception`` unwraps it.
-
-    Raises:
-        LangHooksError: the response's status is 400 or more.
-    """
-    if response.status_code < 400:
-        return
-    # Outside a model's stream (no handle) nothing can cancel the read.
-    handle = _OPENING.get() or StreamingHandle()
-    body, complete = read_error_body(response, response.iter_bytes(), handle)
-    response.close()
-    raise http_error(response.status_code, response.headers, body, complete=complete)
-
-
-async def aerror_body_hook(response: Any) -> None:
-    """The async client's twin of ``error_body_hook``.
-
-    Raises:
-        LangHooksError: the response's status is 400 or more.
-    """
-    if response.status_code < 400:
-        return
-    handle = _OPENING.get() or StreamingHandle()
-    body, complete = await aread_error_body(response, response.aiter_bytes(), handle)
-    await response.aclose()
-    raise http_error(response.status_code, response.headers, body, complete=complete)
-
-
-def sdk_http_client(sdk: Any, asynchronous: bool = False) -> Any:
-    """The HTTP client an official SDK's client gets: the SDK's own default one
-    (its timeouts, limits and redirects) with ``error_body_hook``.
-
-    Args:
-        sdk: the ``openai`` or ``anthropic`` module.
-        asynchronous: the async client's (``DefaultAsyncHttpxClient``).
-    """
-    if asynchronous:
-        return sdk.DefaultAsyncHttpxClient(event_hooks={"response": [aerror_body_hook]})
-    return sdk.DefaultHttpxClient(event_hooks={"response": [error_body_hook]})
 
 
 def mapping_items(value: object) -> list[dict[str, Any]]:
@@ -426,65 +285,6 @@ class ConnectionWatch:
             interrupter.done()
 
 
-def run_stream(
-    format: StreamFormat,
-    handler: StreamingChatResponseHandler,
-    handle: StreamingHandle | None,
-    open_body: Callable[[], AbstractContextManager[Body]],
-) -> ChatResponse:
-    """Open a streamed response and drive ``handler`` with its events.
-
-    The whole stream runs under ``StreamDriver.guard``: whatever raises while
-    opening, reading or closing reaches the handler as one classified
-    ``LangHooksError``.
-
-    Args:
-        format: the wire format of the body.
-        handler: the handler to drive.
-        handle: the caller's cancel handle, if it made one.
-        open_body: opens the HTTP response (raising on an HTTP error status).
-
-    Returns:
-        The response; its message has status "cancelled" if the handle was.
-
-    Raises:
-        LangHooksError: the request or the stream failed (after ``on_error``).
-    """
-    # The driver first: a handler of the wrong type is refused before a request
-    # goes out.
-    driver = StreamDriver(format, handler, handle=handle)
-    return driver.guard(lambda: _read_stream(driver, open_body))
-
-
-def _read_stream(
-    driver: StreamDriver, open_body: Callable[[], AbstractContextManager[Body]]
-) -> ChatResponse:
-    handle = driver.handle
-    if handle.is_cancelled:
-        return driver.finish()
-    opening = _OPENING.set(handle)
-    try:
-        opened = open_body()
-        body = opened.__enter__()
-    finally:
-        _OPENING.reset(opening)
-    try:
-        driver._add_metadata(response_metadata(body.headers))
-        interrupter = _Interrupter(_network_socket(body))
-        handle.add_cancel_callback(interrupter)
-        try:
-            return pump(
-                driver,
-                body.iter_bytes(),
-                stream_events(driver.format),
-                error_from_exception,
-            )
-        finally:
-            interrupter.done()
-    finally:
-        opened.__exit__(None, None, None)
-
-
 class Decoder(Protocol):
     """What ``pump`` reads events with: a ``WireDecoder``, or one that wraps it."""
 
@@ -495,130 +295,6 @@ class Decoder(Protocol):
     def end(self) -> list[object]:
         """The events left at the end of input."""
         ...
-
-
-def pump(
-    driver: StreamDriver,
-    chunks: Iterable[Chunk],
-    decoder: Decoder,
-    read_error: Callable[[Exception], LangHooksError],
-) -> ChatResponse:
-    """Feed a body's chunks through ``decoder`` to ``driver`` until it is over.
-
-    Args:
-        driver: the stream's driver.
-        chunks: the body, in pieces as read.
-        decoder: the wire decoder for the stream's format.
-        read_error: the ``LangHooksError`` for an exception reading ``chunks``
-            raised (reported through the driver, unless the stream was
-            cancelled: then the reading failed because the connection was shut).
-
-    Returns:
-        The response (after ``on_complete_response``), or the cancelled one.
-
-    Raises:
-        LangHooksError: the stream failed (after ``on_error``).
-    """
-    feed = driver.feed
-    iterator = iter(chunks)
-    while True:
-        try:
-            chunk = next(iterator, None)
-        except Exception as exc:
-            if _cancelled(driver.handle):
-                return driver.finish()
-            driver.fail(read_error(exc))
-        # After a cancel the driver delivers nothing and returns False.
-        for event in decoder.end() if chunk is None else decoder.feed(chunk):
-            if not feed(event):
-                return driver.finish()
-        if chunk is None:
-            return driver.finish()
-
-
-async def arun_stream(
-    format: StreamFormat,
-    handler: AsyncStreamingChatResponseHandler | StreamingChatResponseHandler,
-    handle: StreamingHandle | None,
-    open_body: Callable[[], AbstractAsyncContextManager[AsyncBody]],
-) -> ChatResponse:
-    """The async twin of ``run_stream`` (under ``AsyncStreamDriver.guard``).
-
-    Raises:
-        LangHooksError: the request or the stream failed (after ``on_error``).
-    """
-    driver = AsyncStreamDriver(format, handler, handle=handle)
-    return await driver.guard(lambda: _aread_stream(driver, open_body))
-
-
-async def _aread_stream(
-    driver: AsyncStreamDriver,
-    open_body: Callable[[], AbstractAsyncContextManager[AsyncBody]],
-) -> ChatResponse:
-    handle = driver.handle
-    if handle.is_cancelled:
-        return await driver.finish()
-    opening = _OPENING.set(handle)
-    try:
-        opened = open_body()
-        body = await opened.__aenter__()
-    finally:
-        _OPENING.reset(opening)
-    try:
-        driver._add_metadata(response_metadata(body.headers))
-        interrupter = _Interrupter(_network_socket(body))
-        handle.add_cancel_callback(interrupter)
-        try:
-            return await apump(
-                driver,
-                body.iter_bytes(),
-                stream_events(driver.format),
-                error_from_exception,
-            )
-        finally:
-            interrupter.done()
-    finally:
-        await opened.__aexit__(None, None, None)
-
-
-async def apump(
-    driver: AsyncStreamDriver,
-    chunks: AsyncIterator[Chunk],
-    decoder: Decoder,
-    read_error: Callable[[Exception], LangHooksError],
-) -> ChatResponse:
-    """The async twin of ``pump``; it also closes ``chunks`` when it ends.
-
-    Args:
-        driver: the stream's driver.
-        chunks: the body, in pieces as read.
-        decoder: the wire decoder for the stream's format.
-        read_error: the ``LangHooksError`` for an exception reading ``chunks``
-            raised (unless the stream was cancelled, as for ``pump``).
-
-    Returns:
-        The response (after ``on_complete_response``), or the cancelled one.
-
-    Raises:
-        LangHooksError: the stream failed (after ``on_error``).
-    """
-    try:
-        while True:
-            try:
-                chunk = await anext(chunks, None)
-            except Exception as exc:
-                if _cancelled(driver.handle):
-                    return await driver.finish()
-                await driver.fail(read_error(exc))
-            for event in decoder.end() if chunk is None else decoder.feed(chunk):
-                if not await driver.feed(event):
-                    return await driver.finish()
-            if chunk is None:
-                return await driver.finish()
-    finally:
-        # Finish the body's async generator here, in this task, rather than
-        # leaving it to the event loop's garbage collection hook.
-        await getattr(chunks, "aclose", _nothing)()
 
 
 class AsyncHTTPBody:
@@ -639,5 +315,9 @@ class AsyncHTTPBody:
         return cast("AsyncIterator[bytes]", self.http_response.aiter_bytes())
 
 
-async def _nothing() -> None:
+def _nothing() -> None:
+    """Stands in for ``close`` on an iterator that is not a generator."""
+
+
+async def _anothing() -> None:
     """Stands in for ``aclose`` on an async iterator that is not a generator."""

@@ -567,6 +567,26 @@ class TestAsyncDriver:
         response = await driver.finish()
         assert recorder.text == response.message.text
 
+    async def test_only_the_overridden_events(self) -> None:
+        """An async handler that overrides only on_partial_response is called for
+        text alone; the tool calls are still assembled into the response."""
+        texts: list[str] = []
+
+        class TextOnly(lh.AsyncStreamingChatResponseHandler):
+            @override
+            async def on_partial_response(
+                self, partial: lh.PartialResponse, context: object, /
+            ) -> None:
+                texts.append(partial.text)
+
+        driver = AsyncStreamDriver("openai-chat", TextOnly())
+        for event in _events("openai_chat_tools.sse", "openai-chat"):
+            if not await driver.feed(event):
+                break
+        response = await driver.finish()
+        assert "".join(texts) == response.message.text
+        assert response.message.tool_calls
+
     async def test_errors_and_cancel(self) -> None:
         """Errors are reported once; cancel stops; fail reports once."""
         recorder = AsyncRecorder()

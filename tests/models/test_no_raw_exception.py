@@ -519,7 +519,7 @@ class TestCodeUnderTheModelRaises:
         def broken(headers: object) -> dict[str, Any]:
             raise Boom("header bug")
 
-        monkeypatch.setattr("langhooks.models._transport.response_metadata", broken)
+        monkeypatch.setattr("langhooks.models._run_sync.response_metadata", broken)
         model = make(kind, server)
         recorder = Recorder()
         with pytest.raises(LangHooksError) as raised:

@@ -149,6 +149,22 @@ class TestSources:
         assert len(consumed) == 1
         assert recorder.names == ["complete_response"]
 
+    def test_a_generator_source_is_closed_at_the_end(self) -> None:
+        """A generator source the stream ended before exhausting is closed when
+        replay_stream returns (its cleanup runs then, not at garbage collection)."""
+        closed: list[bool] = []
+
+        def chunks() -> Iterator[str]:
+            try:
+                yield '{"done": true}\n'
+                yield '{"message": {"content": "late"}}\n'
+            finally:
+                closed.append(True)
+
+        source = chunks()
+        replay_stream(source, format="ollama", handler=Recorder())
+        assert closed == [True]
+
     def test_terminal_event_in_last_unterminated_line(self) -> None:
         """A final line without its newline still ends the stream."""
         response = replay_stream(

@@ -6,9 +6,9 @@ import httpx
 import pytest
 
 from langhooks import LangHooksError
+from langhooks.models._errors import error_from_exception
 from langhooks.models._transport import (
     _body_message,
-    error_from_exception,
     lower_headers,
     mapping_items,
     require,

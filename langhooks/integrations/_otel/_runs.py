@@ -18,7 +18,8 @@ from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as ge
 from opentelemetry.semconv._incubating.metrics import gen_ai_metrics
 from opentelemetry.trace import Span, SpanKind, TracerProvider
 
-from ..._core._messages import ChatResponse, LangHooksError, Tool, ToolCall, ToolResult
+from ..._core._messages import ChatResponse, LangHooksError, ToolCall, ToolResult
+from ..._core._tools import Tool
 from ..._version import __version__
 from .. import _genai_content as content
 from ._calls import (
