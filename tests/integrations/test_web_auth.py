@@ -347,7 +347,7 @@ class TestHostWithoutAuthorize:
         with serving(create_app()) as url:
             answer = httpx.get(f"{url}runs", headers={"Host": "evil.example:8000"})
         assert answer.status_code == 400
-        assert "give create_app an authorize=" in answer.json()["error"]
+        assert "give it an authorize=" in answer.json()["error"]
 
     def test_with_authorize_any_name_is_left_to_it(self) -> None:
         """With authorize, the app may be served under any name."""
