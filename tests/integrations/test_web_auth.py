@@ -7,6 +7,7 @@ credentials, with wrong ones and with right ones."""
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import json
 import socket
@@ -96,7 +97,7 @@ def fresh_agent(messages: Sequence[Message]) -> LLMChain:
     return WeatherAgent()(messages)
 
 
-class Subject:
+class Subject(abc.ABC):
     """One langhooks app under the matrix: how to make it, what each of its routes
     asks ``authorize``, a run that waits, and how to send each kind of request."""
 
@@ -106,16 +107,19 @@ class Subject:
     # skips the check fails the matrix.
     asks: ClassVar[dict[tuple[str, str], tuple[Action, ...]]]
 
+    @abc.abstractmethod
     def make(
         self, authorize: Authorize | None, store: RunStore | None = None
     ) -> Starlette:
         """The app behind ``authorize``."""
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def waiting(self, base: str, headers: dict[str, str]) -> Waiting:
         """Start a run with ``headers`` and wait until it waits for a decision."""
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def send(
         self,
         base: str,
@@ -125,11 +129,12 @@ class Subject:
         headers: dict[str, str],
     ) -> Answer:
         """A request to ``route`` asking ``action`` (on ``run``)."""
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def start(self, thread: str) -> Any:
         """The body of a first request on thread (chat) ``thread``."""
-        raise NotImplementedError
+        ...
 
     def asked_run(
         self, route: tuple[str, str], action: Action, run: Waiting
@@ -168,8 +173,12 @@ class WebApp(Subject):
         return create_app(agent=agent, authorize=authorize, store=store, heartbeat=0.05)
 
     @override
+    def start(self, thread: str) -> Any:
+        return {"prompt": thread}
+
+    @override
     def waiting(self, base: str, headers: dict[str, str]) -> Waiting:
-        started = httpx.post(f"{base}runs", json={"prompt": "hi"}, headers=headers)
+        started = httpx.post(f"{base}runs", json=self.start("hi"), headers=headers)
         run_id = started.json()["run_id"]
         for _ in range(3000):
             runs = httpx.get(f"{base}runs", headers=headers).json()["runs"]
