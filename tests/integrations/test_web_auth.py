@@ -84,10 +84,21 @@ class Answer:
     refusal: Any = None
 
 
-def send(method: str, url: str, headers: dict[str, str], body: Any = None) -> Answer:
-    """One request (a streamed answer is not read to its end)."""
+def send(
+    method: str,
+    url: str,
+    headers: dict[str, str],
+    body: Any = None,
+    *,
+    whole: bool = False,
+) -> Answer:
+    """One request; a streamed answer is read to its end only if ``whole`` (the
+    frontends' streams end with their run; the web app's event stream of a
+    waiting run does not)."""
     with httpx.stream(method, url, headers=headers, json=body, timeout=30) as answer:
         if answer.status_code < 400:
+            if whole:
+                answer.read()
             return Answer(answer.status_code)
         return Answer(answer.status_code, json.loads(answer.read()))
 
@@ -245,7 +256,7 @@ class AguiApp(Subject):
         headers: dict[str, str],
     ) -> Answer:
         body = run.body if action == "decide" else self.start(uuid.uuid4().hex)
-        return send("POST", base, headers, body)
+        return send("POST", base, headers, body, whole=True)
 
 
 class UiMessageApp(Subject):
@@ -288,7 +299,7 @@ class UiMessageApp(Subject):
         headers: dict[str, str],
     ) -> Answer:
         body = run.body if action == "decide" else self.start(uuid.uuid4().hex)
-        return send("POST", base, headers, body)
+        return send("POST", base, headers, body, whole=True)
 
 
 SUBJECTS: dict[str, Subject] = {
@@ -561,7 +572,27 @@ class TestOwnerOnlyOnEveryApp:
         assert [row.run_id for row in bob_inbox] == [bobs.run_id]
 
 
-class TestOwnerOnlyThreads:
+class TestOwnerOnlyOnTheFrontends:
+    @pytest.mark.parametrize("name", ["create_agui_app", "create_ui_message_app"])
+    def test_an_answer_repeated_after_the_run_went_on_is_403(self, name: str) -> None:
+        """The owner is read from the waiting run: once answered, a repeat is
+        refused like an unknown run's, and the tool ran once."""
+        subject = SUBJECTS[name]
+        agent = WeatherAgent()
+        if name == "create_agui_app":
+            app = create_agui_app(agent=agent, authorize=owner_only(user_of))
+        else:
+            app = create_ui_message_app(agent=agent, authorize=owner_only(user_of))
+        route = ("POST", "/")
+        with serving(app) as base:
+            run = subject.waiting(base, as_user("alice"))
+            assert (
+                subject.send(base, route, "decide", run, as_user("alice")).status == 200
+            )
+            again = subject.send(base, route, "decide", run, as_user("alice"))
+        assert again == Answer(403, {"error": "not allowed"})
+        assert agent.runs == [{"city": "Paris"}]
+
     @pytest.mark.parametrize("name", ["create_agui_app", "create_ui_message_app"])
     def test_a_thread_id_is_each_users_own(self, name: str) -> None:
         """Another user's run waiting on the same thread (chat) id is neither told
@@ -569,11 +600,15 @@ class TestOwnerOnlyThreads:
         subject = SUBJECTS[name]
         with serving(subject.make(owner_only(user_of))) as base:
             thread = uuid.uuid4().hex
-            alices = send("POST", base, as_user("alice"), subject.start(thread))
+            alices = send(
+                "POST", base, as_user("alice"), subject.start(thread), whole=True
+            )
             assert alices.status == 200
-            bobs = send("POST", base, as_user("bob"), subject.start(thread))
+            bobs = send("POST", base, as_user("bob"), subject.start(thread), whole=True)
             assert bobs.status == 200
-            again = send("POST", base, as_user("alice"), subject.start(thread))
+            again = send(
+                "POST", base, as_user("alice"), subject.start(thread), whole=True
+            )
             assert again.status == 409
             assert thread in again.refusal["error"]
 
