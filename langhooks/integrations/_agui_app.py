@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal, final
+from typing import TYPE_CHECKING, Any, Final, final
 
 import attrs
 import pydantic
@@ -25,6 +25,7 @@ from ._frontend_app import (
     Agent,
     LiveRun,
     Work,
+    allowed,
     build_chain,
     error,
     fresh_run,
@@ -33,6 +34,7 @@ from ._frontend_app import (
     stream_events,
 )
 from ._frontend_records import MESSAGE_ID, RESULT_IDS, split_approval_id
+from ._web_auth import Authorize, check_authorize, owner_metadata, started_by
 from ._web_limits import BadRequest, json_body
 
 if TYPE_CHECKING:
@@ -206,20 +208,17 @@ def _resume(entries: Sequence[agui.ResumeEntry]) -> tuple[str, dict[str, Decisio
 
 @final
 class _AguiApp:
-    def __init__(self, agent: Agent, store: RunStore, heartbeat: float) -> None:
+    def __init__(
+        self,
+        agent: Agent,
+        store: RunStore,
+        heartbeat: float,
+        authorize: Authorize | None,
+    ) -> None:
         self._agent = agent
         self._store = store
         self._heartbeat = heartbeat
-
-    async def _allowed(
-        self,
-        request: Request,
-        action: Literal["start", "decide"],
-        run_id: str | None,
-    ) -> Response | None:
-        """The one place a request is checked before anything happens: a
-        refusal to send, or None to go on (every request goes on for now)."""
-        return None
+        self._authorize = authorize
 
     async def run(self, request: Request) -> Response:
         """POST /: a ``RunAgentInput``; the run as AG-UI events."""
@@ -230,22 +229,29 @@ class _AguiApp:
             except pydantic.ValidationError as exc:
                 raise BadRequest(400, f"not an AG-UI RunAgentInput: {exc}") from None
             resume = _resume(given.resume) if given.resume else None
-            refused = await self._allowed(
-                request, "decide" if resume else "start", resume and resume[0]
+            refused = await allowed(
+                self._authorize,
+                request,
+                "decide" if resume else "start",
+                resume and resume[0],
+                self._store,
+                {_THREAD: given.thread_id},
             )
-            if refused is not None:  # pragma: no cover - the seam for authorize= (#29)
+            if refused is not None:
                 return refused
             messages = conversation(given.messages)
             if resume is None:
-                return await self._start(given, messages)
+                return await self._start(given, messages, started_by(request))
             return await self._resumed(given, messages, *resume)
         except BadRequest as bad:
             return error(bad.status, bad.message)
 
     async def _start(
-        self, given: agui.RunAgentInput, messages: list[Message]
+        self, given: agui.RunAgentInput, messages: list[Message], owner: str | None
     ) -> Response:
-        thread = {_THREAD: given.thread_id}
+        # A user's thread: another user's run waiting on the same thread id is
+        # neither told of nor in the way.
+        thread = {_THREAD: given.thread_id, **owner_metadata(owner)}
         if await asyncio.to_thread(self._store.pending, metadata=thread, limit=1):
             return error(
                 409,
@@ -317,7 +323,11 @@ def _events_response(
 
 
 def create_agui_app(
-    *, agent: Agent, store: RunStore | None = None, heartbeat: float = 15.0
+    *,
+    agent: Agent,
+    store: RunStore | None = None,
+    heartbeat: float = 15.0,
+    authorize: Authorize | None = None,
 ) -> Starlette:
     """An AG-UI server for an agent: ``POST /`` runs it and streams AG-UI events.
 
@@ -347,12 +357,22 @@ def create_agui_app(
             (``MemoryRunStore``).
         heartbeat: seconds between comment lines while a run is quiet, so that
             proxies keep the connection open.
+        authorize: asked ``authorize(request, action, run_id)`` by ``POST /``
+            once the body is read, before anything runs: ``"start"`` (run_id
+            None) for a new run, ``"decide"`` with the run id for a ``resume``
+            (sync or async; as in ``create_app``: False is 403, an
+            ``HTTPException`` it raises is its answer). ``owner_only`` works:
+            the run's owner is kept in the store's metadata as ``"owner"``.
+            None serves only requests naming the app by ``localhost`` or an IP
+            address. A POST from another origin is refused (403) before
+            ``authorize`` is asked.
 
     Returns:
         The app (a ``Starlette``), to serve with uvicorn or mount in another app.
 
     Raises:
-        TypeError: ``agent`` is not callable or ``heartbeat`` is not a number.
+        TypeError: ``agent`` or ``authorize`` is not callable, or ``heartbeat``
+            is not a number.
         ValueError: ``heartbeat`` is not positive.
     """
     if not callable(agent):
@@ -363,5 +383,8 @@ def create_agui_app(
         raise TypeError(f"heartbeat must be a number of seconds, got {heartbeat!r}")
     if not heartbeat > 0:
         raise ValueError(f"heartbeat must be positive, got {heartbeat!r}")
-    app = _AguiApp(agent, MemoryRunStore() if store is None else store, heartbeat)
+    check_authorize(authorize)
+    app = _AguiApp(
+        agent, MemoryRunStore() if store is None else store, heartbeat, authorize
+    )
     return Starlette(routes=[Route("/", app.run, methods=["POST"])])

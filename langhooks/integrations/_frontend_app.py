@@ -15,11 +15,13 @@ import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol, final
 
-from starlette.responses import JSONResponse
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 
 from .._core._messages import LangHooksError, Message
 from .._persist._events import EventRecord, EventRecorder
 from ..chain import Decision, LLMChain
+from ._web_auth import Action, Authorize, Guard, metadata_owner
 
 if TYPE_CHECKING:
     from .._persist._stores import RunStore
@@ -29,6 +31,7 @@ __all__ = [
     "LiveRun",
     "Translation",
     "Work",
+    "allowed",
     "build_chain",
     "error",
     "fresh_run",
@@ -48,6 +51,27 @@ Work = Callable[[EventRecorder], None]
 def error(status: int, message: str) -> JSONResponse:
     """A refusal: ``{"error": message}`` with ``status``."""
     return JSONResponse({"error": message}, status_code=status)
+
+
+async def allowed(
+    authorize: Authorize | None,
+    request: Request,
+    action: Action,
+    run_id: str | None,
+    store: RunStore,
+    where: Mapping[str, Any],
+) -> Response | None:
+    """What an app's ``Guard`` answers ``request`` asking ``action`` on run
+    ``run_id`` (None: go on). The run's owner, when ``authorize`` asks, is read
+    from the metadata of the run waiting in ``store`` among those matching
+    ``where`` (the thread or chat the request names)."""
+
+    async def owner_of(run: str) -> str | None:
+        rows = await asyncio.to_thread(store.pending, metadata=where)
+        row = next((row for row in rows if row.run_id == run), None)
+        return None if row is None else metadata_owner(row.metadata)
+
+    return await Guard(authorize, owner_of).check(request, action, run_id)
 
 
 def build_chain(agent: Agent, messages: Sequence[Message]) -> LLMChain:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal, final
+from typing import TYPE_CHECKING, Any, Final, final
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -21,6 +21,7 @@ from ._frontend_app import (
     Agent,
     LiveRun,
     Work,
+    allowed,
     build_chain,
     error,
     fresh_run,
@@ -30,6 +31,7 @@ from ._frontend_app import (
 )
 from ._frontend_records import split_approval_id
 from ._ui_message_chunks import UiMessageTranslator
+from ._web_auth import Authorize, check_authorize, owner_metadata, started_by
 from ._web_limits import BadRequest, json_body
 
 if TYPE_CHECKING:
@@ -268,19 +270,12 @@ def _approvals(
 
 @final
 class _UiMessageApp:
-    def __init__(self, agent: Agent, store: RunStore) -> None:
+    def __init__(
+        self, agent: Agent, store: RunStore, authorize: Authorize | None
+    ) -> None:
         self._agent = agent
         self._store = store
-
-    async def _allowed(
-        self,
-        request: Request,
-        action: Literal["start", "decide"],
-        run_id: str | None,
-    ) -> Response | None:
-        """The one place a request is checked before anything happens: a
-        refusal to send, or None to go on (every request goes on for now)."""
-        return None
+        self._authorize = authorize
 
     async def chat(self, request: Request) -> Response:
         """POST /: a chat's UI messages; the run as a UI message stream."""
@@ -289,18 +284,23 @@ class _UiMessageApp:
                 await json_body(request, max_bytes=MAX_CONVERSATION_BYTES)
             )
             approvals = _approvals(messages)
-            refused = await self._allowed(
+            refused = await allowed(
+                self._authorize,
                 request,
                 "start" if approvals is None else "decide",
                 approvals and approvals[0],
+                self._store,
+                {_CHAT: chat_id},
             )
-            if refused is not None:  # pragma: no cover - the seam for authorize= (#29)
+            if refused is not None:
                 return refused
             converted = conversation(messages)
         except BadRequest as bad:
             return error(bad.status, bad.message)
         chain = build_chain(self._agent, converted)
-        chat = {_CHAT: chat_id}
+        # A user's chat: another user's run waiting under the same chat id is
+        # neither told of nor in the way.
+        chat = {_CHAT: chat_id, **owner_metadata(started_by(request))}
         waiting = await asyncio.to_thread(self._store.pending, metadata=chat)
         if approvals is None:
             if waiting:
@@ -352,7 +352,12 @@ async def _lines(
     yield "data: [DONE]\n\n"
 
 
-def create_ui_message_app(*, agent: Agent, store: RunStore | None = None) -> Starlette:
+def create_ui_message_app(
+    *,
+    agent: Agent,
+    store: RunStore | None = None,
+    authorize: Authorize | None = None,
+) -> Starlette:
     """An endpoint for the AI SDK's ``useChat``: ``POST /`` runs the agent on the
     chat and streams the UI message stream protocol v1 (AI SDK 6).
 
@@ -378,16 +383,26 @@ def create_ui_message_app(*, agent: Agent, store: RunStore | None = None) -> Sta
             handlers and the messages, converted to langhooks ``Message`` values).
         store: where interrupted runs wait (any ``RunStore``); None keeps them in
             this process (``MemoryRunStore``).
+        authorize: asked ``authorize(request, action, run_id)`` by ``POST /``
+            once the body is read, before anything runs: ``"start"`` (run_id
+            None) for a new message, ``"decide"`` with the run id for approvals
+            answered (sync or async; as in ``create_app``: False is 403, an
+            ``HTTPException`` it raises is its answer). ``owner_only`` works:
+            the run's owner is kept in the store's metadata as ``"owner"``.
+            None serves only requests naming the app by ``localhost`` or an IP
+            address. A POST from another origin is refused (403) before
+            ``authorize`` is asked.
 
     Returns:
         The app (a ``Starlette``), to serve with uvicorn or mount in another app.
 
     Raises:
-        TypeError: ``agent`` is not callable.
+        TypeError: ``agent`` or ``authorize`` is not callable.
     """
     if not callable(agent):
         raise TypeError(
             f"agent must be a function from messages to an LLMChain, got {agent!r}"
         )
-    app = _UiMessageApp(agent, MemoryRunStore() if store is None else store)
+    check_authorize(authorize)
+    app = _UiMessageApp(agent, MemoryRunStore() if store is None else store, authorize)
     return Starlette(routes=[Route("/", app.chat, methods=["POST"])])

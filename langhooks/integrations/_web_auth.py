@@ -50,6 +50,9 @@ __all__ = [
     "Guard",
     "OwnerOf",
     "TokenAuth",
+    "check_authorize",
+    "metadata_owner",
+    "owner_metadata",
     "owner_only",
     "run_owner",
     "started_by",
@@ -70,6 +73,8 @@ OwnerOf: TypeAlias = Callable[[str], Awaitable["str | None"]]
 
 Endpoint: TypeAlias = Callable[[Request], Awaitable[Response]]
 
+# The run store metadata key of the identity that started a run.
+_OWNER_KEY: Final = "owner"
 # Keys of the ASGI scope: who ``authorize`` found, and how to find the run's owner.
 _USER: Final = "langhooks.user"
 _OWNER: Final = "langhooks.owner"
@@ -151,6 +156,33 @@ def started_by(request: Request) -> str | None:
     return user
 
 
+def owner_metadata(owner: str | None) -> dict[str, str]:
+    """What a run store's ``metadata`` holds about who started a run: ``{"owner":
+    owner}``, or nothing when no one is known (``store.pending(metadata={"owner":
+    "alice"})`` is then Alice's inbox)."""
+    return {} if owner is None else {_OWNER_KEY: owner}
+
+
+def metadata_owner(metadata: Mapping[str, Any]) -> str | None:
+    """The owner ``owner_metadata`` put in a run's metadata, or None."""
+    owner = metadata.get(_OWNER_KEY)
+    return owner if isinstance(owner, str) else None
+
+
+def check_authorize(authorize: object) -> Authorize | None:
+    """``authorize`` when it is None or callable.
+
+    Raises:
+        TypeError: it is neither.
+    """
+    if authorize is not None and not callable(authorize):
+        raise TypeError(
+            "authorize must be a function (request, action, run_id) -> bool, "
+            f"got {authorize!r}"
+        )
+    return authorize
+
+
 def owner_only(
     get_user: Callable[[Request], str | Awaitable[str | None] | None],
 ) -> Authorize:
@@ -202,11 +234,7 @@ class Guard:
     """
 
     def __init__(self, authorize: Authorize | None, owner_of: OwnerOf) -> None:
-        if authorize is not None and not callable(authorize):
-            raise TypeError(
-                "authorize must be a function (request, action, run_id) -> bool, "
-                f"got {authorize!r}"
-            )
+        check_authorize(authorize)
         if not callable(owner_of):
             raise TypeError(f"owner_of must be a function, got {owner_of!r}")
         self._authorize = authorize
@@ -223,7 +251,7 @@ class Guard:
             return _refusal(
                 400,
                 "this app answers only to localhost or an IP address: give "
-                "create_app an authorize= to serve it under a name",
+                "it an authorize= to serve it under a name",
             )
         if request.method not in _SAFE and not _same_origin(request):
             return _refusal(403, "a request from another site is refused")

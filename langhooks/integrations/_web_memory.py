@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Final, final
 import attrs
 
 from .._core._messages import LangHooksError
+from ._web_auth import owner_metadata
 from ._web_backend import (
     Agent,
     Entry,
@@ -287,7 +288,11 @@ class MemoryBackend:
             # Saved however it ended, as a store's resume does: an interrupted run
             # waits there, a finished one is refused.
             try:
-                await asyncio.to_thread(self._store.save, result.chain)
+                await asyncio.to_thread(
+                    self._store.save,
+                    result.chain,
+                    metadata=owner_metadata(sink.owner),
+                )
             except Exception:
                 _log.exception("langhooks web: run %s could not be saved", sink.run_id)
                 self._settle(sink.run_id, "error", None)

@@ -38,7 +38,7 @@ class RecordSink:
     def __init__(self, backend: RecordBackend, prompt: str, owner: str | None) -> None:
         self._backend = backend
         self._prompt = prompt
-        self._owner = owner
+        self.owner = owner  # who started the run (``owner_only``), or None
         self._first: asyncio.Future[str] | None = None
         self._marker = EndMarker()
         self.run_id: str | None = None
@@ -54,7 +54,7 @@ class RecordSink:
             # The first record is the run's on_run_start, which names the run.
             assert record.run_id is not None
             self.run_id = record.run_id
-            self._backend.create(self.run_id, self._prompt, self, self._owner)
+            self._backend.create(self.run_id, self._prompt, self, self.owner)
             self._resolve(self.run_id, None)
         self._backend.append(
             self.run_id,

@@ -42,6 +42,7 @@ from ._redis_wire import (
     record_of,
     text,
 )
+from ._web_auth import owner_metadata
 from ._web_backend import (
     Agent,
     DecisionMismatch,
@@ -303,7 +304,7 @@ class RedisBackend:
         """
         begun: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         chain = chain.add_callback(_Begun(begun)).add_callback(self._publisher_of())
-        task: asyncio.Future[Any] = self._tasks.spawn(self._first_run(chain))
+        task: asyncio.Future[Any] = self._tasks.spawn(self._first_run(chain, owner))
         task.add_done_callback(_log_failure)
         await asyncio.wait({begun, task}, return_when=asyncio.FIRST_COMPLETED)
         if not begun.done():
@@ -313,11 +314,11 @@ class RedisBackend:
         await self._call(self._client.hset, self._index, run_id, meta)
         return run_id
 
-    async def _first_run(self, chain: LLMChain) -> None:
+    async def _first_run(self, chain: LLMChain, owner: str | None) -> None:
         result: RunResult = await chain.arun()
         # Saved however it ended, as RedisRunStore.resume does: an interrupted run
         # can then be resumed by any process, a finished one is refused.
-        await self._call(self._store.save, result.chain)
+        await self._call(self._store.save, result.chain, metadata=owner_metadata(owner))
 
     async def resume(
         self,

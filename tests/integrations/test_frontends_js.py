@@ -11,6 +11,9 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from langhooks.integrations._web_auth import TokenAuth
 from langhooks.integrations.agui import create_agui_app
 from langhooks.integrations.ui_messages import create_ui_message_app
 
@@ -73,12 +76,13 @@ class Counting:
             self.sent.append(lines)
 
 
-def drive(script: str, app: Any) -> dict[str, Any]:
-    """Run ``tests/js/<script>`` against ``app``; its JSON summary."""
+def drive(script: str, app: Any, token: str | None = None) -> dict[str, Any]:
+    """Run ``tests/js/<script>`` against ``app`` (sending ``token`` as a bearer
+    token with every request); its JSON summary."""
     program = node()
     with serving(app) as url:
         done = subprocess.run(
-            [program, str(JS / script), url, QUESTION],
+            [program, str(JS / script), url, QUESTION, *([token] if token else [])],
             capture_output=True,
             text=True,
             timeout=120,
@@ -97,13 +101,16 @@ def text_of(events: list[dict[str, Any]], kind: str) -> str:
 class TestAguiClient:
     """``HttpAgent.runAgent`` through an interrupt and its resume."""
 
-    def test_interrupt_then_resume(self) -> None:
+    @pytest.mark.parametrize("token", [None, "js-token"])
+    def test_interrupt_then_resume(self, token: str | None) -> None:
         """The client sees thinking, text, the call with its arguments, the
         interrupt, then the result and the answer; a repeated resume is a
-        conflict; the tool ran once; every event sent was received."""
+        conflict; the tool ran once; every event sent was received. Behind a
+        token, sent with the client's headers option, alike."""
         agent = WeatherAgent()
-        app = Counting(create_agui_app(agent=agent))
-        summary = drive("agui_roundtrip.mjs", app)
+        authorize = None if token is None else TokenAuth(token)
+        app = Counting(create_agui_app(agent=agent, authorize=authorize))
+        summary = drive("agui_roundtrip.mjs", app, token)
         first, second, repeated = (summary[k] for k in ("first", "second", "repeated"))
         assert first["error"] is None
         events = first["events"]
@@ -147,14 +154,16 @@ class TestAiSdkClient:
     """AI SDK 6's ``parseJsonEventStream`` + ``readUIMessageStream`` through an
     approval and its answer."""
 
-    def test_approval_round_trip(self) -> None:
+    @pytest.mark.parametrize("token", [None, "js-token"])
+    def test_approval_round_trip(self, token: str | None) -> None:
         """The client builds one assistant message: thinking, text, the call with
         its input waiting for approval, then, continued, its output and the
         answer; a repeated approval runs nothing; the tool ran once; every chunk
-        sent was parsed."""
+        sent was parsed. Behind a token sent as a header, alike."""
         agent = WeatherAgent()
-        app = Counting(create_ui_message_app(agent=agent))
-        summary = drive("ui_message_roundtrip.mjs", app)
+        authorize = None if token is None else TokenAuth(token)
+        app = Counting(create_ui_message_app(agent=agent, authorize=authorize))
+        summary = drive("ui_message_roundtrip.mjs", app, token)
         first, second, repeated = (summary[k] for k in ("first", "second", "repeated"))
         for answer in (first, second):
             assert (answer["status"], answer["header"], answer["errors"]) == (

@@ -1,43 +1,50 @@
 """Who may watch and approve: ``authorize=``, ``owner_only``, the Origin and Host
-checks, and ``TokenAuth``, over HTTP against the app served on 127.0.0.1."""
+checks, and ``TokenAuth``, over HTTP against the apps served on 127.0.0.1.
+
+The matrix covers the three apps (``create_app``, ``create_agui_app``,
+``create_ui_message_app``): every route, listed from the Starlette object, without
+credentials, with wrong ones and with right ones."""
 
 from __future__ import annotations
 
+import abc
 import asyncio
+import json
 import socket
 import threading
-from collections.abc import Iterator
-from typing import Any
+import uuid
+from collections.abc import Iterator, Sequence
+from typing import Any, ClassVar
 
+import attrs
 import httpx
 import pytest
+from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.routing import Route
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
+from typing_extensions import override
 
+from langhooks import Message
+from langhooks.chain import LLMChain
+from langhooks.integrations._frontend_records import split_approval_id
 from langhooks.integrations._web_auth import Guard, TokenAuth
-from langhooks.integrations.web import Action, create_app, owner_only
+from langhooks.integrations.agui import create_agui_app
+from langhooks.integrations.ui_messages import create_ui_message_app
+from langhooks.integrations.web import Action, Authorize, create_app, owner_only
+from langhooks.stores import MemoryRunStore, RunStore
 
+from ._frontend_agent import WeatherAgent
 from ._web_harness import agent_of, serving, weather_turns
+from .test_agui_app import answers, approve, run_input
+from .test_ui_message_app import USER, answered, assistant_of, chat, chunks
 
 APPROVE = {"decisions": [{"tool_call_id": "call_1", "decision": "approve"}]}
 RIGHT = {"Authorization": "Bearer right"}
 WRONG = {"Authorization": "Bearer wrong"}
-
-# Every route of the app and the action it asks for. A route added to the app and
-# not here fails test_every_route_is_listed; one that skips the check fails the
-# matrix.
-ACTIONS: dict[tuple[str, str], Action] = {
-    ("GET", "/"): "read",
-    ("GET", "/favicon.ico"): "read",
-    ("GET", "/static/{name:str}"): "read",
-    ("GET", "/runs"): "read",
-    ("POST", "/runs"): "start",
-    ("GET", "/runs/{run_id:str}/events"): "read",
-    ("POST", "/runs/{run_id:str}/decisions"): "decide",
-}
+NO_RUN = "0" * 32
 
 
 class Bearer:
@@ -56,96 +63,351 @@ class Bearer:
         return header == "Bearer right"
 
 
-def routes() -> list[tuple[str, str]]:
-    """(method, path) of every route of the app, read from the Starlette object."""
-    app = create_app(agent=agent_of(weather_turns()))
-    found = []
-    for route in app.routes:
-        assert isinstance(route, Route)
-        for method in sorted(route.methods or ()):
-            if method != "HEAD":
-                found.append((method, route.path))
-    return found
+@attrs.frozen
+class Waiting:
+    """A run waiting for a decision: its id and the body that decides it."""
+
+    run_id: str
+    body: Any
+
+    def forged(self) -> Waiting:
+        """The same request for a run that does not exist."""
+        text = json.dumps(self.body).replace(self.run_id, NO_RUN)
+        return Waiting(NO_RUN, json.loads(text))
+
+
+@attrs.frozen
+class Answer:
+    """The status of an answer, and its JSON body when it is a refusal."""
+
+    status: int
+    refusal: Any = None
+
+
+def send(
+    method: str,
+    url: str,
+    headers: dict[str, str],
+    body: Any = None,
+    *,
+    whole: bool = False,
+) -> Answer:
+    """One request; a streamed answer is read to its end only if ``whole`` (the
+    frontends' streams end with their run; the web app's event stream of a
+    waiting run does not)."""
+    with httpx.stream(method, url, headers=headers, json=body, timeout=30) as answer:
+        if answer.status_code < 400:
+            if whole:
+                answer.read()
+            return Answer(answer.status_code)
+        return Answer(answer.status_code, json.loads(answer.read()))
+
+
+def fresh_agent(messages: Sequence[Message]) -> LLMChain:
+    """The frontend apps' agent: each request a fresh scripted weather model."""
+    return WeatherAgent()(messages)
+
+
+class Subject(abc.ABC):
+    """One langhooks app under the matrix: how to make it, what each of its routes
+    asks ``authorize``, a run that waits, and how to send each kind of request."""
+
+    name: str
+    # (method, path) of every route, and the actions its requests ask. A route
+    # added to the app and not here fails test_every_route_is_listed; one that
+    # skips the check fails the matrix.
+    asks: ClassVar[dict[tuple[str, str], tuple[Action, ...]]]
+
+    @abc.abstractmethod
+    def make(
+        self, authorize: Authorize | None, store: RunStore | None = None
+    ) -> Starlette:
+        """The app behind ``authorize``."""
+        ...
+
+    @abc.abstractmethod
+    def waiting(self, base: str, headers: dict[str, str]) -> Waiting:
+        """Start a run with ``headers`` and wait until it waits for a decision."""
+        ...
+
+    @abc.abstractmethod
+    def send(
+        self,
+        base: str,
+        route: tuple[str, str],
+        action: Action,
+        run: Waiting,
+        headers: dict[str, str],
+    ) -> Answer:
+        """A request to ``route`` asking ``action`` (on ``run``)."""
+        ...
+
+    @abc.abstractmethod
+    def start(self, thread: str) -> Any:
+        """The body of a first request on thread (chat) ``thread``."""
+        ...
+
+    def asked_run(
+        self, route: tuple[str, str], action: Action, run: Waiting
+    ) -> str | None:
+        """The run id ``authorize`` is asked about."""
+        return run.run_id if action == "decide" else None
+
+    def routes(self) -> list[tuple[str, str]]:
+        """(method, path) of every route of the app, read from the Starlette object."""
+        found = []
+        for route in self.make(None).routes:
+            assert isinstance(route, Route)
+            for method in sorted(route.methods or ()):
+                if method != "HEAD":
+                    found.append((method, route.path))
+        return found
+
+
+class WebApp(Subject):
+    name = "create_app"
+    asks: ClassVar[dict[tuple[str, str], tuple[Action, ...]]] = {
+        ("GET", "/"): ("read",),
+        ("GET", "/favicon.ico"): ("read",),
+        ("GET", "/static/{name:str}"): ("read",),
+        ("GET", "/runs"): ("read",),
+        ("POST", "/runs"): ("start",),
+        ("GET", "/runs/{run_id:str}/events"): ("read",),
+        ("POST", "/runs/{run_id:str}/decisions"): ("decide",),
+    }
+
+    @override
+    def make(
+        self, authorize: Authorize | None, store: RunStore | None = None
+    ) -> Starlette:
+        agent = agent_of(weather_turns())
+        return create_app(agent=agent, authorize=authorize, store=store, heartbeat=0.05)
+
+    @override
+    def start(self, thread: str) -> Any:
+        return {"prompt": thread}
+
+    @override
+    def waiting(self, base: str, headers: dict[str, str]) -> Waiting:
+        started = httpx.post(f"{base}runs", json=self.start("hi"), headers=headers)
+        run_id = started.json()["run_id"]
+        for _ in range(3000):
+            runs = httpx.get(f"{base}runs", headers=headers).json()["runs"]
+            if any(r["run_id"] == run_id and r["state"] == "interrupted" for r in runs):
+                return Waiting(run_id, APPROVE)
+            threading.Event().wait(0.01)
+        raise AssertionError("the run never stopped for a decision")  # pragma: no cover
+
+    @override
+    def send(
+        self,
+        base: str,
+        route: tuple[str, str],
+        action: Action,
+        run: Waiting,
+        headers: dict[str, str],
+    ) -> Answer:
+        method, path = route
+        url = base + path.replace("{run_id:str}", run.run_id).replace(
+            "{name:str}", "app.js"
+        ).lstrip("/")
+        body = {"prompt": "hi"} if path == "/runs" else run.body
+        return send(method, url, headers, body if method == "POST" else None)
+
+    @override
+    def asked_run(
+        self, route: tuple[str, str], action: Action, run: Waiting
+    ) -> str | None:
+        return run.run_id if "{run_id" in route[1] else None
+
+
+class AguiApp(Subject):
+    name = "create_agui_app"
+    asks: ClassVar[dict[tuple[str, str], tuple[Action, ...]]] = {
+        ("POST", "/"): ("start", "decide")
+    }
+
+    @override
+    def make(
+        self, authorize: Authorize | None, store: RunStore | None = None
+    ) -> Starlette:
+        return create_agui_app(agent=fresh_agent, authorize=authorize, store=store)
+
+    @override
+    def start(self, thread: str) -> Any:
+        return run_input(thread=thread)
+
+    @override
+    def waiting(self, base: str, headers: dict[str, str]) -> Waiting:
+        thread = uuid.uuid4().hex
+        out = answers(httpx.post(base, json=self.start(thread), headers=headers))
+        resume = approve(out[-1])
+        ids = split_approval_id(resume[0]["interruptId"])
+        assert ids is not None
+        return Waiting(ids[0], run_input(thread=thread, resume=resume))
+
+    @override
+    def send(
+        self,
+        base: str,
+        route: tuple[str, str],
+        action: Action,
+        run: Waiting,
+        headers: dict[str, str],
+    ) -> Answer:
+        body = run.body if action == "decide" else self.start(uuid.uuid4().hex)
+        return send("POST", base, headers, body, whole=True)
+
+
+class UiMessageApp(Subject):
+    name = "create_ui_message_app"
+    asks: ClassVar[dict[tuple[str, str], tuple[Action, ...]]] = {
+        ("POST", "/"): ("start", "decide")
+    }
+
+    @override
+    def make(
+        self, authorize: Authorize | None, store: RunStore | None = None
+    ) -> Starlette:
+        return create_ui_message_app(
+            agent=fresh_agent, authorize=authorize, store=store
+        )
+
+    @override
+    def start(self, thread: str) -> Any:
+        return chat([USER], thread)
+
+    @override
+    def waiting(self, base: str, headers: dict[str, str]) -> Waiting:
+        chat_id = uuid.uuid4().hex
+        out = chunks(httpx.post(base, json=self.start(chat_id), headers=headers))
+        message = assistant_of(out)
+        approval = next(
+            p["approval"]["id"] for p in message["parts"] if "approval" in p
+        )
+        ids = split_approval_id(approval)
+        assert ids is not None
+        return Waiting(ids[0], chat([USER, answered(message)], chat_id))
+
+    @override
+    def send(
+        self,
+        base: str,
+        route: tuple[str, str],
+        action: Action,
+        run: Waiting,
+        headers: dict[str, str],
+    ) -> Answer:
+        body = run.body if action == "decide" else self.start(uuid.uuid4().hex)
+        return send("POST", base, headers, body, whole=True)
+
+
+SUBJECTS: dict[str, Subject] = {
+    subject.name: subject for subject in (WebApp(), AguiApp(), UiMessageApp())
+}
+
+
+def cases(methods: Sequence[str] = ("GET", "POST")) -> list[Any]:
+    """Every request the matrix sends: (app, route, action), for every route
+    listed from each app (a route missing from ``asks`` is sent as a read)."""
+    return [
+        pytest.param(name, route, action, id=f"{name}-{route[0]}-{route[1]}-{action}")
+        for name, subject in SUBJECTS.items()
+        for route in subject.routes()
+        if route[0] in methods
+        for action in subject.asks.get(route, ("read",))
+    ]
+
+
+CASES = cases()
+
+
+@attrs.frozen
+class Guarded:
+    """An app served behind ``Bearer``, with one run waiting for a decision."""
+
+    subject: Subject
+    base: str
+    bearer: Bearer
+    run: Waiting
 
 
 @pytest.fixture(scope="module")
-def guarded() -> Iterator[tuple[str, Bearer, str]]:
-    """The app behind ``Bearer``, with one run waiting for a decision."""
+def guarded(request: pytest.FixtureRequest) -> Iterator[Guarded]:
+    """The app named by the test's parameter behind ``Bearer``, with a waiting run."""
+    subject = SUBJECTS[request.param]
     bearer = Bearer()
-    app = create_app(agent=agent_of(weather_turns()), authorize=bearer, heartbeat=0.05)
-    with serving(app) as base:
-        started = httpx.post(f"{base}runs", json={"prompt": "hi"}, headers=RIGHT)
-        run_id = started.json()["run_id"]
-        for _ in range(3000):
-            runs = httpx.get(f"{base}runs", headers=RIGHT).json()["runs"]
-            if runs[0]["state"] == "interrupted":
-                break
-            threading.Event().wait(0.01)
-        yield base, bearer, run_id
-
-
-def hit(base: str, method: str, path: str, run_id: str, headers: dict[str, str]) -> int:
-    """The status of one request to ``path`` (its parameters filled in)."""
-    url = base + path.replace("{run_id:str}", run_id).replace(
-        "{name:str}", "app.js"
-    ).lstrip("/")
-    body = {"prompt": "hi"} if path == "/runs" else APPROVE
-    with httpx.stream(
-        method,
-        url,
-        headers=headers,
-        json=body if method == "POST" else None,
-        timeout=30,
-    ) as answer:
-        return answer.status_code
+    with serving(subject.make(bearer)) as base:
+        yield Guarded(subject, base, bearer, subject.waiting(base, RIGHT))
 
 
 class TestEveryRoute:
-    def test_every_route_is_listed(self) -> None:
-        """The matrix below covers every route the app has."""
-        assert sorted(routes()) == sorted(ACTIONS)
+    @pytest.mark.parametrize("name", SUBJECTS)
+    def test_every_route_is_listed(self, name: str) -> None:
+        """The matrix covers every route each app has."""
+        subject = SUBJECTS[name]
+        assert sorted(subject.routes()) == sorted(subject.asks)
 
-    @pytest.mark.parametrize(("method", "path"), routes())
+    @pytest.mark.parametrize(
+        ("guarded", "route", "action"), CASES, indirect=["guarded"]
+    )
     def test_without_credentials_is_401(
-        self, guarded: tuple[str, Bearer, str], method: str, path: str
+        self, guarded: Guarded, route: tuple[str, str], action: Action
     ) -> None:
         """No credentials: 401 from authorize, whatever the route."""
-        base, bearer, run_id = guarded
-        bearer.asked.clear()
-        assert hit(base, method, path, run_id, {}) == 401
-        expected_run = run_id if "{run_id" in path else None
-        assert bearer.asked == [(ACTIONS[method, path], expected_run)]
+        subject, run = guarded.subject, guarded.run
+        guarded.bearer.asked.clear()
+        assert subject.send(guarded.base, route, action, run, {}).status == 401
+        assert guarded.bearer.asked == [(action, subject.asked_run(route, action, run))]
 
-    @pytest.mark.parametrize(("method", "path"), routes())
+    @pytest.mark.parametrize(
+        ("guarded", "route", "action"), CASES, indirect=["guarded"]
+    )
     def test_wrong_credentials_are_403(
-        self, guarded: tuple[str, Bearer, str], method: str, path: str
+        self, guarded: Guarded, route: tuple[str, str], action: Action
     ) -> None:
         """Credentials authorize refuses: 403, whatever the route."""
-        base, bearer, run_id = guarded
-        bearer.asked.clear()
-        assert hit(base, method, path, run_id, WRONG) == 403
-        assert [action for action, _ in bearer.asked] == [ACTIONS[method, path]]
+        subject, run = guarded.subject, guarded.run
+        guarded.bearer.asked.clear()
+        assert subject.send(guarded.base, route, action, run, WRONG).status == 403
+        assert guarded.bearer.asked == [(action, subject.asked_run(route, action, run))]
 
-    @pytest.mark.parametrize(("method", "path"), routes())
+    @pytest.mark.parametrize(
+        ("guarded", "route", "action"), CASES, indirect=["guarded"]
+    )
     def test_right_credentials_get_through(
-        self, guarded: tuple[str, Bearer, str], method: str, path: str
+        self, guarded: Guarded, route: tuple[str, str], action: Action
     ) -> None:
-        """Credentials authorize accepts: the route answers."""
-        base, bearer, run_id = guarded
-        bearer.asked.clear()
-        assert hit(base, method, path, run_id, RIGHT) < 400
-        assert bearer.asked[0][0] == ACTIONS[method, path]
+        """Credentials authorize accepts: the route answers (a decision on a run
+        of its own that waits)."""
+        subject = guarded.subject
+        run = subject.waiting(guarded.base, RIGHT)
+        guarded.bearer.asked.clear()
+        assert subject.send(guarded.base, route, action, run, RIGHT).status < 400
+        expected = (action, subject.asked_run(route, action, run))
+        assert guarded.bearer.asked[0] == expected
 
+    @pytest.mark.parametrize(
+        ("guarded", "route", "action"), CASES, indirect=["guarded"]
+    )
     def test_a_refusal_says_nothing_about_the_run(
-        self, guarded: tuple[str, Bearer, str]
+        self, guarded: Guarded, route: tuple[str, str], action: Action
     ) -> None:
-        """A run that exists and one that does not are refused alike."""
-        base, _, run_id = guarded
-        for run in (run_id, "0" * 32):
-            answer = httpx.get(f"{base}runs/{run}/events", headers=WRONG)
-            assert answer.status_code == 403
-            assert answer.json() == {"error": "not allowed"}
+        """A run that exists and one that does not are refused alike, with nothing
+        about either."""
+        subject = guarded.subject
+        for run in (guarded.run, guarded.run.forged()):
+            answer = subject.send(guarded.base, route, action, run, WRONG)
+            assert answer == Answer(403, {"error": "not allowed"})
 
+    @pytest.mark.parametrize("name", SUBJECTS)
+    def test_authorize_must_be_callable(self, name: str) -> None:
+        """A value that is not a function is refused at once, by every app."""
+        with pytest.raises(TypeError, match="authorize must be a function"):
+            SUBJECTS[name].make("admin")  # type: ignore[arg-type]
+
+
+class TestCreateAppAuthorize:
     def test_an_async_authorize_is_awaited(self) -> None:
         """authorize may be a coroutine function."""
 
@@ -186,11 +448,6 @@ class TestEveryRoute:
         app = create_app(authorize=lambda request, action, run_id: "yes")  # type: ignore[arg-type, return-value]
         with serving(app) as base:
             assert httpx.get(f"{base}runs").status_code == 500
-
-    def test_authorize_must_be_callable(self) -> None:
-        """A value that is not a function is refused at once."""
-        with pytest.raises(TypeError, match="authorize must be a function"):
-            create_app(authorize="admin")  # type: ignore[arg-type]
 
     def test_a_guard_needs_an_owner_lookup(self) -> None:
         """Guard's owner_of is a function."""
@@ -276,6 +533,86 @@ class TestOwnerOnly:
             owner_only("alice")  # type: ignore[arg-type]
 
 
+class TestOwnerOnlyOnEveryApp:
+    @pytest.fixture(params=list(SUBJECTS))
+    def served(
+        self, request: pytest.FixtureRequest
+    ) -> Iterator[tuple[Subject, str, MemoryRunStore]]:
+        """Each app behind ``owner_only``, its runs in a store the test reads."""
+        subject = SUBJECTS[request.param]
+        store = MemoryRunStore()
+        with serving(subject.make(owner_only(user_of), store)) as url:
+            yield subject, url, store
+
+    def test_only_the_user_who_started_a_run_decides_it(
+        self, served: tuple[Subject, str, MemoryRunStore]
+    ) -> None:
+        """Bob is refused Alice's run (as a run that does not exist is); Alice
+        decides it."""
+        subject, base, _ = served
+        alice, bob = as_user("alice"), as_user("bob")
+        run = subject.waiting(base, alice)
+        route = next(r for r, asks in subject.asks.items() if "decide" in asks)
+        assert subject.send(base, route, "decide", run, bob).status == 403
+        assert subject.send(base, route, "decide", run.forged(), alice).status == 403
+        assert subject.send(base, route, "decide", run, {}).status == 401
+        assert subject.send(base, route, "decide", run, alice).status < 400
+
+    def test_the_owner_is_kept_in_the_stores_metadata(
+        self, served: tuple[Subject, str, MemoryRunStore]
+    ) -> None:
+        """A waiting run's metadata names who started it: each user's inbox is
+        ``pending(metadata={"owner": user})``."""
+        subject, base, store = served
+        alices = subject.waiting(base, as_user("alice"))
+        bobs = subject.waiting(base, as_user("bob"))
+        inbox = store.pending(metadata={"owner": "alice"})
+        assert [row.run_id for row in inbox] == [alices.run_id]
+        bob_inbox = store.pending(metadata={"owner": "bob"})
+        assert [row.run_id for row in bob_inbox] == [bobs.run_id]
+
+
+class TestOwnerOnlyOnTheFrontends:
+    @pytest.mark.parametrize("name", ["create_agui_app", "create_ui_message_app"])
+    def test_an_answer_repeated_after_the_run_went_on_is_403(self, name: str) -> None:
+        """The owner is read from the waiting run: once answered, a repeat is
+        refused like an unknown run's, and the tool ran once."""
+        subject = SUBJECTS[name]
+        agent = WeatherAgent()
+        if name == "create_agui_app":
+            app = create_agui_app(agent=agent, authorize=owner_only(user_of))
+        else:
+            app = create_ui_message_app(agent=agent, authorize=owner_only(user_of))
+        route = ("POST", "/")
+        with serving(app) as base:
+            run = subject.waiting(base, as_user("alice"))
+            assert (
+                subject.send(base, route, "decide", run, as_user("alice")).status == 200
+            )
+            again = subject.send(base, route, "decide", run, as_user("alice"))
+        assert again == Answer(403, {"error": "not allowed"})
+        assert agent.runs == [{"city": "Paris"}]
+
+    @pytest.mark.parametrize("name", ["create_agui_app", "create_ui_message_app"])
+    def test_a_thread_id_is_each_users_own(self, name: str) -> None:
+        """Another user's run waiting on the same thread (chat) id is neither told
+        of nor in the way; the user's own still is."""
+        subject = SUBJECTS[name]
+        with serving(subject.make(owner_only(user_of))) as base:
+            thread = uuid.uuid4().hex
+            alices = send(
+                "POST", base, as_user("alice"), subject.start(thread), whole=True
+            )
+            assert alices.status == 200
+            bobs = send("POST", base, as_user("bob"), subject.start(thread), whole=True)
+            assert bobs.status == 200
+            again = send(
+                "POST", base, as_user("alice"), subject.start(thread), whole=True
+            )
+            assert again.status == 409
+            assert thread in again.refusal["error"]
+
+
 class TestOrigin:
     @pytest.fixture
     def base(self) -> Iterator[tuple[str, Bearer]]:
@@ -322,6 +659,56 @@ class TestOrigin:
         assert httpx.get(f"{url}runs", headers=headers).status_code == 200
 
 
+POSTS = cases(("POST",))
+
+
+class TestOriginOnEveryApp:
+    @pytest.mark.parametrize(
+        ("guarded", "route", "action"), POSTS, indirect=["guarded"]
+    )
+    def test_a_cross_origin_post_is_403_before_authorize(
+        self, guarded: Guarded, route: tuple[str, str], action: Action
+    ) -> None:
+        """Every POST of every app, from another site with right credentials:
+        refused, and authorize is never asked."""
+        subject, run = guarded.subject, guarded.run
+        guarded.bearer.asked.clear()
+        headers = {**RIGHT, "Origin": "http://evil.example"}
+        answer = subject.send(guarded.base, route, action, run, headers)
+        assert answer.status == 403
+        assert "another site" in answer.refusal["error"]
+        assert guarded.bearer.asked == []
+
+    @pytest.mark.parametrize(
+        ("guarded", "route", "action"), POSTS, indirect=["guarded"]
+    )
+    def test_a_post_from_the_apps_own_origin_goes_on(
+        self, guarded: Guarded, route: tuple[str, str], action: Action
+    ) -> None:
+        """Every POST of every app from its own page's origin is served."""
+        subject = guarded.subject
+        run = subject.waiting(guarded.base, RIGHT)
+        headers = {**RIGHT, "Origin": guarded.base.rstrip("/")}
+        assert subject.send(guarded.base, route, action, run, headers).status < 400
+
+
+class TestHostOnEveryApp:
+    @pytest.mark.parametrize(("name", "route", "action"), CASES)
+    def test_without_authorize_a_name_is_refused(
+        self, name: str, route: tuple[str, str], action: Action
+    ) -> None:
+        """Without authorize, every route of every app answers a DNS name (a
+        rebinding page's) 400, and localhost is served."""
+        subject = SUBJECTS[name]
+        with serving(subject.make(None)) as base:
+            run = subject.waiting(base, {})
+            named = subject.send(base, route, action, run, {"Host": "evil.example"})
+            assert named.status == 400
+            assert "an authorize=" in named.refusal["error"]
+            local = {"Host": "localhost:8000"}
+            assert subject.send(base, route, action, run, local).status < 400
+
+
 class TestHostWithoutAuthorize:
     def test_a_request_without_a_host_is_served(self) -> None:
         """An HTTP/1.0 request names no host: not a browser, so not a rebinding."""
@@ -347,7 +734,7 @@ class TestHostWithoutAuthorize:
         with serving(create_app()) as url:
             answer = httpx.get(f"{url}runs", headers={"Host": "evil.example:8000"})
         assert answer.status_code == 400
-        assert "give create_app an authorize=" in answer.json()["error"]
+        assert "give it an authorize=" in answer.json()["error"]
 
     def test_with_authorize_any_name_is_left_to_it(self) -> None:
         """With authorize, the app may be served under any name."""
@@ -403,17 +790,20 @@ class TestTokenAuth:
             assert answer.headers["www-authenticate"] == "Bearer"
         assert httpx.get(f"{base}?token=nope").status_code == 401
 
-    @pytest.mark.parametrize(("method", "path"), routes())
+    @pytest.mark.parametrize(("name", "route", "action"), CASES)
     def test_every_route_needs_the_token(
-        self, base: str, method: str, path: str
+        self, name: str, route: tuple[str, str], action: Action
     ) -> None:
-        """Every route of the app, listed from it: 401 without the token or with a
-        wrong one, through with the right one."""
-        run_id = "0" * 32
-        assert hit(base, method, path, run_id, {}) == 401
-        assert hit(base, method, path, run_id, {"Authorization": "Bearer x"}) == 401
-        right = {"Authorization": "Bearer s3cret-token"}
-        assert hit(base, method, path, run_id, right) not in (401, 403)
+        """Every route of every app, listed from it: 401 without the token or
+        with a wrong one, through with the right one."""
+        subject = SUBJECTS[name]
+        auth = TokenAuth("s3cret-token", cookie="test_cookie")
+        with serving(auth.wrap(subject.make(auth))) as base:
+            run = subject.waiting(base, {"Authorization": "Bearer s3cret-token"})
+            for wrong in ({}, {"Authorization": "Bearer x"}):
+                assert subject.send(base, route, action, run, wrong).status == 401
+            right = {"Authorization": "Bearer s3cret-token"}
+            assert subject.send(base, route, action, run, right).status < 400
 
     def test_a_bearer_token_is_accepted(self, base: str) -> None:
         """Authorization: Bearer TOKEN works without a cookie."""

@@ -19,7 +19,7 @@ from langhooks.chain import LLMChain, Tool
 from langhooks.cli.demo import QUESTION, SYSTEM, WEATHER_TOOL, ApprovalGate
 from langhooks.cli.serve import DemoModel, demo_agent
 from langhooks.integrations._redis_wire import text
-from langhooks.integrations.redis import RedisEventPublisher
+from langhooks.integrations.redis import RedisEventPublisher, RedisRunStore
 from langhooks.integrations.web import create_app
 from langhooks.models import ScriptedChatModel, ScriptedTurn
 
@@ -207,8 +207,9 @@ class TestOwners:
     def test_each_user_sees_and_decides_only_their_runs(
         self, client: redis.Redis, prefix: str
     ) -> None:
-        """On Redis, the starting identity is kept with the run: owner_only lets
-        only that user list, stream and decide it."""
+        """On Redis, the starting identity is kept with the run (and in the run
+        store's metadata): owner_only lets only that user list, stream and
+        decide it."""
         from starlette.requests import Request
 
         from langhooks.integrations.web import owner_only
@@ -241,6 +242,10 @@ class TestOwners:
                 if runs[0]["state"] == "interrupted":
                     break
                 threading.Event().wait(0.01)
+            # The run store's metadata names her too: her inbox holds the run.
+            store = RedisRunStore(client, prefix=prefix)
+            inbox = store.pending(metadata={"owner": "alice"})
+            assert [row.run_id for row in inbox] == [run_id]
             assert httpx.post(decisions, json=body, headers=alice).status_code == 202
         assert json.loads(client.hget(f"{prefix}web:runs", run_id) or "")["owner"] == (
             "alice"

@@ -3,8 +3,10 @@
 // interrupt -> resume round trip, then repeats the resume. Prints one JSON summary.
 import { HttpAgent } from "@ag-ui/client";
 
-const [url, question] = process.argv.slice(2);
-const agent = new HttpAgent({ url, threadId: "thread-1" });
+const [url, question, token] = process.argv.slice(2);
+// With a token, every request carries it as the app's authorize= expects.
+const headers = token ? { Authorization: `Bearer ${token}` } : {};
+const agent = new HttpAgent({ url, threadId: "thread-1", headers });
 agent.messages = [{ id: "user-1", role: "user", content: question }];
 
 async function run(parameters) {

@@ -6,12 +6,15 @@
 // then the same answer is posted again. Prints one JSON summary.
 import { parseJsonEventStream, readUIMessageStream, uiMessageChunkSchema } from "ai";
 
-const [url, question] = process.argv.slice(2);
+const [url, question, token] = process.argv.slice(2);
+// With a token, every request carries it as the app's authorize= expects (what
+// DefaultChatTransport's headers option sends).
+const authorization = token ? { Authorization: `Bearer ${token}` } : {};
 
 async function post(messages, continuing) {
   const response = await fetch(url, {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", ...authorization },
     body: JSON.stringify({ id: "chat-1", messages, trigger: "submit-message" }),
   });
   const answer = {
