@@ -49,6 +49,7 @@ from ..chain._result import RunResult, run_result
 from . import _codec
 from ._reading import read_events, read_numbered_events
 from ._records import EventName, EventRecord
+from ._recordtext import RecordText
 
 __all__ = [
     "EventRecord",
@@ -74,6 +75,7 @@ _CONTEXTS: Final[dict[str, type]] = {
     "on_partial_thinking": PartialThinkingContext,
     "on_partial_tool_call": PartialToolCallContext,
 }
+_CONTEXT_EVENTS: Final = frozenset(_CONTEXTS)
 # Events after which a run or a stream returns: a file sink is flushed there.
 _TERMINAL: Final = frozenset({"on_run_complete", "on_error", "on_complete_response"})
 _CHAIN_EVENTS: Final = ChainCallbackHandler._langhooks_own_events
@@ -146,6 +148,12 @@ class _Runs:
 
     def forget(self, run_id: str | None) -> None:
         self._sent.pop(run_id, None)
+
+    @property
+    def sent_by_run(self) -> dict[str | None, tuple[Message, ...]]:
+        """The messages each run's records have carried so far, by run id: the
+        fast path (``_recordtext``) reads and updates the same table."""
+        return self._sent
 
 
 def _message(message: Message) -> dict[str, Any]:
@@ -286,6 +294,10 @@ class EventRecorder(ChainCallbackHandler, StreamingChatResponseHandler):
         self._lock = threading.Lock()
         self._seq = 0
         self._encoder = _Encoder()
+        # A file sink's records are written as text directly (see _recordtext).
+        self._text = (
+            None if self._file is None else RecordText(self._encoder, _CONTEXT_EVENTS)
+        )
 
     @property
     def count(self) -> int:
@@ -305,28 +317,22 @@ class EventRecorder(ChainCallbackHandler, StreamingChatResponseHandler):
         with self._lock:
             # The payload is built under the lock too: a chain's message deltas
             # must be computed in record order.
-            payload = self._payload(name, params, args, run_id)
             seq = self._seq
-            time = datetime.datetime.now(datetime.UTC)
-            if self._file is not None:
+            if self._text is not None:
+                assert self._file is not None
+                line = self._text.line(
+                    name, params, args, seq, run_id, invocation_id, parent_id
+                )
                 self._file.write(
-                    _codec.json_text(
-                        {
-                            "type": "EventRecord",
-                            "version": _codec.SCHEMA_VERSION,
-                            "seq": seq,
-                            "event": name,
-                            "run_id": run_id,
-                            "invocation_id": invocation_id,
-                            "parent_id": parent_id,
-                            "time": time.isoformat(),
-                            "payload": payload,
-                        }
+                    self._reference_line(
+                        name, params, args, seq, run_id, invocation_id, parent_id
                     )
-                    + "\n"
+                    if line is None
+                    else line
                 )
             else:
                 assert self._call is not None
+                payload = self._payload(name, params, args, run_id)
                 self._call(
                     EventRecord(
                         seq=seq,
@@ -334,7 +340,7 @@ class EventRecorder(ChainCallbackHandler, StreamingChatResponseHandler):
                         run_id=run_id,
                         invocation_id=invocation_id,
                         parent_id=parent_id,
-                        time=time,
+                        time=datetime.datetime.now(datetime.UTC),
                         payload=payload,
                     )
                 )
@@ -344,6 +350,38 @@ class EventRecorder(ChainCallbackHandler, StreamingChatResponseHandler):
                     self._file.flush()
                 if name != "on_complete_response":
                     self._encoder.runs.forget(run_id)
+                    if self._text is not None:
+                        self._text.forget(run_id)
+
+    def _reference_line(
+        self,
+        name: str,
+        params: Sequence[str],
+        args: Sequence[Any],
+        seq: int,
+        run_id: str | None,
+        invocation_id: str | None,
+        parent_id: str | None,
+    ) -> str:
+        """The record's JSON line built as a dict and encoded: the path for values
+        the fast path does not write (it raises the errors both paths raise)."""
+        payload = self._payload(name, params, args, run_id)
+        return (
+            _codec.json_text(
+                {
+                    "type": "EventRecord",
+                    "version": _codec.SCHEMA_VERSION,
+                    "seq": seq,
+                    "event": name,
+                    "run_id": run_id,
+                    "invocation_id": invocation_id,
+                    "parent_id": parent_id,
+                    "time": datetime.datetime.now(datetime.UTC).isoformat(),
+                    "payload": payload,
+                }
+            )
+            + "\n"
+        )
 
     def _payload(
         self, name: str, params: Sequence[str], args: Sequence[Any], run_id: str | None
@@ -351,6 +389,8 @@ class EventRecorder(ChainCallbackHandler, StreamingChatResponseHandler):
         payload: dict[str, Any] = {}
         value = self._encoder.value
         chain = args[0] if params and params[0] == "chain" else None
+        sent = self._encoder.runs.sent_by_run
+        carried = sent.get(run_id)
         for param, arg in zip(params, args, strict=True):
             if param == "context" and name in _CONTEXTS:
                 continue  # a cancel handle: replay makes a fresh one
@@ -361,6 +401,12 @@ class EventRecorder(ChainCallbackHandler, StreamingChatResponseHandler):
                     else value(arg, run_id, chain)
                 )
             except (TypeError, ValueError) as error:
+                # No record is made: the next one carries the messages this one
+                # would have.
+                if carried is None:
+                    sent.pop(run_id, None)
+                else:
+                    sent[run_id] = carried
                 raise type(error)(
                     f"EventRecorder cannot record {name}({param}=...): {error}"
                 ) from error
