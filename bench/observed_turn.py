@@ -39,10 +39,11 @@ from pathlib import Path
 from typing import Any
 
 import _harness
+import otel
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
 )
@@ -57,6 +58,10 @@ from langhooks.models import ScriptedChatModel, ScriptedTurn
 DEFAULT_JSON = Path(__file__).resolve().parent / "results" / "observed_turn.json"
 TURNS = 20
 CASES = ("bare", "otel", "recorder", "both")
+#: Shown for reference: the same spans and metrics written by hand against the same
+#: SDK (``otel.HandMadeSpans``: the SDK's own cost, the floor for ``otel``), and
+#: the handler with a ``BatchSpanProcessor`` (spans exported from its thread).
+EXTRA = ("otel_hand_made", "otel_batch")
 GOALS: Mapping[str, float] = {"otel": 1.3, "recorder": 1.5, "both": 1.8}
 
 
@@ -91,6 +96,14 @@ class Observers:
         provider.add_span_processor(SimpleSpanProcessor(self.exporter))
         meter = MeterProvider(metric_readers=[InMemoryMetricReader()])
         self.otel = OpenTelemetryHandler(tracer_provider=provider, meter_provider=meter)
+        self.hand_made = otel.HandMadeSpans(provider, meter)
+        self.batch_exporter = InMemorySpanExporter()
+        batched = TracerProvider()
+        batched.add_span_processor(BatchSpanProcessor(self.batch_exporter))
+        self.batch_provider = batched
+        self.otel_batch = OpenTelemetryHandler(
+            tracer_provider=batched, meter_provider=meter
+        )
         self.paths = {
             name: os.path.join(directory, f"{name}.jsonl")
             for name in ("recorder", "both")
@@ -107,16 +120,22 @@ class Observers:
             return [self.otel]
         if case == "recorder":
             return [self.recorders["recorder"]]
+        if case == "otel_hand_made":
+            return [self.hand_made]
+        if case == "otel_batch":
+            return [self.otel_batch]
         return [self.otel, self.recorders["both"]]
 
     def after_run(self) -> None:
         """Drop the exported spans (the exporter would keep them all)."""
         self.exporter.clear()
+        self.batch_exporter.clear()
 
     def close(self) -> None:
         """Close the recorders' files."""
         for recorder in self.recorders.values():
             recorder.close()
+        self.batch_provider.shutdown()
 
 
 def make_run(
@@ -166,7 +185,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--profile", choices=CASES)
+    parser.add_argument("--profile", choices=CASES + EXTRA)
+    parser.add_argument(
+        "--cases", choices=("main", "all"), default="all", help="main: the four cases"
+    )
     parser.add_argument("--profile-runs", type=int, default=50)
     chosen, rest = parser.parse_known_args(args)
     settings = _harness.parse_settings(
@@ -187,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     make_run(turns, observers.handlers(name), observers.after_run),
                     turns,
                 )
-                for name in CASES
+                for name in (CASES if chosen.cases == "main" else CASES + EXTRA)
             ]
             load = os.getloadavg()
             print(
@@ -201,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             bare = results["bare"]
             rows = []
-            for name in CASES:
+            for name in results:
                 result = results[name]
                 low, high = result.spread
                 goal = GOALS.get(name)
@@ -233,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "machine": _harness.machine_info(),
                     "turns": turns,
                     "load_average": load,
-                    "ratios": {name: results[name].ratio(bare) for name in CASES},
+                    "ratios": {name: results[name].ratio(bare) for name in results},
                     "results": {
                         name: result.as_json() for name, result in results.items()
                     },
