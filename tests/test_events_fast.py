@@ -426,11 +426,11 @@ class TestTime:
         assert clock.text(ns) == expected
 
     def test_now(self) -> None:
-        """time_text() is now, in UTC."""
-        from langhooks._persist._recordtext import time_text
+        """The clock says now, in UTC."""
+        from langhooks._persist._recordtext import _Clock
 
         before = datetime.datetime.now(datetime.UTC)
-        now = datetime.datetime.fromisoformat(time_text())
+        now = datetime.datetime.fromisoformat(_Clock().now())
         after = datetime.datetime.now(datetime.UTC)
         assert before - datetime.timedelta(seconds=1) <= now <= after
         assert now.tzinfo == datetime.UTC

@@ -49,7 +49,7 @@ from ._jsondata import Unencodable, json_text, jsonable
 if TYPE_CHECKING:
     from ._events import _Encoder
 
-__all__ = ["RecordText", "time_text"]
+__all__ = ["RecordText"]
 
 _str: Final[Callable[[str], str]] = encode_basestring_ascii
 _UTC: Final = datetime.UTC
@@ -232,7 +232,8 @@ _WRITERS: Final[dict[type, Callable[[Any], str]]] = {
 
 class _Clock:
     """``datetime.now(UTC).isoformat()``, with the date and time of the current
-    second formatted once per second."""
+    second formatted once per second. One per recorder: it is used under the
+    recorder's lock."""
 
     __slots__ = ("_prefix", "_second")
 
@@ -256,14 +257,6 @@ class _Clock:
         return self._prefix + "+00:00"
 
 
-_clock: Final = _Clock()
-
-
-def time_text() -> str:
-    """Now (UTC) as ``datetime.isoformat`` writes it."""
-    return _clock.now()
-
-
 # --- records ------------------------------------------------------------------------
 
 
@@ -279,6 +272,7 @@ class RecordText:
 
     __slots__ = (
         "_chains",
+        "_clock",
         "_contexts",
         "_encoder",
         "_ids",
@@ -291,6 +285,7 @@ class RecordText:
 
     def __init__(self, encoder: _Encoder, contexts: frozenset[str]) -> None:
         self._encoder = encoder
+        self._clock = _Clock()
         self._sent = encoder.runs.sent_by_run
         self._contexts = contexts
         self._plans: dict[
@@ -380,7 +375,7 @@ class RecordText:
             )
         return (
             f'{{"type":"EventRecord","version":{SCHEMA_VERSION},"seq":{seq},'
-            f'{event_text}{self._ids_text}{_clock.now()}","payload":{{'
+            f'{event_text}{self._ids_text}{self._clock.now()}","payload":{{'
             + ",".join(pieces)
             + "}}\n"
         )
