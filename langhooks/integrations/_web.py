@@ -8,9 +8,10 @@ is a small method of ``_WebApp``; where runs live is a ``Backend``.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator
 from importlib import resources
-from typing import TYPE_CHECKING, Final, final
+from typing import TYPE_CHECKING, Any, Final, final
 
 import attrs
 from starlette.applications import Starlette
