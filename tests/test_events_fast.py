@@ -375,6 +375,40 @@ class TestFallback:
             pair.call("on_tool_execution_started", chain, call, tool)
         pair.assert_identical()
 
+    def test_a_tool_schema_is_read_again_in_each_run(self) -> None:
+        """A tool's text is kept for one run: a schema changed between two runs is
+        recorded as changed, as the reference path records it."""
+        enum: list[str] = ["Paris"]
+        tool = Tool(
+            "weather",
+            lambda arguments, context: "sunny",
+            parameters_schema={
+                "type": "object",
+                "properties": {"city": {"enum": enum}},
+            },
+        )
+        pair = Pair()
+        for city in ("Lyon", "Nice"):
+            call = ToolCall(call_id=f"c-{city}", name="weather")
+            LLMChain(
+                ScriptedChatModel(
+                    [ScriptedTurn(tool_calls=[call]), ScriptedTurn(text="ok")]
+                ),
+                tools=[tool],
+                callbacks=pair.both,
+            ).add_message(Message.user("hi")).run()
+            enum.append(city)
+        pair.assert_identical()
+        identified = [
+            json.loads(line)["payload"]["tool"]["parameters_schema"]
+            for line in pair.lines()
+            if '"event":"on_tool_call_identified"' in line
+        ]
+        assert [schema["properties"]["city"]["enum"] for schema in identified] == [
+            ["Paris"],
+            ["Paris", "Lyon"],
+        ]
+
 
 class TestJsonText:
     @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ ASCII escapes through ``json``'s own string encoder). A chain argument whose
 messages did not change since the run's previous record reuses its text.
 
 Any value this module has no writer for (a rare event's argument: an exception, a
-run result, a review decision, ...) is encoded by the reference path and embedded
+run result, a mapping of headers, ...) is encoded by the reference path and embedded
 as its JSON text, which keeps the output identical. A value the reference path
 would refuse (caller data that is not JSON) makes ``line`` return None without
 changing any state, and the recorder then takes the reference path, which raises
@@ -297,8 +297,8 @@ class RecordText:
         self._chains: dict[str | None, tuple[tuple[Message, ...], int, str]] = {}
         # id(tool) -> (the tool, its text): a Tool is frozen, and a run hands the
         # same Tool objects to event after event. Its schema is recorded as it was
-        # when first seen (a schema is the caller's data; it is not changed while
-        # tools run).
+        # when first seen in the run (a schema is the caller's data; it is not
+        # changed while tools run). Cleared when a run ends.
         self._tools: dict[int, tuple[Tool, str]] = {}
         # model classes the reference path described as a ChatModel (the check is a
         # runtime Protocol's, which is slow).
@@ -456,5 +456,7 @@ class RecordText:
         return text
 
     def forget(self, run_id: str | None) -> None:
-        """Drop a finished run's cached chain text."""
+        """Drop a finished run's cached chain text, and the tools' texts (a tool's
+        schema is read again in the next run)."""
         self._chains.pop(run_id, None)
+        self._tools.clear()
