@@ -49,7 +49,7 @@ from ..chain._chain import LLMChain
 from . import _codec
 from ._reading import read_events, read_numbered_events
 from ._records import EventName, EventRecord
-from ._recordtext import RecordText
+from ._recordtext import RecordText, Runs, envelope_line
 
 __all__ = [
     "EventRecord",
@@ -116,46 +116,6 @@ def _exception(error: BaseException) -> dict[str, Any]:
     }
 
 
-class _Runs:
-    """The messages each run's records have carried so far (per recorder)."""
-
-    __slots__ = ("_sent",)
-
-    def __init__(self) -> None:
-        self._sent: dict[str | None, tuple[Message, ...]] = {}
-
-    def reference(self, chain: LLMChain, run_id: str | None) -> dict[str, Any]:
-        """The chain as a payload value: its counts and the messages that changed
-        since this run's previous record."""
-        messages = chain.messages
-        ref: dict[str, Any] = {
-            "type": "LLMChain",
-            "message_count": len(messages),
-            "current_failure_count": chain.current_failure_count,
-        }
-        sent = self._sent.get(run_id)
-        if sent is messages:
-            return ref
-        start = 0
-        if sent is not None:
-            limit = min(len(sent), len(messages))
-            while start < limit and sent[start] is messages[start]:
-                start += 1
-        ref["messages_from"] = start
-        ref["messages"] = [_message(message) for message in messages[start:]]
-        self._sent[run_id] = messages
-        return ref
-
-    def forget(self, run_id: str | None) -> None:
-        self._sent.pop(run_id, None)
-
-    @property
-    def sent_by_run(self) -> dict[str | None, tuple[Message, ...]]:
-        """The messages each run's records have carried so far, by run id: the
-        fast path (``_recordtext``) reads and updates the same table."""
-        return self._sent
-
-
 def _message(message: Message) -> dict[str, Any]:
     return _codec.encode_fields(message)[1]
 
@@ -166,7 +126,7 @@ class _Encoder:
     __slots__ = ("runs",)
 
     def __init__(self) -> None:
-        self.runs = _Runs()
+        self.runs = Runs()
 
     def value(self, value: Any, run_id: str | None, chain: LLMChain | None) -> Any:
         """``value`` as a payload value; ``chain`` is the event's chain, if any."""
@@ -354,34 +314,13 @@ class EventRecorder(ChainCallbackHandler, StreamingChatResponseHandler):
                         self._text.forget(run_id)
 
     def _reference_line(
-        self,
-        name: str,
-        params: Sequence[str],
-        args: Sequence[Any],
-        seq: int,
-        run_id: str | None,
-        invocation_id: str | None,
-        parent_id: str | None,
+        self, name: str, params: Sequence[str], args: Sequence[Any], *ids: Any
     ) -> str:
-        """The record's JSON line built as a dict and encoded: the path for values
-        the fast path does not write (it raises the errors both paths raise)."""
+        """The record's line built the reference way (as a dict): for values the
+        fast path does not write; it raises the errors both paths raise."""
+        seq, run_id, invocation_id, parent_id = ids
         payload = self._payload(name, params, args, run_id)
-        return (
-            _codec.json_text(
-                {
-                    "type": "EventRecord",
-                    "version": _codec.SCHEMA_VERSION,
-                    "seq": seq,
-                    "event": name,
-                    "run_id": run_id,
-                    "invocation_id": invocation_id,
-                    "parent_id": parent_id,
-                    "time": datetime.datetime.now(datetime.UTC).isoformat(),
-                    "payload": payload,
-                }
-            )
-            + "\n"
-        )
+        return envelope_line(seq, name, run_id, invocation_id, parent_id, payload)
 
     def _payload(
         self, name: str, params: Sequence[str], args: Sequence[Any], run_id: str | None
@@ -389,8 +328,7 @@ class EventRecorder(ChainCallbackHandler, StreamingChatResponseHandler):
         payload: dict[str, Any] = {}
         value = self._encoder.value
         chain = args[0] if params and params[0] == "chain" else None
-        sent = self._encoder.runs.sent_by_run
-        carried = sent.get(run_id)
+        carried = self._encoder.runs.sent.get(run_id)
         for param, arg in zip(params, args, strict=True):
             if param == "context" and name in _CONTEXTS:
                 continue  # a cancel handle: replay makes a fresh one
@@ -401,12 +339,8 @@ class EventRecorder(ChainCallbackHandler, StreamingChatResponseHandler):
                     else value(arg, run_id, chain)
                 )
             except (TypeError, ValueError) as error:
-                # No record is made: the next one carries the messages this one
-                # would have.
-                if carried is None:
-                    sent.pop(run_id, None)
-                else:
-                    sent[run_id] = carried
+                # No record is made: the next one carries this one's messages.
+                self._encoder.runs.restore(run_id, carried)
                 raise type(error)(
                     f"EventRecorder cannot record {name}({param}=...): {error}"
                 ) from error

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from json.encoder import encode_basestring_ascii
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 from .._core._chain_callbacks import ReviewContext
 from .._core._messages import (
@@ -43,13 +43,11 @@ from .._core._messages import (
 )
 from .._core._model import ChatRequest
 from ..chain._chain import LLMChain
+from . import _codec
 from ._codec import SCHEMA_VERSION
 from ._jsondata import Unencodable, json_text, jsonable
 
-if TYPE_CHECKING:
-    from ._events import _Encoder
-
-__all__ = ["RecordText"]
+__all__ = ["RecordText", "ReferenceEncoder", "Runs", "envelope_line"]
 
 _str: Final[Callable[[str], str]] = encode_basestring_ascii
 _UTC: Final = datetime.UTC
@@ -227,6 +225,95 @@ _WRITERS: Final[dict[type, Callable[[Any], str]]] = {
 }
 
 
+# --- the reference path's pieces ---------------------------------------------------
+
+
+class Runs:
+    """The messages each run's records have carried so far (per recorder), shared
+    by the reference path (``reference``) and the fast path (``sent``)."""
+
+    __slots__ = ("sent",)
+
+    def __init__(self) -> None:
+        self.sent: dict[str | None, tuple[Message, ...]] = {}
+
+    def reference(self, chain: LLMChain, run_id: str | None) -> dict[str, Any]:
+        """The chain as a payload value: its counts and the messages that changed
+        since this run's previous record."""
+        messages = chain.messages
+        ref: dict[str, Any] = {
+            "type": "LLMChain",
+            "message_count": len(messages),
+            "current_failure_count": chain.current_failure_count,
+        }
+        sent = self.sent.get(run_id)
+        if sent is messages:
+            return ref
+        start = 0
+        if sent is not None:
+            limit = min(len(sent), len(messages))
+            while start < limit and sent[start] is messages[start]:
+                start += 1
+        ref["messages_from"] = start
+        ref["messages"] = [
+            _codec.encode_fields(message)[1] for message in messages[start:]
+        ]
+        self.sent[run_id] = messages
+        return ref
+
+    def restore(self, run_id: str | None, carried: tuple[Message, ...] | None) -> None:
+        """Undo ``reference`` for a record that was not made."""
+        if carried is None:
+            self.sent.pop(run_id, None)
+        else:
+            self.sent[run_id] = carried
+
+    def forget(self, run_id: str | None) -> None:
+        """The run ended."""
+        self.sent.pop(run_id, None)
+
+
+class ReferenceEncoder(Protocol):
+    """What the fast path uses of the recorder's reference encoder."""
+
+    runs: Runs
+
+    def value(self, value: Any, run_id: str | None, chain: LLMChain | None) -> Any:
+        """``value`` as a payload value."""
+        ...
+
+    def raw_event(self, value: Any) -> Any:
+        """A provider's raw event as a payload value."""
+        ...
+
+
+def envelope_line(
+    seq: int,
+    name: str,
+    run_id: str | None,
+    invocation_id: str | None,
+    parent_id: str | None,
+    payload: dict[str, Any],
+) -> str:
+    """A record's JSON line the reference way: the record as a dict, encoded."""
+    return (
+        json_text(
+            {
+                "type": "EventRecord",
+                "version": SCHEMA_VERSION,
+                "seq": seq,
+                "event": name,
+                "run_id": run_id,
+                "invocation_id": invocation_id,
+                "parent_id": parent_id,
+                "time": datetime.datetime.now(_UTC).isoformat(),
+                "payload": payload,
+            }
+        )
+        + "\n"
+    )
+
+
 # --- the time -------------------------------------------------------------------------
 
 
@@ -283,10 +370,10 @@ class RecordText:
         "_tools",
     )
 
-    def __init__(self, encoder: _Encoder, contexts: frozenset[str]) -> None:
+    def __init__(self, encoder: ReferenceEncoder, contexts: frozenset[str]) -> None:
         self._encoder = encoder
         self._clock = _Clock()
-        self._sent = encoder.runs.sent_by_run
+        self._sent = encoder.runs.sent
         self._contexts = contexts
         self._plans: dict[
             tuple[str, Sequence[str]], tuple[str, bool, tuple[tuple[int, str], ...]]
