@@ -44,6 +44,7 @@ from ..chain._chain import LLMChain
 from . import _codec
 from ._reading import read_events, read_numbered_events
 from ._records import EventName, EventRecord
+from ._recordtext import RecordText, Runs, envelope_line
 
 __all__ = [
     "EventRecord",
@@ -69,6 +70,7 @@ _CONTEXTS: Final[dict[str, type]] = {
     "on_partial_thinking": PartialThinkingContext,
     "on_partial_tool_call": PartialToolCallContext,
 }
+_CONTEXT_EVENTS: Final = frozenset(_CONTEXTS)
 # Events after which a run or a stream returns: a file sink is flushed there.
 _TERMINAL: Final = frozenset({"on_run_complete", "on_error", "on_complete_response"})
 _CHAIN_EVENTS: Final = ChainCallbackHandler._langhooks_own_events
@@ -109,40 +111,6 @@ def _exception(error: BaseException) -> dict[str, Any]:
     }
 
 
-class _Runs:
-    """The messages each run's records have carried so far (per recorder)."""
-
-    __slots__ = ("_sent",)
-
-    def __init__(self) -> None:
-        self._sent: dict[str | None, tuple[Message, ...]] = {}
-
-    def reference(self, chain: LLMChain, run_id: str | None) -> dict[str, Any]:
-        """The chain as a payload value: its counts and the messages that changed
-        since this run's previous record."""
-        messages = chain.messages
-        ref: dict[str, Any] = {
-            "type": "LLMChain",
-            "message_count": len(messages),
-            "current_failure_count": chain.current_failure_count,
-        }
-        sent = self._sent.get(run_id)
-        if sent is messages:
-            return ref
-        start = 0
-        if sent is not None:
-            limit = min(len(sent), len(messages))
-            while start < limit and sent[start] is messages[start]:
-                start += 1
-        ref["messages_from"] = start
-        ref["messages"] = [_message(message) for message in messages[start:]]
-        self._sent[run_id] = messages
-        return ref
-
-    def forget(self, run_id: str | None) -> None:
-        self._sent.pop(run_id, None)
-
-
 def _message(message: Message) -> dict[str, Any]:
     return _codec.encode_fields(message)[1]
 
@@ -153,7 +121,7 @@ class _Encoder:
     __slots__ = ("runs",)
 
     def __init__(self) -> None:
-        self.runs = _Runs()
+        self.runs = Runs()
 
     def value(self, value: Any, run_id: str | None, chain: LLMChain | None) -> Any:
         """``value`` as a payload value; ``chain`` is the event's chain, if any."""
@@ -281,6 +249,10 @@ class EventRecorder(ChainCallbackHandler, StreamingChatResponseHandler):
         self._lock = threading.Lock()
         self._seq = 0
         self._encoder = _Encoder()
+        # A file sink's records are written as text directly (see _recordtext).
+        self._text = (
+            None if self._file is None else RecordText(self._encoder, _CONTEXT_EVENTS)
+        )
 
     @property
     def count(self) -> int:
@@ -300,28 +272,22 @@ class EventRecorder(ChainCallbackHandler, StreamingChatResponseHandler):
         with self._lock:
             # The payload is built under the lock too: a chain's message deltas
             # must be computed in record order.
-            payload = self._payload(name, params, args, run_id)
             seq = self._seq
-            time = datetime.datetime.now(datetime.UTC)
-            if self._file is not None:
+            if self._text is not None:
+                assert self._file is not None
+                line = self._text.line(
+                    name, params, args, seq, run_id, invocation_id, parent_id
+                )
                 self._file.write(
-                    _codec.json_text(
-                        {
-                            "type": "EventRecord",
-                            "version": _codec.SCHEMA_VERSION,
-                            "seq": seq,
-                            "event": name,
-                            "run_id": run_id,
-                            "invocation_id": invocation_id,
-                            "parent_id": parent_id,
-                            "time": time.isoformat(),
-                            "payload": payload,
-                        }
+                    self._reference_line(
+                        name, params, args, seq, run_id, invocation_id, parent_id
                     )
-                    + "\n"
+                    if line is None
+                    else line
                 )
             else:
                 assert self._call is not None
+                payload = self._payload(name, params, args, run_id)
                 self._call(
                     EventRecord(
                         seq=seq,
@@ -329,7 +295,7 @@ class EventRecorder(ChainCallbackHandler, StreamingChatResponseHandler):
                         run_id=run_id,
                         invocation_id=invocation_id,
                         parent_id=parent_id,
-                        time=time,
+                        time=datetime.datetime.now(datetime.UTC),
                         payload=payload,
                     )
                 )
@@ -339,6 +305,17 @@ class EventRecorder(ChainCallbackHandler, StreamingChatResponseHandler):
                     self._file.flush()
                 if name != "on_complete_response":
                     self._encoder.runs.forget(run_id)
+                    if self._text is not None:
+                        self._text.forget(run_id)
+
+    def _reference_line(
+        self, name: str, params: Sequence[str], args: Sequence[Any], *ids: Any
+    ) -> str:
+        """The record's line built the reference way (as a dict): for values the
+        fast path does not write; it raises the errors both paths raise."""
+        seq, run_id, invocation_id, parent_id = ids
+        payload = self._payload(name, params, args, run_id)
+        return envelope_line(seq, name, run_id, invocation_id, parent_id, payload)
 
     def _payload(
         self, name: str, params: Sequence[str], args: Sequence[Any], run_id: str | None
@@ -346,6 +323,7 @@ class EventRecorder(ChainCallbackHandler, StreamingChatResponseHandler):
         payload: dict[str, Any] = {}
         value = self._encoder.value
         chain = args[0] if params and params[0] == "chain" else None
+        carried = self._encoder.runs.sent.get(run_id)
         for param, arg in zip(params, args, strict=True):
             if param == "context" and name in _CONTEXTS:
                 continue  # a cancel handle: replay makes a fresh one
@@ -356,6 +334,8 @@ class EventRecorder(ChainCallbackHandler, StreamingChatResponseHandler):
                     else value(arg, run_id, chain)
                 )
             except (TypeError, ValueError) as error:
+                # No record is made: the next one carries this one's messages.
+                self._encoder.runs.restore(run_id, carried)
                 raise type(error)(
                     f"EventRecorder cannot record {name}({param}=...): {error}"
                 ) from error

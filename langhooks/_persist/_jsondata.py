@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 __all__ = [
@@ -30,9 +30,34 @@ MAX_DEPTH: Final = 200
 #: Compact JSON text of already-encoded data. One encoder, made once: ``json.dumps``
 #: with options builds a new one per call. Encoded data is a fresh tree checked by
 #: ``encode`` (no cycles, no NaN), so those checks are off.
-json_text: Final = json.JSONEncoder(
+_reference_text: Final = json.JSONEncoder(
     separators=(",", ":"), check_circular=False, allow_nan=False
 ).encode
+
+
+def _not_json(value: object) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _c_text() -> Callable[[Any], str] | None:
+    """``_reference_text`` without its per-call cost (``JSONEncoder.encode`` makes a
+    new C encoder for every call): the C encoder with the same options, made once.
+    None where ``json`` has no C accelerator."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover  # CPython always has it
+        return None
+    encoder = make(
+        None, _not_json, json.encoder.encode_basestring_ascii, None, ":", ",",
+        False, False, False,
+    )  # fmt: skip
+
+    def text(value: Any) -> str:
+        return "".join(encoder(value, 0))
+
+    return text
+
+
+json_text: Final[Callable[[Any], str]] = _c_text() or _reference_text
 
 
 class Unencodable(Exception):
