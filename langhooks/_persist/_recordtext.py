@@ -37,11 +37,11 @@ from .._core._messages import (
     PartialThinking,
     PartialToolCall,
     TokenUsage,
-    Tool,
     ToolCall,
     ToolResult,
 )
 from .._core._model import ChatRequest
+from .._core._tools import Tool
 from ..chain._chain import LLMChain
 from . import _codec
 from ._codec import SCHEMA_VERSION
