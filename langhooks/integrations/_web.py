@@ -8,6 +8,7 @@ is a small method of ``_WebApp``; where runs live is a ``Backend``.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator
 from importlib import resources
 from typing import TYPE_CHECKING, Final, final

@@ -7,8 +7,6 @@ where .ci/run installs chromium and a missing browser fails the tests.
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +15,7 @@ import pytest
 from langhooks.integrations._web_auth import TokenAuth
 from langhooks.integrations.web import create_app
 from langhooks.models import ScriptedTurn
+from tests._services import need_command, unavailable
 
 from ._web_harness import ANSWER, FIRST_TEXT, QUESTION, agent_of, serving, weather_turns
 
@@ -24,7 +23,6 @@ if TYPE_CHECKING:
     from playwright.sync_api import Browser, Locator, Page
     from playwright.sync_api._generated import LocatorAssertions
 
-IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 TOKEN = "browser-test-token"
 
 
@@ -35,23 +33,16 @@ def guarded_app(**options: Any) -> Any:
     return auth.wrap(create_app(authorize=auth, **options))
 
 
-def _unavailable(reason: str) -> None:
-    if IN_CI:
-        pytest.fail(f"{reason}; CI=true, so the browser tests must run")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     """Headless chromium from the system's packages (not Playwright's download)."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        _unavailable("Playwright is not installed (pip install playwright)")
-    path = shutil.which("chromium")
-    if path is None:
-        _unavailable("chromium is not installed (apt-get install -y chromium)")
-    assert path is not None
+        unavailable(
+            "Playwright is not installed (pip install playwright)", "Playwright"
+        )
+    path = need_command("chromium", "apt-get install -y chromium")
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=path)
         try:
@@ -240,8 +231,9 @@ class TestOnRedis:
         import redis
 
         from langhooks.cli.serve import DemoModel, demo_agent
+        from tests._services import need_redis
 
-        client = redis.Redis(host="127.0.0.1", port=6379)
+        client = redis.Redis.from_url(need_redis())
         prefix = f"langhooks-test:{uuid.uuid4().hex}:"
         agent = demo_agent(lambda: DemoModel(0.01))
         app = guarded_app(redis=client, prefix=prefix, agent=agent, heartbeat=0.5)
