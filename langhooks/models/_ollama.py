@@ -200,7 +200,11 @@ class OllamaChatModel:
                     if r.status_code >= 400:
                         body, complete = read_error_body(r, r.iter_bytes(), handle)
                         raise http_error(
-                            r.status_code, r.headers, body, complete=complete
+                            r.status_code,
+                            r.headers,
+                            body,
+                            complete=complete,
+                            url=str(r.request.url),
                         )
                     yield r
             finally:
@@ -243,7 +247,11 @@ class OllamaChatModel:
                             r, r.aiter_bytes(), handle
                         )
                         raise http_error(
-                            r.status_code, r.headers, body, complete=complete
+                            r.status_code,
+                            r.headers,
+                            body,
+                            complete=complete,
+                            url=str(r.request.url),
                         )
                     yield AsyncHTTPBody(r)
             finally:

@@ -15,6 +15,7 @@ import importlib
 import json
 import math
 import socket
+import urllib.parse
 from collections.abc import (
     AsyncIterator,
     Callable,
@@ -231,7 +232,12 @@ async def aread_error_body(
 
 
 def http_error(
-    status: int, headers: Mapping[str, str], body: bytes, *, complete: bool = True
+    status: int,
+    headers: Mapping[str, str],
+    body: bytes,
+    *,
+    complete: bool = True,
+    url: str | None = None,
 ) -> LangHooksError:
     """The ``LangHooksError`` for an HTTP error response.
 
@@ -244,6 +250,8 @@ def http_error(
         headers: the response headers.
         body: the body as read (at most ``ERROR_BODY_LIMIT`` bytes).
         complete: False when the body was cut at the limit.
+        url: the URL requested, named in the message (and in ``metadata["url"]``);
+            a 404 on an OpenAI-style path without ``/v1`` hints at the base URL.
     """
     text = body.decode("utf-8", "replace").strip()
     decoded: object = None
@@ -274,10 +282,31 @@ def http_error(
         message=message,
         headers=lower_headers(headers),
         original=body,
+        url=url,
+        hint=_base_url_hint(status, url) if url else "",
     )
     if classified.retry_after is None and isinstance(error, Mapping):
         classified.retry_after = google_retry_delay(error)
     return classified
+
+
+#: The paths an OpenAI-compatible client appends to its base URL.
+_OPENAI_PATHS: Final = ("/chat/completions", "/responses", "/completions")
+
+
+def _base_url_hint(status: int, url: str) -> str:
+    """For a 404 on an OpenAI-style path whose base has no ``/v1``: the hint."""
+    path = urllib.parse.urlsplit(url).path
+    if status != 404 or "/v1" in path:
+        return ""
+    for suffix in _OPENAI_PATHS:
+        if path.endswith(suffix):
+            base = url[: url.rindex(suffix)]
+            return (
+                f"an OpenAI-compatible base URL usually ends in /v1: try "
+                f"{base.rstrip('/')}/v1"
+            )
+    return ""
 
 
 def google_retry_delay(error: Mapping[str, Any]) -> float | None:
@@ -317,7 +346,13 @@ def error_body_hook(response: Any) -> None:
     handle = _OPENING.get() or StreamingHandle()
     body, complete = read_error_body(response, response.iter_bytes(), handle)
     response.close()
-    raise http_error(response.status_code, response.headers, body, complete=complete)
+    raise http_error(
+        response.status_code,
+        response.headers,
+        body,
+        complete=complete,
+        url=str(response.request.url),
+    )
 
 
 async def aerror_body_hook(response: Any) -> None:
@@ -331,7 +366,13 @@ async def aerror_body_hook(response: Any) -> None:
     handle = _OPENING.get() or StreamingHandle()
     body, complete = await aread_error_body(response, response.aiter_bytes(), handle)
     await response.aclose()
-    raise http_error(response.status_code, response.headers, body, complete=complete)
+    raise http_error(
+        response.status_code,
+        response.headers,
+        body,
+        complete=complete,
+        url=str(response.request.url),
+    )
 
 
 def sdk_http_client(sdk: Any, asynchronous: bool = False) -> Any:
