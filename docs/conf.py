@@ -66,17 +66,19 @@ nitpick_ignore = [
     ("py:class", "_H"),
     ("py:class", "langhooks._core._handler.HandlerBase"),
     ("py:class", "HandlerBase"),
-    ("py:class", "langhooks._core._functions.ChainCallbackFunctions"),
-    ("py:class", "langhooks._core._functions.AsyncChainCallbackFunctions"),
-    ("py:class", "langhooks._core._functions.StreamingCallbackFunctions"),
-    ("py:class", "langhooks._core._functions.AsyncStreamingCallbackFunctions"),
+    ("py:class", "langhooks._core._function_keywords.ChainCallbackFunctions"),
+    ("py:class", "langhooks._core._function_keywords.AsyncChainCallbackFunctions"),
+    ("py:class", "langhooks._core._function_keywords.StreamingCallbackFunctions"),
+    ("py:class", "langhooks._core._function_keywords.AsyncStreamingCallbackFunctions"),
     ("py:class", "langhooks.models._sse.WireDecoder"),
     ("py:class", "langhooks.models._eventstream.BedrockEventDecoder"),
     # What in_background's overloads return for each interface (the checker's view).
-    ("py:class", "_StreamingBackground"),
-    ("py:class", "_AsyncStreamingBackground"),
-    ("py:class", "_ChainBackground"),
-    ("py:class", "_AsyncChainBackground"),
+    ("py:class", "_controls._StreamingBackground"),
+    ("py:class", "_controls._AsyncStreamingBackground"),
+    ("py:class", "_controls._ChainBackground"),
+    ("py:class", "_controls._AsyncChainBackground"),
+    ("py:class", "_controls._ChainAndStreamingBackground"),
+    ("py:class", "_controls.ChainAndStreaming"),  # a handler of both sync interfaces
     ("py:class", "Handler"),  # langhooks.chain: a chain handler, sync or async
     ("py:class", "SyncHandler"),  # the Redis integration's sync handler union
     ("py:class", "ErrorPolicy"),  # the composites' errors="raise" | "log"
@@ -94,6 +96,9 @@ nitpick_ignore = [
 nitpick_ignore_regex = [("py:class", r"redis\..*"), ("py:class", r"starlette\..*")]
 # psycopg's connections and pools (the postgres extra): no inventory shipped either.
 nitpick_ignore_regex += [("py:class", r"psycopg(_pool)?\..*")]
+# The chain type variables of the generic interfaces and results (ChainView's text
+# and the interfaces' say what they stand for).
+nitpick_ignore_regex += [("py:(class|obj)", r"(.*\.)?ChainT_(co|contra)")]
 
 _PUBLIC_PACKAGES = (
     "langhooks",

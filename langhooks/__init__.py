@@ -6,24 +6,24 @@ from typing import TYPE_CHECKING
 from ._core._chain_callbacks import (
     Allow,
     AsyncChainCallbackHandler,
-    AsyncChainStreamingHandler,
     ChainCallbackHandler,
     ChainEventName,
-    ChainStreamingHandler,
     Deny,
     Interrupt,
     ReviewContext,
     ReviewDecision,
     UpdateArguments,
 )
+from ._core._chain_streaming import AsyncChainStreamingHandler, ChainStreamingHandler
 from ._core._functions import (
-    async_chain_callbacks,
-    async_streaming_callbacks,
+    achain_callbacks,
+    astreaming_callbacks,
     chain_callbacks,
     streaming_callbacks,
 )
 from ._core._invocation import Invocation, current_invocation, invocation
 from ._core._messages import (
+    ChainView,
     ChatResponse,
     CompleteToolCall,
     ContentPart,
@@ -50,6 +50,7 @@ from ._core._streaming import (
     StreamingHandle,
 )
 from ._version import __version__
+from ._wrap._coalesce import CoalescingDeltas
 from ._wrap._compose import (
     AsyncCompositeChainHandler,
     AsyncCompositeStreamingHandler,
@@ -57,7 +58,6 @@ from ._wrap._compose import (
     CompositeStreamingHandler,
 )
 from ._wrap._wrappers import (
-    CoalescingDeltas,
     HandlerWithoutInvocation,
     Synchronized,
     filtered,
@@ -79,6 +79,7 @@ __all__ = [
     "ChainCallbackHandler",
     "ChainEventName",
     "ChainStreamingHandler",
+    "ChainView",
     "ChatResponse",
     "CoalescingDeltas",
     "CompleteToolCall",
@@ -113,9 +114,9 @@ __all__ = [
     "ToolResult",
     "UpdateArguments",
     "__version__",
+    "achain_callbacks",
     "aiterate_stream",
-    "async_chain_callbacks",
-    "async_streaming_callbacks",
+    "astreaming_callbacks",
     "chain_callbacks",
     "current_invocation",
     "filtered",

@@ -31,7 +31,6 @@ from ._core._streaming import (
     PartialToolCallContext,
     StreamingChatResponseHandler,
 )
-from .models._scripted import ScriptedChatModel, ScriptedTurn
 
 if TYPE_CHECKING:
     from .chain import LLMChain, RunResult
@@ -41,8 +40,6 @@ __all__ = [
     "RecordingChainHandler",
     "RecordingStreamingHandler",
     "Reviewer",
-    "ScriptedChatModel",
-    "ScriptedTurn",
 ]
 
 #: One recorded event: the method name and the arguments it received.

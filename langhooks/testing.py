@@ -2,8 +2,8 @@
 
 ``RecordingChainHandler`` and ``RecordingStreamingHandler`` record every event they
 receive as ``(event, args)`` tuples, in order and thread-safely, so a test can assert
-the exact sequence a run or a stream produced. ``ScriptedChatModel`` and
-``ScriptedTurn`` (re-exported from ``langhooks.models``) script the model side.
+the exact sequence a run or a stream produced. The model side is scripted with
+``langhooks.models.ScriptedChatModel`` (its one home).
 """
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ from ._testing import (
     RecordingChainHandler,
     RecordingStreamingHandler,
     Reviewer,
-    ScriptedChatModel,
-    ScriptedTurn,
 )
 
 __all__ = [
@@ -22,6 +20,4 @@ __all__ = [
     "RecordingChainHandler",
     "RecordingStreamingHandler",
     "Reviewer",
-    "ScriptedChatModel",
-    "ScriptedTurn",
 ]

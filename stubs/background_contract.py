@@ -18,6 +18,8 @@ from langhooks import (
     ChainCallbackHandler,
     ChatResponse,
     CompleteToolCall,
+    CompositeChainHandler,
+    CompositeStreamingHandler,
     HandlerWithoutInvocation,
     Message,
     PartialResponse,
@@ -31,6 +33,7 @@ from langhooks import (
     iterate_stream,
 )
 from langhooks.chain import LLMChain
+from langhooks.integrations.logging import LoggingHandler
 from langhooks.models import ChatModel, ChatRequest
 
 
@@ -90,6 +93,19 @@ async def async_background_keeps_the_interface(
     await push.aclose()
     audit = in_background(AsyncAudit())
     LLMChain(model, callbacks=[audit])
+    assert_type(audit.error_count + audit.dropped_count, int)
+    # An async handler's wrapper has no flush()/close(): they would always raise.
+    push.flush()  # type: ignore[attr-defined]
+    audit.close()  # type: ignore[attr-defined]
+
+
+def two_interfaces_fit_both(model: ChatModel, request: ChatRequest) -> None:
+    """A handler of a chain's and a stream's events, wrapped, fits either."""
+    both = in_background(LoggingHandler())
+    LLMChain(model, callbacks=[both])
+    CompositeChainHandler([both])
+    model.stream(request, CompositeStreamingHandler([both]))
+    assert_type(both.flush(), bool)
 
 
 def background_misuse() -> None:

@@ -30,8 +30,8 @@ from langhooks import (
     Tool,
     ToolCall,
     UpdateArguments,
-    async_chain_callbacks,
-    async_streaming_callbacks,
+    achain_callbacks,
+    astreaming_callbacks,
     chain_callbacks,
     isolate,
     streaming_callbacks,
@@ -103,7 +103,7 @@ def chain_functions() -> None:
 
 
 async def async_chain_functions() -> None:
-    handler = async_chain_callbacks(
+    handler = achain_callbacks(
         on_error=log_error,  # async def
         on_llm_new_delta=print_deltas,  # a plain function is allowed too
         on_run_start=async_start,
@@ -112,8 +112,8 @@ async def async_chain_functions() -> None:
     assert_type(handler, AsyncChainCallbackHandler)
     composite = AsyncCompositeChainHandler([handler, chain_callbacks()])
     await composite.on_run_start(LLMChain(model=_model()))
-    async_chain_callbacks(on_eror=log_error)  # type: ignore[call-arg]
-    async_chain_callbacks(on_tool_call_review=review_says_yes)  # type: ignore[arg-type]
+    achain_callbacks(on_eror=log_error)  # type: ignore[call-arg]
+    achain_callbacks(on_tool_call_review=review_says_yes)  # type: ignore[arg-type]
 
 
 def streaming_functions() -> None:
@@ -126,7 +126,7 @@ def streaming_functions() -> None:
     CompositeStreamingHandler([handler])
     streaming_callbacks(on_partial_respons=print_partial)  # type: ignore[call-arg]
     streaming_callbacks(on_partial_response=print_deltas)  # type: ignore[arg-type]
-    async_handler = async_streaming_callbacks(
+    async_handler = astreaming_callbacks(
         on_partial_response=print_partial, on_error=lambda error: None
     )
     assert_type(async_handler, AsyncStreamingChatResponseHandler)

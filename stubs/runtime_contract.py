@@ -11,6 +11,7 @@ from typing_extensions import override
 from langhooks import (
     AsyncStreamingChatResponseHandler,
     ChainCallbackHandler,
+    ChainView,
     ChatResponse,
     FinishReason,
     Interrupt,
@@ -158,10 +159,11 @@ Reject(reply=3)  # type: ignore[arg-type]
 
 
 def history_size(arguments: Mapping[str, Any], context: ToolContext) -> str:
-    """A tool reads the chain it was called from: an LLMChain, not Any."""
+    """A tool reads the chain it was called from: what every runtime's chain
+    offers (ChainView), not Any."""
     if context.chain is None:
         return "0"
-    assert_type(context.chain, LLMChain)
+    assert_type(context.chain, ChainView)
     return str(len(context.chain.messages))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import pydoc
 import re
 import subprocess
 import sys
@@ -534,9 +535,9 @@ class TestErrors:
         """flush() and close() on an all-async handler point to the async twins."""
         wrapper = in_background(AsyncTokens())
         with pytest.raises(TypeError, match=r"await aflush\(\)"):
-            wrapper.flush()
+            wrapper.flush()  # type: ignore[attr-defined]
         with pytest.raises(TypeError, match=r"await aclose\(\)"):
-            wrapper.close()
+            wrapper.close()  # type: ignore[attr-defined]
 
 
 class TestInline:
@@ -995,3 +996,54 @@ class TestGuide:
         namespace: dict[str, Any] = {"__name__": "guide_example"}
         exec(compile(source, str(GUIDE), "exec"), namespace)
         assert namespace["tokens"].sent[:2] == ["one ", "two "]
+
+
+class TestPresentation:
+    def test_dir_shows_the_controls_and_the_handler(self) -> None:
+        """dir() lists the wrapper's own API beside the handler's attributes."""
+        wrapper = in_background(Tokens())
+        names = set(dir(wrapper))
+        assert {"flush", "close", "aflush", "aclose", "wrapped"} <= names
+        assert {"error_count", "dropped_count", "texts"} <= names
+        assert "on_partial_response" in names
+        assert isinstance(wrapper, Tokens)
+        wrapper.close()
+
+    def test_dir_of_an_async_handler_has_no_sync_controls(self) -> None:
+        """An all-async handler's wrapper offers aflush/aclose, not flush/close."""
+        names = set(dir(in_background(AsyncTokens())))
+        assert {"aflush", "aclose", "error_count"} <= names
+        assert not {"flush", "close"} & names
+
+    def test_help_documents_the_wrapper(self) -> None:
+        """help() names the wrapper and shows its docstring and controls."""
+        wrapper = in_background(Tokens())
+        text = pydoc.plain(pydoc.render_doc(wrapper))
+        assert "class in_background(" in text
+        assert "flush(self, timeout: 'float | None' = None) -> 'bool'" in text
+        assert type(wrapper).__doc__ == type(wrapper).__mro__[1].__doc__
+        wrapper.close()
+
+    def test_vars_are_the_wrapper_own(self) -> None:
+        """vars() is the wrapper's own state: its installed events, not the
+        handler's attributes."""
+        handler = Tokens()
+        wrapper = in_background(handler)
+        assert "on_partial_response" in vars(wrapper)
+        assert "texts" not in vars(wrapper)
+        assert wrapper.wrapped is handler
+        wrapper.close()
+
+    def test_the_checker_view_matches_the_controls(self) -> None:
+        """The types the overloads return offer what the wrapper offers: flush()
+        and close() only where the handler has sync events."""
+        from langhooks._wrap import _controls
+
+        assert {"flush", "close", "aflush"} <= set(dir(_controls.SyncControls))
+        assert not {"flush", "close"} & set(dir(_controls.AsyncControls))
+        both = _controls._ChainAndStreamingBackground
+        assert issubclass(both, ChainCallbackHandler)
+        assert issubclass(both, StreamingChatResponseHandler)
+        async_only = set(dir(in_background(AsyncTokens())))
+        offered = {n for n in dir(_controls.AsyncControls) if not n.startswith("_")}
+        assert offered <= async_only

@@ -14,7 +14,7 @@ import asyncio
 import inspect
 import logging
 import threading
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from typing_extensions import override
@@ -30,6 +30,7 @@ from langhooks import (
     aiterate_stream,
     in_background,
 )
+from langhooks._wrap._background import _Background
 from langhooks.models import ChatRequest, ScriptedChatModel, ScriptedTurn
 
 CONTEXT = PartialResponseContext(handle=StreamingHandle())
@@ -92,7 +93,9 @@ class TestCancelledErrorInAHandler:
         await wrapper.on_partial_response(PartialResponse(text="a"), CONTEXT)
         await wrapper.on_partial_response(PartialResponse(text="b"), CONTEXT)
         await asyncio.wait_for(started.wait(), PATIENCE)
-        worker = wrapper._langhooks_workers.loops[asyncio.get_running_loop()]
+        # (the checker's view has no internals: the wrapper at run time has)
+        workers = cast(_Background, wrapper)._langhooks_workers
+        worker = workers.loops[asyncio.get_running_loop()]
         worker.task.cancel()
         await asyncio.wait({worker.task})
         assert worker.task.cancelled()

@@ -34,8 +34,8 @@ from langhooks import (
     Tool,
     ToolCall,
     UpdateArguments,
-    async_chain_callbacks,
-    async_streaming_callbacks,
+    achain_callbacks,
+    astreaming_callbacks,
     chain_callbacks,
     filtered,
     isolate,
@@ -316,13 +316,13 @@ class TestValidation:
         async def on_run_start(chain: LLMChain) -> None:
             pass
 
-        with pytest.raises(TypeError, match="use async_chain_callbacks"):
+        with pytest.raises(TypeError, match="use achain_callbacks"):
             chain_callbacks(on_run_start=on_run_start)  # type: ignore[arg-type]
 
         async def on_error(error: BaseException) -> None:
             pass
 
-        with pytest.raises(TypeError, match="use async_streaming_callbacks"):
+        with pytest.raises(TypeError, match="use astreaming_callbacks"):
             streaming_callbacks(on_error=on_error)  # type: ignore[arg-type]
 
     @pytest.mark.parametrize(
@@ -360,7 +360,7 @@ class TestAsyncVariants:
             await asyncio.sleep(0)
             seen.append("start")
 
-        handler = async_chain_callbacks(on_run_start=on_run_start)
+        handler = achain_callbacks(on_run_start=on_run_start)
         assert isinstance(handler, AsyncChainCallbackHandler)
         assert handler.on_run_start is on_run_start
         await handler.on_run_start(_chain())
@@ -369,7 +369,7 @@ class TestAsyncVariants:
     async def test_plain_functions_are_called_inline(self) -> None:
         """A plain function is allowed and runs when the event is awaited."""
         seen: list[str] = []
-        handler = async_chain_callbacks(on_run_start=lambda chain: seen.append("x"))
+        handler = achain_callbacks(on_run_start=lambda chain: seen.append("x"))
         assert overridden_events(handler) == {"on_run_start"}
         await handler.on_run_start(_chain())
         assert seen == ["x"]
@@ -384,7 +384,7 @@ class TestAsyncVariants:
         def plain(chain: LLMChain) -> Awaitable[None]:
             return later(chain)
 
-        handler = async_chain_callbacks(on_run_start=plain)
+        handler = achain_callbacks(on_run_start=plain)
         await handler.on_run_start(_chain())
         assert seen == ["awaited"]
 
@@ -403,8 +403,8 @@ class TestAsyncVariants:
 
         composite = AsyncCompositeChainHandler(
             [
-                async_chain_callbacks(on_tool_call_review=rewrite),
-                async_chain_callbacks(on_tool_call_review=check),
+                achain_callbacks(on_tool_call_review=rewrite),
+                achain_callbacks(on_tool_call_review=check),
             ]
         )
         decision = await composite.on_tool_call_review(_chain(), CALL, TOOL, REVIEW)
@@ -412,7 +412,7 @@ class TestAsyncVariants:
 
     async def test_an_async_composite_skips_events_not_given(self) -> None:
         """In an async composite an event not given is the empty fan-out."""
-        handler = async_streaming_callbacks(on_error=lambda error: None)
+        handler = astreaming_callbacks(on_error=lambda error: None)
         assert overridden_events(handler) == {"on_error"}
         composite = AsyncCompositeStreamingHandler([handler])
         empty = AsyncCompositeStreamingHandler([])
@@ -425,7 +425,7 @@ class TestAsyncVariants:
         async def on_partial_thinking(partial: Any, context: Any) -> None:
             events.append(f"thinking:{partial.text}")
 
-        handler = async_streaming_callbacks(
+        handler = astreaming_callbacks(
             on_partial_thinking=on_partial_thinking,
             on_partial_response=lambda partial, context: events.append(partial.text),
             on_complete_response=lambda response: events.append("done"),
@@ -438,9 +438,9 @@ class TestAsyncVariants:
     async def test_the_async_factories_validate_like_the_sync_ones(self) -> None:
         """Unknown names and non-callables fail the async factories too."""
         with pytest.raises(TypeError, match="did you mean on_error"):
-            async_streaming_callbacks(on_eror=lambda error: None)  # type: ignore[call-arg]
+            astreaming_callbacks(on_eror=lambda error: None)  # type: ignore[call-arg]
         with pytest.raises(TypeError, match="must be a function"):
-            async_chain_callbacks(on_run_start=None)  # type: ignore[arg-type]
+            achain_callbacks(on_run_start=None)  # type: ignore[arg-type]
 
     async def test_a_raising_function_propagates_unless_isolated(
         self, caplog: pytest.LogCaptureFixture
@@ -450,7 +450,7 @@ class TestAsyncVariants:
         def boom(chain: LLMChain) -> None:
             raise RuntimeError("boom")
 
-        handler = async_chain_callbacks(on_run_start=boom)
+        handler = achain_callbacks(on_run_start=boom)
         with pytest.raises(RuntimeError, match="boom"):
             await handler.on_run_start(_chain())
         with caplog.at_level(logging.ERROR, logger="langhooks"):
@@ -491,7 +491,7 @@ class TestWithTheRuntime:
         async def on_run_start(chain: LLMChain) -> None:
             events.append("start")
 
-        handler = async_chain_callbacks(
+        handler = achain_callbacks(
             on_run_start=on_run_start,
             on_llm_new_delta=lambda chain, deltas: events.extend(
                 d.text for d in deltas if d.text

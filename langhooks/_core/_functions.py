@@ -2,7 +2,7 @@
 
 ``chain_callbacks(on_llm_new_delta=fn, ...)`` returns a ``ChainCallbackHandler`` whose
 events are the given functions; ``streaming_callbacks(...)`` does the same for
-``StreamingChatResponseHandler``, and the ``async_`` variants build the async twins.
+``StreamingChatResponseHandler``, and the ``a``-prefixed variants build the async twins.
 
 Each function is stored on the instance under its event's name, so calling the event
 calls the user's function directly (no wrapper, no lookup), and the handler reports
@@ -17,153 +17,40 @@ wrong shape; the same mistakes fail at runtime with a ``TypeError``.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, TypedDict, final
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final, final
 
 from typing_extensions import Unpack, override
 
 from ._chain_callbacks import (
     AsyncChainCallbackHandler,
     ChainCallbackHandler,
-    ReviewContext,
-    ReviewDecision,
+)
+from ._function_keywords import (
+    AsyncChainCallbackFunctions,
+    AsyncStreamingCallbackFunctions,
+    ChainCallbackFunctions,
+    StreamingCallbackFunctions,
 )
 from ._handler import HandlerBase, arity_problem, event_hint
-from ._messages import (
-    ChatResponse,
-    CompleteToolCall,
-    LangHooksError,
-    Message,
-    MessageDelta,
-    PartialResponse,
-    PartialThinking,
-    PartialToolCall,
-    TokenUsage,
-    Tool,
-    ToolCall,
-    ToolResult,
-)
 from ._streaming import (
     AsyncStreamingChatResponseHandler,
-    PartialResponseContext,
-    PartialThinkingContext,
-    PartialToolCallContext,
     StreamingChatResponseHandler,
 )
-
-if TYPE_CHECKING:
-    from ..chain import LLMChain, RunResult
-    from ._model import ChatModel, ChatRequest
 
 __all__ = [
     "AsyncChainCallbackFunctions",
     "AsyncStreamingCallbackFunctions",
     "ChainCallbackFunctions",
     "StreamingCallbackFunctions",
-    "async_chain_callbacks",
-    "async_streaming_callbacks",
+    "achain_callbacks",
+    "astreaming_callbacks",
     "chain_callbacks",
     "streaming_callbacks",
 ]
 
 
-# --- the typed keyword sets ---------------------------------------------------------
-# One key per event of the interface, valued with the method's signature minus self.
-# Sync functions return None: mypy then also rejects an ``async def`` (which returns
-# a coroutine) where a plain function is expected.
-
-
-class ChainCallbackFunctions(TypedDict, total=False):
-    """The keywords ``chain_callbacks`` accepts: ``ChainCallbackHandler``'s events."""
-
-    on_run_start: Callable[[LLMChain], None]
-    on_llm_call_start: Callable[[LLMChain, ChatModel, ChatRequest], None]
-    on_llm_call_complete: Callable[[LLMChain, ChatResponse], None]
-    on_llm_new_delta: Callable[[LLMChain, Sequence[MessageDelta]], None]
-    on_llm_new_message: Callable[[LLMChain, Message], None]
-    on_llm_ratelimit_info: Callable[[LLMChain, Mapping[str, object]], None]
-    on_llm_token_usage: Callable[[LLMChain, TokenUsage], None]
-    on_llm_response_headers: Callable[[LLMChain, Mapping[str, str]], None]
-    on_message_processed: Callable[[LLMChain, Message], None]
-    on_message_processing_error: Callable[[LLMChain, Message], None]
-    on_error_message_created: Callable[[LLMChain, Message], None]
-    on_tool_call_identified: Callable[[LLMChain, ToolCall, Tool], None]
-    on_tool_call_review: Callable[
-        [LLMChain, ToolCall, Tool, ReviewContext], ReviewDecision | None
-    ]
-    on_tool_execution_started: Callable[[LLMChain, ToolCall, Tool], None]
-    on_tool_pre_execution: Callable[[LLMChain, ToolCall, Tool], None]
-    on_tool_execution_completed: Callable[[LLMChain, ToolCall, ToolResult], None]
-    on_tool_execution_failed: Callable[[LLMChain, ToolCall, ToolResult], None]
-    on_tool_execution_exception: Callable[[LLMChain, ToolCall, BaseException], None]
-    on_tool_interrupted: Callable[[LLMChain, Sequence[ToolResult]], None]
-    on_tool_response_created: Callable[[LLMChain, Message], None]
-    on_llm_error: Callable[[LLMChain, LangHooksError], None]
-    on_llm_retry: Callable[[LLMChain, LangHooksError, float], None]
-    on_retries_exceeded: Callable[[LLMChain], None]
-    on_error: Callable[[LLMChain, LangHooksError], None]
-    on_run_complete: Callable[[LLMChain, RunResult], None]
-
-
-# An async variant's function may be ``async def`` or plain (called inline).
-_Async = Awaitable[None] | None
-
-
-class AsyncChainCallbackFunctions(TypedDict, total=False):
-    """The keywords ``async_chain_callbacks`` accepts (async or plain functions)."""
-
-    on_run_start: Callable[[LLMChain], _Async]
-    on_llm_call_start: Callable[[LLMChain, ChatModel, ChatRequest], _Async]
-    on_llm_call_complete: Callable[[LLMChain, ChatResponse], _Async]
-    on_llm_new_delta: Callable[[LLMChain, Sequence[MessageDelta]], _Async]
-    on_llm_new_message: Callable[[LLMChain, Message], _Async]
-    on_llm_ratelimit_info: Callable[[LLMChain, Mapping[str, object]], _Async]
-    on_llm_token_usage: Callable[[LLMChain, TokenUsage], _Async]
-    on_llm_response_headers: Callable[[LLMChain, Mapping[str, str]], _Async]
-    on_message_processed: Callable[[LLMChain, Message], _Async]
-    on_message_processing_error: Callable[[LLMChain, Message], _Async]
-    on_error_message_created: Callable[[LLMChain, Message], _Async]
-    on_tool_call_identified: Callable[[LLMChain, ToolCall, Tool], _Async]
-    on_tool_call_review: Callable[
-        [LLMChain, ToolCall, Tool, ReviewContext],
-        Awaitable[ReviewDecision | None] | ReviewDecision | None,
-    ]
-    on_tool_execution_started: Callable[[LLMChain, ToolCall, Tool], _Async]
-    on_tool_pre_execution: Callable[[LLMChain, ToolCall, Tool], _Async]
-    on_tool_execution_completed: Callable[[LLMChain, ToolCall, ToolResult], _Async]
-    on_tool_execution_failed: Callable[[LLMChain, ToolCall, ToolResult], _Async]
-    on_tool_execution_exception: Callable[[LLMChain, ToolCall, BaseException], _Async]
-    on_tool_interrupted: Callable[[LLMChain, Sequence[ToolResult]], _Async]
-    on_tool_response_created: Callable[[LLMChain, Message], _Async]
-    on_llm_error: Callable[[LLMChain, LangHooksError], _Async]
-    on_llm_retry: Callable[[LLMChain, LangHooksError, float], _Async]
-    on_retries_exceeded: Callable[[LLMChain], _Async]
-    on_error: Callable[[LLMChain, LangHooksError], _Async]
-    on_run_complete: Callable[[LLMChain, RunResult], _Async]
-
-
-class StreamingCallbackFunctions(TypedDict, total=False):
-    """The keywords ``streaming_callbacks`` accepts."""
-
-    on_partial_response: Callable[[PartialResponse, PartialResponseContext], None]
-    on_partial_thinking: Callable[[PartialThinking, PartialThinkingContext], None]
-    on_partial_tool_call: Callable[[PartialToolCall, PartialToolCallContext], None]
-    on_complete_tool_call: Callable[[CompleteToolCall], None]
-    on_unmapped_raw_event: Callable[[object], None]
-    on_complete_response: Callable[[ChatResponse], None]
-    on_error: Callable[[LangHooksError], None]
-
-
-class AsyncStreamingCallbackFunctions(TypedDict, total=False):
-    """The keywords ``async_streaming_callbacks`` accepts (async or plain)."""
-
-    on_partial_response: Callable[[PartialResponse, PartialResponseContext], _Async]
-    on_partial_thinking: Callable[[PartialThinking, PartialThinkingContext], _Async]
-    on_partial_tool_call: Callable[[PartialToolCall, PartialToolCallContext], _Async]
-    on_complete_tool_call: Callable[[CompleteToolCall], _Async]
-    on_unmapped_raw_event: Callable[[object], _Async]
-    on_complete_response: Callable[[ChatResponse], _Async]
-    on_error: Callable[[LangHooksError], _Async]
+# --- the typed keyword sets: generated (scripts/generate.py) into _function_keywords
 
 
 # --- the handlers -------------------------------------------------------------------
@@ -204,7 +91,7 @@ class _ChainFunctions(_FunctionHandler, ChainCallbackHandler):
 
 @final
 class _AsyncChainFunctions(_FunctionHandler, AsyncChainCallbackHandler):
-    _langhooks_factory = "async_chain_callbacks"
+    _langhooks_factory = "achain_callbacks"
 
 
 @final
@@ -214,7 +101,7 @@ class _StreamingFunctions(_FunctionHandler, StreamingChatResponseHandler):
 
 @final
 class _AsyncStreamingFunctions(_FunctionHandler, AsyncStreamingChatResponseHandler):
-    _langhooks_factory = "async_streaming_callbacks"
+    _langhooks_factory = "astreaming_callbacks"
 
 
 def _awaiting(function: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
@@ -247,9 +134,9 @@ def _check_arity(
 
 _FACTORY_KINDS: Final[dict[str, tuple[type[HandlerBase], type[_FunctionHandler]]]] = {
     "chain_callbacks": (ChainCallbackHandler, _ChainFunctions),
-    "async_chain_callbacks": (AsyncChainCallbackHandler, _AsyncChainFunctions),
+    "achain_callbacks": (AsyncChainCallbackHandler, _AsyncChainFunctions),
     "streaming_callbacks": (StreamingChatResponseHandler, _StreamingFunctions),
-    "async_streaming_callbacks": (
+    "astreaming_callbacks": (
         AsyncStreamingChatResponseHandler,
         _AsyncStreamingFunctions,
     ),
@@ -282,7 +169,7 @@ def _build(factory: str, functions: Mapping[str, object]) -> Any:
         elif coroutine:
             raise TypeError(
                 f"{factory}(): {name} is an 'async def' function, but "
-                f"{interface.__name__} is synchronous: use async_{factory}(), or "
+                f"{interface.__name__} is synchronous: use a{factory}(), or "
                 f"pass a plain function"
             )
         else:
@@ -314,13 +201,13 @@ def chain_callbacks(
     Raises:
         TypeError: a keyword is not an event (the message names the closest one),
             a value is not callable or cannot take the event's arguments, or it is
-            an ``async def`` function (use ``async_chain_callbacks``).
+            an ``async def`` function (use ``achain_callbacks``).
     """
     handler: ChainCallbackHandler = _build("chain_callbacks", functions)
     return handler
 
 
-def async_chain_callbacks(
+def achain_callbacks(
     **functions: Unpack[AsyncChainCallbackFunctions],
 ) -> AsyncChainCallbackHandler:
     """An ``AsyncChainCallbackHandler`` whose events are the given functions.
@@ -338,7 +225,7 @@ def async_chain_callbacks(
         TypeError: a keyword is not an event (the message names the closest one),
             or a value is not callable or cannot take the event's arguments.
     """
-    handler: AsyncChainCallbackHandler = _build("async_chain_callbacks", functions)
+    handler: AsyncChainCallbackHandler = _build("achain_callbacks", functions)
     return handler
 
 
@@ -362,19 +249,19 @@ def streaming_callbacks(
     Raises:
         TypeError: a keyword is not an event (the message names the closest one),
             a value is not callable or cannot take the event's arguments, or it is
-            an ``async def`` function (use ``async_streaming_callbacks``).
+            an ``async def`` function (use ``astreaming_callbacks``).
     """
     handler: StreamingChatResponseHandler = _build("streaming_callbacks", functions)
     return handler
 
 
-def async_streaming_callbacks(
+def astreaming_callbacks(
     **functions: Unpack[AsyncStreamingCallbackFunctions],
 ) -> AsyncStreamingChatResponseHandler:
     """An ``AsyncStreamingChatResponseHandler`` whose events are the functions.
 
     Like ``streaming_callbacks``, for async streams; functions may be ``async def``
-    or plain, as in ``async_chain_callbacks``.
+    or plain, as in ``achain_callbacks``.
 
     Returns:
         A new handler.
@@ -384,6 +271,6 @@ def async_streaming_callbacks(
             or a value is not callable or cannot take the event's arguments.
     """
     handler: AsyncStreamingChatResponseHandler = _build(
-        "async_streaming_callbacks", functions
+        "astreaming_callbacks", functions
     )
     return handler

@@ -17,8 +17,8 @@ from typing import Any, Final
 
 import attrs
 
-from ._messages import _custom_context, _reduce
 from ._validators import instance_of
+from ._values import _custom_context, _reduce
 
 __all__ = ["Invocation", "current_invocation", "entered", "invocation"]
 

@@ -11,9 +11,8 @@ import enum
 import inspect
 import math
 import re
-import types
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias, get_args
 
 import attrs
 from typing_extensions import override
@@ -27,12 +26,21 @@ from ._validators import (
     one_of,
     optional_str,
 )
+from ._values import (
+    _EMPTY,
+    _T,
+    _custom_context,
+    _frozen_mapping,
+    _metadata,
+    _raw,
+    _reduce,
+)
 
 if TYPE_CHECKING:
-    from ..chain import LLMChain
     from ._invocation import Invocation
 
 __all__ = [
+    "ChainView",
     "ChatResponse",
     "CompleteToolCall",
     "ContentPart",
@@ -89,52 +97,6 @@ _RETRYABLE_TYPES: Final = frozenset(
 )
 # Providers reject other tool names (OpenAI: ^[a-zA-Z0-9_-]{1,64}$).
 _TOOL_NAME: Final = re.compile(r"[a-zA-Z0-9_-]{1,64}")
-
-_EMPTY: Final[Mapping[str, Any]] = types.MappingProxyType({})
-
-_T = TypeVar("_T")
-
-
-def _reduce(self: Any) -> str | tuple[Any, ...]:
-    """``__reduce__`` for value types with read-only mapping fields.
-
-    A ``mappingproxy`` does not pickle: its contents go as a dict, and the class's
-    converter freezes them again when the copy is built.
-    """
-    cls = type(self)
-    values = {
-        field.alias: dict(value) if isinstance(value, types.MappingProxyType) else value
-        for field in attrs.fields(cls)
-        for value in (getattr(self, field.name),)
-    }
-    return (_rebuild, (cls, values))
-
-
-def _rebuild(cls: Callable[..., _T], values: Mapping[str, Any]) -> _T:
-    return cls(**values)
-
-
-def _frozen_mapping(
-    value: Mapping[str, Any] | None, field: str = "value"
-) -> Mapping[str, Any]:
-    if value is None:
-        return _EMPTY
-    if not isinstance(value, Mapping):
-        raise TypeError(f"{field} must be a mapping, got {type(value).__name__}")
-    return types.MappingProxyType(dict(value))
-
-
-# Named converters, so that a bad value's error names the field it was given for.
-def _metadata(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return _frozen_mapping(value, "metadata")
-
-
-def _raw(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return _frozen_mapping(value, "raw")
-
-
-def _custom_context(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return _frozen_mapping(value, "custom_context")
 
 
 @attrs.frozen(kw_only=True)
@@ -615,6 +577,42 @@ def _rebuild_error(
     )
 
 
+class ChainView(Protocol):
+    """What a handler or a tool may read of a chain: every chain event's first
+    argument and ``ToolContext.chain``. ``LLMChain`` is one; another runtime can
+    fire the same events with its own chain."""
+
+    __slots__ = ()
+
+    @property
+    def messages(self) -> Sequence[Message]:
+        """The conversation so far."""
+
+    @property
+    def tools(self) -> Sequence[Tool]:
+        """The tools the model may call."""
+
+    @property
+    def custom_context(self) -> Mapping[str, Any]:
+        """The caller data of the run."""
+
+    @property
+    def invocation(self) -> Invocation | None:
+        """The run's ``Invocation`` (None outside a run)."""
+
+    @property
+    def current_failure_count(self) -> int:
+        """Consecutive failures counted so far in the run."""
+
+    @property
+    def max_retry_count(self) -> int:
+        """The consecutive failures the run may have before it gives up."""
+
+    @property
+    def pending_tool_calls(self) -> Sequence[ToolCall]:
+        """The calls an interrupted run left waiting for a human decision."""
+
+
 @attrs.frozen(kw_only=True)
 class ToolContext:
     """What a tool function receives beside its arguments.
@@ -632,7 +630,7 @@ class ToolContext:
         default=_EMPTY, converter=_custom_context
     )
     invocation: Invocation | None = None
-    chain: LLMChain | None = None
+    chain: ChainView | None = None
 
     __reduce__ = _reduce
 

@@ -36,6 +36,7 @@ from .._core._messages import (
     ToolContext,
 )
 from .._core._model import ChatModel, ChatRequest
+from .._core._result import RunResult, run_result
 from .._core._streaming import (
     AsyncStreamingChatResponseHandler,
     PartialResponseContext,
@@ -45,7 +46,6 @@ from .._core._streaming import (
     StreamingHandle,
 )
 from ..chain._chain import LLMChain
-from ..chain._result import RunResult, run_result
 from . import _codec
 from ._reading import read_events, read_numbered_events
 from ._records import EventName, EventRecord

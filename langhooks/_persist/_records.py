@@ -13,9 +13,9 @@ from typing import Any, TypeAlias
 import attrs
 
 from .._core._chain_callbacks import ChainEventName
-from .._core._messages import _frozen_mapping, _reduce
 from .._core._streaming import StreamingEventName
 from .._core._validators import count, instance_of, non_empty_str, optional_str
+from .._core._values import _frozen_mapping, _reduce
 
 __all__ = ["EventName", "EventRecord"]
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, final, overloa
 from typing_extensions import override
 
 from .._core._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
-from .._core._handler import HandlerBase, interfaces_of, overridden_events
+from .._core._handler import interfaces_of, overridden_events
 from .._core._streaming import (
     AsyncStreamingChatResponseHandler,
     StreamingChatResponseHandler,
@@ -39,6 +39,9 @@ __all__ = ["in_background"]
 logger: Final = logging.getLogger("langhooks")
 
 Overflow: TypeAlias = Literal["block", "drop_oldest"]
+
+if TYPE_CHECKING:
+    from . import _controls  # what each overload of in_background returns
 
 # Events whose caller needs what the handler does, now: a review's decision, and the
 # context ``on_llm_call_start`` and ``on_tool_pre_execution`` set up for the model
@@ -547,6 +550,8 @@ class _Background(_Wrapper):
     """The wrapper ``in_background`` returns: the wrapped handler's interfaces, plus
     ``flush``/``close`` (sync events) and ``aflush``/``aclose`` (all events)."""
 
+    _langhooks_name = "in_background"
+
     _langhooks_workers: _Workers
     # Whether the handler implements a sync interface (so a thread may deliver).
     _langhooks_has_sync: bool
@@ -638,38 +643,45 @@ class _Background(_Wrapper):
 
 @overload
 def in_background(
+    handler: _controls.ChainAndStreaming,
+    *,
+    maxsize: int = ...,
+    overflow: Overflow = ...,
+) -> _controls._ChainAndStreamingBackground: ...
+@overload
+def in_background(
     handler: StreamingChatResponseHandler,
     *,
     maxsize: int = ...,
     overflow: Overflow = ...,
-) -> _StreamingBackground: ...
+) -> _controls._StreamingBackground: ...
 @overload
 def in_background(
     handler: AsyncStreamingChatResponseHandler,
     *,
     maxsize: int = ...,
     overflow: Overflow = ...,
-) -> _AsyncStreamingBackground: ...
+) -> _controls._AsyncStreamingBackground: ...
 @overload
 def in_background(
     handler: ChainCallbackHandler,
     *,
     maxsize: int = ...,
     overflow: Overflow = ...,
-) -> _ChainBackground: ...
+) -> _controls._ChainBackground: ...
 @overload
 def in_background(
     handler: AsyncChainCallbackHandler,
     *,
     maxsize: int = ...,
     overflow: Overflow = ...,
-) -> _AsyncChainBackground: ...
+) -> _controls._AsyncChainBackground: ...
 def in_background(
-    handler: HandlerBase,
+    handler: object,
     *,
     maxsize: int = 10_000,
     overflow: Overflow = "block",
-) -> _Background:
+) -> Any:
     """Deliver a handler's events on its own worker, so it never slows the caller.
 
     Each event the handler handles is queued and the call returns at once; a worker
@@ -717,6 +729,8 @@ def in_background(
         not getattr(interface, "_langhooks_async", False)
         for interface in interfaces_of(checked)
     )
+    if not wrapper._langhooks_has_sync:  # no flush()/close() to offer: dir() hides them
+        wrapper._langhooks_hidden = frozenset({"flush", "close"})
     wrapper._langhooks_install(
         checked,
         overridden_events(checked),
@@ -728,14 +742,3 @@ def in_background(
     )
     weakref.finalize(wrapper, workers.stop)
     return wrapper
-
-
-if TYPE_CHECKING:
-    # What the checker sees: each overload of in_background returns one of these.
-    class _StreamingBackground(_Background, StreamingChatResponseHandler): ...
-
-    class _AsyncStreamingBackground(_Background, AsyncStreamingChatResponseHandler): ...
-
-    class _ChainBackground(_Background, ChainCallbackHandler): ...
-
-    class _AsyncChainBackground(_Background, AsyncChainCallbackHandler): ...

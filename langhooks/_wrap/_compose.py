@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Literal, TypeVar, final
+from typing import Any, ClassVar, Final, Generic, Literal, TypeVar, final
 
 import attrs
 from typing_extensions import override
@@ -36,15 +36,12 @@ from .._core._handler import (
     overridden_events,
     sync_fanout,
 )
-from .._core._messages import Tool, ToolCall
+from .._core._messages import ChainView, Tool, ToolCall
 from .._core._streaming import (
     AsyncStreamingChatResponseHandler,
     StreamingChatResponseHandler,
 )
 from ._wrappers import _Wrapper, isolate
-
-if TYPE_CHECKING:
-    from ..chain import LLMChain
 
 __all__ = [
     "AsyncCompositeChainHandler",
@@ -272,7 +269,7 @@ class CompositeChainHandler(_Composite[ChainCallbackHandler], ChainCallbackHandl
 
     @override
     def on_tool_call_review(
-        self, chain: LLMChain, call: ToolCall, tool: Tool, review: ReviewContext
+        self, chain: ChainView, call: ToolCall, tool: Tool, review: ReviewContext
     ) -> ReviewDecision:
         rewrote = False
         for owner, method, _ in self._reviewers:
@@ -297,7 +294,7 @@ class AsyncCompositeChainHandler(
 
     @override
     async def on_tool_call_review(
-        self, chain: LLMChain, call: ToolCall, tool: Tool, review: ReviewContext
+        self, chain: ChainView, call: ToolCall, tool: Tool, review: ReviewContext
     ) -> ReviewDecision:
         rewrote = False
         for owner, method, is_async in self._reviewers:

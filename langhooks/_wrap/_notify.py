@@ -52,7 +52,8 @@ from ._notify_sinks import Sink as _Sink
 from ._notify_sinks import sink as _sink
 
 if TYPE_CHECKING:
-    from ..chain import LLMChain, RunResult
+    from .._core._messages import ChainView
+    from .._core._result import RunResult
 
 __all__ = [
     "AgentStartPayload",
@@ -85,7 +86,7 @@ NousEvent: TypeAlias = Literal[
 class AgentStartPayload(TypedDict):
     """The payload of ``on_agent_start``."""
 
-    chain: LLMChain
+    chain: ChainView
 
 
 class ToolCallPayload(TypedDict):
@@ -114,7 +115,7 @@ class NousCallbacks(TypedDict, total=False):
     on_llm_new_message: Callable[[str, Message], object]
     on_tool_call: Callable[[str, ToolCallPayload], object]
     on_tool_response: Callable[[str, ToolResponsePayload], object]
-    on_agent_complete: Callable[[str, RunResult], object]
+    on_agent_complete: Callable[[str, RunResult[Any]], object]
     on_error: Callable[[str, LangHooksError], object]
 
 
@@ -478,7 +479,7 @@ class NotifyingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
     def put_callback(
         self,
         event: Literal["on_agent_complete"],
-        callback: Callable[[str, RunResult], object],
+        callback: Callable[[str, RunResult[Any]], object],
     ) -> NotifyingHandler: ...
     @overload
     def put_callback(
@@ -517,12 +518,12 @@ class NotifyingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
     # --- chain events -------------------------------------------------------------
 
     @override
-    def on_run_start(self, chain: LLMChain) -> None:
+    def on_run_start(self, chain: ChainView) -> None:
         """Nous ``on_agent_start`` with ``{"chain": chain}``."""
         self.execute("on_agent_start", {"chain": chain})
 
     @override
-    def on_llm_new_delta(self, chain: LLMChain, deltas: Sequence[MessageDelta]) -> None:
+    def on_llm_new_delta(self, chain: object, deltas: Sequence[MessageDelta]) -> None:
         """Per delta: ``on_llm_new_thinking_delta`` with its thinking, then
         ``on_llm_new_delta`` with its text (each only when not empty)."""
         for delta in deltas:
@@ -532,14 +533,14 @@ class NotifyingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
                 self.execute("on_llm_new_delta", delta.text)
 
     @override
-    def on_message_processed(self, chain: LLMChain, message: Message) -> None:
+    def on_message_processed(self, chain: ChainView, message: Message) -> None:
         """Nous ``on_llm_new_message`` for an assistant message (not a tool one)."""
         if message.role == "assistant":
             self.execute("on_llm_new_message", message)
 
     @override
     def on_tool_execution_started(
-        self, chain: LLMChain, call: ToolCall, tool: Tool
+        self, chain: ChainView, call: ToolCall, tool: Tool
     ) -> None:
         """Nous ``on_tool_call`` with ``{"id", "name", "arguments"}``."""
         self.execute(
@@ -549,7 +550,7 @@ class NotifyingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
 
     @override
     def on_tool_execution_completed(
-        self, chain: LLMChain, call: ToolCall, result: ToolResult
+        self, chain: ChainView, call: ToolCall, result: ToolResult
     ) -> None:
         """Nous ``on_tool_response`` with ``{"id", "name", "result"}``."""
         self.execute(
@@ -559,17 +560,16 @@ class NotifyingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
 
     @override
     def on_tool_execution_failed(
-        self, chain: LLMChain, call: ToolCall, result: ToolResult
+        self, chain: ChainView, call: ToolCall, result: ToolResult
     ) -> None:
-        """Nous ``on_tool_response``; ``result.is_error`` (or a denial's text) says
-        why it failed."""
+        """Nous ``on_tool_response``; ``result`` says why the call failed."""
         self.execute(
             "on_tool_response",
             {"id": call.call_id, "name": call.name, "result": result},
         )
 
     @override
-    def on_run_complete(self, chain: LLMChain, result: RunResult) -> None:
+    def on_run_complete(self, chain: ChainView, result: RunResult[Any]) -> None:
         """Nous ``on_agent_complete`` with the ``RunResult``."""
         self.execute("on_agent_complete", result)
 
@@ -603,7 +603,7 @@ class NotifyingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
     @overload
     def on_error(self, error: LangHooksError, /) -> None: ...
     @overload
-    def on_error(self, chain: LLMChain, error: LangHooksError, /) -> None: ...
+    def on_error(self, chain: ChainView, error: LangHooksError, /) -> None: ...
     @override
     def on_error(self, *args: Any) -> None:
         """Nous ``on_error`` with the error: a stream's ``on_error(error)`` or a

@@ -21,7 +21,7 @@ from .._core._chain_callbacks import (
     UpdateArguments,
 )
 from .._core._messages import Message, Tool, ToolCall, ToolResult
-from ._ops import Execute, HandlerFault, Outcome, Planned, Steps, fire
+from ._ops import Execute, HandlerFault, Outcome, Planned, RunState, Steps, fire
 from ._tool_results import (
     check_arguments,
     error_result,
@@ -32,7 +32,6 @@ from ._tool_results import (
 
 if TYPE_CHECKING:
     from ._decision import Decision
-    from ._run import Run
 
 __all__ = ["ToolBatch"]
 
@@ -72,7 +71,7 @@ class ToolBatch:
 
     def __init__(
         self,
-        run: Run,
+        run: RunState,
         calls: Sequence[ToolCall],
         human: Mapping[str, Decision] | None,
     ) -> None:

@@ -9,7 +9,7 @@ checked here too: a model that breaks the ``ChatModel`` protocol becomes a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, final
+from typing import final
 
 from typing_extensions import override
 
@@ -31,11 +31,8 @@ from .._core._streaming import (
     PartialToolCallContext,
     StreamingChatResponseHandler,
 )
-from ._ops import Fire, deliver_async, deliver_sync, fire
+from ._ops import Fire, RunState, deliver_async, deliver_sync, fire
 from ._tool_results import short_description
-
-if TYPE_CHECKING:
-    from ._run import Run
 
 __all__ = [
     "AsyncBridge",
@@ -54,7 +51,7 @@ class BridgeState:
 
     __slots__ = ("identified", "run", "streamed")
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: RunState) -> None:
         self.run = run
         self.identified: set[int] = set()
         self.streamed = False

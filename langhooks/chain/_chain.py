@@ -7,28 +7,19 @@ snapshots; ``chain.invocation`` is the run's ``Invocation``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, cast, get_args
+from importlib import import_module
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast, final, get_args
 
 import attrs
 
-from .._core._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
 from .._core._invocation import Invocation, entered, invocation
-from .._core._messages import (
-    Message,
-    Tool,
-    ToolCall,
-    ToolResult,
-    _frozen_mapping,
-    message_tuple,
-    tool_tuple,
-)
+from .._core._messages import Tool, ToolCall, tool_tuple
 from .._core._model import ChatModel
-from .._core._validators import count, positive_int
+from .._core._result import RunResult as _AnyRunResult
 from ._decision import Decision, RetryPolicy
-from ._processors import MessageProcessor, processor_tuple
-from ._result import RunResult
+from ._processors import MessageProcessor
 from ._runtime import (
     Mode,
     Run,
@@ -37,46 +28,56 @@ from ._runtime import (
     pending_results,
     sync_callbacks,
 )
+from ._snapshot import ChainSnapshot, Handler
 
 if TYPE_CHECKING:
     from collections.abc import Generator
 
-__all__ = ["LLMChain"]
+__all__ = ["Handler", "LLMChain", "RunResult", "StateCodec", "use_state_codec"]
 
 _MODES = frozenset(get_args(Mode))
 
-Handler = ChainCallbackHandler | AsyncChainCallbackHandler
+
+@final
+@attrs.frozen
+class StateCodec:
+    """How ``to_state`` and ``from_state`` turn a chain into JSON types and back.
+
+    The persistence layer (above the runtime) provides it with
+    ``use_state_codec`` when it is loaded; the runtime does not import it, and
+    loads it by name (``DEFAULT_STATE_CODEC``) only when a chain is saved or
+    loaded before anything else did.
+
+    Attributes:
+        encode: the chain's state as JSON types.
+        decode: a saved state's fields as ``LLMChain`` keyword arguments, with the
+            saved tool names and pending calls under "tools" and
+            "pending_tool_calls".
+    """
+
+    encode: Callable[[LLMChain], dict[str, Any]]
+    decode: Callable[[Mapping[str, Any]], dict[str, Any]]
 
 
-def _handlers(values: Iterable[Handler]) -> tuple[Handler, ...]:
-    handlers = tuple(values)
-    for handler in handlers:
-        if not isinstance(handler, ChainCallbackHandler | AsyncChainCallbackHandler):
-            raise TypeError(
-                f"callbacks must be ChainCallbackHandler or AsyncChainCallbackHandler "
-                f"instances, got {handler!r}"
-            )
-    return handlers
+_STATE_CODEC: Final[list[StateCodec]] = []
+
+#: The module that provides the JSON codec of ``langhooks.codec``.
+DEFAULT_STATE_CODEC: Final = "langhooks._persist._state"
 
 
-def _model(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if not isinstance(value, ChatModel):
-        raise TypeError(
-            f"{attribute.name} must be a ChatModel (with stream() and astream()), "
-            f"got {value!r}"
-        )
+def use_state_codec(codec: StateCodec) -> None:
+    """Make ``codec`` the one ``to_state`` and ``from_state`` use."""
+    _STATE_CODEC[:] = [codec]
 
 
-def _models(values: Iterable[ChatModel]) -> tuple[ChatModel, ...]:
-    models = tuple(values)
-    for model in models:
-        if not isinstance(model, ChatModel):
-            raise TypeError(f"fallbacks must be ChatModels, got {model!r}")
-    return models
+def _state_codec() -> StateCodec:
+    if not _STATE_CODEC:
+        import_module(DEFAULT_STATE_CODEC)  # it calls use_state_codec
+    return _STATE_CODEC[0]
 
 
 @attrs.frozen(kw_only=True)
-class LLMChain:
+class LLMChain(ChainSnapshot):
     """An immutable conversation with a model, its tools and its handlers.
 
     Args:
@@ -101,97 +102,6 @@ class LLMChain:
         invocation: the run's ``Invocation`` in the snapshots handlers receive.
     """
 
-    model: ChatModel = attrs.field(kw_only=False, validator=_model)
-    tools: tuple[Tool, ...] = attrs.field(default=(), converter=tool_tuple)
-    messages: tuple[Message, ...] = attrs.field(default=(), converter=message_tuple)
-    callbacks: tuple[Handler, ...] = attrs.field(default=(), converter=_handlers)
-    message_processors: tuple[MessageProcessor, ...] = attrs.field(
-        default=(), converter=processor_tuple
-    )
-    custom_context: Mapping[str, Any] = attrs.field(
-        default=None, converter=_frozen_mapping
-    )
-    max_retry_count: int = attrs.field(default=3, validator=positive_int)
-    current_failure_count: int = attrs.field(default=0, validator=count)
-    fallbacks: tuple[ChatModel, ...] = attrs.field(default=(), converter=_models)
-    retry: RetryPolicy | None = attrs.field(
-        default=None,
-        validator=attrs.validators.optional(attrs.validators.instance_of(RetryPolicy)),
-    )
-    invocation: Invocation | None = None
-
-    def add_message(self, message: Message) -> LLMChain:
-        """A copy with ``message`` appended."""
-        return attrs.evolve(self, messages=(*self.messages, message))
-
-    def add_messages(self, messages: Sequence[Message]) -> LLMChain:
-        """A copy with ``messages`` appended."""
-        return attrs.evolve(self, messages=(*self.messages, *messages))
-
-    def add_tools(self, tools: Sequence[Tool]) -> LLMChain:
-        """A copy with ``tools`` added.
-
-        Raises:
-            ValueError: a tool name is already taken.
-        """
-        return attrs.evolve(self, tools=(*self.tools, *tools))
-
-    def add_callback(self, handler: Handler) -> LLMChain:
-        """A copy with ``handler`` called after the chain's other handlers."""
-        return attrs.evolve(self, callbacks=(*self.callbacks, handler))
-
-    def add_message_processors(
-        self, processors: Sequence[MessageProcessor]
-    ) -> LLMChain:
-        """A copy with ``processors`` run after the chain's other processors.
-
-        Raises:
-            TypeError: a processor is not callable.
-        """
-        return attrs.evolve(
-            self, message_processors=(*self.message_processors, *processors)
-        )
-
-    @property
-    def pending_tool_calls(self) -> tuple[ToolCall, ...]:
-        """The calls an interrupted run left waiting for a human decision."""
-        waiting = {result.tool_call_id for result in pending_results(self)}
-        # The calls of the answer the last tool message replies to: an earlier
-        # answer may have used the same ids (Ollama numbers calls per turn).
-        for message in reversed(self.messages):
-            if message.role == "assistant":
-                return tuple(c for c in message.tool_calls if c.call_id in waiting)
-        return ()
-
-    def replace_tool_result(self, tool_call_id: str, result: ToolResult) -> LLMChain:
-        """A copy with the result for ``tool_call_id`` swapped for ``result``.
-
-        Use it to settle an interrupted call yourself (no tool runs and no event
-        fires): the stand-in result of the last tool message is replaced.
-
-        Raises:
-            ValueError: no tool message carries a result for ``tool_call_id``.
-            TypeError: ``result`` is not a ``ToolResult``.
-        """
-        if not isinstance(result, ToolResult):
-            raise TypeError(f"result must be a ToolResult, got {result!r}")
-        for position in range(len(self.messages) - 1, -1, -1):
-            message = self.messages[position]
-            ids = [r.tool_call_id for r in message.tool_results]
-            if tool_call_id in ids:
-                fixed = attrs.evolve(result, tool_call_id=tool_call_id)
-                results = tuple(
-                    fixed if r.tool_call_id == tool_call_id else r
-                    for r in message.tool_results
-                )
-                swapped = attrs.evolve(message, tool_results=results)
-                messages = list(self.messages)
-                messages[position] = swapped
-                return attrs.evolve(self, messages=messages)
-        raise ValueError(
-            f"no tool message carries a result for tool_call_id {tool_call_id!r}"
-        )
-
     # --- saving and loading ----------------------------------------------------------
 
     def to_state(self) -> dict[str, Any]:
@@ -210,9 +120,7 @@ class LLMChain:
                 is not JSON; the message names the path to it.
             ValueError: a float in caller data is NaN or infinite.
         """
-        from .._persist._codec import encode_state
-
-        return encode_state(self)
+        return _state_codec().encode(self)
 
     @classmethod
     def from_state(
@@ -248,9 +156,7 @@ class LLMChain:
                 or a saved tool missing from ``tools`` (the message names it).
             TypeError: ``state`` is not a mapping, or a bad model, tool or handler.
         """
-        from .._persist._codec import decode_state
-
-        fields = decode_state(state)
+        fields = _state_codec().decode(state)
         saved_tools: list[str] = fields.pop("tools")
         pending: list[ToolCall] = fields.pop("pending_tool_calls")
         given = {tool.name for tool in tool_tuple(tools)}
@@ -351,7 +257,7 @@ class LLMChain:
                 tool_name=tool_name,
                 max_runs=max_runs,
             )
-            return drive_sync(run.chain, run, run.main(run.loop()))
+            return _ours(drive_sync(run.chain, run, run.main(run.loop())))
 
     async def arun(
         self,
@@ -377,7 +283,7 @@ class LLMChain:
                 tool_name=tool_name,
                 max_runs=max_runs,
             )
-            return await drive_async(run.chain, run, run.main(run.loop()))
+            return _ours(await drive_async(run.chain, run, run.main(run.loop())))
 
     def _check_decisions(
         self, calls: Sequence[ToolCall], decisions: Sequence[Decision]
@@ -421,7 +327,7 @@ class LLMChain:
 
     def _resume(
         self, run: Run, calls: Sequence[ToolCall], decisions: Sequence[Decision]
-    ) -> Generator[Any, Any, RunResult]:
+    ) -> Generator[Any, Any, _AnyRunResult[ChainSnapshot]]:
         return run.main(run.resume(calls, decisions))
 
     def execute_tool_calls_with_decisions(
@@ -453,7 +359,9 @@ class LLMChain:
         sync_callbacks(self)
         with self._invocation("resume") as current:
             run = Run(self._started(current))
-            return drive_sync(run.chain, run, self._resume(run, calls, decisions))
+            return _ours(
+                drive_sync(run.chain, run, self._resume(run, calls, decisions))
+            )
 
     async def aexecute_tool_calls_with_decisions(
         self, calls: Sequence[ToolCall], decisions: Sequence[Decision]
@@ -467,6 +375,20 @@ class LLMChain:
         self._check_decisions(calls, decisions)
         with self._invocation("resume") as current:
             run = Run(self._started(current))
-            return await drive_async(
-                run.chain, run, self._resume(run, calls, decisions)
+            return _ours(
+                await drive_async(run.chain, run, self._resume(run, calls, decisions))
             )
+
+
+def _ours(result: _AnyRunResult[ChainSnapshot]) -> RunResult:
+    """A run's result, typed with the chain class that ran: every chain the
+    runtime makes is an ``attrs.evolve`` of the one it was given, which keeps
+    its class, so the runtime's ``ChainSnapshot`` is an ``LLMChain`` here."""
+    return cast("RunResult", result)
+
+
+if TYPE_CHECKING:
+    #: How a run of an ``LLMChain`` ended: the core's result over this chain.
+    RunResult: TypeAlias = _AnyRunResult[LLMChain]
+else:
+    RunResult = _AnyRunResult

@@ -42,14 +42,14 @@ from ._ops import (
 )
 
 if TYPE_CHECKING:
-    from ._chain import LLMChain
-    from ._result import RunResult
+    from .._core._result import RunResult
     from ._run import Run
+    from ._snapshot import ChainSnapshot
 
 __all__ = ["drive_async", "drive_sync", "sync_callbacks"]
 
 
-def sync_callbacks(chain: LLMChain) -> list[ChainCallbackHandler]:
+def sync_callbacks(chain: ChainSnapshot) -> list[ChainCallbackHandler]:
     """The chain's handlers, checked to be synchronous.
 
     Raises:
@@ -70,7 +70,9 @@ def _completion(op: Complete) -> Fire:
     return fire(ChainCallbackHandler.on_run_complete, op.chain, op.result)
 
 
-def drive_sync(chain: LLMChain, run: Run, steps: Steps[RunResult]) -> RunResult:
+def drive_sync(
+    chain: ChainSnapshot, run: Run, steps: Steps[RunResult[ChainSnapshot]]
+) -> RunResult[ChainSnapshot]:
     """Perform a run's operations synchronously and return its result.
 
     Raises:
@@ -130,11 +132,11 @@ class _Trampoline:
 
     __slots__ = ("_sent", "_steps", "_thrown", "result")
 
-    def __init__(self, steps: Steps[RunResult]) -> None:
+    def __init__(self, steps: Steps[RunResult[ChainSnapshot]]) -> None:
         self._steps: Final = steps
         self._sent: Any = None
         self._thrown: Exception | None = None
-        self.result: RunResult | None = None
+        self.result: RunResult[ChainSnapshot] | None = None
 
     def next_op(self) -> Op | None:
         """The run's next operation; None once the run returned (into ``result``).
@@ -164,17 +166,21 @@ class _Trampoline:
         self._thrown = exc
 
 
-def _drive(steps: Steps[RunResult], perform: Callable[[Op], Any]) -> RunResult:
+def _drive(
+    steps: Steps[RunResult[ChainSnapshot]], perform: Callable[[Op], Any]
+) -> RunResult[ChainSnapshot]:
     trampoline = _Trampoline(steps)
     while (op := trampoline.next_op()) is not None:
         try:
             trampoline.performed(perform(op))
         except (LangHooksError, HandlerFault) as exc:
             trampoline.failed(exc)
-    return cast("RunResult", trampoline.result)
+    return cast("RunResult[ChainSnapshot]", trampoline.result)
 
 
-async def drive_async(chain: LLMChain, run: Run, steps: Steps[RunResult]) -> RunResult:
+async def drive_async(
+    chain: ChainSnapshot, run: Run, steps: Steps[RunResult[ChainSnapshot]]
+) -> RunResult[ChainSnapshot]:
     """Perform a run's operations with ``await`` and return its result.
 
     Raises:
@@ -228,4 +234,4 @@ async def drive_async(chain: LLMChain, run: Run, steps: Steps[RunResult]) -> Run
             trampoline.performed(await perform(op))
         except (LangHooksError, HandlerFault) as exc:
             trampoline.failed(exc)
-    return cast("RunResult", trampoline.result)
+    return cast("RunResult[ChainSnapshot]", trampoline.result)

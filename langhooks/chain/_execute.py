@@ -13,14 +13,19 @@ import contextvars
 import inspect
 from collections.abc import Awaitable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._core._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
 from .._core._invocation import invocation
-from ._ops import HandlerFault, Outcome, Planned, deliver_async, deliver_sync, fire
-
-if TYPE_CHECKING:
-    from ._run import Run
+from ._ops import (
+    HandlerFault,
+    Outcome,
+    Planned,
+    RunState,
+    deliver_async,
+    deliver_sync,
+    fire,
+)
 
 __all__ = ["execute_async", "execute_sync"]
 
@@ -28,7 +33,11 @@ _H = ChainCallbackHandler
 
 
 def execute_sync(
-    run: Run, pre: ChainCallbackHandler, planned: Sequence[Planned], *, parallel: bool
+    run: RunState,
+    pre: ChainCallbackHandler,
+    planned: Sequence[Planned],
+    *,
+    parallel: bool,
 ) -> list[Outcome]:
     """Run calls under ``run()``: one by one, or together in worker threads.
 
@@ -48,7 +57,7 @@ def execute_sync(
 
 
 async def execute_async(
-    run: Run,
+    run: RunState,
     pre: AsyncChainCallbackHandler,
     pre_sync: ChainCallbackHandler | None,
     planned: Sequence[Planned],
@@ -100,7 +109,7 @@ def _run_awaitable(awaitable: Awaitable[Any]) -> Any:
         return pool.submit(context.run, asyncio.run, wait()).result()
 
 
-def _call_sync(run: Run, pre: ChainCallbackHandler, planned: Planned) -> Outcome:
+def _call_sync(run: RunState, pre: ChainCallbackHandler, planned: Planned) -> Outcome:
     call, tool = planned.call, planned.tool
     with invocation(tool.name, custom_context=run.chain.custom_context) as inv:
         try:
@@ -117,7 +126,7 @@ def _call_sync(run: Run, pre: ChainCallbackHandler, planned: Planned) -> Outcome
 
 
 async def _call_async(
-    run: Run,
+    run: RunState,
     pre: AsyncChainCallbackHandler,
     pre_sync: ChainCallbackHandler | None,
     planned: Planned,

@@ -13,7 +13,16 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeAlias, TypeVar, final
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Concatenate,
+    ParamSpec,
+    Protocol,
+    TypeAlias,
+    TypeVar,
+    final,
+)
 
 import attrs
 
@@ -22,9 +31,13 @@ from .._core._messages import LangHooksError, Tool, ToolCall
 from ._tool_results import describe
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from .._core._invocation import Invocation
+    from .._core._messages import ToolContext
     from .._core._model import ChatModel, ChatRequest
-    from ._chain import LLMChain
-    from ._result import RunResult
+    from .._core._result import RunResult
+    from ._snapshot import ChainSnapshot
 
 __all__ = [
     "Complete",
@@ -60,6 +73,23 @@ class Fire:
     name: str
     args: tuple[Any, ...]
     skip: int = 0
+
+
+class RunState(Protocol):
+    """What a tool batch, the stream bridge and the tool executors read of the run
+    (``Run`` in ``_run``, which builds them): typed here, so none imports it."""
+
+    chain: ChainSnapshot
+
+    @property
+    def tools(self) -> Mapping[str, Tool]:
+        """The chain's tools by name."""
+
+    def count_failure(self, reason: str, original: object) -> Steps[None]:
+        """Count one conversation failure (see ``Run.count_failure``)."""
+
+    def tool_context(self, call: ToolCall, current: Invocation) -> ToolContext:
+        """What the tool function of ``call`` receives beside its arguments."""
 
 
 def fire(
@@ -99,8 +129,8 @@ class Complete:
     ones before it received the event, the ones after it did not.
     """
 
-    chain: LLMChain
-    result: RunResult
+    chain: ChainSnapshot
+    result: RunResult[ChainSnapshot]
 
 
 @final

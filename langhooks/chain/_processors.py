@@ -14,14 +14,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import Any, Final, TypeAlias
 
 import attrs
 
 from .._core._messages import Message
-
-if TYPE_CHECKING:
-    from ._chain import LLMChain
 
 __all__ = [
     "PROCESSED_CONTENT",
@@ -60,8 +57,10 @@ class Reject:
     reply: str = attrs.field(validator=_reply)
 
 
-MessageProcessor: TypeAlias = Callable[["LLMChain", Message], "Message | Reject"]
-"""``(chain, message) -> Message | Reject``: keep (a changed) message, or reject it."""
+MessageProcessor: TypeAlias = Callable[[Any, Message], "Message | Reject"]
+"""``(chain, message) -> Message | Reject``: keep (a changed) message, or reject it.
+
+The chain is the runtime's own (an ``LLMChain``): a processor may annotate it so."""
 
 
 def processor_tuple(values: Iterable[MessageProcessor]) -> tuple[MessageProcessor, ...]:
@@ -96,7 +95,7 @@ def json_processor(*, fenced: bool = False) -> MessageProcessor:
         The processor, for ``LLMChain(message_processors=[...])``.
     """
 
-    def process_json(chain: LLMChain, message: Message) -> Message | Reject:
+    def process_json(chain: object, message: Message) -> Message | Reject:
         text, where = message.text, "your answer"
         found = _FENCE.search(text) if fenced else None
         if found is not None:

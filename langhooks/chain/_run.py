@@ -24,6 +24,7 @@ from .._core._messages import (
     ToolResult,
 )
 from .._core._model import ChatRequest
+from .._core._result import ErrorResult, run_result
 from ._batch import ToolBatch
 from ._decision import Decision, RetryPolicy
 from ._ops import (
@@ -37,13 +38,12 @@ from ._ops import (
     handler_error,
 )
 from ._processors import Reject
-from ._result import ErrorResult, run_result
 from ._tool_results import interrupt_data, short_description
 
 if TYPE_CHECKING:
+    from .._core._result import RunResult, RunStatus
     from ._bridge import BridgeState
-    from ._chain import LLMChain
-    from ._result import RunResult, RunStatus
+    from ._snapshot import ChainSnapshot
 
 __all__ = ["Ending", "Mode", "Run"]
 
@@ -71,7 +71,7 @@ def _processor_fault(
     )
 
 
-def _metadata_events(chain: LLMChain, metadata: Mapping[str, Any]) -> Steps[None]:
+def _metadata_events(chain: ChainSnapshot, metadata: Mapping[str, Any]) -> Steps[None]:
     headers = metadata.get("response_headers")
     if isinstance(headers, Mapping) and headers:
         yield fire(_H.on_llm_response_headers, chain, headers)
@@ -86,7 +86,7 @@ class Run:
 
     def __init__(
         self,
-        chain: LLMChain,
+        chain: ChainSnapshot,
         *,
         mode: Mode = "while_needs_response",
         tool_name: str | None = None,
@@ -101,7 +101,7 @@ class Run:
 
     # --- the frame every run shares: start, body, complete or error ---------------
 
-    def main(self, body: Steps[Ending]) -> Steps[RunResult]:
+    def main(self, body: Steps[Ending]) -> Steps[RunResult[ChainSnapshot]]:
         """Start, run ``body``, and end with ``on_run_complete`` or ``on_error``.
 
         Each handler sees exactly one terminal event. When a handler raises in

@@ -14,7 +14,7 @@ import attrs
 from .._core._messages import Tool, ToolCall, ToolResult
 
 if TYPE_CHECKING:
-    from ._chain import LLMChain
+    from .._core._messages import ChainView
 
 __all__ = [
     "INTERRUPT_STAND_IN",
@@ -51,7 +51,7 @@ def check_arguments(tool: Tool, arguments: object) -> str | None:
     return None
 
 
-def pending_results(chain: LLMChain) -> tuple[ToolResult, ...]:
+def pending_results(chain: ChainView) -> tuple[ToolResult, ...]:
     """The interrupted stand-in results of the chain's last message, if any."""
     if not chain.messages or chain.messages[-1].role != "tool":
         return ()

@@ -11,7 +11,7 @@ import contextlib
 import json
 from collections.abc import AsyncIterator
 from importlib import resources
-from typing import TYPE_CHECKING, Final, final
+from typing import TYPE_CHECKING, Any, Final, final
 
 import attrs
 from starlette.applications import Starlette

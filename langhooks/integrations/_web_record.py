@@ -5,16 +5,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, final
+from typing import Protocol, final
 
 from .._persist import _codec as codec
 from .._persist._events import EventRecord, EventRecorder
 from ._run_end import EndMarker
 
-if TYPE_CHECKING:
-    from ._web_memory import MemoryBackend
+__all__ = ["RecordBackend", "RecordSink"]
 
-__all__ = ["RecordSink"]
+
+class RecordBackend(Protocol):
+    """Where a ``RecordSink`` writes (the in-memory backend): typed here, so this
+    module does not import the backend that imports it."""
+
+    def create(
+        self, run_id: str, prompt: str, sink: RecordSink, owner: str | None
+    ) -> None:
+        """Start the stream of run ``run_id``."""
+
+    def append(self, run_id: str, event: str, data: str, *, ends: bool) -> str:
+        """Add one record to the run's stream; returns its stream id."""
 
 
 @final
@@ -25,7 +35,7 @@ class RecordSink:
     record's ``run_id``: a resumed run keeps it, and every record goes there.
     """
 
-    def __init__(self, backend: MemoryBackend, prompt: str, owner: str | None) -> None:
+    def __init__(self, backend: RecordBackend, prompt: str, owner: str | None) -> None:
         self._backend = backend
         self._prompt = prompt
         self._owner = owner

@@ -283,8 +283,8 @@ class _Driver:
         """Record ``action`` in the response; the handler call it needs, if any."""
         methods = self._methods
         if action[0] is TEXT or action[0] is THINKING:
-            text = action[1]
-            is_text = action[0] is TEXT
+            kind, text = action
+            is_text = kind is TEXT
             self._append("text" if is_text else "thinking", text)
             if is_text:
                 method = methods["on_partial_response"]
@@ -307,15 +307,13 @@ class _Driver:
             method = methods["on_partial_tool_call"]
             if method is None:
                 return None
+            _, index, call_id, name, arguments = action
             partial = PartialToolCall(
-                index=action[1],
-                id=action[2],
-                name=action[3],
-                partial_arguments=action[4],
+                index=index, id=call_id, name=name, partial_arguments=arguments
             )
             return (method[0], (partial, self._tool_context), method[1])
         if action[0] is TOOL_COMPLETE:
-            call = action[1]
+            _, call = action
             self._tool_calls.append(call)
             method = methods["on_complete_tool_call"]
             if method is None:
@@ -325,7 +323,7 @@ class _Driver:
         method = methods["on_unmapped_raw_event"]
         if method is None:
             return None
-        return (method[0], (action[1],), method[1])
+        return (method[0], (action[1],), method[1])  # (UNMAPPED, raw_event)
 
     def _settled(self) -> ChatResponse | None:
         """The start of ``finish`` for both drivers: the response of a stream that

@@ -30,7 +30,6 @@ from .._core._messages import (
     LangHooksError,
     TokenUsage,
     ToolCall,
-    _frozen_mapping,
 )
 from .._core._model import ChatRequest
 from .._core._streaming import (
@@ -38,6 +37,7 @@ from .._core._streaming import (
     StreamingChatResponseHandler,
     StreamingHandle,
 )
+from .._core._values import _frozen_mapping
 from ._adapters._base import (
     TEXT,
     THINKING,

@@ -28,9 +28,9 @@ class TestFire:
         """Event parameters are positional-only, so a keyword is an error."""
         with pytest.raises(TypeError, match="positional arguments only"):
             fire(
-                ChainCallbackHandler.on_message_processed,
+                ChainCallbackHandler.on_message_processed,  # type: ignore[arg-type]
                 CHAIN,
-                message=Message.user("x"),  # type: ignore[call-arg]
+                message=Message.user("x"),
             )
 
     def test_swapped_arguments_are_a_type_error(self) -> None:

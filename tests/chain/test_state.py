@@ -21,7 +21,8 @@ from langhooks import (
     ToolCall,
     ToolContext,
 )
-from langhooks.chain import Decision, LLMChain, RunResult
+from langhooks._persist._codec import decode_state as _decode_state
+from langhooks.chain import Decision, LLMChain, RunResult, _chain
 from langhooks.codec import SCHEMA_VERSION, dumps, loads
 from langhooks.events import EventRecord, EventRecorder, read_events
 from langhooks.models import ChatRequest, ScriptedChatModel, ScriptedTurn
@@ -356,3 +357,32 @@ class TestGuide:
         namespace: dict[str, Any] = {"__name__": "persistence_guide"}
         for index, block in enumerate(blocks):
             exec(compile(block, f"persistence.md example {index}", "exec"), namespace)
+
+
+class TestStateCodec:
+    def test_the_runtime_loads_the_codec_by_name_on_first_use(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """With no codec set yet, the first to_state() loads the persistence layer's
+        module by name, which sets it: the runtime never imports the codec."""
+        monkeypatch.setattr(_chain, "_STATE_CODEC", [])
+        monkeypatch.delitem(sys.modules, _chain.DEFAULT_STATE_CODEC, raising=False)
+        chain = LLMChain(ScriptedChatModel([]), messages=[Message.user("hi")])
+        state = chain.to_state()
+        assert state["type"] == "LLMChainState"
+        assert _chain.DEFAULT_STATE_CODEC in sys.modules
+        assert LLMChain.from_state(state, chain.model).messages == chain.messages
+
+    def test_a_codec_set_is_the_one_used(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """use_state_codec replaces the codec both methods use."""
+        chain = LLMChain(ScriptedChatModel([]))
+        saved = chain.to_state()
+        monkeypatch.setattr(_chain, "_STATE_CODEC", [])
+        _chain.use_state_codec(
+            _chain.StateCodec(
+                encode=lambda _chain: {"type": "mine"},
+                decode=lambda _state: _decode_state(saved),
+            )
+        )
+        assert chain.to_state() == {"type": "mine"}
+        assert LLMChain.from_state({"type": "mine"}, chain.model).messages == ()

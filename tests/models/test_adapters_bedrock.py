@@ -412,6 +412,8 @@ class TestReplay:
         assert "try --format bedrock" in capsys.readouterr().err
 
     def test_text_chunks_are_refused(self) -> None:
-        """A binary stream has no text form: str chunks are a TypeError."""
-        with pytest.raises(TypeError, match="binary"):
+        """A binary stream has no text form: str chunks fail the stream, as any
+        failure under it does, with the TypeError saying so as the cause."""
+        with pytest.raises(lh.LangHooksError, match="binary") as raised:
             replay_stream(["abc"], format=FORMAT, handler=Recorder())
+        assert isinstance(raised.value.__cause__, TypeError)

@@ -1,21 +1,19 @@
 """How a run ended: ``RunResult``, one class per status, and ``run_result``.
 
-Apart from ``LLMChain`` (which returns them) so the runtime's modules build results
-without importing the chain.
+In the core, generic in the chain the run left, so ``on_run_complete`` is typed
+without the runtime: ``langhooks.chain.RunResult`` is ``RunResult[LLMChain]``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias
 
 import attrs
+from typing_extensions import TypeVar
 
-from .._core._messages import LangHooksError
-from .._core._validators import instance_of
-
-if TYPE_CHECKING:
-    from ._chain import LLMChain
+from ._messages import ChainView, LangHooksError
+from ._validators import instance_of
 
 __all__ = [
     "ErrorResult",
@@ -27,6 +25,10 @@ __all__ = [
 ]
 
 RunStatus = Literal["ok", "interrupted", "error"]
+
+#: The chain a result carries (``LLMChain`` for the reference runtime).
+ChainT_co = TypeVar("ChainT_co", bound=ChainView, covariant=True, default=Any)
+_Chain = TypeVar("_Chain", bound=ChainView)
 
 
 def _none_unless(status: str) -> Any:
@@ -79,6 +81,11 @@ class _RunResultBase:
             )
         return object.__new__(chosen)
 
+    def __class_getitem__(cls, _chain: object) -> Any:
+        """``RunResult[C]`` at run time (as ``typing.get_type_hints`` evaluates
+        it) is ``RunResult``: the chain type is for type checkers."""
+        return cls
+
 
 # The runtime base is documented and shown (in reprs, "Bases:" lines) under its
 # public name.
@@ -87,7 +94,7 @@ _RunResultBase.__module__ = "langhooks.chain"
 
 
 @attrs.frozen(kw_only=True)
-class OkResult(_RunResultBase):
+class OkResult(_RunResultBase, Generic[ChainT_co]):
     """A run that ended with the model's answer.
 
     Attributes:
@@ -98,7 +105,7 @@ class OkResult(_RunResultBase):
     """
 
     status: Literal["ok"] = attrs.field(default="ok", validator=_status_is("ok"))
-    chain: LLMChain
+    chain: ChainT_co
     interrupt_data: None = attrs.field(
         default=None, validator=_none_unless("interrupted")
     )
@@ -106,7 +113,7 @@ class OkResult(_RunResultBase):
 
 
 @attrs.frozen(kw_only=True)
-class InterruptedResult(_RunResultBase):
+class InterruptedResult(_RunResultBase, Generic[ChainT_co]):
     """A run that stopped because tool calls wait for a human decision.
 
     Attributes:
@@ -120,13 +127,13 @@ class InterruptedResult(_RunResultBase):
     status: Literal["interrupted"] = attrs.field(
         default="interrupted", validator=_status_is("interrupted")
     )
-    chain: LLMChain
+    chain: ChainT_co
     interrupt_data: Mapping[str, Any] = attrs.field(validator=instance_of(Mapping))
     error: None = attrs.field(default=None, validator=_none_unless("error"))
 
 
 @attrs.frozen(kw_only=True)
-class ErrorResult(_RunResultBase):
+class ErrorResult(_RunResultBase, Generic[ChainT_co]):
     """A run that gave up (``on_error`` has fired).
 
     Attributes:
@@ -139,7 +146,7 @@ class ErrorResult(_RunResultBase):
     status: Literal["error"] = attrs.field(
         default="error", validator=_status_is("error")
     )
-    chain: LLMChain
+    chain: ChainT_co
     interrupt_data: None = attrs.field(
         default=None, validator=_none_unless("interrupted")
     )
@@ -153,7 +160,9 @@ _BY_STATUS: dict[str, type[_RunResultBase]] = {
 }
 
 if TYPE_CHECKING:
-    RunResult: TypeAlias = OkResult | InterruptedResult | ErrorResult
+    RunResult: TypeAlias = (
+        OkResult[ChainT_co] | InterruptedResult[ChainT_co] | ErrorResult[ChainT_co]
+    )
 else:
     RunResult = _RunResultBase
 
@@ -161,10 +170,10 @@ else:
 def run_result(
     *,
     status: RunStatus,
-    chain: LLMChain,
+    chain: _Chain,
     interrupt_data: Mapping[str, Any] | None = None,
     error: LangHooksError | None = None,
-) -> RunResult:
+) -> RunResult[_Chain]:
     """``RunResult(status=..., ...)`` for code whose status is not a literal: the
     class the status names, typed as the union (a type checker cannot call one).
 
@@ -172,7 +181,7 @@ def run_result(
         ValueError: an unknown status, or a field the status has no use for.
         TypeError: a field of the wrong type, or one the status needs is missing.
     """
-    result: RunResult = _RunResultBase(
+    result: RunResult[_Chain] = _RunResultBase(
         status=status, chain=chain, interrupt_data=interrupt_data, error=error
     )
     return result
