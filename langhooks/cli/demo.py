@@ -47,10 +47,15 @@ SYSTEM: Final = (
 MAX_APPROVALS: Final = 3
 
 
-def weather(arguments: Mapping[str, Any], context: ToolContext) -> str:
-    """The demo's tool: a fixed forecast."""
+def forecast(arguments: Mapping[str, Any]) -> str:
+    """The fixed forecast the demo's tool answers ``arguments`` with."""
     city = str(arguments.get("city", "Paris"))
     return f"{city}: 14°C, light rain until 16:00"
+
+
+def weather(arguments: Mapping[str, Any], context: ToolContext) -> str:
+    """The demo's tool: a fixed forecast."""
+    return forecast(arguments)
 
 
 WEATHER_TOOL: Final = Tool(
