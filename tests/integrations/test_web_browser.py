@@ -291,3 +291,53 @@ class TestServeCommand:
                 page.close()
             finally:
                 process.terminate()
+
+
+class TestNarrowWindow:
+    def test_at_400_px_nothing_overflows(self, browser: Browser) -> None:
+        """At 400 px wide the page is one column: the document, the header and
+        the run all fit the window, with a long run id and tool arguments."""
+        page = browser.new_page(viewport={"width": 400, "height": 800})
+        app = guarded_app(agent=agent_of(weather_turns(), delay=0.0), heartbeat=0.5)
+        with serving(app) as url:
+            start_run(page, url)
+            page.wait_for_selector(".tool[data-state=awaiting]")
+            widths = page.evaluate(
+                """() => ({
+                    document: document.documentElement.scrollWidth,
+                    header: document.querySelector("header")
+                        .getBoundingClientRect().right,
+                    run: document.querySelector("#run").getBoundingClientRect().right,
+                    tool: document.querySelector(".tool").getBoundingClientRect().right,
+                })"""
+            )
+            assert widths["document"] <= 400, widths
+            assert max(widths["header"], widths["run"], widths["tool"]) <= 400, widths
+        page.close()
+
+
+class TestTheEnd:
+    def test_a_finished_run_never_shows_reconnecting(self, page: Page) -> None:
+        """When the server closes a finished run's stream, the page says the
+        stream ended and the run finished, without a 'reconnecting…' on the way."""
+        app = guarded_app(agent=agent_of(weather_turns(), delay=0.01), heartbeat=0.5)
+        with serving(app) as url:
+            page.goto(f"{url}?token={TOKEN}")
+            page.evaluate(
+                """() => {
+                    window.connectionTexts = [];
+                    new MutationObserver(() => window.connectionTexts.push(
+                        document.getElementById("connection").textContent
+                    )).observe(document.getElementById("connection"),
+                               {childList: true, characterData: true, subtree: true});
+                }"""
+            )
+            page.fill("#prompt", QUESTION)
+            page.click("#start-button")
+            page.click("button.approve")
+            expect(page.locator("#connection")).to_have_text("stream ended")
+            expect(page.locator("#run-state")).to_have_text("finished")
+            seen = page.evaluate("() => window.connectionTexts")
+            assert "reconnecting…" not in seen
+            assert seen[-1] == "stream ended"
+            page.close()
