@@ -160,7 +160,14 @@ class DemoModel:
         turn = turns[min(answered, len(turns) - 1)]
         if answered == 0 and not _ABOUT_WEATHER.search(prompt):
             # Say plainly that the script does not answer this prompt.
-            turn = attrs.evolve(turn, text=f"{_ignored(prompt)} {turn.text}")
+            turn = attrs.evolve(
+                turn,
+                thinking=(
+                    "The prompt is not about the weather, and my script only "
+                    "looks up the weather in Paris. I should say so."
+                ),
+                text=f"{_ignored(prompt)} {turn.text}",
+            )
         elif answered and (reason := _rejection(request.messages)) is not None:
             turn = attrs.evolve(
                 turn,

@@ -117,6 +117,8 @@
       setConnection("stream ended");
       if (this.lastStatus) setRunState(this.lastStatus);
       refreshRuns();
+      // The run's state is saved just after its last record: look again.
+      setTimeout(refreshRuns, 300);
     }
 
     confirmEnd() {
