@@ -192,3 +192,26 @@ class TestExamples:
                 "langhooks",
                 "__future__",
             }, example.name
+
+
+class TestTables:
+    def test_every_table_row_has_the_headers_cells(self) -> None:
+        """A table's rows have as many cells as its header, and a table ends at a
+        blank line (a sentence glued to the last row would become bogus rows)."""
+        wrong: list[str] = []
+        for path in _pages():
+            lines = path.read_text(encoding="utf-8").splitlines()
+            for number, line in enumerate(lines):
+                if not re.fullmatch(r"\|( *-+ *\|)+", line.strip()):
+                    continue
+                columns = line.count("|") - 1
+                for row in range(number + 1, len(lines)):
+                    text = lines[row].strip()
+                    if not text:
+                        break
+                    cells = len(re.split(r"(?<!\\)\|", text.replace("`|`", ""))) - 2
+                    if not (text.startswith("|") and text.endswith("|")) or (
+                        cells != columns
+                    ):
+                        wrong.append(f"{path.name}:{row + 1}: {text[:60]}")
+        assert wrong == []
