@@ -10,7 +10,9 @@ never uses the service's default database:
 Outside CI a test whose service is unreachable is skipped with a reason naming the
 service and how to start it; with ``CI`` set (as ``.ci/run`` sets it) it fails
 instead, so a green CI run never hides a missing service. Each service is probed
-once per session, with a short timeout.
+once per session, with a short timeout. The services skipped are kept in
+``MISSING``: ``tests/conftest.py`` then leaves out the 100% coverage gate (the code
+that talks to them did not run) and says so.
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ from typing import NoReturn
 import pytest
 
 __all__ = [
+    "MISSING",
     "POSTGRES_URL",
     "REDIS_URL",
     "ci",
+    "host_port",
     "need_command",
     "need_postgres",
     "need_redis",
@@ -39,16 +43,23 @@ POSTGRES_URL = os.environ.get(
     "LANGHOOKS_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )
 
+#: The services (or programs) whose tests were skipped in this session.
+MISSING: set[str] = set()
+
 
 def ci() -> bool:
     """Whether CI asked for every service (``CI`` set to anything but 0/false)."""
     return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
 
 
-def unavailable(reason: str) -> NoReturn:
-    """Skip the test with ``reason``, or fail it with ``reason`` under CI."""
+def unavailable(reason: str, service: str | None = None) -> NoReturn:
+    """Skip the test with ``reason``, or fail it with ``reason`` under CI.
+
+    ``service`` names what is missing (``reason`` when None), for ``MISSING``.
+    """
     if ci():
         pytest.fail(f"{reason} (CI is set, so this fails instead of skipping)")
+    MISSING.add(service or reason)
     pytest.skip(reason)
 
 
@@ -61,29 +72,33 @@ def _reachable(host: str, port: int) -> bool:
         return False
 
 
-def _host_port(url: str, default_port: int) -> tuple[str, int]:
+def host_port(url: str) -> tuple[str, int]:
+    """The host and port a service URL names (the scheme's default port if none)."""
     parts = urllib.parse.urlsplit(url)
-    return parts.hostname or "127.0.0.1", parts.port or default_port
+    default = 5432 if parts.scheme.startswith("postgres") else 6379
+    return parts.hostname or "127.0.0.1", parts.port or default
 
 
 def need_redis() -> str:
     """The Redis URL to use, or skip (fail under CI) when no server answers there."""
-    host, port = _host_port(REDIS_URL, 6379)
+    host, port = host_port(REDIS_URL)
     if not _reachable(host, port):
         unavailable(
             f"Redis is not reachable at {REDIS_URL} (start one with "
-            "`redis-server --port 6379 --save ''`, or set LANGHOOKS_TEST_REDIS_URL)"
+            "`redis-server --port 6379 --save ''`, or set LANGHOOKS_TEST_REDIS_URL)",
+            "Redis",
         )
     return REDIS_URL
 
 
 def need_postgres() -> str:
     """The PostgreSQL URL to use, or skip (fail under CI) when no server answers."""
-    host, port = _host_port(POSTGRES_URL, 5432)
+    host, port = host_port(POSTGRES_URL)
     if not _reachable(host, port):
         unavailable(
             f"PostgreSQL is not reachable at {POSTGRES_URL} (start a server with "
-            "trust auth, or set LANGHOOKS_TEST_POSTGRES_URL)"
+            "trust auth, or set LANGHOOKS_TEST_POSTGRES_URL)",
+            "PostgreSQL",
         )
     return POSTGRES_URL
 
@@ -92,5 +107,5 @@ def need_command(name: str, how: str) -> str:
     """The path of the program ``name``, or skip (fail under CI) when it is absent."""
     path = shutil.which(name)
     if path is None:
-        unavailable(f"`{name}` is not installed ({how})")
+        unavailable(f"`{name}` is not installed ({how})", name)
     return path

@@ -89,3 +89,70 @@ class TestGraphs:
         """An arrow must join two declared boxes."""
         with pytest.raises(ValueError, match="undeclared node 'b'"):
             diagrams.parse_graph(['node a 0 0 "A"', 'a -> b "go"'])
+
+
+def _content_width() -> int:
+    """The theme's text column in px: alabaster's page width less its sidebar and
+    the body's 2 x 30 px padding (docs/conf.py's html_theme_options win)."""
+    spec = importlib.util.find_spec("alabaster")
+    assert spec is not None
+    assert spec.origin is not None
+    theme = (Path(spec.origin).parent / "theme.conf").read_text()
+    conf = (DOCS / "conf.py").read_text()
+    sizes = {}
+    for key in ("page_width", "sidebar_width"):
+        found = re.search(rf'"{key}":\s*"(\d+)px"', conf) or re.search(
+            rf"^{key} = (\d+)px$", theme, re.M
+        )
+        assert found, key
+        sizes[key] = int(found.group(1))
+    return sizes["page_width"] - sizes["sidebar_width"] - 60
+
+
+def _every_picture() -> list[tuple[str, str]]:
+    """(name, svg) of every picture the docs build draws."""
+    pictures = [
+        (f"firing order {name}", diagrams.firing_order_svg(lines))
+        for name, lines in documented().items()
+    ]
+    for path in sorted(DOCS.rglob("*.md")):
+        for i, body in enumerate(GRAPH.findall(path.read_text())):
+            graph = diagrams.parse_graph(body.splitlines())
+            pictures.append(
+                (f"{path.relative_to(DOCS)} graph {i}", diagrams.graph_svg(graph))
+            )
+    return pictures
+
+
+class TestReadableSize:
+    """In the built page, every picture's text shows at 11 px or more."""
+
+    def test_the_content_width_is_the_themes(self) -> None:
+        """The column the pictures are drawn for is alabaster's text column."""
+        assert _content_width() >= diagrams.MAX_WIDTH
+
+    @pytest.mark.parametrize(
+        ("name", "svg"), [pytest.param(*p, id=p[0]) for p in _every_picture()]
+    )
+    def test_text_renders_at_11_px_or_more(self, name: str, svg: str) -> None:
+        """The figure's CSS shrinks an SVG wider than the column to fit it
+        (max-width: 100%); its smallest font size times that scale is >= 11 px."""
+        width = float(re.search(r'<svg [^>]*width="([\d.]+)"', svg).group(1))  # type: ignore[union-attr]
+        scale = min(1.0, _content_width() / width)
+        smallest = min(float(size) for size in re.findall(r'font-size="([\d.]+)"', svg))
+        assert smallest * scale >= 11, (
+            f"{name}: {width} px wide, text {smallest * scale:.1f} px"
+        )
+
+    def test_long_labels_wrap(self) -> None:
+        """A label wraps at spaces, and a long name after an underscore."""
+        assert diagrams.wrap_label("on_tool_execution_completed") == [
+            "on_tool_",
+            "execution_",
+            "completed",
+        ]
+        assert diagrams.wrap_label("retryable: on_llm_retry") == [
+            "retryable:",
+            "on_llm_retry",
+        ]
+        assert diagrams.wrap_label("UpdateArguments") == ["UpdateArguments"]

@@ -15,6 +15,9 @@ an example, unless the line right before it marks it otherwise:
 
 A block whose first line is a comment naming a file (``# agent.py``) is that file of
 a program spread over several blocks: the page's other blocks may import it.
+
+A run example followed (after at most one line of prose) by a ```` ```text ````
+block marked ``<!-- output -->`` prints exactly that text.
 """
 
 from __future__ import annotations
@@ -39,6 +42,10 @@ HINT = (
 )
 # A block that starts with "# agent.py" is that file of a larger program.
 FILE = re.compile(r"# (\w+\.py)\b")
+# The output shown after a block: at most one line of prose, then the marked block.
+OUTPUT = re.compile(
+    r"\n+(?:[^\n`<]+\n+)?<!-- output -->\n```text\n(.*?)^```", re.M | re.S
+)
 
 
 def _pages() -> list[Path]:
@@ -59,6 +66,7 @@ class Example(NamedTuple):
     mark: str
     code: str
     file: str | None  # "agent.py" for a block that starts with "# agent.py"
+    output: str | None = None  # what it prints, when the page shows it
 
 
 def _examples() -> list[Example]:
@@ -76,7 +84,9 @@ def _examples() -> list[Example]:
                 continue
             named = FILE.match(code)
             file = named.group(1) if named else None
-            found.append(Example(f"{page}:{line}", page, mark, code, file))
+            shown = OUTPUT.match(text, match.end())
+            output = shown.group(1) if shown else None
+            found.append(Example(f"{page}:{line}", page, mark, code, file, output))
     return found
 
 
@@ -164,3 +174,44 @@ class TestExamples:
         assert done.returncode == 0, (
             f"{example.name}:\n{done.stdout}\n{done.stderr}{HINT}"
         )
+        if example.output is not None:
+            assert done.stdout == example.output, f"{example.name} printed otherwise"
+
+    def test_getting_started_shows_what_each_example_prints(self) -> None:
+        """Every example getting-started runs shows its output below it, and none
+        needs more than the base install (no pytest, no extra)."""
+        page = [e for e in RUN if e.page == "docs/getting-started.md"]
+        assert len(page) >= 4
+        for example in page:
+            assert example.output, f"{example.name} shows no output"
+            imported = re.findall(r"^(?:from|import) (\w+)", example.code, re.M)
+            assert set(imported) <= {
+                "collections",
+                "typing",
+                "typing_extensions",
+                "langhooks",
+                "__future__",
+            }, example.name
+
+
+class TestTables:
+    def test_every_table_row_has_the_headers_cells(self) -> None:
+        """A table's rows have as many cells as its header, and a table ends at a
+        blank line (a sentence glued to the last row would become bogus rows)."""
+        wrong: list[str] = []
+        for path in _pages():
+            lines = path.read_text(encoding="utf-8").splitlines()
+            for number, line in enumerate(lines):
+                if not re.fullmatch(r"\|( *-+ *\|)+", line.strip()):
+                    continue
+                columns = line.count("|") - 1
+                for row in range(number + 1, len(lines)):
+                    text = lines[row].strip()
+                    if not text:
+                        break
+                    cells = len(re.split(r"(?<!\\)\|", text.replace("`|`", ""))) - 2
+                    if not (text.startswith("|") and text.endswith("|")) or (
+                        cells != columns
+                    ):
+                        wrong.append(f"{path.name}:{row + 1}: {text[:60]}")
+        assert wrong == []

@@ -36,3 +36,22 @@ class TestReadme:
         test_command = suite.strip().split("&&")[-1].strip()
         ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
         assert test_command in ci.splitlines()
+
+
+class TestExtras:
+    def test_all_means_every_extra_and_the_table_lists_them(self) -> None:
+        """``langhooks[all]`` installs every extra but dev and bench, and
+        getting-started's table lists exactly those extras."""
+        import tomllib
+
+        project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+        extras = set(project["optional-dependencies"]) - {"all", "dev", "bench"}
+        included = set()
+        for requirement in project["optional-dependencies"]["all"]:
+            names = re.fullmatch(r"langhooks\[([a-z,]+)\]", requirement)
+            assert names, requirement
+            included |= set(names.group(1).split(","))
+        assert included == extras
+        page = (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
+        listed = set(re.findall(r"^\| `langhooks\[(\w+)\]`", page, re.M))
+        assert listed == extras | {"all"}

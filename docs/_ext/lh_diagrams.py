@@ -40,7 +40,7 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
-__all__ = ["firing_order_svg", "graph_svg", "parse_graph", "setup"]
+__all__ = ["firing_order_svg", "graph_svg", "parse_graph", "setup", "wrap_label"]
 
 BLOCK: Final = re.compile(r"<!-- events: (\w+) -->\n```text\n(.*?)\n```", re.DOTALL)
 
@@ -67,6 +67,14 @@ _COLOURS: Final = {
     "error": "#dc2626",
 }
 _FONT: Final = "font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace"
+#: A monospace character's width, in ems (0.6 for the usual monospace fonts).
+_CHAR_WIDTH: Final = 0.61
+#: The longest line of an arrow's label in a graph, in characters (longer ones wrap).
+_LABEL_CHARS: Final = 12
+#: The widest a picture is drawn, in px: the theme's text column (alabaster's 940 px
+#: page less its 220 px sidebar and 2 x 30 px padding, less the figure's own room),
+#: so that its text shows at the size it is drawn.
+MAX_WIDTH: Final = 640
 
 
 def _colour(event: str, lane: str) -> str:
@@ -87,7 +95,10 @@ def firing_order_svg(lines: Sequence[str], *, title: str = "") -> str:
     Returns:
         An ``<svg>`` element.
     """
-    lane_x = {lane: 90 + 190 * i for i, lane in enumerate(_LANES)}
+    # Lanes close together and the width taken from the longest label, so that
+    # the picture fits the theme's text column at full size (see
+    # tests/test_docs_diagrams.py, which checks the rendered text size).
+    lane_x = {lane: 60 + 85 * i for i, lane in enumerate(_LANES)}
     row, top = 24, 56
     parts: list[str] = []
     y = top
@@ -98,11 +109,11 @@ def firing_order_svg(lines: Sequence[str], *, title: str = "") -> str:
             calls += 1
             if calls > 1:
                 parts.append(
-                    f'<line x1="10" x2="{lane_x["handlers"] + 90}" y1="{y - 6}" '
+                    f'<line x1="4" x2="{lane_x["handlers"] + 40}" y1="{y - 6}" '
                     f'y2="{y - 6}" stroke="#94a3b8" stroke-dasharray="2 4"/>'
                 )
             parts.append(
-                f'<text x="12" y="{y + 8}" font-size="11" fill="#64748b" '
+                f'<text x="6" y="{y + 8}" font-size="11" fill="#64748b" '
                 f'style="{_FONT}">call {calls}</text>'
             )
         lane = _SOURCE.get(event, "LLMChain")
@@ -117,11 +128,12 @@ def firing_order_svg(lines: Sequence[str], *, title: str = "") -> str:
             f'style="{_FONT}">{escape(label)}</text>'
         )
         y += row
-    width = lane_x["handlers"] + 400
+    longest = max((len(" ".join(line.split())) for line in lines), default=0)
+    width = lane_x["handlers"] + 8 + round(longest * _CHAR_WIDTH * 12) + 12
     height = y + 16
     heads = "".join(
-        f'<rect x="{x - 60}" y="8" width="120" height="26" rx="5" fill="#f1f5f9" '
-        f'stroke="#94a3b8"/><text x="{x}" y="26" font-size="13" text-anchor="middle" '
+        f'<rect x="{x - 41}" y="8" width="82" height="26" rx="5" fill="#f1f5f9" '
+        f'stroke="#94a3b8"/><text x="{x}" y="26" font-size="12" text-anchor="middle" '
         f'style="{_FONT}">{lane}</text>'
         f'<line x1="{x}" x2="{x}" y1="34" y2="{height - 8}" stroke="#cbd5e1" '
         f'stroke-dasharray="4 3"/>'
@@ -170,18 +182,54 @@ def parse_graph(
     return found, edges
 
 
+def wrap_label(label: str, width: int = _LABEL_CHARS) -> list[str]:
+    """``label`` in lines of at most ``width`` characters: broken at spaces, and a
+    longer word after an underscore (a word with none stays whole)."""
+    pieces: list[str] = []
+    for word in label.split():
+        if len(word) <= width:
+            pieces.append(word)
+            continue
+        part = ""
+        for bit in re.findall(r"[^_]*_|[^_]+$", word):
+            if part and len(part) + len(bit) > width:
+                pieces.append(part)
+                part = ""
+            part += bit
+        pieces.append(part)
+    lines: list[str] = []
+    for piece in pieces:
+        joined = f"{lines[-1]} {piece}" if lines else piece
+        if lines and len(joined) <= width and not lines[-1].endswith("_"):
+            lines[-1] = joined
+        else:
+            lines.append(piece)
+    return lines
+
+
 def graph_svg(
     graph: tuple[dict[str, tuple[int, int, str, str]], list[tuple[str, str, str]]],
     *,
     title: str = "",
 ) -> str:
-    """Boxes on a grid joined by labelled arrows, as an ``<svg>`` element."""
+    """Boxes on a grid joined by labelled arrows, as an ``<svg>`` element.
+
+    The cells are small enough for four columns to fit the theme's text column at
+    full size; an arrow's label is wrapped (``wrap_label``) and drawn over the
+    arrow's middle, in the gap between two rows or two columns.
+    """
     found, edges = graph
-    cell_w, cell_h, box_w, box_h = 340, 110, 196, 40
+    columns = max(c for c, _, _, _ in found.values()) + 1
+    rows = max(r for _, r, _, _ in found.values()) + 1
+    box_w, box_h, cell_h = 136, 36, 96
+    # As wide apart as the column allows (MAX_WIDTH), so that a label fits
+    # between two boxes side by side.
+    cell_w = min(230, (MAX_WIDTH - 40 - box_w) // max(columns - 1, 1))
+    font, line_h = 11, 13
 
     def centre(name: str) -> tuple[float, float]:
         column, row, _, _ = found[name]
-        return 30 + column * cell_w + box_w / 2, 30 + row * cell_h + box_h / 2
+        return 20 + column * cell_w + box_w / 2, 20 + row * cell_h + box_h / 2
 
     parts: list[str] = []
     labels: list[str] = []  # drawn last, over lines and boxes
@@ -195,9 +243,7 @@ def graph_svg(
                 f"{x1 + 40} {y1 - box_h * 1.6} {x1 + 30} {y1 - box_h / 2}"
             )
             lx, ly = x1, y1 - box_h * 1.35
-            anchor = "middle"
         else:
-            anchor = "middle"
             # Leave each box from the side facing the other one.
             scale = min(
                 (box_w / 2 + 4) / abs(dx) if dx else float("inf"),
@@ -206,45 +252,42 @@ def graph_svg(
             sx, sy = x1 + dx * scale, y1 + dy * scale
             ex, ey = x2 - dx * scale, y2 - dy * scale
             # Bend an arrow only when one runs back the other way, so the two part.
-            bend = 0.12 if (end, start) in pairs else 0.0
+            bend = 0.18 if (end, start) in pairs else 0.0
             mx, my = (sx + ex) / 2 - dy * bend, (sy + ey) / 2 + dx * bend
             path = f"M {sx:.1f} {sy:.1f} Q {mx:.1f} {my:.1f} {ex:.1f} {ey:.1f}"
-            # The label sits by the curve's midpoint: above a flat arrow, beside a
-            # steep one, on the side the arrow bends to.
             lx, ly = (sx + 2 * mx + ex) / 4, (sy + 2 * my + ey) / 4
-            if abs(dy) > abs(dx):
-                side = 1 if -dy * bend > 0 or not bend else -1
-                anchor = "start" if side > 0 else "end"
-                lx, ly = lx + 6 * side, ly + 4
-            else:
-                ly += 14 if dx * bend > 0 else -7
         parts.append(
             f'<path d="{path}" fill="none" stroke="#64748b" stroke-width="1.4" '
             f'marker-end="url(#garrow)"/>'
         )
         if label:
+            flat = start != end and abs(dy) < 1
+            chars = int((cell_w - box_w - 4) / (font * _CHAR_WIDTH)) if flat else 0
+            wrapped = wrap_label(label, max(chars, _LABEL_CHARS) if not flat else chars)
+            first = ly - (len(wrapped) - 1) * line_h / 2 + font / 3
+            spans = "".join(
+                f'<tspan x="{lx:.1f}" y="{first + i * line_h:.1f}">'
+                f"{escape(text)}</tspan>"
+                for i, text in enumerate(wrapped)
+            )
             labels.append(
-                f'<text x="{lx:.1f}" y="{ly:.1f}" font-size="11" '
-                f'text-anchor="{anchor}" fill="#334155" stroke="#fff" '
-                f'stroke-width="3" paint-order="stroke" '
-                f'style="{_FONT}">{escape(label)}</text>'
+                f'<text font-size="{font}" text-anchor="middle" fill="#334155" '
+                f'stroke="#fff" stroke-width="4" paint-order="stroke" '
+                f'style="{_FONT}">{spans}</text>'
             )
     fills = {"start": "#dbeafe", "final": "#dcfce7", "error": "#fee2e2", "": "#f8fafc"}
     for column, row, label, style in found.values():
-        x, y = 30 + column * cell_w, 30 + row * cell_h
+        x, y = 20 + column * cell_w, 20 + row * cell_h
         width = 3 if style in ("final", "error") else 1.2
         parts.append(
             f'<rect x="{x}" y="{y}" width="{box_w}" height="{box_h}" rx="8" '
             f'fill="{fills.get(style, fills[""])}" stroke="#475569" '
-            f'stroke-width="{width}"/><text x="{x + box_w / 2}" y="{y + 25}" '
-            f'font-size="13" text-anchor="middle" style="{_FONT}">'
+            f'stroke-width="{width}"/><text x="{x + box_w / 2}" y="{y + 23}" '
+            f'font-size="12" text-anchor="middle" style="{_FONT}">'
             f"{escape(label)}</text>"
         )
-    columns = max(c for c, _, _, _ in found.values()) + 1
-    rows = max(r for _, r, _, _ in found.values()) + 1
-    # Room on the right for the label of an arrow down the last column.
-    width = 60 + columns * cell_w - (cell_w - box_w) + 150
-    height = 60 + rows * cell_h - 60
+    width = 40 + (columns - 1) * cell_w + box_w
+    height = 40 + (rows - 1) * cell_h + box_h
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" role="img" '
         f'viewBox="0 0 {width} {height}" width="{width}" class="lh-diagram">'

@@ -42,10 +42,15 @@ SYSTEM: Final = (
 MAX_APPROVALS: Final = 3
 
 
-def weather(arguments: Mapping[str, Any], context: ToolContext) -> str:
-    """The demo's tool: a fixed forecast."""
+def forecast(arguments: Mapping[str, Any]) -> str:
+    """The fixed forecast the demo's tool answers ``arguments`` with."""
     city = str(arguments.get("city", "Paris"))
     return f"{city}: 14°C, light rain until 16:00"
+
+
+def weather(arguments: Mapping[str, Any], context: ToolContext) -> str:
+    """The demo's tool: a fixed forecast."""
+    return forecast(arguments)
 
 
 WEATHER_TOOL: Final = Tool(
@@ -281,6 +286,9 @@ def _converse(chain: LLMChain, printer: EventPrinter, source: str) -> int:
     """Run the agent, approving what it asks for, and print the story."""
     printer.note(f"langhooks demo: an agent on {source}; each line is a chain event")
     printer.note(f"user: {QUESTION}", "bold")
+    # Each call of the chain is a run of its own (on_run_start ... on_run_complete),
+    # with the same run id: said before each, so three on_run_start read right.
+    printer.note("chain.run(): the model streams its step, up to a tool call", "dim")
     result = chain.run()
     rounds = 0
     while result.status == "interrupted" and rounds < MAX_APPROVALS:
@@ -291,11 +299,17 @@ def _converse(chain: LLMChain, printer: EventPrinter, source: str) -> int:
             printer.note(
                 f"human (scripted): approve {call.name}({call_arguments(call)})"
             )
+        printer.note(
+            "chain.execute_tool_calls_with_decisions(...): runs the approved "
+            "calls, no model call ('ok': the tools are done)",
+            "dim",
+        )
         result = result.chain.execute_tool_calls_with_decisions(
             waiting, [Decision.approve() for _ in waiting]
         )
         # Interrupted again: another round; an error ends the loop.
         if result.status == "ok":
+            printer.note("chain.run(): the model answers with the results", "dim")
             result = result.chain.run()
     if result.status == "interrupted":
         printer.note(f"the agent still wants approval after {rounds} rounds", "red")

@@ -1,21 +1,22 @@
 """``langhooks replay FILE [--format FORMAT]``: the events a recorded stream produces.
 
-Each handler event is one line, the event name padded to a column and then its
-payload, so a stream reads top to bottom in a terminal::
+Each handler event is one line, the handler method's name (as ``langhooks demo``
+and ``langhooks events`` print it) padded to a column and then its payload, so a
+stream reads top to bottom in a terminal::
 
-    partial_thinking     'The user is asking'
-    partial_response     'Hello'
-    partial_tool_call    #0 get_weather call_Qx3m '{"ci'
-    complete_tool_call   #0 get_weather call_Qx3m {"city": "Edinburgh"}
-    unmapped_raw_event   {"type": "ping"}
-    complete_response    finish=tool_execution status=complete
+    on_partial_thinking     'The user is asking'
+    on_partial_response     'Hello'
+    on_partial_tool_call    #0 get_weather call_Qx3m '{"ci'
+    on_complete_tool_call   #0 get_weather call_Qx3m {"city": "Edinburgh"}
+    on_unmapped_raw_event   {"type": "ping"}
+    on_complete_response    finish=tool_execution status=complete
 
 then the assembled response. ``FILE`` may be ``-`` for standard input; a
 ``.ndjson`` file is Ollama's format unless ``--format`` says otherwise. Every
 value that comes from the wire is printed escaped (control characters, lone
 surrogates and other unprintable characters as ``\\x1b``-style escapes), so a
 capture cannot drive the terminal. Exit status: 0 for a stream that completed,
-1 for one that failed (the error is printed, with a hint when the format looks
+1 for one that failed (the on_error is printed, with a hint when the format looks
 wrong), 2 for a file or format that cannot be used (nothing in it decodes).
 """
 
@@ -224,7 +225,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _line(event: str, payload: str) -> None:
-    print(f"{event:<{_WIDTH}}{payload}")
+    # The handler method's name, as `langhooks demo` and `langhooks events` print it.
+    print(f"{'on_' + event:<{_WIDTH + 3}}{payload}")
 
 
 def _short(value: object) -> str:

@@ -13,8 +13,10 @@ import re
 import secrets
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final, TextIO, final
+
+import attrs
 
 from .._core._messages import ChatResponse, Message
 from ..chain import LLMChain
@@ -25,6 +27,7 @@ from .demo import (
     ApprovalGate,
     add_server_arguments,
     demo_turns,
+    forecast,
     seconds,
     server_model,
     server_options_agree,
@@ -147,14 +150,33 @@ class DemoModel:
 
     def _script(self, request: ChatRequest) -> ScriptedChatModel:
         answered = 0
+        prompt = ""
         for message in reversed(request.messages):
             if message.role == "user":
+                prompt = message.text
                 break
             answered += message.role == "assistant"
         turns = demo_turns()
-        return ScriptedChatModel(
-            [turns[min(answered, len(turns) - 1)]], delay=self._delay
-        )
+        turn = turns[min(answered, len(turns) - 1)]
+        if answered == 0 and not _ABOUT_WEATHER.search(prompt):
+            # Say plainly that the script does not answer this prompt.
+            turn = attrs.evolve(
+                turn,
+                thinking=(
+                    "The prompt is not about the weather, and my script only "
+                    "looks up the weather in Paris. I should say so."
+                ),
+                text=f"{_ignored(prompt)} {turn.text}",
+            )
+        elif answered and (reason := _rejection(request.messages)) is not None:
+            turn = attrs.evolve(
+                turn,
+                text=(
+                    f"The weather lookup was rejected (“{reason}”), so I cannot say "
+                    "whether you need an umbrella in Paris."
+                ),
+            )
+        return ScriptedChatModel([turn], delay=self._delay)
 
     def stream(
         self,
@@ -175,6 +197,39 @@ class DemoModel:
     ) -> ChatResponse:
         """The async twin of ``stream``."""
         return await self._script(request).astream(request, handler, handle=handle)
+
+
+#: A prompt the demo's weather script answers (anything else is said to be ignored).
+_ABOUT_WEATHER: Final = re.compile(r"weather|umbrella|rain|paris", re.IGNORECASE)
+
+
+def _ignored(prompt: str) -> str:
+    """The scripted model's plain word that it does not answer ``prompt``."""
+    shown = prompt if len(prompt) <= 80 else prompt[:79] + "…"
+    return (
+        f"I am the demo's scripted model and cannot answer “{shown}”: I only play "
+        "one script, about the weather in Paris."
+    )
+
+
+def _rejection(messages: Sequence[Message]) -> str | None:
+    """The reason a human rejected the last weather lookup, or None if it ran.
+
+    A call that ran has the tool's own output as its result; anything else is the
+    rejection's reason (``Decision.reject``)."""
+    calls = {
+        call.call_id: call
+        for message in messages
+        if message.role == "assistant"
+        for call in message.tool_calls
+    }
+    last = messages[-1] if messages else None
+    for result in last.tool_results if last is not None else ():
+        call = calls.get(result.tool_call_id)
+        text = "".join(part.content for part in result.content)
+        if call is not None and text != forecast(call.arguments):
+            return text or "no reason given"
+    return None
 
 
 def _redis_client(url: str) -> Any:

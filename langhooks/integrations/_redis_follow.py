@@ -16,6 +16,7 @@ import redis.asyncio.cluster
 import redis.cluster
 
 from .._persist._events import EventRecord, Handler, Replayer, SyncHandler
+from ._redis_position import FollowPosition
 from ._redis_wire import (
     TRANSIENT,
     AsyncClient,
@@ -278,7 +279,7 @@ def follow(
     shards: int | None = None,
     last_id: str = "0-0",
     block_ms: int = 5000,
-) -> str:
+) -> FollowPosition:
     """Drive ``handler`` with the records of run ``run_id`` as they are published.
 
     The handler receives the same methods, in the same order, with arguments equal
@@ -299,7 +300,9 @@ def follow(
             without end).
 
     Returns:
-        The id of the last record delivered (``last_id`` when there was none).
+        The id of the last record delivered (``last_id`` when there was none), a
+        ``FollowPosition``: a ``str`` whose ``ended`` says whether that record
+        ended the run (False when ``block_ms`` passed first).
 
     Raises:
         TypeError: a bad client or handler.
@@ -316,11 +319,11 @@ def follow(
         # The chains of the records to come are rebuilt from the ones before.
         history: Any = client.xrange(key, "-", last_id)
         _prime(replayer, once, history)
-    position = last_id
+    position, ended = last_id, False
     for entry in _run_entries(client, key, last_id, block_ms, once):
-        position = entry.id
+        position, ended = entry.id, entry.ends_run
         replayer.replay(entry.record)
-    return position
+    return FollowPosition(position, ended=ended)
 
 
 async def afollow(
@@ -332,7 +335,7 @@ async def afollow(
     shards: int | None = None,
     last_id: str = "0-0",
     block_ms: int = 5000,
-) -> str:
+) -> FollowPosition:
     """The async twin of ``follow``: a ``redis.asyncio.Redis`` or
     ``redis.asyncio.cluster.RedisCluster`` client, and async handlers are awaited
     (sync ones are called inline).
@@ -352,11 +355,11 @@ async def afollow(
     if last_id != "0-0":
         history: Any = await client.xrange(key, "-", last_id)
         _prime(replayer, once, history)
-    position = last_id
+    position, ended = last_id, False
     async for entry in _arun_entries(client, key, last_id, block_ms, once):
-        position = entry.id
+        position, ended = entry.id, entry.ends_run
         await replayer.areplay(entry.record)
-    return position
+    return FollowPosition(position, ended=ended)
 
 
 def _prime(replayer: Replayer, once: _Entries, history: Sequence[Any]) -> None:

@@ -24,12 +24,14 @@ except ImportError as _missing:  # pragma: no cover  # the test environment has 
 
 from ._redis_consumer import RedisEventConsumer
 from ._redis_follow import RunEntry, afollow, arun_entries, follow, run_entries
+from ._redis_position import FollowPosition
 from ._redis_publisher import RedisEventPublisher
 from ._redis_store import RedisRunStore
 from ._redis_store_async import AsyncRedisRunStore
 
 __all__ = [
     "AsyncRedisRunStore",
+    "FollowPosition",
     "RedisEventConsumer",
     "RedisEventPublisher",
     "RedisRunStore",

@@ -117,6 +117,8 @@ def classify_error(
     message: str,
     headers: Mapping[str, str] | None = None,
     original: object = None,
+    url: str | None = None,
+    hint: str = "",
 ) -> LangHooksError:
     """Turn an HTTP status and/or a provider error code into a ``LangHooksError``.
 
@@ -132,6 +134,9 @@ def classify_error(
         headers: the response headers, if any; they give ``retry_after`` and go
             into ``metadata`` as ``response_headers`` and parsed ``ratelimit``.
         original: the exception or error object behind it.
+        url: the URL requested, if known: the message names it and
+            ``metadata["url"]`` keeps it.
+        hint: a sentence on what to try, added to the message in parentheses.
 
     Returns:
         The classified error (not raised).
@@ -174,6 +179,11 @@ def classify_error(
         message = code or (f"HTTP {status}" if status is not None else "unknown error")
     if status is not None and f"{status}" not in message:
         message = f"{message} (HTTP {status})"
+    if url:
+        metadata["url"] = url
+        message = f"{message} from {url}"
+    if hint:
+        message = f"{message} ({hint})"
     return LangHooksError(
         error_type,
         message,
@@ -337,6 +347,25 @@ def describe_exception(exc: BaseException) -> str:
     return f"{name}: {text}" if text else name
 
 
+def request_url(exc: BaseException) -> str | None:
+    """The URL of the request ``exc`` (or an exception it was raised from) failed
+    on, as an httpx ``RequestError`` or an SDK's ``APIError`` keeps it; None when
+    none says."""
+    seen: BaseException | None = exc
+    for _ in range(4):
+        if seen is None:
+            break
+        try:
+            request = getattr(seen, "request", None)
+            url = getattr(request, "url", None)
+        except Exception:  # httpx raises RuntimeError when no request is set
+            url = None
+        if url is not None:
+            return str(url)
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 def error_from_exception(exc: BaseException) -> LangHooksError:
     """The ``LangHooksError`` for a failure raised under a model's stream.
 
@@ -357,17 +386,25 @@ def error_from_exception(exc: BaseException) -> LangHooksError:
         # Raised by error_body_hook inside the SDK, which wrapped it.
         return exc.__cause__
     timeouts, transport = _http_library_errors()
+    url = request_url(exc)
+    to = f" to {url}" if url else ""
+    metadata: dict[str, object] = {"url": url} if url else {}
     if isinstance(exc, timeouts) or _is_a(exc, "APITimeoutError"):
         return LangHooksError(
             "timeout",
-            f"the request timed out ({describe_exception(exc)})",
+            f"the request{to} timed out ({describe_exception(exc)})",
             original=exc,
+            metadata=metadata,
         )
     if isinstance(exc, transport) or _is_a(exc, "APIConnectionError"):
         return LangHooksError(
             "connection",
-            f"the connection failed: {describe_exception(exc)}",
+            f"the connection{to} failed ({describe_exception(exc)}): is the server "
+            "running there?"
+            if url
+            else f"the connection failed: {describe_exception(exc)}",
             original=exc,
+            metadata=metadata,
         )
     return LangHooksError(
         "stream_error",

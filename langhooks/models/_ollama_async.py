@@ -42,7 +42,13 @@ async def aopen_chat(
         ):
             if r.status_code >= 400:
                 body, complete = await aread_error_body(r, r.aiter_bytes(), handle)
-                raise http_error(r.status_code, r.headers, body, complete=complete)
+                raise http_error(
+                    r.status_code,
+                    r.headers,
+                    body,
+                    complete=complete,
+                    url=str(r.request.url),
+                )
             yield AsyncHTTPBody(r)
     finally:
         watch.done()

@@ -43,7 +43,13 @@ def open_chat(
         ):
             if r.status_code >= 400:
                 body, complete = read_error_body(r, r.iter_bytes(), handle)
-                raise http_error(r.status_code, r.headers, body, complete=complete)
+                raise http_error(
+                    r.status_code,
+                    r.headers,
+                    body,
+                    complete=complete,
+                    url=str(r.request.url),
+                )
             yield r
     finally:
         watch.done()

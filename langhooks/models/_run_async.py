@@ -103,7 +103,13 @@ async def aerror_body_hook(response: Any) -> None:
     handle = _OPENING.get() or StreamingHandle()
     body, complete = await aread_error_body(response, response.aiter_bytes(), handle)
     await response.aclose()
-    raise http_error(response.status_code, response.headers, body, complete=complete)
+    raise http_error(
+        response.status_code,
+        response.headers,
+        body,
+        complete=complete,
+        url=str(response.request.url),
+    )
 
 
 async def arun_stream(

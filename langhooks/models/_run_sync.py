@@ -103,7 +103,13 @@ def error_body_hook(response: Any) -> None:
     handle = _OPENING.get() or StreamingHandle()
     body, complete = read_error_body(response, response.iter_bytes(), handle)
     response.close()
-    raise http_error(response.status_code, response.headers, body, complete=complete)
+    raise http_error(
+        response.status_code,
+        response.headers,
+        body,
+        complete=complete,
+        url=str(response.request.url),
+    )
 
 
 def run_stream(

@@ -16,6 +16,7 @@ import importlib
 import json
 import math
 import socket
+import urllib.parse
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextvars import ContextVar
 from typing import Any, Final, Protocol, cast
@@ -136,7 +137,12 @@ class _ErrorBody:
 
 
 def http_error(
-    status: int, headers: Mapping[str, str], body: bytes, *, complete: bool = True
+    status: int,
+    headers: Mapping[str, str],
+    body: bytes,
+    *,
+    complete: bool = True,
+    url: str | None = None,
 ) -> LangHooksError:
     """The ``LangHooksError`` for an HTTP error response.
 
@@ -149,6 +155,8 @@ def http_error(
         headers: the response headers.
         body: the body as read (at most ``ERROR_BODY_LIMIT`` bytes).
         complete: False when the body was cut at the limit.
+        url: the URL requested, named in the message (and in ``metadata["url"]``);
+            a 404 on an OpenAI-style path without ``/v1`` hints at the base URL.
     """
     text = body.decode("utf-8", "replace").strip()
     decoded: object = None
@@ -179,10 +187,31 @@ def http_error(
         message=message,
         headers=lower_headers(headers),
         original=body,
+        url=url,
+        hint=_base_url_hint(status, url) if url else "",
     )
     if classified.retry_after is None and isinstance(error, Mapping):
         classified.retry_after = google_retry_delay(error)
     return classified
+
+
+#: The paths an OpenAI-compatible client appends to its base URL.
+_OPENAI_PATHS: Final = ("/chat/completions", "/responses", "/completions")
+
+
+def _base_url_hint(status: int, url: str) -> str:
+    """For a 404 on an OpenAI-style path whose base has no ``/v1``: the hint."""
+    path = urllib.parse.urlsplit(url).path
+    if status != 404 or "/v1" in path:
+        return ""
+    for suffix in _OPENAI_PATHS:
+        if path.endswith(suffix):
+            base = url[: url.rindex(suffix)]
+            return (
+                f"an OpenAI-compatible base URL usually ends in /v1: try "
+                f"{base.rstrip('/')}/v1"
+            )
+    return ""
 
 
 def google_retry_delay(error: Mapping[str, Any]) -> float | None:

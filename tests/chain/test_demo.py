@@ -46,6 +46,32 @@ class TestDemo:
         assert positions == sorted(positions)
         assert out.count("on_run_complete              status ok") == 2
 
+    def test_each_run_is_named_before_its_events(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """The three runs (three on_run_start) are each introduced by the call
+        that makes them, so the first 'status ok' reads as the tools being done,
+        before the model answers."""
+        assert main(["demo", "--no-color", "--delay", "0"]) == 0
+        out = capsys.readouterr().out
+        keys = [
+            "chain.run(): the model streams its step",
+            "on_run_start",
+            "on_run_complete              status interrupted",
+            "chain.execute_tool_calls_with_decisions(...): runs the approved calls",
+            "on_run_start",
+            "on_tool_execution_completed",
+            "on_run_complete              status ok",
+            "chain.run(): the model answers with the results",
+            "on_run_start",
+            "text: It is 14°C in Paris",
+            "on_run_complete              status ok",
+        ]
+        at = 0
+        for key in keys:
+            at = out.index(key, at) + len(key)
+        assert out.count("on_run_start") == 3
+
     def test_closing_count(
         self, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
     ) -> None:

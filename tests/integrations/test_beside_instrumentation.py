@@ -46,7 +46,8 @@ def run_beside(kit: str, model: str) -> dict[str, Any]:
     if not directory.is_dir():
         unavailable(
             f"the {kit} instrumentation is not installed in {directory}: run the "
-            f"'pip install --target' lines of .ci/run"
+            f"'pip install --target' lines of .ci/run",
+            "the OpenTelemetry instrumentations (.ci/run's pip install --target)",
         )
     inherited = os.environ.get("PYTHONPATH", "")
     path = os.pathsep.join([str(directory), str(ROOT), inherited])

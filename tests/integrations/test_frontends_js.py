@@ -45,7 +45,8 @@ def node() -> str:
         if not (JS / "node_modules" / package / "package.json").is_file():
             unavailable(
                 f"the JavaScript client {package} is not installed: run "
-                f"`npm ci --prefix tests/js`"
+                f"`npm ci --prefix tests/js`",
+                "the JavaScript clients (npm ci --prefix tests/js)",
             )
     return path
 

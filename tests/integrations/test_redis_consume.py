@@ -345,13 +345,14 @@ SLOW_MEMBER = textwrap.dedent(
     import redis
     from langhooks.integrations.redis import RedisEventConsumer
     from langhooks.testing import RecordingChainHandler, RecordingStreamingHandler
+    from tests._services import REDIS_URL
 
     class Slow(RecordingChainHandler):
         def _record(self, event, *args):
             print(event, flush=True)
             time.sleep(0.05)
 
-    RedisEventConsumer(redis.Redis(host="127.0.0.1", port=6379), group="audit",
+    RedisEventConsumer(redis.Redis.from_url(REDIS_URL), group="audit",
                        consumer="a", handler=Slow(), prefix=sys.argv[1]).run()
     """
 )
@@ -562,9 +563,10 @@ RESUMER = textwrap.dedent(
     from langhooks.cli.demo import WEATHER_TOOL
     from langhooks.models import ScriptedChatModel, ScriptedTurn
     from langhooks.integrations.redis import RedisRunStore
+    from tests._services import REDIS_URL
 
     prefix, run_id = sys.argv[1], sys.argv[2]
-    client = redis.Redis(host="127.0.0.1", port=6379)
+    client = redis.Redis.from_url(REDIS_URL)
 
     def weather(arguments, context):
         client.incr(prefix + "tool-runs")

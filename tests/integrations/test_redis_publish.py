@@ -1,8 +1,8 @@
 """RedisEventPublisher and follow, against a real Redis server.
 
-The shared server listens on 127.0.0.1:6379 (CI starts one); every test works under
-its own key prefix and deletes its keys. Tests that stop Redis start their own
-``redis-server`` on a free port.
+The shared server is ``need_redis()``'s (``LANGHOOKS_TEST_REDIS_URL``, db 9 by
+default; CI starts one); every test works under its own key prefix and deletes its
+keys. Tests that stop Redis start their own ``redis-server`` on a free port.
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ from langhooks.integrations.redis import (
 )
 from langhooks.models import ChatRequest, ScriptedChatModel, ScriptedTurn
 from langhooks.testing import RecordingChainHandler, RecordingStreamingHandler
+from tests._services import need_command, need_redis
 from tests.test_events import assert_same_events, comparable
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,7 +74,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def client() -> Iterator[redis.Redis]:
     """A client of the shared server."""
-    client = redis.Redis(host="127.0.0.1", port=6379)
+    client = redis.Redis.from_url(need_redis())
     yield client
     client.close()
 
@@ -100,10 +101,11 @@ def free_port() -> int:
 def private_redis() -> Iterator[tuple[subprocess.Popen[bytes], redis.Redis]]:
     """A redis-server of this test's own (it may be stopped), and a client with
     short timeouts."""
+    command = need_command("redis-server", "apt-get install -y redis-server")
     port = free_port()
     server = subprocess.Popen(
         [
-            *("redis-server", "--port", str(port), "--bind", "127.0.0.1"),
+            *(command, "--port", str(port), "--bind", "127.0.0.1"),
             *("--save", "", "--appendonly", "no"),
         ],
         stdout=subprocess.DEVNULL,
@@ -566,7 +568,7 @@ class TestLongWaits:
     def test_wait_past_the_socket_timeout(self, prefix: str) -> None:
         """follow waits block_ms longer than socket_timeout without a timeout
         error, and run_entries with block_ms=0 waits until the stream comes."""
-        client = redis.Redis(host="127.0.0.1", port=6379, socket_timeout=0.6)
+        client = redis.Redis.from_url(need_redis(), socket_timeout=0.6)
         handler = RecordingChainHandler()
         assert follow(client, "nope", handler, prefix=prefix, block_ms=1500) == "0-0"
         publisher = RedisEventPublisher(client, prefix=prefix)
@@ -588,7 +590,7 @@ class TestLongWaits:
 
     def test_client_without_socket_timeout(self, prefix: str) -> None:
         """A client with no socket timeout blocks in one read."""
-        client = redis.Redis(host="127.0.0.1", port=6379, socket_timeout=None)
+        client = redis.Redis.from_url(need_redis(), socket_timeout=None)
         handler = RecordingChainHandler()
         assert follow(client, "nope", handler, prefix=prefix, block_ms=10) == "0-0"
         client.close()
@@ -597,7 +599,7 @@ class TestLongWaits:
 @pytest.fixture
 async def aclient() -> AsyncIterator[redis.asyncio.Redis]:
     """An asyncio client of the shared server."""
-    client = redis.asyncio.Redis(host="127.0.0.1", port=6379)
+    client = redis.asyncio.Redis.from_url(need_redis())
     yield client
     await client.aclose()
 
@@ -708,12 +710,13 @@ FOLLOWER = textwrap.dedent(
     import redis
     from langhooks.integrations.redis import follow
     from langhooks.testing import RecordingChainHandler
+    from tests._services import REDIS_URL
     from tests.integrations.test_redis_publish import plain
     from tests.test_events import comparable
 
     prefix, run_id = sys.argv[1], sys.argv[2]
     handler = RecordingChainHandler()
-    follow(redis.Redis(host="127.0.0.1", port=6379), run_id, handler,
+    follow(redis.Redis.from_url(REDIS_URL), run_id, handler,
            prefix=prefix, block_ms=10_000)
     sys.stdout.buffer.write(pickle.dumps(
         [(name, plain(comparable(args))) for name, args in handler.events]))

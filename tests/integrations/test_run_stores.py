@@ -38,7 +38,7 @@ from langhooks.integrations.postgres import (
 from langhooks.integrations.redis import AsyncRedisRunStore, RedisRunStore
 from langhooks.models import ScriptedChatModel, ScriptedTurn
 from langhooks.stores import AsyncRunStore, MemoryRunStore, PendingRun, RunStore
-from tests._services import need_postgres, need_redis
+from tests._services import host_port, need_postgres, need_redis
 from tests.integrations._store_agent import (
     ANSWER,
     ASYNC_TOOLS,
@@ -689,10 +689,10 @@ class TestCrash:
 
 
 class Proxy:
-    """A TCP proxy to a server on 127.0.0.1, which a test can cut and restore."""
+    """A TCP proxy (on 127.0.0.1) to a server, which a test can cut and restore."""
 
-    def __init__(self, port: int) -> None:
-        self._target = port
+    def __init__(self, host: str, port: int) -> None:
+        self._target = (host, port)
         self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
         self._listener = self._listen(0)
@@ -712,7 +712,7 @@ class Proxy:
                 client, _ = listener.accept()
             except OSError:
                 return
-            upstream = socket.create_connection(("127.0.0.1", self._target))
+            upstream = socket.create_connection(self._target)
             with self._lock:
                 self._sockets += [client, upstream]
             for source, sink in ((client, upstream), (upstream, client)):
@@ -845,8 +845,7 @@ class TestStoreUnreachable:
         raises; a retry (a conflict until claim_timeout has passed) completes
         with the tool's saved outcome, and the tool ran once."""
         claim_timeout = 1.0
-        port = 6379 if shared.kind == "redis" else 5432
-        proxy = Proxy(port)
+        proxy = Proxy(*host_port(shared.url))
         try:
             run_id = shared.make().save(waiting_chain(log))
             through = shared.make(claim_timeout=claim_timeout, port=proxy.port)
@@ -881,7 +880,7 @@ class TestStoreUnreachable:
         """Returned results, texts, failures and a broken exception text are all
         kept when the store goes away after the last call, and reused by the
         retry."""
-        proxy = Proxy(6379 if shared.kind == "redis" else 5432)
+        proxy = Proxy(*host_port(shared.url))
         tool = varied(log)
         approve = [Decision.approve()] * len(VARIED)
         try:
@@ -914,7 +913,7 @@ class TestStoreUnreachable:
         self, awhere: AsyncPlace, log: Path
     ) -> None:
         """The same through the async stores and an async tool."""
-        proxy = Proxy(6379 if awhere.kind == "redis" else 5432)
+        proxy = Proxy(*host_port(awhere.url))
         tool = varied(log, asynchronous=True)
         approve = [Decision.approve()] * len(VARIED)
         try:
@@ -950,6 +949,7 @@ class AsyncPlace:
 
     def __init__(self, here: Place) -> None:
         self.kind = here.kind
+        self.url = here.url
         self._here = here
         self._closers: list[Callable[[], Any]] = []
 

@@ -7,8 +7,6 @@ where .ci/run installs chromium and a missing browser fails the tests.
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +15,7 @@ import pytest
 from langhooks.integrations._web_auth import TokenAuth
 from langhooks.integrations.web import create_app
 from langhooks.models import ScriptedTurn
+from tests._services import need_command, unavailable
 
 from ._web_harness import ANSWER, FIRST_TEXT, QUESTION, agent_of, serving, weather_turns
 
@@ -24,7 +23,6 @@ if TYPE_CHECKING:
     from playwright.sync_api import Browser, Locator, Page
     from playwright.sync_api._generated import LocatorAssertions
 
-IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 TOKEN = "browser-test-token"
 
 
@@ -35,23 +33,16 @@ def guarded_app(**options: Any) -> Any:
     return auth.wrap(create_app(authorize=auth, **options))
 
 
-def _unavailable(reason: str) -> None:
-    if IN_CI:
-        pytest.fail(f"{reason}; CI=true, so the browser tests must run")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     """Headless chromium from the system's packages (not Playwright's download)."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        _unavailable("Playwright is not installed (pip install playwright)")
-    path = shutil.which("chromium")
-    if path is None:
-        _unavailable("chromium is not installed (apt-get install -y chromium)")
-    assert path is not None
+        unavailable(
+            "Playwright is not installed (pip install playwright)", "Playwright"
+        )
+    path = need_command("chromium", "apt-get install -y chromium")
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=path)
         try:
@@ -240,8 +231,9 @@ class TestOnRedis:
         import redis
 
         from langhooks.cli.serve import DemoModel, demo_agent
+        from tests._services import need_redis
 
-        client = redis.Redis(host="127.0.0.1", port=6379)
+        client = redis.Redis.from_url(need_redis())
         prefix = f"langhooks-test:{uuid.uuid4().hex}:"
         agent = demo_agent(lambda: DemoModel(0.01))
         app = guarded_app(redis=client, prefix=prefix, agent=agent, heartbeat=0.5)
@@ -299,3 +291,53 @@ class TestServeCommand:
                 page.close()
             finally:
                 process.terminate()
+
+
+class TestNarrowWindow:
+    def test_at_400_px_nothing_overflows(self, browser: Browser) -> None:
+        """At 400 px wide the page is one column: the document, the header and
+        the run all fit the window, with a long run id and tool arguments."""
+        page = browser.new_page(viewport={"width": 400, "height": 800})
+        app = guarded_app(agent=agent_of(weather_turns(), delay=0.0), heartbeat=0.5)
+        with serving(app) as url:
+            start_run(page, url)
+            page.wait_for_selector(".tool[data-state=awaiting]")
+            widths = page.evaluate(
+                """() => ({
+                    document: document.documentElement.scrollWidth,
+                    header: document.querySelector("header")
+                        .getBoundingClientRect().right,
+                    run: document.querySelector("#run").getBoundingClientRect().right,
+                    tool: document.querySelector(".tool").getBoundingClientRect().right,
+                })"""
+            )
+            assert widths["document"] <= 400, widths
+            assert max(widths["header"], widths["run"], widths["tool"]) <= 400, widths
+        page.close()
+
+
+class TestTheEnd:
+    def test_a_finished_run_never_shows_reconnecting(self, page: Page) -> None:
+        """When the server closes a finished run's stream, the page says the
+        stream ended and the run finished, without a 'reconnecting…' on the way."""
+        app = guarded_app(agent=agent_of(weather_turns(), delay=0.01), heartbeat=0.5)
+        with serving(app) as url:
+            page.goto(f"{url}?token={TOKEN}")
+            page.evaluate(
+                """() => {
+                    window.connectionTexts = [];
+                    new MutationObserver(() => window.connectionTexts.push(
+                        document.getElementById("connection").textContent
+                    )).observe(document.getElementById("connection"),
+                               {childList: true, characterData: true, subtree: true});
+                }"""
+            )
+            page.fill("#prompt", QUESTION)
+            page.click("#start-button")
+            page.click("button.approve")
+            expect(page.locator("#connection")).to_have_text("stream ended")
+            expect(page.locator("#run-state")).to_have_text("finished")
+            seen = page.evaluate("() => window.connectionTexts")
+            assert "reconnecting…" not in seen
+            assert seen[-1] == "stream ended"
+            page.close()

@@ -1,5 +1,6 @@
-"""The web app on Redis (``create_app(redis=client)``), against the real server on
-127.0.0.1:6379; every test works under its own key prefix and deletes its keys."""
+"""The web app on Redis (``create_app(redis=client)``), against the real server of
+``need_redis()`` (db 9 by default, never 0); every test works under its own key
+prefix and deletes its keys."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from langhooks.integrations._redis_wire import text
 from langhooks.integrations.redis import RedisEventPublisher, RedisRunStore
 from langhooks.integrations.web import create_app
 from langhooks.models import ScriptedChatModel, ScriptedTurn
+from tests._services import need_redis
 
 from ._web_harness import serving, sse
 from .test_redis_publish import client, prefix
@@ -122,7 +124,7 @@ class TestRunsOnRedis:
         self, prefix: str
     ) -> None:
         """An idle stream's reads stay within the client's socket timeout."""
-        client = redis.Redis(host="127.0.0.1", port=6379, socket_timeout=1.0)
+        client = redis.Redis.from_url(need_redis(), socket_timeout=1.0)
         agent = demo_agent(lambda: DemoModel(0.0))
         app = create_app(redis=client, prefix=prefix, agent=agent, heartbeat=3.0)
         try:

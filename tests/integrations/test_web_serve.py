@@ -22,6 +22,7 @@ from langhooks.cli import _parser
 from langhooks.cli import serve as _serve_cli
 from langhooks.cli.serve import DemoModel
 from langhooks.models import ChatRequest
+from tests._services import need_redis
 
 
 @contextmanager
@@ -246,11 +247,12 @@ class TestServe:
     def test_keeps_runs_in_redis(self) -> None:
         """--redis URL keeps the runs in Redis, under --prefix."""
         prefix = f"langhooks-test:{uuid.uuid4().hex}:"
-        argv = ["--port", "0", "--redis", "redis://127.0.0.1:6379/0"]
-        client = redis.Redis(host="127.0.0.1", port=6379)
+        redis_url = need_redis()
+        argv = ["--port", "0", "--redis", redis_url]
+        client = redis.Redis.from_url(redis_url)
         try:
             with served(*argv, "--prefix", prefix) as (url, line):
-                assert "runs in Redis at redis://127.0.0.1:6379/0" in line
+                assert f"runs in Redis at {redis_url}" in line
                 with authed(url) as http:
                     started = http.post("runs", json={"prompt": "Paris?"})
                 run_id = started.json()["run_id"]

@@ -407,7 +407,7 @@ class TestReplay:
         path.write_bytes(TOOL_STREAM)
         assert main(["replay", str(path), "--format", "bedrock"]) == 0
         out = capsys.readouterr().out
-        assert "complete_tool_call   #0 get_weather tooluse_1" in out
+        assert "on_complete_tool_call   #0 get_weather tooluse_1" in out
         assert main(["replay", str(path), "--format", "anthropic"]) == 2
         assert "try --format bedrock" in capsys.readouterr().err
 

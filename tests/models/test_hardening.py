@@ -209,7 +209,9 @@ class TestErrorBodyCap:
         with pytest.raises(lh.LangHooksError) as raised:
             factory(server).stream(REQUEST, Recorder())
         assert raised.value.type == "overloaded"
-        assert raised.value.message == "busy now (HTTP 400)"
+        url = raised.value.metadata["url"]
+        assert url.startswith(server.url)
+        assert raised.value.message == f"busy now (HTTP 400) from {url}"
         assert raised.value.metadata["error_code"] == "overloaded_error"
 
     @pytest.mark.parametrize(("factory", "fixture"), MODELS)
@@ -298,12 +300,12 @@ class TestErrorBodyCap:
     def test_sdk_errors_without_a_body_still_classify(
         self, server: FixtureServer
     ) -> None:
-        """An error response with an empty body says its status."""
+        """An error response with an empty body says its status (and the URL)."""
         server.add(Reply(status=401))
         with pytest.raises(lh.LangHooksError) as raised:
             _openai(server).stream(ChatRequest([lh.Message.user("hi")]), Recorder())
         assert raised.value.type == "authentication"
-        assert raised.value.message == "HTTP 401"
+        assert raised.value.message.startswith(f"HTTP 401 from {server.url}/")
 
 
 class _Watcher(lh.StreamingChatResponseHandler):

@@ -39,8 +39,10 @@ REALWORLD: Final = Path(
 )
 REQUIRED: Final = os.environ.get("LANGHOOKS_REALWORLD_REQUIRED") == "1"
 _ABSENT: Final = (
-    f"the real-world corpus is not beside this checkout ({REALWORLD}); it is "
-    "other projects' data and is never copied into the repository"
+    f"the real-world corpus is not at {REALWORLD}: streams recorded from live "
+    "providers (OpenAI, Anthropic, Ollama, ...) in their wire formats, kept outside "
+    "the repository; point LANGHOOKS_REALWORLD at a copy to run these tests (the "
+    "replay tests of tests/models/ cover the same adapters on fixtures meanwhile)"
 )
 
 

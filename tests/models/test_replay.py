@@ -228,17 +228,17 @@ class TestCLI:
         out = capsys.readouterr().out
         assert status == 0
         lines = out.splitlines()
-        assert lines[0] == 'unmapped_raw_event   {"type": "ping"}'
+        assert lines[0] == 'on_unmapped_raw_event   {"type": "ping"}'
         assert lines[1] == (
-            "partial_thinking     "
+            "on_partial_thinking     "
             "'The user is asking for the current weather in Paris.'"
         )
-        assert 'partial_response     "I\'ll check"' in lines
+        assert 'on_partial_response     "I\'ll check"' in lines
         assert (
-            "complete_tool_call   #0 get_weather toolu_01T1x1fJ34qAmk2tNTrN7Up6 "
+            "on_complete_tool_call   #0 get_weather toolu_01T1x1fJ34qAmk2tNTrN7Up6 "
             '{"city": "Paris", "unit": "celsius"}'
         ) in lines
-        assert "complete_response    finish=tool_execution status=complete" in lines
+        assert "on_complete_response    finish=tool_execution status=complete" in lines
         assert "  finish_reason:     tool_execution" in lines
         assert "  usage:             input 2660, output 163, total 2823" in lines
         assert "  id:                msg_01Jc7XqRwq2TtHn8bV5kZs3M" in lines
@@ -248,7 +248,7 @@ class TestCLI:
         path = local_fixture("ollama_tool_on_final_line.ndjson")
         assert main(["replay", str(path), "--format", "ollama"]) == 0
         out = capsys.readouterr().out
-        line = 'partial_tool_call    #0 get_weather - \'{"city": "Oslo"}\''
+        line = 'on_partial_tool_call    #0 get_weather - \'{"city": "Oslo"}\''
         assert line in out.splitlines()
         assert "  id:                -" in out.splitlines()
 
@@ -259,7 +259,7 @@ class TestCLI:
         captured = capsys.readouterr()
         assert status == 1
         assert captured.out.splitlines()[-1].startswith(
-            "error                stream_error:"
+            "on_error                stream_error:"
         )
         assert "the stream failed: stream_error" in captured.err
 
@@ -291,9 +291,9 @@ class TestCLI:
         path.write_text(body)
         assert main(["replay", str(path), "--format", "anthropic"]) == 0
         first = capsys.readouterr().out.splitlines()[0]
-        assert first.startswith("unmapped_raw_event")
+        assert first.startswith("on_unmapped_raw_event")
         assert first.endswith("...")
-        assert len(first) == 21 + 200
+        assert len(first) == 24 + 200
 
 
 def _write(tmp_path: Path, name: str, body: str | bytes) -> str:
@@ -367,7 +367,7 @@ class TestCLIHardening:
         monkeypatch.setattr(sys, "stdout", out)
         body = '{"message": {"content": "hi"}, "done": true}\n'
         assert main(["replay", _write(tmp_path, "t.ndjson", body)]) == 0
-        assert "partial_response     'hi'" in out.getvalue()
+        assert "on_partial_response     'hi'" in out.getvalue()
 
     def test_stdin(
         self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

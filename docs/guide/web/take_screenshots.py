@@ -16,20 +16,21 @@ from pathlib import Path
 import uvicorn
 from playwright.sync_api import expect, sync_playwright
 
-from langhooks.cli.demo import QUESTION, scripted_model
-from langhooks.cli.serve import demo_agent
+from langhooks.cli.demo import QUESTION
+from langhooks.cli.serve import DemoModel, demo_agent
 from langhooks.integrations.web import create_app
 
 HERE = Path(__file__).resolve().parent
 VIEWPORT = {"width": 1100, "height": 620}
+NARROW = {"width": 400, "height": 820}
 
 
 def main() -> None:
-    """Serve the demo agent, run it in the browser, save two screenshots."""
+    """Serve the demo agent, run it in the browser, save three screenshots."""
     chromium = shutil.which("chromium")
     if chromium is None:
         raise SystemExit("needs chromium: apt-get install -y chromium")
-    app = create_app(agent=demo_agent(lambda: scripted_model(0.05)))
+    app = create_app(agent=demo_agent(lambda: DemoModel(0.05)))
     listener = socket.create_server(("127.0.0.1", 0))
     server = uvicorn.Server(
         uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1)
@@ -52,11 +53,18 @@ def main() -> None:
             page.click("button.approve")
             expect(page.locator("#connection")).to_have_text("stream ended")
             page.screenshot(path=HERE / "finished.png")
+            narrow = browser.new_page(viewport=NARROW)
+            narrow.goto(url)
+            narrow.fill("#prompt", "Tell me a joke.")
+            narrow.click("#start-button")
+            narrow.click("button.reject")
+            expect(narrow.locator("#connection")).to_have_text("stream ended")
+            narrow.screenshot(path=HERE / "narrow-rejected.png", full_page=True)
             browser.close()
     finally:
         server.should_exit = True
         thread.join()
-    print(f"wrote {HERE / 'mid-run.png'} and {HERE / 'finished.png'}")
+    print(f"wrote mid-run.png, finished.png and narrow-rejected.png in {HERE}")
 
 
 if __name__ == "__main__":

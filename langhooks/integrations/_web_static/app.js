@@ -93,9 +93,12 @@
       source.onerror = () => {
         if (source.readyState === EventSource.CLOSED) {
           // The server answered 204: the run ended for good with its last status.
-          setConnection("stream ended");
-          if (this.lastStatus) setRunState(this.lastStatus);
-          refreshRuns();
+          this.ended();
+        } else if (this.lastStatus === "ok" || this.lastStatus === "error") {
+          // The server closes the stream after a run's last record: ask once
+          // whether more will come rather than show a reconnect.
+          source.close();
+          this.confirmEnd();
         } else {
           setConnection("reconnecting…");
         }
@@ -107,6 +110,31 @@
 
     close() {
       this.source.close();
+      this.closed = true;
+    }
+
+    ended() {
+      setConnection("stream ended");
+      if (this.lastStatus) setRunState(this.lastStatus);
+      refreshRuns();
+      // The run's state is saved just after its last record: look again.
+      setTimeout(refreshRuns, 300);
+    }
+
+    confirmEnd() {
+      const controller = new AbortController();
+      const headers = this.lastId ? { "Last-Event-ID": this.lastId } : {};
+      const url = `runs/${encodeURIComponent(this.runId)}/events`;
+      fetch(url, { headers, signal: controller.signal, cache: "no-store" })
+        .then((response) => {
+          controller.abort();
+          if (this.closed) return;
+          if (response.status === 204) this.ended();
+          else this.open();
+        })
+        .catch(() => {
+          if (!this.closed) this.open();
+        });
     }
 
     receive(name, message) {
@@ -116,6 +144,7 @@
         return;
       }
       this.seen.add(message.lastEventId);
+      this.lastId = message.lastEventId;
       const record = JSON.parse(message.data);
       const handler = this[name];
       if (typeof handler === "function") handler.call(this, record.payload || {}, record);
