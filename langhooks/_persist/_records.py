@@ -8,12 +8,18 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 import attrs
 
-from .._core._chain_callbacks import ChainEventName
-from .._core._streaming import StreamingEventName
+from .._core._chain_callbacks import ChainCallbackHandler, ChainEventName
+from .._core._streaming import (
+    PartialResponseContext,
+    PartialThinkingContext,
+    PartialToolCallContext,
+    StreamingChatResponseHandler,
+    StreamingEventName,
+)
 from .._core._validators import count, instance_of, non_empty_str, optional_str
 from .._core._values import _frozen_mapping, _reduce
 
@@ -22,6 +28,16 @@ __all__ = ["EventName", "EventRecord"]
 #: The name of a handler event: a chain event or a streaming event (``on_error``
 #: is both).
 EventName: TypeAlias = ChainEventName | StreamingEventName
+
+# The event vocabulary the recorder and the replay share: each interface's own
+# events, and the streaming events whose argument is a context object.
+_CHAIN_EVENTS: Final = ChainCallbackHandler._langhooks_own_events
+_STREAM_EVENTS: Final = StreamingChatResponseHandler._langhooks_own_events
+_CONTEXTS: Final[dict[str, type]] = {
+    "on_partial_response": PartialResponseContext,
+    "on_partial_thinking": PartialThinkingContext,
+    "on_partial_tool_call": PartialToolCallContext,
+}
 
 
 def _payload(value: Mapping[str, Any] | None) -> Mapping[str, Any]:

@@ -18,12 +18,11 @@ from .._core._chain_callbacks import ChainCallbackHandler
 from .._core._messages import LangHooksError
 from .._core._streaming import StreamingChatResponseHandler
 from .._persist._events import (
-    _CHAIN_EVENTS,
-    _STREAM_EVENTS,
     _TERMINAL,
     EventRecord,
     EventRecorder,
 )
+from .._persist._records import _CHAIN_EVENTS, _STREAM_EVENTS
 from ._redis_outbox import Outbox, Pending
 from ._redis_wire import (
     Keys,
