@@ -260,6 +260,11 @@ class RedisRunStore:
         values = self._client.hmget(self._layout.key(run_id), list(FIELDS))
         return None if values[0] is None else self._layout.row(run_id, values, {})
 
+    def claimed(self, run_id: str) -> bool:
+        """Whether a resume holds run ``run_id`` now (its claim not yet settled)."""
+        status = self._client.hget(self._layout.key(run_id), "status")
+        return status is not None and as_text(status) == "claimed"
+
     def delete(self, run_id: str) -> bool:
         """Forget run ``run_id``; whether it was there."""
         key = self._layout.key(run_id)

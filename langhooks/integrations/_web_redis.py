@@ -183,7 +183,9 @@ class RedisBackend:
     def _state(self, run_id: str, last: Any) -> RunState:
         if last is not None and ends_run(last[1]):
             return "error" if _event(last[1]) == "on_error" else "ok"
-        if self._client.exists(f"{self._prefix}resume:{run_id}"):
+        # Another worker's resume is seen through a Redis store's claim; a store
+        # of another kind tells no one, so its run reads "interrupted" till then.
+        if isinstance(self._store, RedisRunStore) and self._store.claimed(run_id):
             return "resuming"
         if (
             last is not None

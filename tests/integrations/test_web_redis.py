@@ -182,10 +182,11 @@ class TestRunsOnRedis:
     def test_a_run_being_resumed_is_listed_so(
         self, url: str, client: redis.Redis, prefix: str
     ) -> None:
-        """While a resume holds the run's lock, the run is "resuming"."""
+        """While a resume (another worker's) holds the run's claim in the store,
+        the run is "resuming"."""
         run_id = start(url, QUESTION)
         wait_state(url, run_id, "interrupted")
-        client.set(f"{prefix}resume:{run_id}", "another worker")
+        client.hset(f"{prefix}state:{run_id}", "status", "claimed")
         wait_state(url, run_id, "resuming")
 
     def test_an_entry_without_a_record_is_skipped(
