@@ -712,9 +712,21 @@ class Proxy:
                 client, _ = listener.accept()
             except OSError:
                 return
-            upstream = socket.create_connection(self._target)
+            try:
+                upstream = socket.create_connection(self._target)
+            except OSError:
+                client.close()
+                continue
             with self._lock:
-                self._sockets += [client, upstream]
+                # A cut between accept() and here closed the listener: these two
+                # would outlive it unclosed, so they go at once.
+                kept = listener.fileno() != -1
+                if kept:
+                    self._sockets += [client, upstream]
+            if not kept:
+                client.close()
+                upstream.close()
+                return
             for source, sink in ((client, upstream), (upstream, client)):
                 threading.Thread(
                     target=self._pump, args=(source, sink), daemon=True
@@ -733,8 +745,8 @@ class Proxy:
         """Refuse new connections and break the open ones."""
         with contextlib.suppress(OSError):
             self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() thread
-        self._listener.close()
         with self._lock:
+            self._listener.close()
             sockets, self._sockets = self._sockets, []
         for sock in sockets:
             with contextlib.suppress(OSError):
