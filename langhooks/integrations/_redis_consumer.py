@@ -214,9 +214,9 @@ class RedisEventConsumer:
             shard = self._shards[self._turn % len(self._shards)]
             self._turn += 1
             block = _SLICE_MS if left is None else min(_SLICE_MS, int(left * 1000))
+            # What this read brings is returned after the sweep at the top, which
+            # also takes what came meanwhile on the other shards.
             handled = self._handle(shard, self._read(shard, ">", max(1, block)))
-            if handled:
-                return handled
 
     def run(self, stop: threading.Event | None = None) -> None:
         """Call ``run_once`` until ``stop`` is set (forever without one); a
