@@ -15,7 +15,8 @@ module beside it is generated from it, line by line:
 - an import of another async source imports its twin (``_drive_async`` →
   ``_drive_sync``);
 - ``EXACT`` replaces the few phrases that differ otherwise (a union of an async
-  and a sync handler is the sync handler);
+  and a sync handler is the sync handler), and a ``Pair``'s own ``exact`` those of
+  one source (a phrase may span lines: a docstring that differs);
 - a line ending in ``# unasync: remove`` is left out of the sync module, with the
   block it opens (``if is_async:  # unasync: remove`` + ``await result``).
 
@@ -32,17 +33,33 @@ import ast
 import re
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 
-#: The async sources and the sync module each one gives, under langhooks/.
+
+@dataclass(frozen=True)
+class Pair:
+    """An async source and the sync module it gives, both under langhooks/."""
+
+    source: str
+    target: str
+    #: Phrases of this source whose sync form is not a rename of each word, applied
+    #: to the whole text before the line rules (so a phrase may span lines: a
+    #: docstring that differs, say).
+    exact: Mapping[str, str] = field(default_factory=dict)
+    #: Names with an ``a`` prefix this source uses but does not define.
+    prefixed: frozenset[str] = frozenset()
+
+
+#: The async sources and the sync module each one gives.
 PAIRS: Final = (
-    ("models/_run_async.py", "models/_run_sync.py"),
-    ("models/_drive_async.py", "models/_drive_sync.py"),
-    ("models/_ollama_async.py", "models/_ollama_sync.py"),
+    Pair("models/_run_async.py", "models/_run_sync.py"),
+    Pair("models/_drive_async.py", "models/_drive_sync.py"),
+    Pair("models/_ollama_async.py", "models/_ollama_sync.py"),
 )
 
 #: Whole-word renames, async name to sync name.
@@ -115,16 +132,16 @@ def _sync_name(name: str) -> str:
 
 #: The async modules' names, to their twins' (an import of one becomes an import
 #: of the other).
-MODULES: Final = {Path(source).stem: Path(target).stem for source, target in PAIRS}
+MODULES: Final = {Path(pair.source).stem: Path(pair.target).stem for pair in PAIRS}
 
 
-def _rename(word: re.Match[str], prefixed: set[str]) -> str:
+def _rename(word: re.Match[str], prefixed: frozenset[str]) -> str:
     name = word.group(0)
     if name in SUBS:
         return SUBS[name]
     if name in MODULES:
         return MODULES[name]
-    if name in prefixed or name in PREFIXED:
+    if name in prefixed:
         return _sync_name(name)
     if name.lstrip("_").startswith("Async") and name.lstrip("_")[5:6].isupper():
         return _sync_name(name)
@@ -149,9 +166,21 @@ def _kept(lines: Iterable[str]) -> list[str]:
     return kept
 
 
-def unasync(text: str) -> str:
-    """The sync twin of the async module ``text``, before formatting."""
-    prefixed = defined_prefixed(text)
+def unasync(
+    text: str,
+    exact: Mapping[str, str] | None = None,
+    prefixed: frozenset[str] = frozenset(),
+) -> str:
+    """The sync twin of the async module ``text``, before formatting.
+
+    ``exact`` and ``prefixed`` are a ``Pair``'s own phrases and names, used beside
+    ``EXACT`` and ``PREFIXED``.
+    """
+    for phrase, replacement in (exact or {}).items():
+        if phrase not in text:
+            raise ValueError(f"unasync: the phrase {phrase!r} is not in the source")
+        text = text.replace(phrase, replacement)
+    prefixed = frozenset(defined_prefixed(text)) | PREFIXED | prefixed
     out: list[str] = []
     for line in _kept(text.splitlines()):
         for phrase, replacement in EXACT.items():
@@ -186,12 +215,13 @@ def _ruff(text: str, path: Path) -> str:
     return text
 
 
-def render(pairs: Iterable[tuple[str, str]] = PAIRS) -> dict[Path, str]:
+def render(pairs: Iterable[Pair] = PAIRS) -> dict[Path, str]:
     """Every sync twin, path to text, from the async sources as they are now."""
     files: dict[Path, str] = {}
     package = ROOT / "langhooks"
-    for source, target in pairs:
-        text = (package / source).read_text(encoding="utf-8")
-        path = package / target
-        files[path] = _ruff(f"{header(source)}\n{unasync(text)}", path)
+    for pair in pairs:
+        text = (package / pair.source).read_text(encoding="utf-8")
+        path = package / pair.target
+        body = unasync(text, pair.exact, pair.prefixed)
+        files[path] = _ruff(f"{header(pair.source)}\n{body}", path)
     return files
