@@ -60,6 +60,41 @@ PAIRS: Final = (
     Pair("models/_run_async.py", "models/_run_sync.py"),
     Pair("models/_drive_async.py", "models/_drive_sync.py"),
     Pair("models/_ollama_async.py", "models/_ollama_sync.py"),
+    Pair(
+        "integrations/_redis_store_async.py",
+        "integrations/_redis_store.py",
+        exact={
+            (
+                "An ``AsyncRunStore`` in Redis (``redis.asyncio``): save an"
+                " interrupted run,\n    resume it in any worker, once."
+                " ``RedisRunStore`` is its sync twin, on the same\n    keys: a run"
+                " saved by one is resumed by the other."
+            ): (
+                "A ``RunStore`` in Redis: save an interrupted run, resume it in any"
+                " worker,\n    once."
+            ),
+            "heartbeat task": "heartbeat thread",
+            "client: a ``redis.asyncio.Redis``": (
+                "client: a synchronous ``redis.Redis``"
+            ),
+            "once (async tools are\n        awaited).": "once.",
+            # Whether a resume holds a run now: the web app's (sync) inbox asks.
+            (
+                "    # Here the Pair in scripts/unasync.py adds RedisRunStore.claimed"
+                " (sync only).\n"
+            ): (
+                "    def claimed(self, run_id: str) -> bool:\n"
+                '        """Whether a resume holds run ``run_id`` now (its claim not'
+                ' yet settled)."""\n'
+                "        status = self._client.hget(self._layout.key(run_id),"
+                ' "status")\n'
+                '        return status is not None and as_text(status) == "claimed"\n'
+            ),
+            "check_async_client": "check_sync_client",
+            "redis.asyncio": "redis",
+        },
+        prefixed=frozenset({"aresume_once", "arun"}),
+    ),
 )
 
 #: Whole-word renames, async name to sync name.

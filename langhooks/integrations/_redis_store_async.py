@@ -1,4 +1,6 @@
-"""``AsyncRedisRunStore``: the ``redis.asyncio`` twin of ``RedisRunStore``."""
+"""``AsyncRedisRunStore``: interrupted runs kept in Redis, resumed once (see
+``_redis_runs`` for the keys). (The async module is written by hand; the sync one
+is generated from it by ``scripts/unasync.py``.)"""
 
 from __future__ import annotations
 
@@ -52,15 +54,30 @@ __all__ = ["AsyncRedisRunStore"]
 
 @final
 class AsyncRedisRunStore:
-    """The async twin of ``RedisRunStore`` (``redis.asyncio``): the same keys, so
-    a run saved by one is resumed by the other; every method is awaited and the
-    claim's heartbeat is a task.
+    """An ``AsyncRunStore`` in Redis (``redis.asyncio``): save an interrupted run,
+    resume it in any worker, once. ``RedisRunStore`` is its sync twin, on the same
+    keys: a run saved by one is resumed by the other.
+
+    ``resume`` claims the run in Redis (waiting → claimed by this worker) and a
+    heartbeat task renews the claim while the worker lives, so a slow tool or a
+    long answer never lets a second resume in. Each tool call is recorded before
+    it runs and its outcome as soon as it returns: a resume that takes over a run
+    whose worker died (no heartbeat for ``claim_timeout`` seconds) reuses what
+    ran and never starts a call that had started; that call gets an error result
+    saying its worker stopped. Code (model, tools, callbacks) is never stored.
 
     Args:
         client: a ``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``
-            client.
-        prefix: as ``RedisRunStore``; ``expire_after``, ``claim_timeout`` and
-            ``lock_timeout`` too.
+            client (its ``decode_responses`` setting does not matter). A run is one
+            hash, so every change to it is one script on one key, on a cluster
+            too.
+        prefix: prepended to every key.
+        expire_after: seconds a run is kept after its save when ``save`` is not
+            given ``expires_in``.
+        claim_timeout: seconds without a heartbeat after which a resume's claim
+            may be taken over by another resume (its worker is taken for dead).
+        lock_timeout: the name ``claim_timeout`` had in earlier releases; when
+            given, it is the claim timeout.
 
     Raises:
         TypeError: ``client`` is not a ``redis.asyncio.Redis`` or
@@ -94,11 +111,22 @@ class AsyncRedisRunStore:
         metadata: Mapping[str, Any] | None = None,
         expires_in: float | None = None,
     ) -> str:
-        """As ``RedisRunStore.save``.
+        """Save ``chain``'s state under its run id (replacing an earlier save).
+
+        Args:
+            chain: the chain of a ``RunResult`` (``result.chain``).
+            metadata: JSON values to find the run by (``pending(metadata=...)``).
+            expires_in: seconds until the run is forgotten (None:
+                ``expire_after``).
+
+        Returns:
+            The run id (``chain.invocation.id``).
 
         Raises:
-            ValueError: as ``RedisRunStore.save``.
-            TypeError: as ``RedisRunStore.save``.
+            ValueError: the chain has not run (it has no run id), or a bad
+                ``expires_in``.
+            TypeError: not an ``LLMChain``, metadata that is not JSON, or a state
+                holding a value that cannot be encoded.
         """
         run_id, fields, expires, indexes, waiting = self._layout.saved(
             chain, metadata, expires_in
@@ -126,10 +154,12 @@ class AsyncRedisRunStore:
         fallbacks: Sequence[ChatModel] = (),
         retry: RetryPolicy | None = None,
     ) -> LLMChain:
-        """As ``RedisRunStore.load``.
+        """The saved chain of run ``run_id`` (its latest state), with this
+        worker's code.
 
         Raises:
-            LangHooksError: as ``RedisRunStore.load``.
+            LangHooksError: type "invalid_request" when no run is saved under
+                ``run_id`` (never saved, deleted or expired).
         """
         state = await self._client.hget(self._layout.key(run_id), "state")
         return load_chain(
@@ -148,11 +178,29 @@ class AsyncRedisRunStore:
         retry: RetryPolicy | None = None,
         continue_run: bool = True,
     ) -> RunResult:
-        """As ``RedisRunStore.resume``, with ``arun`` (async tools are awaited).
+        """Resume a waiting run with human decisions, once (async tools are
+        awaited).
+
+        Args:
+            run_id: the run to resume.
+            decisions: one ``Decision`` per waiting call, in the order of
+                ``chain.pending_tool_calls``, or a mapping from tool call id to
+                ``Decision`` (for some of the waiting calls).
+            model: the model the run continues on; ``tools``, ``callbacks``,
+                ``fallbacks`` and ``retry`` as ``LLMChain.from_state``.
+            continue_run: after the decisions, ``arun()`` on to the model's
+                answer (when they did not end the run).
+
+        Returns:
+            The ``RunResult`` the run ended with here; the state it ended in is
+            saved under the same run id (waiting again, or done).
 
         Raises:
-            LangHooksError: as ``RedisRunStore.resume``.
-            ValueError: as ``RedisRunStore.resume``.
+            LangHooksError: type "conflict" when another resume holds the run or
+                it waits for no decision; "invalid_request" for an unknown,
+                deleted or expired run.
+            ValueError: the decisions do not match the waiting calls (the run
+                waits again, unchanged).
         """
         code = ResumeCode(
             model=model,
@@ -173,11 +221,17 @@ class AsyncRedisRunStore:
     async def pending(
         self, *, metadata: Mapping[str, Any] | None = None, limit: int = 100
     ) -> list[PendingRun]:
-        """As ``RedisRunStore.pending``.
+        """The runs waiting for decisions, newest first (the approval inbox).
+
+        Args:
+            metadata: keep only runs whose metadata contains this (as JSONB
+                ``@>``); a top-level str, number, bool or null value is looked up
+                in its own index.
+            limit: at most this many runs.
 
         Raises:
-            TypeError: as ``RedisRunStore.pending``.
-            ValueError: as ``RedisRunStore.pending``.
+            TypeError: bad ``metadata`` or ``limit``.
+            ValueError: ``limit`` < 1.
         """
         wanted = check_metadata(metadata)
         check_limit(limit)
@@ -209,12 +263,15 @@ class AsyncRedisRunStore:
         return rows
 
     async def waiting(self, run_id: str) -> PendingRun | None:
-        """As ``RedisRunStore.waiting``."""
+        """Run ``run_id``'s row of the inbox: None unless it waits for decisions
+        (unknown, expired, being resumed or done)."""
         values = await self._client.hmget(self._layout.key(run_id), list(FIELDS))
         return None if values[0] is None else self._layout.row(run_id, values, {})
 
+    # Here the Pair in scripts/unasync.py adds RedisRunStore.claimed (sync only).
+
     async def delete(self, run_id: str) -> bool:
-        """As ``RedisRunStore.delete``."""
+        """Forget run ``run_id``; whether it was there."""
         key = self._layout.key(run_id)
         meta = await self._client.hget(key, "meta")
         async with self._client.pipeline(transaction=False) as pipe:
@@ -222,12 +279,13 @@ class AsyncRedisRunStore:
             data = json.loads(meta) if meta is not None else {}
             for index in index_keys(self._layout.prefix, data):
                 pipe.zrem(index, run_id)
-            return bool((await pipe.execute())[0])
+            answers = await pipe.execute()
+        return bool(answers[0])
 
 
 @final
 class _AsyncClaims:
-    """The claim primitives of ``AsyncRedisRunStore``."""
+    """The claim primitives of ``AsyncRedisRunStore``: one script call each."""
 
     def __init__(self, store: AsyncRedisRunStore) -> None:
         self._store: Final = store
