@@ -78,18 +78,6 @@ PAIRS: Final = (
                 "client: a synchronous ``redis.Redis``"
             ),
             "once (async tools are\n        awaited).": "once.",
-            # Whether a resume holds a run now: the web app's (sync) inbox asks.
-            (
-                "    # Here the Pair in scripts/unasync.py adds RedisRunStore.claimed"
-                " (sync only).\n"
-            ): (
-                "    def claimed(self, run_id: str) -> bool:\n"
-                '        """Whether a resume holds run ``run_id`` now (its claim not'
-                ' yet settled)."""\n'
-                "        status = self._client.hget(self._layout.key(run_id),"
-                ' "status")\n'
-                '        return status is not None and as_text(status) == "claimed"\n'
-            ),
             "check_async_client": "check_sync_client",
             "redis.asyncio": "redis",
         },

@@ -268,7 +268,10 @@ class AsyncRedisRunStore:
         values = await self._client.hmget(self._layout.key(run_id), list(FIELDS))
         return None if values[0] is None else self._layout.row(run_id, values, {})
 
-    # Here the Pair in scripts/unasync.py adds RedisRunStore.claimed (sync only).
+    async def claimed(self, run_id: str) -> bool:
+        """Whether a resume holds run ``run_id`` now (its claim not yet settled)."""
+        status = await self._client.hget(self._layout.key(run_id), "status")
+        return status is not None and as_text(status) == "claimed"
 
     async def delete(self, run_id: str) -> bool:
         """Forget run ``run_id``; whether it was there."""

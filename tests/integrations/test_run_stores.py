@@ -1386,6 +1386,25 @@ class TestRedis:
             assert client.zrange(index, 0, -1) == [kept]
             client.close()
 
+    async def test_claimed_says_whether_a_resume_holds_the_run(self, log: Path) -> None:
+        """claimed(run_id), sync and async: False while the run waits or when it is
+        unknown, True while its status is claimed."""
+        with place("redis") as here:
+            client = redis.Redis.from_url(here.url)
+            aclient = redis.asyncio.Redis.from_url(here.url)
+            store = RedisRunStore(client, prefix=here.namespace)
+            astore = AsyncRedisRunStore(aclient, prefix=here.namespace)
+            run_id = store.save(waiting_chain(log))
+            assert not store.claimed(run_id)
+            assert not await astore.claimed(run_id)
+            assert not store.claimed("unknown")
+            assert not await astore.claimed("unknown")
+            client.hset(f"{here.namespace}state:{run_id}", "status", "claimed")
+            assert store.claimed(run_id)
+            assert await astore.claimed(run_id)
+            client.close()
+            await aclient.aclose()
+
     async def test_async_client_checks(self) -> None:
         """Each twin takes its own kind of client."""
         with pytest.raises(TypeError, match=r"redis\.asyncio\.Redis"):
