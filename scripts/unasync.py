@@ -83,6 +83,25 @@ PAIRS: Final = (
         },
         prefixed=frozenset({"aresume_once", "arun"}),
     ),
+    Pair(
+        "integrations/_postgres_store_async.py",
+        "integrations/_postgres_store.py",
+        exact={
+            # A thread-safe lock; a pool opened at once (an async one opens in a
+            # running loop, on first use).
+            "import asyncio\n": "import threading\n",
+            "asyncio.Lock()": "threading.Lock()",
+            "open=False,": "open=True,",
+            "is_async=True": "is_async=False",
+            # The class docstring, for the sync store.
+            "heartbeat task": "heartbeat thread",
+            "\n    The asyncio twin of ``PostgresRunStore``, on the same tables: a run "
+            "saved by\n    one is resumed by the other. Every method is awaited.\n": "",
+            ", on first use;": ";",
+            " (async tools awaited)": "",
+        },
+        prefixed=frozenset({"aresume_once", "arun"}),
+    ),
 )
 
 #: Whole-word renames, async name to sync name.

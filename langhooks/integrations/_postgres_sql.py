@@ -55,6 +55,7 @@ __all__ = [
     "settle_params",
     "started_outcome",
     "too_new",
+    "wrong_source",
 ]
 
 _SCHEMA_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
@@ -197,6 +198,23 @@ class Sql:
         self.purge: Final = (
             f"DELETE FROM {s}.runs WHERE expires_at <= clock_timestamp()"
         )
+
+
+def wrong_source(source: object, *, is_async: bool) -> TypeError:
+    """The error a store raises for a ``conninfo_or_pool`` it cannot use (kept
+    here: each message names the other store, which the generated sync module
+    could not spell)."""
+    if is_async:
+        return TypeError(
+            f"AsyncPostgresRunStore takes a conninfo str, a "
+            f"psycopg.AsyncConnection or a psycopg_pool.AsyncConnectionPool "
+            f"(PostgresRunStore takes their sync twins), got {source!r}"
+        )
+    return TypeError(
+        f"PostgresRunStore takes a conninfo str, a psycopg.Connection or a "
+        f"psycopg_pool.ConnectionPool (AsyncPostgresRunStore takes their "
+        f"async twins), got {source!r}"
+    )
 
 
 def too_new(version: int, schema: str) -> LangHooksError:

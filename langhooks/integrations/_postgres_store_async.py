@@ -1,4 +1,6 @@
-"""``AsyncPostgresRunStore``: the async twin of ``PostgresRunStore``."""
+"""``AsyncPostgresRunStore``: interrupted runs in PostgreSQL, resumed once (see
+``_postgres_sql`` for the tables and statements). (The async module is written by
+hand; the sync one is generated from it by ``scripts/unasync.py``.)"""
 
 from __future__ import annotations
 
@@ -40,6 +42,7 @@ from ._postgres_sql import (
     settle_params,
     started_outcome,
     too_new,
+    wrong_source,
 )
 
 __all__ = ["AsyncPostgresRunStore"]
@@ -47,7 +50,7 @@ __all__ = ["AsyncPostgresRunStore"]
 
 @final
 class _AsyncConnections:
-    """The async twin of ``_Connections``."""
+    """A conninfo string, a connection or a pool, used one transaction at a time."""
 
     def __init__(
         self,
@@ -56,9 +59,11 @@ class _AsyncConnections:
         self.owned: psycopg_pool.AsyncConnectionPool | None = None
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self._pool: psycopg_pool.AsyncConnectionPool | None = None
-        self._lock: asyncio.Lock | None = None
-        self._opened = False
+        # Bound to a loop at its first contended acquire, not here.  # unasync: remove
+        self._lock: Final = asyncio.Lock()
+        self._opened = False  # unasync: remove
         if isinstance(source, str):
+            # An async pool opens in a running loop: on first use.  # unasync: remove
             self.owned = self._pool = psycopg_pool.AsyncConnectionPool(
                 source,
                 min_size=1,
@@ -68,31 +73,27 @@ class _AsyncConnections:
             )
         elif isinstance(source, psycopg_pool.AsyncConnectionPool):
             self._pool = source
-            self._opened = True
+            self._opened = True  # unasync: remove
         elif isinstance(source, psycopg.AsyncConnection):
             self._conn = source
         else:
-            raise TypeError(
-                f"AsyncPostgresRunStore takes a conninfo str, a "
-                f"psycopg.AsyncConnection or a psycopg_pool.AsyncConnectionPool "
-                f"(PostgresRunStore takes their sync twins), got {source!r}"
-            )
+            raise wrong_source(source, is_async=True)
 
     @contextlib.asynccontextmanager
     async def transaction(
         self, *, block: bool = False
     ) -> AsyncIterator[psycopg.AsyncCursor[Any]]:
-        """As ``_Connections.transaction``."""
+        """A cursor for one statement (``block``: for several, in one
+        transaction). An autocommit connection runs a single statement as its own
+        transaction: no BEGIN and COMMIT round trips."""
         if self._pool is not None:
-            if not self._opened:
+            if not self._opened:  # unasync: remove
                 self._opened = True
                 await self._pool.open()
             async with self._pool.connection() as conn, _scope(conn, block):
                 yield conn.cursor()
             return
         assert self._conn is not None
-        if self._lock is None:
-            self._lock = asyncio.Lock()
         async with self._lock, _scope(self._conn, block):
             yield self._conn.cursor()
 
@@ -107,19 +108,37 @@ def _scope(
 
 @final
 class AsyncPostgresRunStore:
-    """The async twin of ``PostgresRunStore`` (the same tables, so a run saved by
-    one is resumed by the other); every method is awaited and the claim's
-    heartbeat is a task.
+    """A ``RunStore`` in PostgreSQL: interrupted runs wait in a table, the inbox
+    is one index scan, and a resume runs once, even across a crash.
+
+    ``resume`` claims the run with one ``UPDATE`` (waiting → claimed by this
+    worker's token) and a heartbeat task renews the claim while the worker
+    lives. Each tool call gets a row before it runs and its outcome as soon as it
+    returns: a resume that takes over a run whose worker died (no heartbeat for
+    ``claim_timeout`` seconds) reuses what ran and never starts a call that had
+    started; that call gets an error result saying its worker stopped.
+
+    Call ``await setup()`` once (at deploy, or at start-up: it is idempotent and
+    safe when several processes run it at once).
+
+    The asyncio twin of ``PostgresRunStore``, on the same tables: a run saved by
+    one is resumed by the other. Every method is awaited.
 
     Args:
-        conninfo_or_pool: a conninfo string (the store opens an
-            ``AsyncConnectionPool`` on first use; ``await close()`` closes it), a
-            ``psycopg.AsyncConnection`` or a ``psycopg_pool.AsyncConnectionPool``.
-        schema: as ``PostgresRunStore``; ``claim_timeout`` too.
+        conninfo_or_pool: a conninfo string (the store opens a pool of
+            autocommit connections with prepared statements off, fit for
+            PgBouncer's transaction mode, on first use; ``await close()``
+            closes it), a ``psycopg.AsyncConnection`` (used one statement at a
+            time) or a ``psycopg_pool.AsyncConnectionPool``. Behind PgBouncer in
+            transaction mode, give connections ``prepare_threshold=None``.
+        schema: the schema the store's tables live in.
+        claim_timeout: seconds without a heartbeat after which a resume's claim
+            may be taken over.
 
     Raises:
         TypeError: ``conninfo_or_pool`` is none of these.
-        ValueError: as ``PostgresRunStore``.
+        ValueError: ``schema`` is not a plain identifier, or a bad
+            ``claim_timeout``.
     """
 
     def __init__(
@@ -136,7 +155,8 @@ class AsyncPostgresRunStore:
         self._db: Final = _AsyncConnections(conninfo_or_pool)
 
     async def close(self) -> None:
-        """Close the pool the store opened from a conninfo string."""
+        """Close the pool the store opened from a conninfo string (a connection
+        or pool you passed stays yours to close)."""
         if self._db.owned is not None:
             await self._db.owned.close()
 
@@ -155,10 +175,15 @@ class AsyncPostgresRunStore:
             raise not_set_up(self._sql.schema, error) from error
 
     async def setup(self) -> int:
-        """As ``PostgresRunStore.setup``.
+        """Create or upgrade the store's schema; idempotent, and safe when several
+        processes call it at once (a transaction-scoped advisory lock).
+
+        Returns:
+            The schema version now in place (``SCHEMA_VERSION``).
 
         Raises:
-            LangHooksError: as ``PostgresRunStore.setup``.
+            LangHooksError: "invalid_request" when the schema is newer than this
+                langhooks knows.
         """
         sql = self._sql
         async with self._db.transaction(block=True) as cursor:
@@ -186,11 +211,20 @@ class AsyncPostgresRunStore:
         metadata: Mapping[str, Any] | None = None,
         expires_in: float | None = None,
     ) -> str:
-        """As ``PostgresRunStore.save``.
+        """Save ``chain``'s state under its run id (replacing an earlier save).
+
+        Args:
+            chain: the chain of a ``RunResult`` (``result.chain``).
+            metadata: JSON values to find the run by (``pending(metadata=...)``).
+            expires_in: seconds until the run is forgotten (None: never).
+
+        Returns:
+            The run id (``chain.invocation.id``).
 
         Raises:
-            ValueError: as ``PostgresRunStore.save``.
-            TypeError: as ``PostgresRunStore.save``.
+            ValueError: the chain has not run, or a bad ``expires_in``.
+            TypeError: not an ``LLMChain``, metadata that is not JSON, or a state
+                holding a value that cannot be encoded.
         """
         params = save_params(chain, metadata, expires_in)
         async with self._cursor() as cursor:
@@ -208,10 +242,12 @@ class AsyncPostgresRunStore:
         fallbacks: Sequence[ChatModel] = (),
         retry: RetryPolicy | None = None,
     ) -> LLMChain:
-        """As ``PostgresRunStore.load``.
+        """The saved chain of run ``run_id`` (its latest state), with this
+        worker's code.
 
         Raises:
-            LangHooksError: as ``PostgresRunStore.load``.
+            LangHooksError: "invalid_request" for an unknown, deleted or expired
+                run.
         """
         async with self._cursor() as cursor:
             await cursor.execute(self._sql.load, (run_id,))
@@ -233,11 +269,28 @@ class AsyncPostgresRunStore:
         retry: RetryPolicy | None = None,
         continue_run: bool = True,
     ) -> RunResult:
-        """As ``PostgresRunStore.resume``, with ``arun`` (async tools awaited).
+        """Resume a waiting run with human decisions, once (async tools awaited).
+
+        Args:
+            run_id: the run to resume.
+            decisions: one ``Decision`` per waiting call, in the order of
+                ``chain.pending_tool_calls``, or a mapping from tool call id to
+                ``Decision`` (for some of the waiting calls).
+            model: the model the run continues on; ``tools``, ``callbacks``,
+                ``fallbacks`` and ``retry`` as ``LLMChain.from_state``.
+            continue_run: after the decisions, ``arun()`` on to the model's
+                answer (when they did not end the run).
+
+        Returns:
+            The ``RunResult`` the run ended with here; the state it ended in is
+            saved under the same run id (waiting again, or done).
 
         Raises:
-            LangHooksError: as ``PostgresRunStore.resume``.
-            ValueError: as ``PostgresRunStore.resume``.
+            LangHooksError: "conflict" when another resume holds the run or it
+                waits for no decision; "invalid_request" for an unknown, deleted
+                or expired run.
+            ValueError: the decisions do not match the waiting calls (the run
+                waits again, unchanged).
         """
         code = ResumeCode(
             model=model,
@@ -258,11 +311,16 @@ class AsyncPostgresRunStore:
     async def pending(
         self, *, metadata: Mapping[str, Any] | None = None, limit: int = 100
     ) -> list[PendingRun]:
-        """As ``PostgresRunStore.pending``.
+        """The runs waiting for decisions, newest first (the approval inbox).
+
+        Args:
+            metadata: keep only runs whose metadata contains this (JSONB ``@>``:
+                ``{"tenant": "a"}`` matches ``{"tenant": "a", "user": "b"}``).
+            limit: at most this many runs.
 
         Raises:
-            TypeError: as ``PostgresRunStore.pending``.
-            ValueError: as ``PostgresRunStore.pending``.
+            TypeError: bad ``metadata`` or ``limit``.
+            ValueError: ``limit`` < 1.
         """
         query, params = pending_query(self._sql, metadata, limit)
         async with self._cursor() as cursor:
@@ -270,20 +328,22 @@ class AsyncPostgresRunStore:
             return [pending_row(values) for values in await cursor.fetchall()]
 
     async def waiting(self, run_id: str) -> PendingRun | None:
-        """As ``PostgresRunStore.waiting``."""
+        """Run ``run_id``'s row of the inbox: None unless it waits for decisions
+        (unknown, expired, being resumed or done)."""
         async with self._cursor() as cursor:
             await cursor.execute(self._sql.waiting, (run_id,))
             row = await cursor.fetchone()
         return None if row is None else pending_row(row)
 
     async def delete(self, run_id: str) -> bool:
-        """As ``PostgresRunStore.delete``."""
+        """Forget run ``run_id`` (and its call records); whether it was there."""
         async with self._cursor() as cursor:
             await cursor.execute(self._sql.delete, (run_id,))
             return cursor.rowcount > 0
 
     async def purge(self) -> int:
-        """As ``PostgresRunStore.purge``."""
+        """Delete the runs whose expiry has passed (they are never read again,
+        whether purged or not); how many there were."""
         async with self._cursor() as cursor:
             await cursor.execute(self._sql.purge)
             return cursor.rowcount
@@ -291,7 +351,7 @@ class AsyncPostgresRunStore:
 
 @final
 class _AsyncClaims:
-    """The claim primitives of ``AsyncPostgresRunStore``."""
+    """The claim primitives of ``AsyncPostgresRunStore``: one statement each."""
 
     def __init__(self, store: AsyncPostgresRunStore) -> None:
         self._store: Final = store
