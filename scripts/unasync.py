@@ -81,6 +81,29 @@ PAIRS: Final = (
             ),
         },
     ),
+    Pair(
+        "integrations/_redis_follow_async.py",
+        "integrations/_redis_follow_sync.py",
+        exact={
+            **REDIS_CLIENTS,
+            "import asyncio\n": "import time\n",
+            "asyncio.sleep(": "time.sleep(",
+            "check_async_client": "check_sync_client",
+            "_events import Handler\n": "_events import SyncHandler\n",
+            "handler: Handler,": "handler: SyncHandler,",
+            (
+                "handler: a chain and/or streaming handler, async (its methods "
+                "awaited) or\n            sync (called inline)."
+            ): "handler: a synchronous chain and/or streaming handler.",
+            "_replayer(handler, sync=False)": "_replayer(handler, sync=True)",
+            "for entry in reader.take(reply):\n            yield entry": (
+                "yield from reader.take(reply)"
+            ),
+        },
+        prefixed=frozenset(
+            {"arun_entries", "aread_stream", "areplay", "areplay_events"}
+        ),
+    ),
 )
 
 #: Whole-word renames, async name to sync name.

@@ -684,9 +684,10 @@ class TestAfollow:
         assert [e async for e in after] == []
 
     async def test_sync_client_rejected(self) -> None:
-        """afollow and arun_entries need a redis.asyncio client."""
+        """afollow and arun_entries need a redis.asyncio client; arun_entries, as
+        run_entries, says so when called, before it is iterated."""
         with pytest.raises(TypeError, match="arun_entries"):
-            [e async for e in arun_entries(redis.Redis(), "r")]  # type: ignore[arg-type]
+            arun_entries(redis.Redis(), "r")  # type: ignore[arg-type]
         with pytest.raises(TypeError, match=r"redis\.asyncio\.Redis"):
             await afollow(redis.Redis(), "r", ChainCallbackHandler())  # type: ignore[arg-type]
 
