@@ -55,6 +55,12 @@ class Pair:
     prefixed: frozenset[str] = frozenset()
 
 
+#: The ``redis.asyncio`` clients of a Redis source, to the sync ones.
+REDIS_CLIENTS: Final = {
+    "import redis.asyncio\n": "import redis\n",
+    "redis.asyncio.": "redis.",
+}
+
 #: The async sources and the sync module each one gives.
 PAIRS: Final = (
     Pair("models/_run_async.py", "models/_run_sync.py"),
@@ -101,6 +107,44 @@ PAIRS: Final = (
             " (async tools awaited)": "",
         },
         prefixed=frozenset({"aresume_once", "arun"}),
+    ),
+    Pair(
+        "integrations/_redis_read_async.py",
+        "integrations/_redis_read_sync.py",
+        exact={
+            **REDIS_CLIENTS,
+            # The sync cluster client's methods are untyped, the asyncio one's not.
+            "node = client.get_node_from_key(key)\n": (
+                "node = client.get_node_from_key(key)"
+                "  # type: ignore[no-untyped-call]\n"
+            ),
+            "return await client.execute_command(\n": (
+                "return client.execute_command(  # type: ignore[no-untyped-call]\n"
+            ),
+        },
+    ),
+    Pair(
+        "integrations/_redis_follow_async.py",
+        "integrations/_redis_follow_sync.py",
+        exact={
+            **REDIS_CLIENTS,
+            "import asyncio\n": "import time\n",
+            "asyncio.sleep(": "time.sleep(",
+            "check_async_client": "check_sync_client",
+            "_events import Handler\n": "_events import SyncHandler\n",
+            "handler: Handler,": "handler: SyncHandler,",
+            (
+                "handler: a chain and/or streaming handler, async (its methods "
+                "awaited) or\n            sync (called inline)."
+            ): "handler: a synchronous chain and/or streaming handler.",
+            "_replayer(handler, sync=False)": "_replayer(handler, sync=True)",
+            "for entry in reader.take(reply):\n            yield entry": (
+                "yield from reader.take(reply)"
+            ),
+        },
+        prefixed=frozenset(
+            {"arun_entries", "aread_stream", "areplay", "areplay_events"}
+        ),
     ),
 )
 

@@ -1,4 +1,8 @@
-"""How an event record sits in a Redis stream entry, and which records end a run."""
+"""How an event record sits in a Redis stream entry, and which records end a run.
+
+``read_stream``/``aread_stream`` (one stream read, on a node or a cluster) are
+gathered here from ``_redis_read_async``, written by hand, and ``_redis_read_sync``,
+generated from it by ``scripts/unasync.py``."""
 
 from __future__ import annotations
 
@@ -16,6 +20,8 @@ import redis.cluster
 from .._persist import _codec as codec
 from .._persist._codec import SCHEMA_VERSION, json_text
 from .._persist._events import EventRecord
+from ._redis_read_async import aread_stream
+from ._redis_read_sync import read_stream
 
 __all__ = [
     "CLUSTER_SHARDS",
@@ -280,59 +286,6 @@ def _connection_kwargs(client: SyncClient | AsyncClient) -> Mapping[str, Any]:
         kwargs: Mapping[str, Any] = client.connection_kwargs
         return kwargs
     return client.connection_pool.connection_kwargs
-
-
-def _read_args(
-    group: tuple[str, str] | None,
-    key: str,
-    position: str,
-    count: int,
-    block: int | None,
-) -> list[Any]:
-    head: list[Any] = ["XREAD"] if group is None else ["XREADGROUP", "GROUP", *group]
-    wait = [] if block is None else ["BLOCK", block]
-    return [*head, "COUNT", count, *wait, "STREAMS", key, position]
-
-
-def read_stream(
-    client: SyncClient,
-    key: str,
-    position: str,
-    *,
-    count: int,
-    block: int | None,
-    group: tuple[str, str] | None = None,
-) -> Any:
-    """``XREAD`` (or, with ``group=(group, consumer)``, ``XREADGROUP``) of one
-    stream.
-
-    On a cluster the command goes straight to the node owning the key's slot:
-    redis-py finds the keys of these commands by asking its default node
-    (``COMMAND GETKEYS``), so with that node down every read would fail, on
-    every node, until the client is made again.
-    """
-    if isinstance(client, redis.cluster.RedisCluster):
-        node = client.get_node_from_key(key)  # type: ignore[no-untyped-call]
-        return client.execute_command(  # type: ignore[no-untyped-call]
-            *_read_args(group, key, position, count, block), target_nodes=node
-        )
-    if group is None:
-        return client.xread({key: position}, count=count, block=block)
-    return client.xreadgroup(*group, {key: position}, count=count, block=block)
-
-
-async def aread_stream(
-    client: AsyncClient, key: str, position: str, *, count: int, block: int | None
-) -> Any:
-    """The async twin of ``read_stream`` (``XREAD`` only)."""
-    if isinstance(client, redis.asyncio.cluster.RedisCluster):
-        # Its slots are known after its first command, or this (cheap once done).
-        await client.initialize()
-        node = client.get_node_from_key(key)
-        return await client.execute_command(
-            *_read_args(None, key, position, count, block), target_nodes=node
-        )
-    return await client.xread({key: position}, count=count, block=block)
 
 
 def block_step(client: SyncClient | AsyncClient, block_ms: int) -> int:

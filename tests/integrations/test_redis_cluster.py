@@ -45,7 +45,7 @@ from langhooks import (
 )
 from langhooks.chain import Decision, LLMChain
 from langhooks.cli.serve import DemoModel, demo_agent
-from langhooks.integrations._redis_wire import Keys
+from langhooks.integrations._redis_wire import Keys, aread_stream, read_stream
 from langhooks.integrations.redis import (
     AsyncRedisRunStore,
     RedisEventConsumer,
@@ -448,6 +448,27 @@ class TestOnACluster:
         got = [e async for e in arun_entries(aclient, run_id, prefix=prefix)]
         assert got == expected
         publisher.close()
+
+    async def test_groups_read_alike(
+        self,
+        client: redis.cluster.RedisCluster,
+        aclient: redis.asyncio.cluster.RedisCluster,
+        prefix: str,
+    ) -> None:
+        """aread_stream reads a group on the node of the key's slot as
+        read_stream does."""
+        key = f"{prefix}stream"
+        entry_id = client.xadd(key, {"n": "1"})
+        client.xgroup_create(key, "g", id="0")
+        client.xgroup_create(key, "h", id="0")
+        read: Any = read_stream(
+            client, key, ">", count=10, block=None, group=("g", "c")
+        )
+        aread: Any = await aread_stream(
+            aclient, key, ">", count=10, block=None, group=("h", "c")
+        )
+        assert read == aread
+        assert [entry[0] for entry in read[0][1]] == [entry_id]
 
     def test_dead_letters_on_a_cluster(
         self, client: redis.cluster.RedisCluster, prefix: str

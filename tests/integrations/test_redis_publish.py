@@ -53,6 +53,7 @@ from langhooks.cli.demo import (
     scripted_model,
 )
 from langhooks.events import EventRecord
+from langhooks.integrations._redis_wire import aread_stream, read_stream
 from langhooks.integrations.redis import (
     RedisEventPublisher,
     afollow,
@@ -683,11 +684,35 @@ class TestAfollow:
         assert [e async for e in after] == []
 
     async def test_sync_client_rejected(self) -> None:
-        """afollow and arun_entries need a redis.asyncio client."""
+        """afollow and arun_entries need a redis.asyncio client; arun_entries, as
+        run_entries, says so when called, before it is iterated."""
         with pytest.raises(TypeError, match="arun_entries"):
-            [e async for e in arun_entries(redis.Redis(), "r")]  # type: ignore[arg-type]
+            arun_entries(redis.Redis(), "r")  # type: ignore[arg-type]
         with pytest.raises(TypeError, match=r"redis\.asyncio\.Redis"):
             await afollow(redis.Redis(), "r", ChainCallbackHandler())  # type: ignore[arg-type]
+
+
+class TestReadStream:
+    """One stream read, XREAD or XREADGROUP, the same on both twins."""
+
+    async def test_twins_read_alike(
+        self, client: redis.Redis, aclient: redis.asyncio.Redis, prefix: str
+    ) -> None:
+        """aread_stream gives what read_stream gives, with a group or without."""
+        key = f"{prefix}stream"
+        entry_id = client.xadd(key, {"n": "1"})
+        client.xgroup_create(key, "g", id="0")
+        client.xgroup_create(key, "h", id="0")
+        read: Any = read_stream(client, key, "0-0", count=10, block=None)
+        aread: Any = await aread_stream(aclient, key, "0-0", count=10, block=None)
+        assert read == aread == [[key.encode(), [(entry_id, {b"n": b"1"})]]]
+        grouped: Any = read_stream(
+            client, key, ">", count=10, block=None, group=("g", "c")
+        )
+        agrouped: Any = await aread_stream(
+            aclient, key, ">", count=10, block=None, group=("h", "c")
+        )
+        assert grouped == agrouped == read
 
 
 # --- two processes ------------------------------------------------------------------
