@@ -146,6 +146,39 @@ PAIRS: Final = (
             {"arun_entries", "aread_stream", "areplay", "areplay_events"}
         ),
     ),
+    Pair(
+        "chain/_calls_async.py",
+        "chain/_calls_sync.py",
+        exact={
+            "deliver_async": "deliver_sync",
+            "call_tool_async": "call_tool_sync",
+            "AsyncChainCallbackHandler | ChainCallbackHandler": "ChainCallbackHandler",
+            # An async tool's awaitable is run to its end (the worker thread's
+            # asyncio goes with the thread).
+            "value = await value": "value = run_awaitable(value)",
+            "import asyncio\n": "from ._drive import run_awaitable\n",
+            "        thread: a sync tool runs in a worker thread (one of concurrent "
+            "calls).\n": "",
+        },
+    ),
+    Pair(
+        "chain/_perform_async.py",
+        "chain/_perform_sync.py",
+        exact={
+            "deliver_async": "deliver_sync",
+            "execute_async": "execute_sync",
+            "drive_async": "drive_sync",
+            "AsyncBridge": "SyncBridge",
+            # A sync run takes sync handlers only.
+            "callbacks = chain.callbacks": "callbacks = sync_callbacks(chain)",
+            # The attempt's own copy of the context: a task's, or one entered.
+            "await asyncio.create_task(model_attempt(op))": (
+                "contextvars.copy_context().run(model_attempt, op)"
+            ),
+            "import asyncio\n": "import contextvars\n",
+        },
+        prefixed=frozenset({"astream", "async_sleep"}),
+    ),
 )
 
 #: Whole-word renames, async name to sync name.

@@ -31,7 +31,9 @@ from .._core._streaming import (
     PartialToolCallContext,
     StreamingChatResponseHandler,
 )
-from ._ops import Fire, RunState, deliver_async, deliver_sync, fire
+from ._calls_async import deliver_async
+from ._calls_sync import deliver_sync
+from ._ops import Fire, RunState, fire
 from ._tool_results import short_description
 
 __all__ = [

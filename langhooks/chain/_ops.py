@@ -1,17 +1,17 @@
-"""The operations a run yields, and how a chain event is named and delivered.
+"""The operations a run yields, and how a chain event is named.
 
 A run is a generator (``_run.Run``) that yields these operations and receives their
-results; the drivers in ``_drive`` perform them. Every chain event goes through
-``fire``, which takes the interface method itself, so the type checker checks each
-firing site's arguments against the event's signature, and "find usages" of an
-event method lands on the places that fire it::
+results; the drivers (see ``_drive``) perform them, delivering events with
+``deliver_async`` and ``deliver_sync`` (``_calls_async``, ``_calls_sync``). Every
+chain event goes through ``fire``, which takes the interface method itself, so the
+type checker checks each firing site's arguments against the event's signature, and
+"find usages" of an event method lands on the places that fire it::
 
     yield fire(ChainCallbackHandler.on_tool_execution_completed, chain, call, result)
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Generator
 from typing import (
     TYPE_CHECKING,
@@ -26,7 +26,7 @@ from typing import (
 
 import attrs
 
-from .._core._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
+from .._core._chain_callbacks import ChainCallbackHandler
 from .._core._messages import LangHooksError, ToolCall
 from .._core._tools import Tool
 from ._tool_results import describe
@@ -52,8 +52,6 @@ __all__ = [
     "Sleep",
     "Steps",
     "Stream",
-    "deliver_async",
-    "deliver_sync",
     "fire",
     "handler_error",
 ]
@@ -216,36 +214,3 @@ def handler_error(fault: HandlerFault) -> LangHooksError:
         f"a chain handler's {fault.event} raised {describe(fault.original)}",
         original=fault.original,
     )
-
-
-def deliver_sync(handlers: ChainCallbackHandler, event: Fire | None) -> Any:
-    """Call ``event`` on ``handlers`` (nothing for None) and return its answer.
-
-    Raises:
-        HandlerFault: the handler raised.
-    """
-    if event is None:
-        return None
-    try:
-        return getattr(handlers, event.name)(*event.args)
-    except Exception as exc:
-        raise HandlerFault(event.name, exc) from exc
-
-
-async def deliver_async(
-    handlers: AsyncChainCallbackHandler | ChainCallbackHandler, event: Fire | None
-) -> Any:
-    """The async twin of ``deliver_sync``; a sync handler is called inline.
-
-    Raises:
-        HandlerFault: the handler raised.
-    """
-    if event is None:
-        return None
-    try:
-        answer = getattr(handlers, event.name)(*event.args)
-        if inspect.isawaitable(answer):
-            answer = await answer
-    except Exception as exc:
-        raise HandlerFault(event.name, exc) from exc
-    return answer

@@ -14,9 +14,12 @@ One module per concern, read in this order:
   announce, run concurrent, run sequential, report, add the tool message);
 - ``_ops``: the operations, and ``fire(Interface.on_event, *args)``, the one typed
   way an event is fired;
+- ``_calls_async`` (``_calls_sync`` generated from it): a chain event delivered to
+  the handlers, one tool call;
 - ``_bridge``: a model's streaming callbacks become chain events, live;
 - ``_execute``: tools run in their own context, in threads or tasks;
-- ``_drive``: the two drivers;
+- ``_drive``: what the two drivers share, the loop of a run's operations;
+- ``_perform_async`` (``_perform_sync`` generated from it): the drivers;
 - ``_tool_results``: the results a run makes, and how it describes failures.
 
 This module re-exports what ``LLMChain`` (and code written against it) uses.
@@ -24,7 +27,9 @@ This module re-exports what ``LLMChain`` (and code written against it) uses.
 
 from __future__ import annotations
 
-from ._drive import drive_async, drive_sync, sync_callbacks
+from ._drive import sync_callbacks
+from ._perform_async import drive_async
+from ._perform_sync import drive_sync
 from ._run import Mode, Run
 from ._tool_results import (
     INTERRUPT_STAND_IN,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
 from typing_extensions import override
@@ -289,6 +289,32 @@ class TestAsyncRuns:
         assert main not in threads
         assert len(set(threads)) == 2
         assert handler.names.count("on_tool_pre_execution") == 2
+
+    async def test_awaitable_of_a_concurrent_sync_tool_is_awaited(self) -> None:
+        """A sync function returning an awaitable, run in a worker thread beside an
+        async handler: its awaitable is awaited in the loop, in the tool's
+        invocation."""
+        seen: list[Invocation | None] = []
+
+        async def answer(text: str) -> str:
+            seen.append(current_invocation())
+            return text
+
+        def later(arguments: Mapping[str, Any], context: ToolContext) -> Awaitable[str]:
+            return answer(f"later {context.call.call_id}")
+
+        chain, _ = make_chain(
+            [asks(call("later", "a"), call("later", "b")), says()],
+            tools=(Tool("later", later, concurrent=True),),
+        )
+        result = await chain.add_callback(AsyncRecorder()).arun()
+        assert result.status == "ok"
+        assert [r.text for r in result.chain.messages[2].tool_results] == [
+            "later a",
+            "later b",
+        ]
+        assert len(seen) == 2
+        assert all(current is not None for current in seen)
 
     async def test_sequential_tools_under_arun(self) -> None:
         """Non-concurrent sync and async tools run inline, in call order."""
