@@ -60,6 +60,25 @@ PAIRS: Final = (
     Pair("models/_run_async.py", "models/_run_sync.py"),
     Pair("models/_drive_async.py", "models/_drive_sync.py"),
     Pair("models/_ollama_async.py", "models/_ollama_sync.py"),
+    Pair(
+        "models/_raw_async.py",
+        "models/_raw_sync.py",
+        exact={
+            # A sync httpx response is a Body as it is.
+            "yield AsyncHTTPBody(response)": "yield response",
+            "yield AsyncHTTPBody(events.response)": "yield events.response",
+            # A sync stream's close() returns no awaitable; were it a coroutine,
+            # it is closed, not left to warn it was never awaited.
+            "if inspect.isawaitable(result):\n                    await result": (
+                "if inspect.iscoroutine(result):  # a sync stream never gives one\n"
+                "                    result.close()"
+            ),
+            ", awaited when it returns an awaitable": "",
+            " (awaited)": "",
+            "chat.stream_async(": "chat.stream(",
+        },
+        prefixed=frozenset({"aerror_body_hook"}),
+    ),
 )
 
 #: Whole-word renames, async name to sync name.
