@@ -79,6 +79,11 @@ PAIRS: Final = (
         },
         prefixed=frozenset({"aerror_body_hook"}),
     ),
+    Pair(
+        "models/_scripted_async.py",
+        "models/_scripted_sync.py",
+        exact={"import asyncio": "import time", "await asyncio.sleep(": "time.sleep("},
+    ),
 )
 
 #: Whole-word renames, async name to sync name.
