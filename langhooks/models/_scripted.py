@@ -26,10 +26,8 @@ from .._core._streaming import (
     StreamingChatResponseHandler,
     StreamingHandle,
 )
-from ._drive_async import AsyncStreamDriver
-from ._drive_sync import StreamDriver
-from ._scripted_async import adeliver
-from ._scripted_sync import deliver
+from ._scripted_async import astream_turn
+from ._scripted_sync import stream_turn
 from ._scripted_turn import ScriptedTurn
 
 __all__ = ["ScriptedChatModel", "ScriptedTurn"]
@@ -127,9 +125,7 @@ class ScriptedChatModel:
                 the script has run out (type invalid_request).
             TypeError: ``request`` or ``handler`` has the wrong type.
         """
-        driver = StreamDriver("openai-chat", handler, handle=handle)
-        number, turn = self._take(request)
-        return driver.guard(lambda: deliver(driver, number, turn, self._delay))
+        return stream_turn(handler, handle, lambda: self._take(request), self._delay)
 
     async def astream(
         self,
@@ -148,9 +144,9 @@ class ScriptedChatModel:
             LangHooksError: as ``stream``.
             TypeError: ``request`` or ``handler`` has the wrong type.
         """
-        driver = AsyncStreamDriver("openai-chat", handler, handle=handle)
-        number, turn = self._take(request)
-        return await driver.guard(lambda: adeliver(driver, number, turn, self._delay))
+        return await astream_turn(
+            handler, handle, lambda: self._take(request), self._delay
+        )
 
     @override
     def __repr__(self) -> str:

@@ -5,15 +5,49 @@ written by hand; the sync one is generated from it by ``scripts/unasync.py``.)""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from .._core._messages import ChatResponse, LangHooksError
+from .._core._streaming import (
+    StreamingChatResponseHandler,
+    StreamingHandle,
+)
 from ._drive_sync import StreamDriver
 from ._scripted_turn import END, ScriptedAdapter, ScriptedTurn, turn_events
 
-__all__ = ["deliver"]
+__all__ = ["stream_turn"]
 
 
-def deliver(
+def stream_turn(
+    handler: StreamingChatResponseHandler,
+    handle: StreamingHandle | None,
+    take: Callable[[], tuple[int, ScriptedTurn | LangHooksError]],
+    delay: float,
+) -> ChatResponse:
+    """Stream the turn ``take()`` gives (its number, and the turn) into ``handler``.
+
+    The driver is made first: a handler of the wrong type is refused before a turn
+    is taken.
+
+    Args:
+        handler: the handler to drive.
+        handle: the caller's cancel handle, if it made one.
+        take: takes the script's next turn.
+        delay: seconds to wait before each partial.
+
+    Returns:
+        The response, or the partial one if the stream was cancelled.
+
+    Raises:
+        LangHooksError: the turn is an error, or ends with one (after
+            ``on_error``).
+    """
+    driver = StreamDriver("openai-chat", handler, handle=handle)
+    number, turn = take()
+    return driver.guard(lambda: _deliver(driver, number, turn, delay))
+
+
+def _deliver(
     driver: StreamDriver,
     number: int,
     turn: ScriptedTurn | LangHooksError,

@@ -1,6 +1,6 @@
 """A scripted turn and the events it streams, as the adapter actions a provider
-stream gives: what ``ScriptedChatModel`` delivers through ``adeliver`` /
-``deliver``.
+stream gives: what ``ScriptedChatModel`` delivers through ``astream_turn`` /
+``stream_turn``.
 """
 
 from __future__ import annotations
