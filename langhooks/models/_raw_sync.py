@@ -6,9 +6,9 @@ module is written by hand; the sync one is generated from it by
 Each opening here hands the stream runner the HTTP response an SDK call gives,
 not yet read, so its bytes go through langhooks' own decoder and adapter, never the
 SDK's iterator: ``sdk_body`` for the stream object of an official SDK's
-``create(..., stream=True)``, ``response_body`` for a response sent through an
-SDK's own httpx client (google-genai), ``mistral_body`` for mistralai's
-``chat.stream`` (the SDKs without ``with_streaming_response``).
+``create(..., stream=True)``; for the SDKs without ``with_streaming_response``,
+``response_body`` for a request sent through the SDK's own httpx client
+(google-genai) and ``mistral_body`` for mistralai's ``chat.stream``.
 """
 
 from __future__ import annotations
