@@ -179,6 +179,30 @@ PAIRS: Final = (
         },
         prefixed=frozenset({"astream", "async_sleep"}),
     ),
+    Pair(
+        "models/_raw_async.py",
+        "models/_raw_sync.py",
+        exact={
+            # A sync httpx response is a Body as it is.
+            "yield AsyncHTTPBody(response)": "yield response",
+            "yield AsyncHTTPBody(events.response)": "yield events.response",
+            # A sync stream's close() returns no awaitable; were it a coroutine,
+            # it is closed, not left to warn it was never awaited.
+            "if inspect.isawaitable(result):\n                    await result": (
+                "if inspect.iscoroutine(result):  # a sync stream never gives one\n"
+                "                    result.close()"
+            ),
+            ", awaited when it returns an awaitable": "",
+            " (awaited)": "",
+            "chat.stream_async(": "chat.stream(",
+        },
+        prefixed=frozenset({"aerror_body_hook"}),
+    ),
+    Pair(
+        "models/_scripted_async.py",
+        "models/_scripted_sync.py",
+        exact={"import asyncio": "import time", "await asyncio.sleep(": "time.sleep("},
+    ),
 )
 
 #: Whole-word renames, async name to sync name.

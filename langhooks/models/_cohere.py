@@ -18,12 +18,12 @@ from typing_extensions import override
 
 from .._core._messages import ContentPart, LangHooksError, Message
 from .._core._model import ChatRequest
-from ._raw import AsyncResponseBody, ResponseBody, status_error
+from ._raw import status_error
 from ._run_async import AsyncBody, aerror_body_hook
 from ._run_sync import Body, error_body_hook
 from ._sdk import SDKChatModel
 from ._tool_schema import function_tools
-from ._transport import require
+from ._transport import AsyncHTTPBody, require
 
 __all__ = ["CohereChatModel", "cohere_messages"]
 
@@ -230,7 +230,7 @@ def _opened(client: Any, params: dict[str, Any]) -> Iterator[Body]:
         # A client passed in has no error hook: the SDK read the error itself.
         raise status_error(exc.status_code, exc.headers, exc.body) from exc
     try:
-        yield ResponseBody(raw.response)
+        yield raw.response
     finally:
         opened.__exit__(None, None, None)
 
@@ -238,4 +238,4 @@ def _opened(client: Any, params: dict[str, Any]) -> Iterator[Body]:
 @contextlib.asynccontextmanager
 async def _aopened(client: Any, params: dict[str, Any]) -> AsyncIterator[AsyncBody]:
     async with client.v2.with_raw_response.chat_stream(**params) as raw:
-        yield AsyncResponseBody(raw.response)
+        yield AsyncHTTPBody(raw.response)

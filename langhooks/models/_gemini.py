@@ -20,7 +20,8 @@ from typing_extensions import override
 from .._core._messages import ContentPart, LangHooksError, Message
 from .._core._model import ChatRequest
 from .._core._tools import Tool
-from ._raw import aresponse_body, response_body
+from ._raw_async import aresponse_body
+from ._raw_sync import response_body
 from ._run_async import AsyncBody
 from ._run_sync import Body
 from ._sdk import SDKChatModel

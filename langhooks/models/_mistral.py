@@ -9,9 +9,8 @@ are off: the runtime retries, and every failure reaches the handler.
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Any
 
@@ -20,7 +19,8 @@ from typing_extensions import override
 from .._core._messages import Message
 from .._core._model import ChatRequest
 from ._openai import chat_completions_messages
-from ._raw import AsyncResponseBody, ResponseBody, status_error
+from ._raw_async import amistral_body
+from ._raw_sync import mistral_body
 from ._run_async import AsyncBody, aerror_body_hook
 from ._run_sync import Body, error_body_hook
 from ._sdk import SDKChatModel
@@ -147,37 +147,10 @@ class MistralChatModel(SDKChatModel):
 
     @override
     def _open(self, client: Any, request: ChatRequest) -> AbstractContextManager[Body]:
-        return _opened(client, self._params(request))
+        return mistral_body(client, self._params(request))
 
     @override
     def _aopen(
         self, client: Any, request: ChatRequest
     ) -> AbstractAsyncContextManager[AsyncBody]:
-        return _aopened(client, self._params(request))
-
-
-@contextlib.contextmanager
-def _opened(client: Any, params: dict[str, Any]) -> Iterator[Body]:
-    errors = require("mistralai.client.errors", "mistral")
-    try:
-        events = client.chat.stream(**params)
-    except errors.MistralError as exc:
-        # A client passed in has no error hook: the SDK read the error itself.
-        raise status_error(exc.status_code, exc.headers, exc.body) from exc
-    try:
-        yield ResponseBody(events.response)
-    finally:
-        events.response.close()
-
-
-@contextlib.asynccontextmanager
-async def _aopened(client: Any, params: dict[str, Any]) -> AsyncIterator[AsyncBody]:
-    errors = require("mistralai.client.errors", "mistral")
-    try:
-        events = await client.chat.stream_async(**params)
-    except errors.MistralError as exc:
-        raise status_error(exc.status_code, exc.headers, exc.body) from exc
-    try:
-        yield AsyncResponseBody(events.response)
-    finally:
-        await events.response.aclose()
+        return amistral_body(client, self._params(request))

@@ -5,7 +5,7 @@ through the streaming contract: thinking and text in word-sized partials, each t
 call as argument fragments followed by its complete call, then the terminal
 ``on_complete_response`` (or ``on_error`` for an error item).
 
-A turn becomes the same adapter actions a provider stream gives (``_ScriptedAdapter``)
+A turn becomes the same adapter actions a provider stream gives (``ScriptedAdapter``)
 and runs through the same ``StreamDriver`` / ``AsyncStreamDriver``: delivery,
 assembly, cancelling and the terminal call are the provider code path, so the demo
 and tests built on the scripted model exercise it.
@@ -13,90 +13,24 @@ and tests built on the scripted model exercise it.
 
 from __future__ import annotations
 
-import asyncio
-import json
-import re
 import threading
-import time
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Final, final
+from collections.abc import Sequence
+from typing import Any, Final, final
 
-import attrs
 from typing_extensions import override
 
-from .._core._messages import (
-    ChatResponse,
-    FinishReason,
-    LangHooksError,
-    TokenUsage,
-    ToolCall,
-)
+from .._core._messages import ChatResponse, LangHooksError
 from .._core._model import ChatRequest
 from .._core._streaming import (
     AsyncStreamingChatResponseHandler,
     StreamingChatResponseHandler,
     StreamingHandle,
 )
-from .._core._values import _frozen_mapping
-from ._adapters._base import (
-    TEXT,
-    THINKING,
-    TOOL_COMPLETE,
-    TOOL_PARTIAL,
-    Action,
-    StreamAdapter,
-)
-from ._drive_async import AsyncStreamDriver
-from ._drive_sync import StreamDriver
+from ._scripted_async import astream_turn
+from ._scripted_sync import stream_turn
+from ._scripted_turn import ScriptedTurn
 
 __all__ = ["ScriptedChatModel", "ScriptedTurn"]
-
-# A word and the whitespace after it: "Hello, world" -> "Hello, ", "world".
-_WORD: Final = re.compile(r"\s*\S+\s*|\s+")
-# Size of each streamed piece of a tool call's JSON arguments.
-_FRAGMENT: Final = 12
-
-
-def _calls(value: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
-    calls = tuple(value)
-    for call in calls:
-        if not isinstance(call, ToolCall):
-            raise TypeError(f"tool_calls must be ToolCalls, got {type(call).__name__}")
-    return calls
-
-
-@attrs.frozen(kw_only=True)
-class ScriptedTurn:
-    """One scripted model answer.
-
-    Attributes:
-        text: the response text, streamed in word-sized partials.
-        thinking: thinking text, streamed before the response text.
-        tool_calls: calls the answer asks for, streamed as argument fragments and
-            then complete calls (their ``index`` is set to their position).
-        usage: the token usage the answer reports.
-        metadata: the response's metadata (for instance ``response_headers`` and
-            ``ratelimit``), as a provider model would set it.
-        error: when set, the stream dies after delivering the turn's partials:
-            ``on_error(error)`` instead of ``on_complete_response``, and the call
-            raises it (a connection lost mid-way; give it ``retryable=True`` for
-            a run to retry it, as a provider model does).
-    """
-
-    text: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
-    thinking: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
-    tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=_calls)
-    usage: TokenUsage | None = attrs.field(
-        default=None,
-        validator=attrs.validators.optional(attrs.validators.instance_of(TokenUsage)),
-    )
-    metadata: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
-    error: LangHooksError | None = attrs.field(
-        default=None,
-        validator=attrs.validators.optional(
-            attrs.validators.instance_of(LangHooksError)
-        ),
-    )
 
 
 def _turns(value: Sequence[ScriptedTurn | LangHooksError]) -> tuple[Any, ...]:
@@ -113,65 +47,6 @@ def _turns(value: Sequence[ScriptedTurn | LangHooksError]) -> tuple[Any, ...]:
                 f"{type(turn).__name__}"
             )
     return turns
-
-
-def _words(text: str) -> list[str]:
-    return _WORD.findall(text)
-
-
-def _events(turn: ScriptedTurn) -> list[dict[str, Any]]:
-    """The events a turn streams before its end, in order: what
-    ``_ScriptedAdapter`` turns into the actions a provider adapter would give."""
-    events: list[dict[str, Any]] = [
-        {"type": "thinking", "text": word} for word in _words(turn.thinking)
-    ]
-    events += [{"type": "text", "text": word} for word in _words(turn.text)]
-    for index, call in enumerate(turn.tool_calls):
-        arguments = json.dumps(dict(call.arguments), separators=(",", ":"))
-        events.extend(
-            {"type": "fragment", "index": index, "call": call, "piece": piece}
-            for piece in (
-                arguments[i : i + _FRAGMENT]
-                for i in range(0, len(arguments), _FRAGMENT)
-            )
-        )
-        events.append({"type": "complete", "call": attrs.evolve(call, index=index)})
-    return events
-
-
-_END: Final[Mapping[str, Any]] = {"type": "end"}
-
-
-@final
-class _ScriptedAdapter(StreamAdapter):
-    """A scripted turn's events -> the actions a provider adapter gives."""
-
-    terminal: ClassVar[str] = "the end of the scripted turn"
-
-    def __init__(self, turn: ScriptedTurn, number: int) -> None:
-        super().__init__()
-        self.id = f"scripted-{number}"
-        self.model_name = "scripted"
-        self.usage = turn.usage
-
-    @override
-    def feed(self, event: Mapping[str, Any] | str) -> list[Action]:
-        assert not isinstance(event, str)  # only _events and _END are fed
-        kind = event["type"]
-        if kind == "thinking":
-            return [(THINKING, event["text"])]
-        if kind == "text":
-            return [(TEXT, event["text"])]
-        if kind == "fragment":
-            call = event["call"]
-            index, piece = event["index"], event["piece"]
-            return [(TOOL_PARTIAL, index, call.call_id, call.name, piece)]
-        if kind == "complete":
-            return [(TOOL_COMPLETE, event["call"])]
-        # The end: the driver reports TOOL_EXECUTION when calls completed.
-        self.finish_reason = FinishReason.STOP
-        self.done = True
-        return []
 
 
 @final
@@ -250,24 +125,7 @@ class ScriptedChatModel:
                 the script has run out (type invalid_request).
             TypeError: ``request`` or ``handler`` has the wrong type.
         """
-        driver = StreamDriver("openai-chat", handler, handle=handle)
-        number, turn = self._take(request)
-        return driver.guard(lambda: self._deliver(driver, number, turn))
-
-    def _deliver(
-        self, driver: StreamDriver, number: int, turn: ScriptedTurn | LangHooksError
-    ) -> ChatResponse:
-        if isinstance(turn, LangHooksError):
-            driver.fail(turn)
-        driver._use_adapter(_ScriptedAdapter(turn, number))
-        driver._add_metadata(turn.metadata)
-        for event in _events(turn):
-            if self._delay:
-                time.sleep(self._delay)
-            if not driver.feed(event):
-                return driver.finish()
-        driver.feed(_END if turn.error is None else turn.error)
-        return driver.finish()
+        return stream_turn(handler, handle, lambda: self._take(request), self._delay)
 
     async def astream(
         self,
@@ -286,27 +144,9 @@ class ScriptedChatModel:
             LangHooksError: as ``stream``.
             TypeError: ``request`` or ``handler`` has the wrong type.
         """
-        driver = AsyncStreamDriver("openai-chat", handler, handle=handle)
-        number, turn = self._take(request)
-        return await driver.guard(lambda: self._adeliver(driver, number, turn))
-
-    async def _adeliver(
-        self,
-        driver: AsyncStreamDriver,
-        number: int,
-        turn: ScriptedTurn | LangHooksError,
-    ) -> ChatResponse:
-        if isinstance(turn, LangHooksError):
-            await driver.fail(turn)
-        driver._use_adapter(_ScriptedAdapter(turn, number))
-        driver._add_metadata(turn.metadata)
-        for event in _events(turn):
-            if self._delay:
-                await asyncio.sleep(self._delay)
-            if not await driver.feed(event):
-                return await driver.finish()
-        await driver.feed(_END if turn.error is None else turn.error)
-        return await driver.finish()
+        return await astream_turn(
+            handler, handle, lambda: self._take(request), self._delay
+        )
 
     @override
     def __repr__(self) -> str:

@@ -16,14 +16,8 @@ closed, whatever the wrapper did.
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import AsyncIterator, Iterator, Mapping
-from contextlib import (
-    AbstractAsyncContextManager,
-    AbstractContextManager,
-    asynccontextmanager,
-    contextmanager,
-)
+from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Any, ClassVar, Final
 
 from .._core._messages import ChatResponse
@@ -34,9 +28,11 @@ from .._core._streaming import (
     StreamingHandle,
 )
 from ._drive import StreamFormat
+from ._raw_async import asdk_body
+from ._raw_sync import sdk_body
 from ._run_async import AsyncBody, aerror_body_hook, arun_stream
 from ._run_sync import Body, error_body_hook, run_stream
-from ._transport import AsyncHTTPBody, model_name
+from ._transport import model_name
 
 __all__ = ["SDKChatModel", "sdk_http_client"]
 
@@ -52,67 +48,6 @@ def sdk_http_client(sdk: Any, asynchronous: bool = False) -> Any:
     if asynchronous:
         return sdk.DefaultAsyncHttpxClient(event_hooks={"response": [aerror_body_hook]})
     return sdk.DefaultHttpxClient(event_hooks={"response": [error_body_hook]})
-
-
-def _http_response(stream: object, reader: str) -> Any:
-    """The HTTP response under an SDK stream object (or a wrapper around it).
-
-    Raises:
-        TypeError: ``stream`` holds no response with ``reader`` (the model's guard
-            reports it as a classified error).
-    """
-    response = getattr(stream, "response", None)
-    if not callable(getattr(response, reader, None)):
-        raise TypeError(
-            f"the SDK's create(stream=True) returned {type(stream).__name__}, "
-            f"which holds no HTTP response to read"
-        )
-    return response
-
-
-@contextmanager
-def _sdk_body(stream: Any) -> Iterator[Body]:
-    """The body of the SDK stream ``stream``; closed (it, then its response) after."""
-    response: Any = None
-    try:
-        response = _http_response(stream, "iter_bytes")
-        yield response
-    finally:
-        try:
-            exit_ = getattr(stream, "__exit__", None)
-            if callable(exit_):
-                exit_(None, None, None)
-            else:
-                closing = getattr(stream, "close", None)
-                result = closing() if callable(closing) else None
-                if inspect.iscoroutine(result):  # a sync stream never gives one
-                    result.close()
-        finally:
-            if response is not None:
-                response.close()
-
-
-@asynccontextmanager
-async def _async_sdk_body(stream: Any) -> AsyncIterator[AsyncBody]:
-    """The async twin of ``_sdk_body``: a ``close()`` that returns an awaitable is
-    awaited, one that does not is not."""
-    response: Any = None
-    try:
-        response = _http_response(stream, "aiter_bytes")
-        yield AsyncHTTPBody(response)
-    finally:
-        try:
-            exit_ = getattr(stream, "__aexit__", None)
-            if callable(exit_):
-                await exit_(None, None, None)
-            else:
-                closing = getattr(stream, "close", None)
-                result = closing() if callable(closing) else None
-                if inspect.isawaitable(result):
-                    await result
-        finally:
-            if response is not None:
-                await response.aclose()
 
 
 class SDKChatModel:
@@ -167,7 +102,7 @@ class SDKChatModel:
         The API's plain ``create(..., stream=True)`` is called (see the module
         docstring); a model on an SDK without one overrides this.
         """
-        return _sdk_body(self._resource(client).create(**self._params(request)))
+        return sdk_body(self._resource(client).create(**self._params(request)))
 
     def _aopen(
         self, client: Any, request: ChatRequest
@@ -243,7 +178,7 @@ class _AsyncOpening:
 
     async def __aenter__(self) -> AsyncBody:
         stream = await self._creating
-        self._body = _async_sdk_body(stream)
+        self._body = asdk_body(stream)
         body: AsyncBody = await self._body.__aenter__()
         return body
 

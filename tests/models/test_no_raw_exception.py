@@ -490,7 +490,7 @@ class TestCodeUnderTheModelRaises:
         def broken(turn: object) -> Iterator[object]:
             raise Boom("adapter bug")
 
-        monkeypatch.setattr("langhooks.models._scripted._events", broken)
+        monkeypatch.setattr("langhooks.models._scripted_sync.turn_events", broken)
         recorder = Recorder()
         with pytest.raises(LangHooksError) as raised:
             ScriptedChatModel([ScriptedTurn(text="hi")]).stream(REQUEST, recorder)
@@ -502,7 +502,7 @@ class TestCodeUnderTheModelRaises:
         def broken(turn: object) -> Iterator[object]:
             raise Boom("adapter bug")
 
-        monkeypatch.setattr("langhooks.models._scripted._events", broken)
+        monkeypatch.setattr("langhooks.models._scripted_async.turn_events", broken)
         recorder = AsyncRecorder()
         with pytest.raises(LangHooksError) as raised:
             await ScriptedChatModel([ScriptedTurn(text="hi")]).astream(
