@@ -68,7 +68,7 @@ PAIRS: Final = (
     Pair("models/_ollama_async.py", "models/_ollama_sync.py"),
     Pair(
         "integrations/_redis_store_async.py",
-        "integrations/_redis_store.py",
+        "integrations/_redis_store_sync.py",
         exact={
             (
                 "An ``AsyncRunStore`` in Redis (``redis.asyncio``): save an"
@@ -91,7 +91,7 @@ PAIRS: Final = (
     ),
     Pair(
         "integrations/_postgres_store_async.py",
-        "integrations/_postgres_store.py",
+        "integrations/_postgres_store_sync.py",
         exact={
             # A thread-safe lock; a pool opened at once (an async one opens in a
             # running loop, on first use).

@@ -28,7 +28,7 @@ from .._core._chain_callbacks import ChainCallbackHandler
 from .._core._messages import LangHooksError
 from ._redis_follow import _Entries
 from ._redis_publisher import RedisEventPublisher
-from ._redis_store import RedisRunStore
+from ._redis_store_sync import RedisRunStore
 from ._redis_wire import (
     EVENT_FIELD,
     RECORD_FIELD,

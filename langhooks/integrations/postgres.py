@@ -18,7 +18,7 @@ except ImportError as _missing:  # pragma: no cover  # the test environment has 
     ) from _missing
 
 from ._postgres_sql import SCHEMA_VERSION
-from ._postgres_store import PostgresRunStore
 from ._postgres_store_async import AsyncPostgresRunStore
+from ._postgres_store_sync import PostgresRunStore
 
 __all__ = ["SCHEMA_VERSION", "AsyncPostgresRunStore", "PostgresRunStore"]

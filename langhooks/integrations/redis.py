@@ -26,8 +26,8 @@ from ._redis_consumer import RedisEventConsumer
 from ._redis_follow import RunEntry, afollow, arun_entries, follow, run_entries
 from ._redis_position import FollowPosition
 from ._redis_publisher import RedisEventPublisher
-from ._redis_store import RedisRunStore
 from ._redis_store_async import AsyncRedisRunStore
+from ._redis_store_sync import RedisRunStore
 
 __all__ = [
     "AsyncRedisRunStore",
