@@ -26,7 +26,7 @@ from typing_extensions import override
 
 from .._core._chain_callbacks import ChainCallbackHandler
 from .._core._messages import LangHooksError
-from ._redis_follow import _Entries
+from ._redis_entries import _Entries
 from ._redis_publisher import RedisEventPublisher
 from ._redis_store_sync import RedisRunStore
 from ._redis_wire import (

@@ -23,7 +23,9 @@ except ImportError as _missing:  # pragma: no cover  # the test environment has 
     ) from _missing
 
 from ._redis_consumer import RedisEventConsumer
-from ._redis_follow import RunEntry, afollow, arun_entries, follow, run_entries
+from ._redis_entries import RunEntry
+from ._redis_follow_async import afollow, arun_entries
+from ._redis_follow_sync import follow, run_entries
 from ._redis_position import FollowPosition
 from ._redis_publisher import RedisEventPublisher
 from ._redis_store_async import AsyncRedisRunStore
