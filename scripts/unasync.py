@@ -60,6 +60,17 @@ PAIRS: Final = (
     Pair("models/_run_async.py", "models/_run_sync.py"),
     Pair("models/_drive_async.py", "models/_drive_sync.py"),
     Pair("models/_ollama_async.py", "models/_ollama_sync.py"),
+    Pair(
+        "_persist/_stores_async.py",
+        "_persist/_stores_sync.py",
+        exact={
+            "``AsyncRedisRunStore`` and ``AsyncPostgresRunStore`` satisfy it: the\n"
+            "    async twin of ``RunStore``, the same methods, awaited.": (
+                "``RedisRunStore``, ``PostgresRunStore`` and ``MemoryRunStore`` "
+                "satisfy it; the\n    web apps take one as ``store=``."
+            ),
+        },
+    ),
 )
 
 #: Whole-word renames, async name to sync name.
