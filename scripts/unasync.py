@@ -71,6 +71,18 @@ PAIRS: Final = (
             ),
         },
     ),
+    Pair(
+        "_persist/_claims_async.py",
+        "_persist/_claims_sync.py",
+        exact={"an async store gives": "a synchronous store gives"},
+    ),
+    Pair(
+        "_persist/_resume_async.py",
+        "_persist/_resume_sync.py",
+        prefixed=frozenset(
+            {"_aguarded", "_arenewing", "aexecute_tool_calls_with_decisions", "arun"}
+        ),
+    ),
 )
 
 #: Whole-word renames, async name to sync name.
