@@ -203,6 +203,29 @@ PAIRS: Final = (
         "models/_scripted_sync.py",
         exact={"import asyncio": "import time", "await asyncio.sleep(": "time.sleep("},
     ),
+    Pair(
+        "_persist/_stores_async.py",
+        "_persist/_stores_sync.py",
+        exact={
+            "``AsyncRedisRunStore`` and ``AsyncPostgresRunStore`` satisfy it: the\n"
+            "    async twin of ``RunStore``, the same methods, awaited.": (
+                "``RedisRunStore``, ``PostgresRunStore`` and ``MemoryRunStore`` "
+                "satisfy it; the\n    web apps take one as ``store=``."
+            ),
+        },
+    ),
+    Pair(
+        "_persist/_claims_async.py",
+        "_persist/_claims_sync.py",
+        exact={"an async store gives": "a synchronous store gives"},
+    ),
+    Pair(
+        "_persist/_resume_async.py",
+        "_persist/_resume_sync.py",
+        prefixed=frozenset(
+            {"_aguarded", "_arenewing", "aexecute_tool_calls_with_decisions", "arun"}
+        ),
+    ),
 )
 
 #: Whole-word renames, async name to sync name.

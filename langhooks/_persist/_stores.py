@@ -1,4 +1,6 @@
-"""Run stores: the ``RunStore`` protocol, ``PendingRun`` and ``MemoryRunStore``.
+"""Run stores: ``MemoryRunStore``, and the names every store shares re-exported
+(``RunStore``/``AsyncRunStore`` from ``_stores_sync``/``_stores_async``,
+``PendingRun`` and the checks from ``_runs``).
 
 A run store keeps interrupted runs (``chain.to_state()``) so a later request, in any
 worker, can resume them with a person's decisions, once. Every store resumes through
@@ -10,25 +12,26 @@ from __future__ import annotations
 
 import inspect
 import json
-import math
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Final,
-    Literal,
-    Protocol,
-    final,
-    runtime_checkable,
-)
+from typing import TYPE_CHECKING, Any, Final, Literal, final
 
 import attrs
 
 from .._core._messages import LangHooksError, ToolCall
 from ._resume import ResumeCode, check_claim_timeout, resume_once
+from ._runs import (
+    PendingRun,
+    check_expires_in,
+    check_limit,
+    check_metadata,
+    contains,
+    run_id_of,
+)
+from ._stores_async import AsyncRunStore
+from ._stores_sync import RunStore
 
 if TYPE_CHECKING:
     from .._core._tools import Tool
@@ -50,158 +53,6 @@ __all__ = [
 ]
 
 
-def _calls(value: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
-    calls = tuple(value)
-    for call in calls:
-        if not isinstance(call, ToolCall):
-            raise TypeError(f"calls must be ToolCalls, got {call!r}")
-    return calls
-
-
-def _metadata(value: Mapping[str, Any]) -> Mapping[str, Any]:
-    return dict(check_metadata(value))
-
-
-@attrs.frozen(kw_only=True)
-class PendingRun:
-    """A run waiting for a person's decisions: one row of the approval inbox.
-
-    Attributes:
-        run_id: the run's id (what ``resume`` takes).
-        calls: the tool calls waiting for a decision, in the run's order.
-        saved_at: when the run was saved (UTC).
-        expires_at: when the store forgets it (UTC), or None for never.
-        metadata: what ``save`` was given (a tenant, a user, a title, ...).
-    """
-
-    run_id: str
-    calls: tuple[ToolCall, ...] = attrs.field(converter=_calls)
-    saved_at: datetime
-    expires_at: datetime | None = None
-    metadata: Mapping[str, Any] = attrs.field(factory=dict, converter=_metadata)
-
-
-@runtime_checkable
-class RunStore(Protocol):
-    """Where interrupted runs wait for people, and are resumed once.
-
-    ``RedisRunStore``, ``PostgresRunStore`` and ``MemoryRunStore`` satisfy it; the
-    web apps take one as ``store=``.
-    """
-
-    def save(
-        self,
-        chain: LLMChain,
-        *,
-        metadata: Mapping[str, Any] | None = None,
-        expires_in: float | None = None,
-    ) -> str:
-        """Save ``chain``'s state under its run id (replacing an earlier save).
-
-        Args:
-            chain: the chain of a ``RunResult`` (``result.chain``).
-            metadata: JSON values to find the run by (``pending(metadata=...)``).
-            expires_in: seconds until the store forgets the run (None: the
-                store's default).
-
-        Returns:
-            The run id (``chain.invocation.id``).
-        """
-        ...
-
-    def load(
-        self,
-        run_id: str,
-        model: ChatModel,
-        *,
-        tools: Sequence[Tool] = (),
-        callbacks: Sequence[Handler] = (),
-        fallbacks: Sequence[ChatModel] = (),
-        retry: RetryPolicy | None = None,
-    ) -> LLMChain:
-        """The saved chain of run ``run_id``, with this worker's code."""
-        ...
-
-    def resume(
-        self,
-        run_id: str,
-        decisions: Sequence[Decision] | Mapping[str, Decision],
-        model: ChatModel,
-        *,
-        tools: Sequence[Tool] = (),
-        callbacks: Sequence[Handler] = (),
-        fallbacks: Sequence[ChatModel] = (),
-        retry: RetryPolicy | None = None,
-        continue_run: bool = True,
-    ) -> RunResult:
-        """Resume a waiting run with people's decisions, once."""
-        ...
-
-    def pending(
-        self, *, metadata: Mapping[str, Any] | None = None, limit: int = 100
-    ) -> list[PendingRun]:
-        """The runs waiting for decisions, newest first (the approval inbox)."""
-        ...
-
-    def delete(self, run_id: str) -> bool:
-        """Forget run ``run_id``; whether it was there."""
-        ...
-
-
-@runtime_checkable
-class AsyncRunStore(Protocol):
-    """The async twin of ``RunStore`` (``AsyncRedisRunStore``,
-    ``AsyncPostgresRunStore``): the same methods, awaited."""
-
-    async def save(
-        self,
-        chain: LLMChain,
-        *,
-        metadata: Mapping[str, Any] | None = None,
-        expires_in: float | None = None,
-    ) -> str:
-        """As ``RunStore.save``."""
-        ...
-
-    async def load(
-        self,
-        run_id: str,
-        model: ChatModel,
-        *,
-        tools: Sequence[Tool] = (),
-        callbacks: Sequence[Handler] = (),
-        fallbacks: Sequence[ChatModel] = (),
-        retry: RetryPolicy | None = None,
-    ) -> LLMChain:
-        """As ``RunStore.load``."""
-        ...
-
-    async def resume(
-        self,
-        run_id: str,
-        decisions: Sequence[Decision] | Mapping[str, Decision],
-        model: ChatModel,
-        *,
-        tools: Sequence[Tool] = (),
-        callbacks: Sequence[Handler] = (),
-        fallbacks: Sequence[ChatModel] = (),
-        retry: RetryPolicy | None = None,
-        continue_run: bool = True,
-    ) -> RunResult:
-        """As ``RunStore.resume``."""
-        ...
-
-    async def pending(
-        self, *, metadata: Mapping[str, Any] | None = None, limit: int = 100
-    ) -> list[PendingRun]:
-        """As ``RunStore.pending``."""
-        ...
-
-    async def delete(self, run_id: str) -> bool:
-        """As ``RunStore.delete``."""
-        ...
-
-
 # --- checks every store shares -------------------------------------------------------
 
 
@@ -217,103 +68,6 @@ def check_run_store(store: object, what: str) -> RunStore:
             f"RedisRunStore, MemoryRunStore, ...), got {store!r}"
         )
     return store
-
-
-def run_id_of(chain: LLMChain) -> str:
-    """The run id ``save`` keeps ``chain`` under.
-
-    Raises:
-        TypeError: ``chain`` is not an ``LLMChain``.
-        ValueError: the chain has not run (it has no run id).
-    """
-    from ..chain import LLMChain
-
-    if not isinstance(chain, LLMChain):
-        raise TypeError(f"save takes an LLMChain, got {chain!r}")
-    if chain.invocation is None:
-        raise ValueError(
-            "the chain has not run, so it has no run id: save the chain of a "
-            "RunResult (result.chain)"
-        )
-    return chain.invocation.id
-
-
-def check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``metadata`` as a dict of JSON values ({} for None).
-
-    Raises:
-        TypeError: it is not a mapping with str keys, or a value is not JSON.
-    """
-    if metadata is None:
-        return {}
-    if not isinstance(metadata, Mapping):
-        raise TypeError(f"metadata must be a mapping or None, got {metadata!r}")
-    value = dict(metadata)
-    for key in value:
-        if not isinstance(key, str):
-            raise TypeError(f"metadata keys must be str, got {key!r}")
-    try:
-        text = json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"metadata must hold JSON values only: {exc}") from None
-    result: dict[str, Any] = json.loads(text)
-    return result
-
-
-def check_expires_in(expires_in: float | None) -> float | None:
-    """``expires_in`` when it is None or a number of seconds > 0 and finite.
-
-    Raises:
-        TypeError: it is not a number.
-        ValueError: it is not > 0 and finite.
-    """
-    if expires_in is None:
-        return None
-    if isinstance(expires_in, bool) or not isinstance(expires_in, int | float):
-        raise TypeError(
-            f"expires_in must be a number of seconds or None, got {expires_in!r}"
-        )
-    if not (expires_in > 0 and math.isfinite(expires_in)):
-        raise ValueError(
-            f"expires_in must be > 0 seconds and finite, got {expires_in!r}"
-        )
-    return float(expires_in)
-
-
-def check_limit(limit: int) -> int:
-    """``limit`` when it is an int >= 1.
-
-    Raises:
-        TypeError: it is not an int.
-        ValueError: it is < 1.
-    """
-    if isinstance(limit, bool) or not isinstance(limit, int):
-        raise TypeError(f"limit must be an int, got {limit!r}")
-    if limit < 1:
-        raise ValueError(f"limit must be >= 1, got {limit}")
-    return limit
-
-
-def contains(metadata: Any, wanted: Any) -> bool:
-    """Whether ``metadata`` contains ``wanted`` as PostgreSQL's JSONB ``@>`` says
-    (for a ``metadata`` object: objects by key, arrays by element, numbers by
-    value)."""
-    if isinstance(wanted, dict):
-        return isinstance(metadata, dict) and all(
-            key in metadata and contains(metadata[key], value)
-            for key, value in wanted.items()
-        )
-    if isinstance(wanted, list):
-        return isinstance(metadata, list) and all(
-            any(contains(item, one) for item in metadata) for one in wanted
-        )
-    if _number(metadata) and _number(wanted):
-        return bool(metadata == wanted)
-    return type(metadata) is type(wanted) and metadata == wanted
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _unknown(run_id: str) -> LangHooksError:
