@@ -26,12 +26,16 @@ from typing import Any, ClassVar, Final
 import attrs
 from typing_extensions import override
 
+from ._values import _value_repr
+
 __all__: list[str] = []
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class EventSpec:
     """One event of one interface."""
+
+    __repr__ = _value_repr
 
     name: str
     interface: type[HandlerBase]

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from ._validators import instance_of
-from ._values import _custom_context, _reduce
+from ._values import _custom_context, _reduce, _value_repr
 
 if TYPE_CHECKING:
     import datetime
@@ -42,7 +42,7 @@ def _utc_now() -> datetime.datetime:
     return datetime.now(UTC)
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Invocation:
     """One unit of work: a chain run or a tool execution.
 
@@ -53,6 +53,8 @@ class Invocation:
         custom_context: caller data attached to the work.
         started_at: when it began (UTC).
     """
+
+    __repr__ = _value_repr
 
     id: str = attrs.field(factory=_uuid4_hex)
     name: str = attrs.field(validator=instance_of(str))
