@@ -127,9 +127,9 @@ __all__ = [
 
 # Names loaded on first use, so that ``import langhooks`` loads only the handler
 # interfaces, the value types and the invocation context. The modules of the
-# composites, the wrappers, the coalescer and the function layer build classes at
-# import (a third of langhooks' own import time); those of ``in_background`` and the
-# stream iterators also need asyncio (and its ssl, socket, subprocess and
+# composites, the wrappers, the coalescer and the function layer build handler
+# classes when imported (checked events, fan-out tables); those of ``in_background``
+# and the stream iterators also need asyncio (and its ssl, socket, subprocess and
 # concurrent.futures). Type checkers read the imports above.
 _LAZY: dict[str, str] = {
     "AsyncCompositeChainHandler": "._wrap._compose",
