@@ -59,9 +59,11 @@ DEFAULT_JSON = Path(__file__).resolve().parent / "results" / "observed_turn.json
 TURNS = 20
 CASES = ("bare", "otel", "recorder", "both")
 #: Shown for reference: the same spans and metrics written by hand against the same
-#: SDK (``otel.HandMadeSpans``: the SDK's own cost, the floor for ``otel``), and
-#: the handler with a ``BatchSpanProcessor`` (spans exported from its thread).
-EXTRA = ("otel_hand_made", "otel_batch")
+#: SDK (``otel.HandMadeSpans``), the handler's exact output through the cheapest SDK
+#: calls (``otel.FloorSpans``: the SDK's own cost, the floor for ``otel``), the same
+#: three spans a turn with no attributes or metrics (``otel.BareSpans``), and the
+#: handler with a ``BatchSpanProcessor`` (spans exported from its thread).
+EXTRA = ("otel_hand_made", "otel_floor", "otel_bare_spans", "otel_batch")
 GOALS: Mapping[str, float] = {"otel": 1.3, "recorder": 1.5, "both": 1.8}
 
 
@@ -97,6 +99,8 @@ class Observers:
         meter = MeterProvider(metric_readers=[InMemoryMetricReader()])
         self.otel = OpenTelemetryHandler(tracer_provider=provider, meter_provider=meter)
         self.hand_made = otel.HandMadeSpans(provider, meter)
+        self.floor = otel.FloorSpans(provider, meter)
+        self.bare_spans = otel.BareSpans(provider)
         self.batch_exporter = InMemorySpanExporter()
         batched = TracerProvider()
         batched.add_span_processor(BatchSpanProcessor(self.batch_exporter))
@@ -122,6 +126,10 @@ class Observers:
             return [self.recorders["recorder"]]
         if case == "otel_hand_made":
             return [self.hand_made]
+        if case == "otel_floor":
+            return [self.floor]
+        if case == "otel_bare_spans":
+            return [self.bare_spans]
         if case == "otel_batch":
             return [self.otel_batch]
         return [self.otel, self.recorders["both"]]

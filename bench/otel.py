@@ -39,6 +39,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
 from opentelemetry.semconv._incubating.metrics import gen_ai_metrics
 from opentelemetry.trace import Span, SpanKind
+from opentelemetry.util.types import Attributes, AttributeValue
 from typing_extensions import override
 
 import langhooks
@@ -53,6 +54,12 @@ from langhooks import (
     ToolResult,
 )
 from langhooks.chain import LLMChain, RunResult
+from langhooks.integrations._genai_content import finish_reason
+from langhooks.integrations._otel._calls import (
+    DURATION_BUCKETS,
+    FIRST_CHUNK_BUCKETS,
+    TOKEN_BUCKETS,
+)
 from langhooks.integrations.opentelemetry import OpenTelemetryHandler
 from langhooks.models import ChatModel, ChatRequest, ScriptedChatModel, ScriptedTurn
 
@@ -178,6 +185,220 @@ class HandMadeSpans(ChainCallbackHandler):
         )
         self.tools[call.call_id] = span
         otel_context.attach(trace.set_span_in_context(span))
+
+    @override
+    def on_tool_execution_completed(
+        self, chain: LLMChain, call: ToolCall, result: ToolResult
+    ) -> None:
+        self.tools.pop(call.call_id).end()
+
+    @override
+    def on_run_complete(self, chain: LLMChain, result: RunResult) -> None:
+        if self.run is not None:
+            self.run.end()
+
+
+class FloorSpans(ChainCallbackHandler):
+    """What ``OpenTelemetryHandler`` makes, through the cheapest SDK calls: the floor.
+
+    The same spans with the same attributes, and the same metric points, for one
+    run at a time: every span's attributes given at ``start_span`` or in one
+    ``set_attributes`` call, no span made current (no context attached), each
+    metric's attributes built once and reused. What this costs over a bare run is
+    the SDK's own price for the handler's output.
+    """
+
+    def __init__(self, tracer_provider: TracerProvider, meter: MeterProvider) -> None:
+        self.tracer = tracer_provider.get_tracer("floor")
+        m = meter.get_meter("floor")
+        self.duration = m.create_histogram(
+            gen_ai_metrics.GEN_AI_CLIENT_OPERATION_DURATION,
+            unit="s",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )
+        self.tokens = m.create_histogram(
+            gen_ai_metrics.GEN_AI_CLIENT_TOKEN_USAGE,
+            unit="{token}",
+            explicit_bucket_boundaries_advisory=TOKEN_BUCKETS,
+        )
+        self.first = m.create_histogram(
+            gen_ai_metrics.GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK,
+            unit="s",
+            explicit_bucket_boundaries_advisory=FIRST_CHUNK_BUCKETS,
+        )
+        self.chat_metric: dict[str, AttributeValue] = {
+            gen_ai.GEN_AI_OPERATION_NAME: "chat",
+            gen_ai.GEN_AI_PROVIDER_NAME: "langhooks.scripted",
+        }
+        # Per response model: the duration's attributes and the two token types'.
+        self.response_metrics: dict[str, tuple[Attributes, Attributes, Attributes]] = {}
+        self.run: Span | None = None
+        self.run_context: otel_context.Context | None = None
+        self.chat_attributes: Attributes = None
+        self.run_id = ""
+        self.chat: Span | None = None
+        self.chat_started = 0.0
+        self.waiting_first = False
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.tools: dict[str, Span] = {}
+
+    @override
+    def on_run_start(self, chain: LLMChain) -> None:
+        run_id = self.run_id = chain.invocation.id if chain.invocation else ""
+        self.run = self.tracer.start_span(
+            "invoke_agent langhooks",
+            attributes={
+                gen_ai.GEN_AI_OPERATION_NAME: "invoke_agent",
+                gen_ai.GEN_AI_PROVIDER_NAME: "langhooks.scripted",
+                gen_ai.GEN_AI_AGENT_NAME: "langhooks",
+                gen_ai.GEN_AI_CONVERSATION_ID: run_id,
+            },
+        )
+        self.run_context = trace.set_span_in_context(self.run)
+        self.chat_attributes = {
+            **self.chat_metric,
+            gen_ai.GEN_AI_CONVERSATION_ID: run_id,
+        }
+        self.input_tokens = self.output_tokens = 0
+
+    @override
+    def on_llm_call_start(
+        self, chain: LLMChain, model: ChatModel, request: ChatRequest
+    ) -> None:
+        self.chat = self.tracer.start_span(
+            "chat",
+            context=self.run_context,
+            kind=SpanKind.CLIENT,
+            attributes=self.chat_attributes,
+        )
+        self.chat_started = time.perf_counter()
+        self.waiting_first = True
+
+    @override
+    def on_llm_new_delta(self, chain: LLMChain, deltas: Sequence[MessageDelta]) -> None:
+        if self.waiting_first and self.chat is not None:
+            self.waiting_first = False
+            elapsed = time.perf_counter() - self.chat_started
+            self.chat.set_attribute(gen_ai.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, elapsed)
+            self.first.record(elapsed, self.chat_metric)
+
+    def _response_metrics(
+        self, model: str
+    ) -> tuple[Attributes, Attributes, Attributes]:
+        found = self.response_metrics.get(model)
+        if found is None:
+            duration = {**self.chat_metric, gen_ai.GEN_AI_RESPONSE_MODEL: model}
+            found = self.response_metrics[model] = (
+                duration,
+                {**duration, gen_ai.GEN_AI_TOKEN_TYPE: "input"},
+                {**duration, gen_ai.GEN_AI_TOKEN_TYPE: "output"},
+            )
+        return found
+
+    @override
+    def on_llm_call_complete(self, chain: LLMChain, response: ChatResponse) -> None:
+        chat = self.chat
+        if chat is None:
+            return
+        model = response.model_name or ""
+        said: dict[str, AttributeValue] = {
+            gen_ai.GEN_AI_RESPONSE_MODEL: model,
+            gen_ai.GEN_AI_RESPONSE_ID: response.id or "",
+        }
+        if response.finish_reason is not None:
+            said[gen_ai.GEN_AI_RESPONSE_FINISH_REASONS] = (
+                finish_reason(response.finish_reason),
+            )
+        duration, input_type, output_type = self._response_metrics(model)
+        usage = response.token_usage
+        if usage is not None:
+            said[gen_ai.GEN_AI_USAGE_INPUT_TOKENS] = usage.input_tokens
+            said[gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS] = usage.output_tokens
+            self.input_tokens += usage.input_tokens
+            self.output_tokens += usage.output_tokens
+        chat.set_attributes(said)
+        if usage is not None:
+            self.tokens.record(usage.input_tokens, input_type)
+            self.tokens.record(usage.output_tokens, output_type)
+        self.duration.record(time.perf_counter() - self.chat_started, duration)
+        chat.end()
+        self.chat = None
+
+    @override
+    def on_tool_pre_execution(
+        self, chain: LLMChain, call: ToolCall, tool: Tool
+    ) -> None:
+        self.tools[call.call_id] = self.tracer.start_span(
+            f"execute_tool {call.name}",
+            context=self.run_context,
+            attributes={
+                gen_ai.GEN_AI_OPERATION_NAME: "execute_tool",
+                gen_ai.GEN_AI_TOOL_NAME: call.name,
+                gen_ai.GEN_AI_TOOL_CALL_ID: call.call_id,
+                gen_ai.GEN_AI_TOOL_TYPE: "function",
+                gen_ai.GEN_AI_CONVERSATION_ID: self.run_id,
+            },
+        )
+
+    @override
+    def on_tool_execution_completed(
+        self, chain: LLMChain, call: ToolCall, result: ToolResult
+    ) -> None:
+        self.tools.pop(call.call_id).end()
+
+    @override
+    def on_run_complete(self, chain: LLMChain, result: RunResult) -> None:
+        if self.run is not None:
+            self.run.set_attributes(
+                {
+                    gen_ai.GEN_AI_USAGE_INPUT_TOKENS: self.input_tokens,
+                    gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS: self.output_tokens,
+                }
+            )
+            self.run.end()
+
+
+class BareSpans(ChainCallbackHandler):
+    """The same three spans a turn, with no attributes and no metrics.
+
+    The least the SDK can charge for the span structure alone: below this, only
+    fewer spans or no SDK.
+    """
+
+    def __init__(self, tracer_provider: TracerProvider) -> None:
+        self.tracer = tracer_provider.get_tracer("bare-spans")
+        self.run: Span | None = None
+        self.run_context: otel_context.Context | None = None
+        self.chat: Span | None = None
+        self.tools: dict[str, Span] = {}
+
+    @override
+    def on_run_start(self, chain: LLMChain) -> None:
+        self.run = self.tracer.start_span("invoke_agent langhooks")
+        self.run_context = trace.set_span_in_context(self.run)
+
+    @override
+    def on_llm_call_start(
+        self, chain: LLMChain, model: ChatModel, request: ChatRequest
+    ) -> None:
+        self.chat = self.tracer.start_span(
+            "chat", context=self.run_context, kind=SpanKind.CLIENT
+        )
+
+    @override
+    def on_llm_call_complete(self, chain: LLMChain, response: ChatResponse) -> None:
+        if self.chat is not None:
+            self.chat.end()
+            self.chat = None
+
+    @override
+    def on_tool_pre_execution(
+        self, chain: LLMChain, call: ToolCall, tool: Tool
+    ) -> None:
+        self.tools[call.call_id] = self.tracer.start_span(
+            f"execute_tool {call.name}", context=self.run_context
+        )
 
     @override
     def on_tool_execution_completed(

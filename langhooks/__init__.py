@@ -15,12 +15,6 @@ from ._core._chain_callbacks import (
     UpdateArguments,
 )
 from ._core._chain_streaming import AsyncChainStreamingHandler, ChainStreamingHandler
-from ._core._functions import (
-    achain_callbacks,
-    astreaming_callbacks,
-    chain_callbacks,
-    streaming_callbacks,
-)
 from ._core._invocation import Invocation, current_invocation, invocation
 from ._core._messages import (
     ChatResponse,
@@ -48,23 +42,29 @@ from ._core._streaming import (
 )
 from ._core._tools import ChainView, Tool, ToolContext
 from ._version import __version__
-from ._wrap._coalesce import CoalescingDeltas
-from ._wrap._compose import (
-    AsyncCompositeChainHandler,
-    AsyncCompositeStreamingHandler,
-    CompositeChainHandler,
-    CompositeStreamingHandler,
-)
-from ._wrap._wrappers import (
-    HandlerWithoutInvocation,
-    Synchronized,
-    filtered,
-    isolate,
-)
 
 if TYPE_CHECKING:
+    from ._core._functions import (
+        achain_callbacks,
+        astreaming_callbacks,
+        chain_callbacks,
+        streaming_callbacks,
+    )
     from ._wrap._background import in_background
+    from ._wrap._coalesce import CoalescingDeltas
+    from ._wrap._compose import (
+        AsyncCompositeChainHandler,
+        AsyncCompositeStreamingHandler,
+        CompositeChainHandler,
+        CompositeStreamingHandler,
+    )
     from ._wrap._iterate import StreamEvent, aiterate_stream, iterate_stream
+    from ._wrap._wrappers import (
+        HandlerWithoutInvocation,
+        Synchronized,
+        filtered,
+        isolate,
+    )
 del TYPE_CHECKING
 
 __all__ = [
@@ -125,14 +125,30 @@ __all__ = [
     "streaming_callbacks",
 ]
 
-# Names whose modules need asyncio (and its ssl, socket, subprocess and
-# concurrent.futures): loaded on first use, so ``import langhooks`` and a plain sync
-# handler do not pay for them. Type checkers read the imports above.
+# Names loaded on first use, so that ``import langhooks`` loads only the handler
+# interfaces, the value types and the invocation context. The modules of the
+# composites, the wrappers, the coalescer and the function layer build handler
+# classes when imported (checked events, fan-out tables); those of ``in_background``
+# and the stream iterators also need asyncio (and its ssl, socket, subprocess and
+# concurrent.futures). Type checkers read the imports above.
 _LAZY: dict[str, str] = {
+    "AsyncCompositeChainHandler": "._wrap._compose",
+    "AsyncCompositeStreamingHandler": "._wrap._compose",
+    "CoalescingDeltas": "._wrap._coalesce",
+    "CompositeChainHandler": "._wrap._compose",
+    "CompositeStreamingHandler": "._wrap._compose",
+    "HandlerWithoutInvocation": "._wrap._wrappers",
     "StreamEvent": "._wrap._iterate",
+    "Synchronized": "._wrap._wrappers",
+    "achain_callbacks": "._core._functions",
     "aiterate_stream": "._wrap._iterate",
+    "astreaming_callbacks": "._core._functions",
+    "chain_callbacks": "._core._functions",
+    "filtered": "._wrap._wrappers",
     "in_background": "._wrap._background",
+    "isolate": "._wrap._wrappers",
     "iterate_stream": "._wrap._iterate",
+    "streaming_callbacks": "._core._functions",
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import pytest
@@ -281,6 +282,34 @@ class TestOverriddenEvents:
                 return self._events
 
         assert overridden_events(Dynamic(frozenset({"on_error"}))) == {"on_error"}
+
+
+class TestEventSpecs:
+    """What each interface records about its events."""
+
+    @pytest.mark.parametrize(
+        "interface",
+        [
+            ChainCallbackHandler,
+            AsyncChainCallbackHandler,
+            StreamingChatResponseHandler,
+            AsyncStreamingChatResponseHandler,
+        ],
+    )
+    def test_params_are_the_signature_after_self(self, interface: type[Any]) -> None:
+        """Each event's recorded parameters are its signature's, after self, and all
+        are positional (what reading them from the code object relies on)."""
+        specs = interface._langhooks_own_events
+        assert specs
+        for name, spec in specs.items():
+            parameters = list(
+                inspect.signature(getattr(interface, name)).parameters.values()
+            )
+            assert spec.params == tuple(p.name for p in parameters[1:])
+            assert all(
+                p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                for p in parameters
+            )
 
 
 class TestHelpers:

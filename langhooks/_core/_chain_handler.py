@@ -34,7 +34,7 @@ from ._messages import (
 )
 from ._tools import ChainView, Tool
 from ._validators import instance_of
-from ._values import _custom_context, _frozen_mapping, _reduce
+from ._values import _custom_context, _frozen_mapping, _reduce, _value_repr
 
 if TYPE_CHECKING:
     from ._model import ChatModel, ChatRequest
@@ -52,24 +52,30 @@ __all__ = [
 ]
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Allow:
     """Review decision: run the call as it is (returning None means the same)."""
 
+    __repr__ = _value_repr
 
-@attrs.frozen
+
+@attrs.frozen(repr=False)
 class UpdateArguments:
     """Review decision: run the call with these arguments instead."""
+
+    __repr__ = _value_repr
 
     arguments: Mapping[str, Any] = attrs.field(converter=_arguments)
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Deny:
     """Review decision: do not run the call; the model is told ``reason``.
 
     A denial is not a failure: its result has ``is_error=False``.
     """
+
+    __repr__ = _value_repr
 
     reason: str = attrs.field(validator=instance_of(str))
 
@@ -78,13 +84,15 @@ def _data(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return _frozen_mapping(value, "data")
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Interrupt:
     """Review decision: stop before running the call and ask a human.
 
     The run returns status "interrupted" with ``data`` (never sent to the model);
     resume with ``LLMChain.execute_tool_calls_with_decisions``.
     """
+
+    __repr__ = _value_repr
 
     message: str = attrs.field(validator=instance_of(str))
     data: Mapping[str, Any] = attrs.field(factory=dict, converter=_data)
@@ -95,7 +103,7 @@ class Interrupt:
 ReviewDecision: TypeAlias = Allow | UpdateArguments | Deny | Interrupt
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class ReviewContext:
     """What a reviewer knows beside the call.
 
@@ -104,6 +112,8 @@ class ReviewContext:
             call (the run is resuming), else None.
         custom_context: the run's ``custom_context``.
     """
+
+    __repr__ = _value_repr
 
     human_decision: Literal["approve", "edit"] | None = attrs.field(
         default=None,

@@ -9,21 +9,40 @@ the context when created) see the invocation that was current when they started.
 from __future__ import annotations
 
 import contextvars
-import datetime
-import uuid
+import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
 from ._validators import instance_of
-from ._values import _custom_context, _reduce
+from ._values import _custom_context, _reduce, _value_repr
+
+if TYPE_CHECKING:
+    import datetime
 
 __all__ = ["Invocation", "current_invocation", "entered", "invocation"]
 
 
-@attrs.frozen(kw_only=True)
+def _uuid4_hex() -> str:
+    """``uuid.uuid4().hex``, without importing ``uuid`` (``import langhooks`` stays
+    light): 16 random bytes with the version (4) and variant (RFC 4122) bits set."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = raw[6] & 0x0F | 0x40
+    raw[8] = raw[8] & 0x3F | 0x80
+    return raw.hex()
+
+
+def _utc_now() -> datetime.datetime:
+    # Imported on the first invocation, not by ``import langhooks`` (the pure-Python
+    # part of the datetime module is slow to load); later calls find it loaded.
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC)
+
+
+@attrs.frozen(kw_only=True, repr=False)
 class Invocation:
     """One unit of work: a chain run or a tool execution.
 
@@ -35,15 +54,15 @@ class Invocation:
         started_at: when it began (UTC).
     """
 
-    id: str = attrs.field(factory=lambda: uuid.uuid4().hex)
+    __repr__ = _value_repr
+
+    id: str = attrs.field(factory=_uuid4_hex)
     name: str = attrs.field(validator=instance_of(str))
     parent_id: str | None = None
     custom_context: Mapping[str, Any] = attrs.field(
         factory=dict, converter=_custom_context
     )
-    started_at: datetime.datetime = attrs.field(
-        factory=lambda: datetime.datetime.now(datetime.UTC)
-    )
+    started_at: datetime.datetime = attrs.field(factory=_utc_now)
 
     __reduce__ = _reduce
 

@@ -29,6 +29,7 @@ from ._values import (
     _metadata,
     _raw,
     _reduce,
+    _value_repr,
 )
 
 __all__ = [
@@ -86,7 +87,7 @@ _RETRYABLE_TYPES: Final = frozenset(
 # Providers reject other tool names (OpenAI: ^[a-zA-Z0-9_-]{1,64}$).
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class ContentPart:
     """One part of a message's content.
 
@@ -94,6 +95,8 @@ class ContentPart:
         type: "text", "thinking", "image_url", "file" or "unsupported".
         content: the text, or the URL / reference for media parts.
     """
+
+    __repr__ = _value_repr
 
     type: ContentType = attrs.field(validator=one_of(_CONTENT_TYPES))
     content: str = attrs.field(validator=instance_of(str))
@@ -142,7 +145,7 @@ def _arguments(value: Mapping[str, Any]) -> Mapping[str, Any]:
     return dict(value)
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class ToolCall:
     """A model's request to run a tool.
 
@@ -154,6 +157,8 @@ class ToolCall:
         display_text: a human-readable label for the call, if any.
     """
 
+    __repr__ = _value_repr
+
     call_id: str = attrs.field(validator=non_empty_str)
     name: str = attrs.field(validator=non_empty_str)
     arguments: Mapping[str, Any] = attrs.field(factory=dict, converter=_arguments)
@@ -161,7 +166,7 @@ class ToolCall:
     display_text: str | None = attrs.field(default=None, validator=optional_str)
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class ToolResult:
     """What running a tool call produced.
 
@@ -176,6 +181,8 @@ class ToolResult:
         processed_content: a structured value the tool returned beside its content.
         exception: the exception the tool raised, if any. Never sent to a model.
     """
+
+    __repr__ = _value_repr
 
     tool_call_id: str = attrs.field(validator=non_empty_str)
     name: str = attrs.field(validator=non_empty_str)
@@ -201,7 +208,7 @@ def _tool_results(value: Iterable[ToolResult]) -> tuple[ToolResult, ...]:
     return _tuple_of(value, ToolResult, "tool_results", "ToolResults")
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Message:
     """A chat message.
 
@@ -214,6 +221,8 @@ class Message:
             "stream_error".
         metadata: provider details (response id, headers, signatures, ...).
     """
+
+    __repr__ = _value_repr
 
     role: Role = attrs.field(validator=one_of(_ROLES))
     content: tuple[ContentPart, ...] = attrs.field(default=(), converter=_content)
@@ -271,9 +280,11 @@ def _partial_text(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -
         )
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class PartialResponse:
     """A streamed piece of response text (never empty)."""
+
+    __repr__ = _value_repr
 
     text: str = attrs.field(validator=_partial_text)
 
@@ -291,14 +302,16 @@ def trusted_partial_response(text: str) -> PartialResponse:
     return partial
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class PartialThinking:
     """A streamed piece of thinking (reasoning) text (never empty)."""
+
+    __repr__ = _value_repr
 
     text: str = attrs.field(validator=_partial_text)
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class PartialToolCall:
     """A streamed fragment of a tool call's arguments.
 
@@ -310,21 +323,25 @@ class PartialToolCall:
             on the fragment that announces the call).
     """
 
+    __repr__ = _value_repr
+
     index: int = attrs.field(validator=count)
     id: str | None = attrs.field(validator=optional_str)
     name: str = attrs.field(validator=non_empty_str)
     partial_arguments: str = attrs.field(validator=instance_of(str))
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class CompleteToolCall:
     """A tool call whose arguments have all arrived and parsed."""
+
+    __repr__ = _value_repr
 
     index: int = attrs.field(validator=count)
     tool_call: ToolCall = attrs.field(validator=instance_of(ToolCall))
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class TokenUsage:
     """Token counts reported by a provider.
 
@@ -335,6 +352,8 @@ class TokenUsage:
         cumulative: the counts are running totals for the response so far (as
             Anthropic's ``message_delta`` reports them), so merging replaces.
     """
+
+    __repr__ = _value_repr
 
     input_tokens: int = attrs.field(default=0, validator=count)
     output_tokens: int = attrs.field(default=0, validator=count)
@@ -382,7 +401,7 @@ def _optional_status(
         )
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class MessageDelta:
     """One streamed increment of an assistant message, as chain handlers see it.
 
@@ -393,6 +412,8 @@ class MessageDelta:
         usage: token usage reported with this increment.
         status: the message's status when this increment ends it.
     """
+
+    __repr__ = _value_repr
 
     text: str = attrs.field(default="", validator=instance_of(str))
     thinking: str = attrs.field(default="", validator=instance_of(str))
@@ -429,7 +450,7 @@ class FinishReason(enum.StrEnum):
     OTHER = "other"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class ChatResponse:
     """A model's complete (or, when cancelled, partial) answer.
 
@@ -442,6 +463,8 @@ class ChatResponse:
         metadata: provider details; ``response_headers`` and ``ratelimit`` when
             the model saw them.
     """
+
+    __repr__ = _value_repr
 
     message: Message = attrs.field(validator=instance_of(Message))
     id: str | None = attrs.field(default=None, validator=optional_str)

@@ -36,6 +36,7 @@ from ._messages import (
     PartialToolCall,
 )
 from ._validators import instance_of
+from ._values import _value_repr
 
 __all__ = [
     "PartialResponseContext",
@@ -147,23 +148,29 @@ def _run_cancel_callback(callback: Callable[[], object]) -> None:
         )
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class PartialResponseContext:
     """Passed with each ``PartialResponse``: the stream's cancel handle."""
 
+    __repr__ = _value_repr
+
     handle: StreamingHandle = attrs.field(validator=instance_of(StreamingHandle))
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class PartialThinkingContext:
     """Passed with each ``PartialThinking``: the stream's cancel handle."""
 
+    __repr__ = _value_repr
+
     handle: StreamingHandle = attrs.field(validator=instance_of(StreamingHandle))
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class PartialToolCallContext:
     """Passed with each ``PartialToolCall``: the stream's cancel handle."""
+
+    __repr__ = _value_repr
 
     handle: StreamingHandle = attrs.field(validator=instance_of(StreamingHandle))
 

@@ -17,7 +17,13 @@ import attrs
 from ._handler import arity_problem
 from ._messages import Message, ToolCall, ToolResult, _tuple_of
 from ._validators import callable_value, instance_of, optional_str
-from ._values import _EMPTY, _custom_context, _frozen_mapping, _reduce
+from ._values import (
+    _EMPTY,
+    _custom_context,
+    _frozen_mapping,
+    _reduce,
+    _value_repr,
+)
 
 if TYPE_CHECKING:
     from ._invocation import Invocation
@@ -63,7 +69,7 @@ class ChainView(Protocol):
         """The calls an interrupted run left waiting for a human decision."""
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class ToolContext:
     """What a tool function receives beside its arguments.
 
@@ -74,6 +80,8 @@ class ToolContext:
         chain: the chain snapshot the call came from (None for a tool run
             outside a chain).
     """
+
+    __repr__ = _value_repr
 
     call: ToolCall
     custom_context: Mapping[str, Any] = attrs.field(
@@ -112,7 +120,7 @@ def _schema(value: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     return None if value is None else _frozen_mapping(value, "parameters_schema")
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Tool:
     """A tool a model may call, and the function that runs it.
 
@@ -124,6 +132,8 @@ class Tool:
         display_text: a human-readable label for calls of this tool.
         concurrent: may run in a worker alongside other calls of the batch.
     """
+
+    __repr__ = _value_repr
 
     name: str = attrs.field(validator=_tool_name)
     function: ToolFunction = attrs.field(validator=[callable_value, _tool_function])

@@ -147,18 +147,6 @@ def run_id(chain: LLMChain) -> str | None:
     return None if invocation is None else invocation.id
 
 
-# The attributes that hold message content: never copied from a span into the
-# log record (the record gets its own structured copy).
-_CONTENT_KEYS: Final = frozenset(
-    {
-        gen_ai.GEN_AI_INPUT_MESSAGES,
-        gen_ai.GEN_AI_OUTPUT_MESSAGES,
-        gen_ai.GEN_AI_SYSTEM_INSTRUCTIONS,
-        gen_ai.GEN_AI_TOOL_DEFINITIONS,
-    }
-)
-
-
 # --- one model call -----------------------------------------------------------------
 
 
@@ -219,20 +207,20 @@ class ChatCall:
         if conversation_id is not None:
             span_attributes[gen_ai.GEN_AI_CONVERSATION_ID] = conversation_id
         capture = telemetry.capture
-        # The request's content, kept for the log record when events get it.
+        # The request's content and what the span says besides it, kept for the log
+        # record when events get it (which repeats both); None otherwise.
         self._content: dict[str, str] | None = None
+        self._said: dict[str, AttributeValue] | None = None
+        if capture.in_events:
+            # Copied before content is added: content never goes into the record's
+            # attributes (it gets its own structured copy).
+            self._said = dict(span_attributes)
         if capture.on_spans or capture.in_events:
             found = request_content(request)
             if capture.on_spans:
                 span_attributes.update(found)
             if capture.in_events:
                 self._content = dict(found)
-        # What the span says besides content: the log record repeats it.
-        self._said: dict[str, AttributeValue] = {
-            key: value
-            for key, value in span_attributes.items()
-            if key not in _CONTENT_KEYS
-        }
         name = attributes.get(gen_ai.GEN_AI_REQUEST_MODEL)
         self.span = telemetry.tracer.start_span(
             f"{CHAT} {name}" if name else CHAT,
@@ -256,28 +244,34 @@ class ChatCall:
         """
         span = self.span
         metric = self._metric_attributes
-        say = self._say
+        # Everything the response says, set on the span at once (one lock, one
+        # pass of the SDK's attribute checks), in the order of the conventions.
+        said: dict[str, AttributeValue] = {}
         if response.model_name:
-            say(gen_ai.GEN_AI_RESPONSE_MODEL, response.model_name)
+            said[gen_ai.GEN_AI_RESPONSE_MODEL] = response.model_name
             metric[gen_ai.GEN_AI_RESPONSE_MODEL] = response.model_name
         if response.id:
-            say(gen_ai.GEN_AI_RESPONSE_ID, response.id)
+            said[gen_ai.GEN_AI_RESPONSE_ID] = response.id
         if response.finish_reason is not None:
             reason = content.finish_reason(response.finish_reason)
-            say(gen_ai.GEN_AI_RESPONSE_FINISH_REASONS, (reason,))
-        capture = self._telemetry.capture
-        if capture.on_spans or self._content is not None:
-            output = content.output_messages(response.message, response.finish_reason)
-            if capture.on_spans:
-                span.set_attribute(gen_ai.GEN_AI_OUTPUT_MESSAGES, output)
-            if self._content is not None:
-                self._content[gen_ai.GEN_AI_OUTPUT_MESSAGES] = output
+            said[gen_ai.GEN_AI_RESPONSE_FINISH_REASONS] = (reason,)
         tokens = (0, 0)
         usage = response.token_usage
         if usage is not None:
             tokens = (usage.input_tokens, usage.output_tokens)
-            say(gen_ai.GEN_AI_USAGE_INPUT_TOKENS, usage.input_tokens)
-            say(gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS, usage.output_tokens)
+            said[gen_ai.GEN_AI_USAGE_INPUT_TOKENS] = usage.input_tokens
+            said[gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS] = usage.output_tokens
+        if self._said is not None:
+            self._said.update(said)
+        capture = self._telemetry.capture
+        if capture.on_spans or self._content is not None:
+            output = content.output_messages(response.message, response.finish_reason)
+            if capture.on_spans:
+                said[gen_ai.GEN_AI_OUTPUT_MESSAGES] = output
+            if self._content is not None:
+                self._content[gen_ai.GEN_AI_OUTPUT_MESSAGES] = output
+        span.set_attributes(said)
+        if usage is not None:
             record = self._telemetry.token_usage.record
             record(usage.input_tokens, {**metric, gen_ai.GEN_AI_TOKEN_TYPE: _INPUT})
             record(usage.output_tokens, {**metric, gen_ai.GEN_AI_TOKEN_TYPE: _OUTPUT})
@@ -299,15 +293,10 @@ class ChatCall:
         fail_span(self.span, error_type, str(error), error)
         self._end({**self._metric_attributes, ERROR_TYPE: error_type})
 
-    def _say(self, key: str, value: AttributeValue) -> None:
-        """Set a span attribute that is not content (the log record repeats it)."""
-        self.span.set_attribute(key, value)
-        self._said[key] = value
-
     def _end(self, metric_attributes: Mapping[str, AttributeValue]) -> None:
         elapsed = time.perf_counter() - self._started
         self._telemetry.operation_duration.record(elapsed, metric_attributes)
-        if self._content is not None:
+        if self._said is not None and self._content is not None:
             said = dict(self._said)
             error_type = metric_attributes.get(ERROR_TYPE)
             if error_type is not None:
