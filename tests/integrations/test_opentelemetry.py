@@ -928,6 +928,40 @@ class TestMetrics:
             server_attributes.SERVER_PORT: 9,
         }
 
+    def test_provider_names(self) -> None:
+        """Every provider model reports its ``gen_ai.provider.name`` from the
+        conventions' list; a Gemini model on a Vertex AI client reports Vertex."""
+        pytest.importorskip("google.genai")
+        pytest.importorskip("cohere")
+        pytest.importorskip("mistralai")
+        pytest.importorskip("boto3")
+        from google import genai as google_genai
+
+        from langhooks.models import (
+            BedrockChatModel,
+            CohereChatModel,
+            GeminiChatModel,
+            MistralChatModel,
+        )
+
+        url = "http://127.0.0.1:9"
+        assert otel_calls.provider(GeminiChatModel(model="g", api_key="k")) == (
+            "gcp.gemini"
+        )
+        vertex = google_genai.Client(vertexai=True, api_key="k")
+        assert otel_calls.provider(GeminiChatModel(model="g", client=vertex)) == (
+            "gcp.vertex_ai"
+        )
+        assert otel_calls.provider(
+            CohereChatModel(model="c", api_key="k", base_url=url)
+        ) == ("cohere")
+        assert otel_calls.provider(
+            MistralChatModel(model="m", api_key="k", base_url=url)
+        ) == ("mistral_ai")
+        assert otel_calls.provider(
+            BedrockChatModel(model="b", region="us-east-1", endpoint_url=url)
+        ) == ("aws.bedrock")
+
     def test_other_models(self) -> None:
         """Another model is provider _OTHER; its server port defaults by scheme."""
 

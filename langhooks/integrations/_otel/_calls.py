@@ -95,6 +95,10 @@ _PROVIDERS: Final = {
     "OpenAIChatModel": gen_ai.GenAiProviderNameValues.OPENAI.value,
     "OpenAIResponsesModel": gen_ai.GenAiProviderNameValues.OPENAI.value,
     "AnthropicChatModel": gen_ai.GenAiProviderNameValues.ANTHROPIC.value,
+    "GeminiChatModel": gen_ai.GenAiProviderNameValues.GCP_GEMINI.value,
+    "CohereChatModel": gen_ai.GenAiProviderNameValues.COHERE.value,
+    "MistralChatModel": gen_ai.GenAiProviderNameValues.MISTRAL_AI.value,
+    "BedrockChatModel": gen_ai.GenAiProviderNameValues.AWS_BEDROCK.value,
     "OllamaChatModel": "ollama",
     "ScriptedChatModel": "langhooks.scripted",
 }
@@ -104,9 +108,19 @@ _OTHER_PROVIDER: Final = "_OTHER"
 
 def provider(model: object) -> str:
     cls = type(model)
-    if cls.__module__.startswith("langhooks."):
-        return _PROVIDERS.get(cls.__name__, _OTHER_PROVIDER)
-    return _OTHER_PROVIDER
+    if not cls.__module__.startswith("langhooks."):
+        return _OTHER_PROVIDER
+    name = _PROVIDERS.get(cls.__name__, _OTHER_PROVIDER)
+    if name == gen_ai.GenAiProviderNameValues.GCP_GEMINI.value and _on_vertex(model):
+        return gen_ai.GenAiProviderNameValues.GCP_VERTEX_AI.value
+    return name
+
+
+def _on_vertex(model: object) -> bool:
+    """Whether a Gemini model's client is a Vertex AI one (the same model class
+    talks to the Gemini API or to Vertex AI, by its client)."""
+    api = getattr(getattr(model, "_client", None), "_api_client", None)
+    return getattr(api, "vertexai", False) is True
 
 
 def request_attributes(model: object) -> dict[str, AttributeValue]:
