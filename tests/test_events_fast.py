@@ -368,6 +368,7 @@ class TestFallback:
         pair.call("on_llm_call_start", chain, ScriptedChatModel([]), request)
         pair.call("on_llm_new_delta", chain, [odd])
         pair.call("on_llm_new_delta", chain, [MessageDelta(text="y"), "plain"])
+        pair.call("on_llm_new_delta", chain, ["plain"])
         for cumulative in (1, 0.5):  # not a bool, in a bool field
             usage = TokenUsage(input_tokens=1)
             object.__setattr__(usage, "cumulative", cumulative)

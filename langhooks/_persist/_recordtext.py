@@ -346,14 +346,20 @@ class Plan:
         self.chained = bool(params) and params[0] == "chain"
         #: The record's text from its event name on.
         self.head = f'"event":"{name}",'
-        #: The other recorded arguments: their positions and keys (a stream's
-        #: cancel handle is not recorded).
-        self.rest = tuple(
-            (index, f'"{param}":')
+        #: The other recorded arguments: their positions and keys, each after a
+        #: comma but the payload's first (a stream's cancel handle is not
+        #: recorded).
+        recorded = [
+            index
             for index, param in enumerate(params)
             if not (index == 0 and self.chained)
             and not (param == "context" and name in contexts)
-        )
+        ]
+        self.rest = tuple(
+            (index, f'{"," if self.chained or index != recorded[0] else ""}'
+             f'"{params[index]}":')
+            for index in recorded
+        )  # fmt: skip
         #: A file sink is flushed after this event.
         self.terminal = name in terminal
         #: After this event the run's state is dropped.
@@ -445,8 +451,8 @@ class RecordText:
         """
         commit: tuple[Message, ...] | None = None
         chain: LLMChain | None = None
-        pieces: list[str] = []
         run = None
+        body = ""  # the payload's text: its keys (each but the first after a comma)
         try:
             if plan.chained:
                 chain = args[0]
@@ -460,18 +466,17 @@ class RecordText:
                     and run is self._chain_run
                     and failures == self._chain_failures
                 ):
-                    pieces.append(self._chain_text)
+                    body = self._chain_text
                 else:
-                    text, commit = self._chain(chain, run)
-                    pieces.append(text)
+                    body, commit = self._chain(chain, run)
             writers = self._writers
             for index, key in plan.rest:
                 arg = args[index]
                 writer = writers.get(type(arg))
                 if writer is None:
-                    pieces.append(key + self._other(arg, key, run, chain))
+                    body = f"{body}{key}{self._other(arg, key, run, chain)}"
                 else:
-                    pieces.append(key + writer(arg))
+                    body = f"{body}{key}{writer(arg)}"
         except (Unencodable, TypeError, ValueError, AttributeError):
             return None
         if commit is not None:
@@ -479,17 +484,14 @@ class RecordText:
         if run is not self._run or current is not self._current:
             self._ids_text = self._ids(run, current)
         micro = _time_ns() // 1000 - self._second
+        if 0 < micro < 1_000_000:  # the usual: within the current second
+            # str() of a 7-digit number is cheaper than the format spec "06d".
+            stamp = f"{self._prefix}.{str(1_000_000 + micro)[1:]}+00:00"
+        else:
+            stamp = self.time(micro + self._second)
         return (
             f'{{"type":"EventRecord","version":{SCHEMA_VERSION},"seq":{seq},'
-            f"{plan.head}{self._ids_text}"
-            + (
-                f"{self._prefix}.{str(1_000_000 + micro)[1:]}+00:00"
-                if 0 < micro < 1_000_000  # the usual: within the current second
-                else self.time(micro + self._second)
-            )
-            + '","payload":{'
-            + ",".join(pieces)
-            + "}}\n"
+            f'{plan.head}{self._ids_text}{stamp}","payload":{{{body}}}}}\n'
         )
 
     def _ids(self, run: Invocation | None, current: Invocation | None) -> str:
@@ -530,7 +532,7 @@ class RecordText:
             return _model(value)
         if kind is ChatRequest:
             return self._request(value, chain)
-        if key == '"raw_event":':
+        if key.endswith('"raw_event":'):
             return json_text(self._encoder.raw_event(value))
         # A rarer value: the reference path's JSON, embedded.
         encoded = self._encoder.value(value, None if run is None else run.id, chain)
@@ -539,8 +541,13 @@ class RecordText:
         return json_text(encoded)
 
     def _items(self, items: Sequence[Any]) -> str:
-        out: list[str] = []
         writers = self._writers
+        if len(items) == 1:  # the usual: one delta
+            writer = writers.get(type(items[0]))
+            if writer is None:
+                raise TypeError("no writer")  # the reference path takes the record
+            return f"[{writer(items[0])}]"
+        out: list[str] = []
         for item in items:
             writer = writers.get(type(item))
             if writer is None:
