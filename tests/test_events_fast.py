@@ -265,6 +265,21 @@ class TestSameBytes:
             assert chain.run(max_runs=5).status == "ok"
         pair.assert_identical()
 
+    def test_an_older_snapshot_after_a_newer_one(self) -> None:
+        """A run's chain snapshot recorded again after a newer one (a concurrent
+        tool's, say) carries where its messages differ, as the reference path
+        writes it."""
+        older = LLMChain(
+            ScriptedChatModel([]), invocation=Invocation(name="run")
+        ).add_message(Message.user("hi"))
+        newer = older.add_message(Message.assistant("hello"))
+        pair = Pair()
+        for chain in (older, older, newer, older, older):
+            pair.call("on_llm_token_usage", chain, TokenUsage(input_tokens=1))
+        pair.assert_identical()
+        counts = [json.loads(line)["payload"]["chain"] for line in pair.lines()]
+        assert [chain.get("messages_from") for chain in counts] == [0, None, 1, 1, None]
+
     def test_stream(self) -> None:
         """A model's stream into the recorder is written as the reference writes
         it."""

@@ -215,7 +215,23 @@ def _recording_method(name: str) -> Callable[..., None]:
                 f"EventRecorder.{name} takes {' or '.join(map(str, sorted(plans)))} "
                 f"arguments, got {len(args)}"
             )
-        self._record(plan, args)
+        text = self._text
+        if text is None:
+            self._record(plan, args)
+            return
+        # A file sink: the hot path, kept in this one function.
+        current = _CURRENT.get()
+        with self._lock:
+            # The text is made under the lock too: a chain's message deltas must
+            # be computed in record order.
+            seq = self._seq
+            line = text.line(plan, args, seq, current)
+            if line is None:
+                line = self._reference_line(plan, args, seq, current)
+            self._file.write(line)  # type: ignore[union-attr]  # a file sink
+            self._seq = seq + 1
+            if plan.terminal:
+                self._ended(plan, args, current)
 
     record.__name__ = record.__qualname__ = name
     record.__doc__ = f"Record ``{name}``."
@@ -273,41 +289,43 @@ class EventRecorder(ChainCallbackHandler, StreamingChatResponseHandler):
         return self._seq
 
     def _record(self, plan: Plan, args: Sequence[Any]) -> None:
+        """Record an event to a callable sink (a file sink's path is in the
+        recording method)."""
         current = _CURRENT.get()
         with self._lock:
             # The payload is built under the lock too: a chain's message deltas
             # must be computed in record order.
             seq = self._seq
-            text = self._text
-            if text is not None:
-                line = text.line(plan, args, seq, current)
-                if line is None:
-                    line = self._reference_line(plan, args, seq, current)
-                self._file.write(line)  # type: ignore[union-attr]  # a file sink
-            else:
-                assert self._call is not None
-                ids = _ids(plan, args, current)
-                payload = self._payload(plan, args, ids[0])
-                self._call(
-                    EventRecord(
-                        seq=seq,
-                        event=cast("EventName", plan.name),  # an interface's event
-                        run_id=ids[0],
-                        invocation_id=ids[1],
-                        parent_id=ids[2],
-                        time=datetime.datetime.now(datetime.UTC),
-                        payload=payload,
-                    )
+            assert self._call is not None
+            ids = _ids(plan, args, current)
+            payload = self._payload(plan, args, ids[0])
+            self._call(
+                EventRecord(
+                    seq=seq,
+                    event=cast("EventName", plan.name),  # an interface's event
+                    run_id=ids[0],
+                    invocation_id=ids[1],
+                    parent_id=ids[2],
+                    time=datetime.datetime.now(datetime.UTC),
+                    payload=payload,
                 )
+            )
             self._seq = seq + 1
             if plan.terminal:
-                if self._file is not None:
-                    self._file.flush()
-                if plan.ends_run:
-                    run_id = _ids(plan, args, current)[0]
-                    self._encoder.runs.forget(run_id)
-                    if text is not None:
-                        text.forget()
+                self._ended(plan, args, current)
+
+    def _ended(
+        self, plan: Plan, args: Sequence[Any], current: Invocation | None
+    ) -> None:
+        """After a run's or a stream's last event: flush a file sink; forget what
+        was kept for a run."""
+        if self._file is not None:
+            self._file.flush()
+        if plan.ends_run:
+            run_id = _ids(plan, args, current)[0]
+            self._encoder.runs.forget(run_id)
+            if self._text is not None:
+                self._text.forget()
 
     def _reference_line(
         self, plan: Plan, args: Sequence[Any], seq: int, current: Invocation | None

@@ -377,8 +377,7 @@ class RecordText:
     """
 
     __slots__ = (
-        "_chain_failures",
-        "_chain_messages",
+        "_chain",
         "_chain_run",
         "_chain_text",
         "_current",
@@ -401,12 +400,12 @@ class RecordText:
         self._run: Invocation | None = None
         self._current: Invocation | None = None
         self._ids_text = self._ids(None, None)
-        # The text of the previous chain argument whose messages the run's records
-        # had all carried: a record with the same run, messages and failure count
-        # reuses it.
+        # The previous chain argument whose messages the run's records had all
+        # carried, its run and its text: a record with the same chain (a frozen
+        # snapshot, which most records of a run share with the one before) reuses
+        # them.
+        self._chain: LLMChain | None = None
         self._chain_run: Invocation | None = None
-        self._chain_messages: tuple[Message, ...] | None = None
-        self._chain_failures = 0
         self._chain_text = ""
         # The date and time of the current second (and its first microsecond since
         # the epoch), formatted once per second.
@@ -456,19 +455,14 @@ class RecordText:
         try:
             if plan.chained:
                 chain = args[0]
-                if type(chain) is not LLMChain:
-                    return None  # the reference path refuses it
-                run = chain.invocation
-                messages = chain.messages
-                failures = chain.current_failure_count
-                if (
-                    messages is self._chain_messages
-                    and run is self._chain_run
-                    and failures == self._chain_failures
-                ):
+                if chain is self._chain:
                     body = self._chain_text
+                    run = self._chain_run
+                elif type(chain) is not LLMChain:
+                    return None  # the reference path refuses it
                 else:
-                    body, commit = self._chain(chain, run)
+                    run = chain.invocation
+                    body, commit = self._chain_of(chain, run)
             writers = self._writers
             for index, key in plan.rest:
                 arg = args[index]
@@ -481,6 +475,7 @@ class RecordText:
             return None
         if commit is not None:
             self._sent[None if run is None else run.id] = commit
+            self._chain = None  # an older snapshot of the run is no longer current
         if run is not self._run or current is not self._current:
             self._ids_text = self._ids(run, current)
         micro = _time_ns() // 1000 - self._second
@@ -603,7 +598,7 @@ class RecordText:
             + f',"metadata":{_data(response.metadata)}}}'
         )
 
-    def _chain(
+    def _chain_of(
         self, chain: LLMChain, run: Invocation | None
     ) -> tuple[str, tuple[Message, ...] | None]:
         """The chain argument's text, and the messages to note as carried when the
@@ -616,9 +611,8 @@ class RecordText:
                 f'"chain":{{"type":"LLMChain","message_count":{len(messages)},'
                 f'"current_failure_count":{_scalar(failures)}}}'
             )
+            self._chain = chain
             self._chain_run = run
-            self._chain_messages = messages
-            self._chain_failures = failures
             self._chain_text = text
             return text, None
         start = 0
@@ -664,11 +658,11 @@ class RecordText:
     def forget_chain(self) -> None:
         """Drop the cached chain text: the reference path is taking a record, and
         may note other messages as carried."""
-        self._chain_messages = None
+        self._chain = None
 
     def forget(self) -> None:
         """A run ended: drop the cached chain text and the values' texts (a tool's
         schema is read again in the next run)."""
-        self._chain_messages = None
+        self._chain = None
         self._known.clear()
         self._kept.clear()
