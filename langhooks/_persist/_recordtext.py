@@ -594,7 +594,8 @@ class RecordText:
             f'"model_name":{_ostr(response.model_name)},"token_usage":'
             + ("null" if usage is None else "{" + _usage_fields(usage) + "}")
             + ',"finish_reason":'
-            + ("null" if reason is None else _scalar(reason.value))
+            # A StrEnum member: json writes its value (and so does _str).
+            + ("null" if reason is None else _str(reason))
             + f',"metadata":{_data(response.metadata)}}}'
         )
 
