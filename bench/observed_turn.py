@@ -20,6 +20,13 @@ the per-round ratios):
   temporary directory);
 - ``both``: the two together.
 
+``--cases all`` adds, for reference, the same spans written by hand against the SDK
+(``otel_hand_made``), the handler with a ``BatchSpanProcessor`` (``otel_batch``),
+and two floors under any recorder: a handler that receives every chain event and
+does nothing (``floor_events``), and one that for every event also takes a lock,
+numbers the record, reads the clock and writes a fixed line of a record's average
+size to the file (``floor_write``: a record with no content made).
+
 Figures are microseconds per model turn; ratios are to ``bare``. Goals: recorder
 at most 1.5x, OpenTelemetry at most 1.3x, both at most 1.8x.
 
@@ -34,6 +41,8 @@ import os
 import pstats
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -47,6 +56,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
 )
+from typing_extensions import override
 
 import langhooks
 from langhooks import ChainCallbackHandler, Tool, ToolCall
@@ -61,9 +71,17 @@ CASES = ("bare", "otel", "recorder", "both")
 #: Shown for reference: the same spans and metrics written by hand against the same
 #: SDK (``otel.HandMadeSpans``), the handler's exact output through the cheapest SDK
 #: calls (``otel.FloorSpans``: the SDK's own cost, the floor for ``otel``), the same
-#: three spans a turn with no attributes or metrics (``otel.BareSpans``), and the
-#: handler with a ``BatchSpanProcessor`` (spans exported from its thread).
-EXTRA = ("otel_hand_made", "otel_floor", "otel_bare_spans", "otel_batch")
+#: three spans a turn with no attributes or metrics (``otel.BareSpans``), the
+#: handler with a ``BatchSpanProcessor`` (spans exported from its thread), and the
+#: floors under a recorder (``EveryEvent``, ``FixedLines``).
+EXTRA = (
+    "otel_hand_made",
+    "otel_floor",
+    "otel_bare_spans",
+    "otel_batch",
+    "floor_events",
+    "floor_write",
+)
 GOALS: Mapping[str, float] = {"otel": 1.3, "recorder": 1.5, "both": 1.8}
 
 
@@ -89,6 +107,53 @@ def script(turns: int) -> list[ScriptedTurn]:
     return out
 
 
+def _ignore(self: ChainCallbackHandler, *args: Any) -> None:
+    """Receive an event and do nothing."""
+
+
+class EveryEvent(ChainCallbackHandler):
+    """A handler of every chain event that does nothing: what any recorder pays to
+    be called for each event."""
+
+    locals().update(dict.fromkeys(ChainCallbackHandler._langhooks_own_events, _ignore))
+
+
+#: A record's text without its number and time: the average size of this run's.
+_FIXED_LINE = '"type":"EventRecord","payload":"' + "x" * 520 + '"}\n'
+
+
+def _write_fixed(self: FixedLines, *args: Any) -> None:
+    """Number the record, read the clock, write a line of the average size."""
+    with self.lock:
+        seq = self.seq
+        self.file.write(f'{{"seq":{seq},"time":{time.time_ns()},{_FIXED_LINE}')
+        self.seq = seq + 1
+
+
+class FixedLines(ChainCallbackHandler):
+    """A recorder with no content: for every event, what ``EventRecorder`` does
+    besides making the record's text (a lock, a number, the time, a line of the
+    average size written to the file, flushed when the run ends)."""
+
+    def __init__(self, path: str) -> None:
+        self.file = open(path, "a", encoding="utf-8")  # noqa: SIM115  # close()
+        self.lock = threading.Lock()
+        self.seq = 0
+
+    def close(self) -> None:
+        """Close the file."""
+        self.file.close()
+
+    locals().update(
+        dict.fromkeys(ChainCallbackHandler._langhooks_own_events, _write_fixed)
+    )
+
+    @override
+    def on_run_complete(self, *args: Any) -> None:
+        _write_fixed(self, *args)
+        self.file.flush()
+
+
 class Observers:
     """The handlers of each case, made once and reused by every run."""
 
@@ -110,11 +175,13 @@ class Observers:
         )
         self.paths = {
             name: os.path.join(directory, f"{name}.jsonl")
-            for name in ("recorder", "both")
+            for name in ("recorder", "both", "floor_write")
         }
         self.recorders = {
-            name: EventRecorder(path) for name, path in self.paths.items()
+            name: EventRecorder(self.paths[name]) for name in ("recorder", "both")
         }
+        self.every_event = EveryEvent()
+        self.fixed_lines = FixedLines(self.paths["floor_write"])
 
     def handlers(self, case: str) -> list[ChainCallbackHandler]:
         """The handlers ``case`` runs with."""
@@ -132,6 +199,10 @@ class Observers:
             return [self.bare_spans]
         if case == "otel_batch":
             return [self.otel_batch]
+        if case == "floor_events":
+            return [self.every_event]
+        if case == "floor_write":
+            return [self.fixed_lines]
         return [self.otel, self.recorders["both"]]
 
     def after_run(self) -> None:
@@ -143,6 +214,7 @@ class Observers:
         """Close the recorders' files."""
         for recorder in self.recorders.values():
             recorder.close()
+        self.fixed_lines.close()
         self.batch_provider.shutdown()
 
 

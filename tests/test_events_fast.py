@@ -13,7 +13,7 @@ import datetime
 import io
 import json
 import re
-from typing import Any
+from typing import Any, cast
 
 import attrs
 import pytest
@@ -41,7 +41,8 @@ from langhooks import (
     ToolResult,
 )
 from langhooks._persist._jsondata import json_text
-from langhooks.chain import ErrorResult, LLMChain, RetryPolicy
+from langhooks._persist._recordtext import _MAX_KEPT
+from langhooks.chain import ErrorResult, LLMChain, OkResult, RetryPolicy
 from langhooks.codec import dumps
 from langhooks.events import EventRecord, EventRecorder, read_events, replay_events
 from langhooks.models import ChatRequest, ScriptedChatModel, ScriptedTurn
@@ -137,6 +138,10 @@ def every_event_calls() -> list[tuple[str, tuple[Any, ...]]]:
         ("on_tool_execution_started", (later, call, tool)),
         ("on_tool_pre_execution", (later, call, tool)),
         ("on_tool_execution_completed", (later, call, result)),
+        (
+            "on_tool_execution_completed",
+            (later, call, attrs.evolve(result, processed_content=["a", 1])),
+        ),
         (
             "on_tool_execution_failed",
             (later, call, attrs.evolve(result, is_error=True)),
@@ -260,6 +265,21 @@ class TestSameBytes:
             assert chain.run(max_runs=5).status == "ok"
         pair.assert_identical()
 
+    def test_an_older_snapshot_after_a_newer_one(self) -> None:
+        """A run's chain snapshot recorded again after a newer one (a concurrent
+        tool's, say) carries where its messages differ, as the reference path
+        writes it."""
+        older = LLMChain(
+            ScriptedChatModel([]), invocation=Invocation(name="run")
+        ).add_message(Message.user("hi"))
+        newer = older.add_message(Message.assistant("hello"))
+        pair = Pair()
+        for chain in (older, older, newer, older, older):
+            pair.call("on_llm_token_usage", chain, TokenUsage(input_tokens=1))
+        pair.assert_identical()
+        counts = [json.loads(line)["payload"]["chain"] for line in pair.lines()]
+        assert [chain.get("messages_from") for chain in counts] == [0, None, 1, 1, None]
+
     def test_stream(self) -> None:
         """A model's stream into the recorder is written as the reference writes
         it."""
@@ -363,6 +383,11 @@ class TestFallback:
         pair.call("on_llm_call_start", chain, ScriptedChatModel([]), request)
         pair.call("on_llm_new_delta", chain, [odd])
         pair.call("on_llm_new_delta", chain, [MessageDelta(text="y"), "plain"])
+        pair.call("on_llm_new_delta", chain, ["plain"])
+        for cumulative in (1, 0.5):  # not a bool, in a bool field
+            usage = TokenUsage(input_tokens=1)
+            object.__setattr__(usage, "cumulative", cumulative)
+            pair.call("on_llm_token_usage", chain, usage)
         pair.assert_identical()
 
     def test_many_tools(self) -> None:
@@ -370,7 +395,7 @@ class TestFallback:
         chain = LLMChain(ScriptedChatModel([])).add_message(Message.user("hi"))
         call = ToolCall(call_id="c", name="f")
         pair = Pair()
-        every = [Tool(f"t{i}", lambda a, c: "") for i in range(300)]
+        every = [Tool(f"t{i}", lambda a, c: "") for i in range(_MAX_KEPT + 10)]
         for tool in [*every, every[0], every[0]]:
             pair.call("on_tool_execution_started", chain, call, tool)
         pair.assert_identical()
@@ -409,6 +434,30 @@ class TestFallback:
             ["Paris", "Lyon"],
         ]
 
+    def test_values_are_written_once_per_run(self) -> None:
+        """A message, tool call or tool result handed to several events of a run
+        is written from its first text: caller data changed in place inside it
+        (which the frozen values do not expect) shows in the next run, not in the
+        same one; the reference path reads it again each time."""
+        arguments: dict[str, Any] = {"city": "Paris"}
+        call = ToolCall(call_id="c", name="weather", arguments=arguments)
+        chain = LLMChain(
+            ScriptedChatModel([]), invocation=Invocation(name="run")
+        ).add_message(Message.assistant("", tool_calls=[call]))
+        out = io.StringIO()
+        recorder = EventRecorder(out)
+        recorder.on_tool_execution_started(chain, call, tools()[0])
+        cast("dict[str, Any]", call.arguments)["city"] = "Lyon"  # in place
+        recorder.on_tool_execution_started(chain, call, tools()[0])
+        recorder.on_run_complete(chain, OkResult(chain=chain))
+        recorder.on_tool_execution_started(chain, call, tools()[0])
+        cities = [
+            json.loads(line)["payload"]["call"]["arguments"]["city"]
+            for line in out.getvalue().splitlines()
+            if '"event":"on_tool_execution_started"' in line
+        ]
+        assert cities == ["Paris", "Paris", "Lyon"]
+
 
 class TestJsonText:
     @pytest.mark.parametrize(
@@ -435,36 +484,48 @@ class TestJsonText:
 
 class TestTime:
     @pytest.mark.parametrize(
-        "ns",
+        "micro",
         [
-            1_700_000_000_000_000_000,
-            1_700_000_000_000_001_999,
-            1_700_000_000_123_456_000,
-            1_700_000_001_000_000_000,
+            1_700_000_000_000_000,
+            1_700_000_000_000_001,
+            1_700_000_000_123_456,
+            1_700_000_001_000_000,
         ],
     )
-    def test_iso_text(self, ns: int) -> None:
+    def test_iso_text(self, micro: int) -> None:
         """A time is written as datetime.isoformat writes it (no fraction on a
         whole second), also across a change of second."""
-        from langhooks._persist._recordtext import _Clock
+        from langhooks._persist._events import _Encoder
+        from langhooks._persist._recordtext import RecordText
 
-        clock = _Clock()
-        clock.text(ns - 1_000_000_000)  # another second first
-        second, micro = divmod(ns // 1000, 1_000_000)
+        text = RecordText(_Encoder())
+        text.time(micro - 1_000_000)  # another second first
+        second, fraction = divmod(micro, 1_000_000)
         expected = (
             datetime.datetime.fromtimestamp(second, datetime.UTC)
-            .replace(microsecond=micro)
+            .replace(microsecond=fraction)
             .isoformat()
         )
-        assert clock.text(ns) == expected
-        assert clock.text(ns) == expected
+        assert text.time(micro) == expected
+        assert text.time(micro) == expected
 
     def test_now(self) -> None:
-        """The clock says now, in UTC."""
-        from langhooks._persist._recordtext import _Clock
-
+        """Each record says when it was made, in UTC, in the current second and
+        in the next ones alike."""
+        out = io.StringIO()
+        recorder = EventRecorder(out)
         before = datetime.datetime.now(datetime.UTC)
-        now = datetime.datetime.fromisoformat(_Clock().now())
+        for _ in range(3):
+            recorder.on_partial_response(
+                PartialResponse(text="x"),
+                PartialResponseContext(handle=StreamingHandle()),
+            )
         after = datetime.datetime.now(datetime.UTC)
-        assert before - datetime.timedelta(seconds=1) <= now <= after
-        assert now.tzinfo == datetime.UTC
+        times = [
+            datetime.datetime.fromisoformat(json.loads(line)["time"])
+            for line in out.getvalue().splitlines()
+        ]
+        assert before - datetime.timedelta(microseconds=1) <= times[0]
+        assert times == sorted(times)
+        assert times[-1] <= after
+        assert {time.tzinfo for time in times} == {datetime.UTC}

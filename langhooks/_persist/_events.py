@@ -25,7 +25,7 @@ from typing import IO, Any, Final, TypeAlias, cast, final, overload
 from typing_extensions import override
 
 from .._core._chain_callbacks import ChainCallbackHandler
-from .._core._invocation import current_invocation
+from .._core._invocation import _CURRENT, Invocation
 from .._core._messages import LangHooksError, Message
 from .._core._model import ChatModel, ChatRequest
 from .._core._result import RunResult
@@ -41,7 +41,7 @@ from ._records import (
     EventName,
     EventRecord,
 )
-from ._recordtext import RecordText, Runs, envelope_line
+from ._recordtext import Plan, RecordText, Runs, envelope_line
 from ._replay import (
     Handler,
     Replayer,
@@ -180,24 +180,58 @@ class _Encoder:
 # --- the recorder ---------------------------------------------------------------------
 
 
+def _ids(
+    plan: Plan, args: Sequence[Any], current: Invocation | None
+) -> tuple[str | None, str | None, str | None]:
+    """A record's run id, invocation id and parent id: a chain event's run is its
+    chain's invocation, current unless another one (a tool's) is."""
+    run_id: str | None = None
+    if plan.chained:
+        run = args[0].invocation
+        if run is not None:
+            run_id = run.id
+            if current is None:
+                current = run
+    if current is None:
+        return run_id, None, None
+    return run_id, current.id, current.parent_id
+
+
 def _recording_method(name: str) -> Callable[..., None]:
     """The method that records event ``name`` (of either interface)."""
-    chain = name in _CHAIN_EVENTS
-    stream = name in _STREAM_EVENTS
-    params: dict[int, tuple[str, ...]] = {}
-    if chain:
-        params[len(_CHAIN_EVENTS[name].params)] = _CHAIN_EVENTS[name].params
-    if stream:
-        params[len(_STREAM_EVENTS[name].params)] = _STREAM_EVENTS[name].params
+    # The plan of each argument shape, by argument count (on_error has two).
+    plans = {
+        len(events[name].params): Plan(
+            name, events[name].params, _CONTEXT_EVENTS, _TERMINAL
+        )
+        for events in (_CHAIN_EVENTS, _STREAM_EVENTS)
+        if name in events
+    }
 
     def record(self: EventRecorder, *args: Any) -> None:
-        names = params.get(len(args))
-        if names is None:
+        plan = plans.get(len(args))
+        if plan is None:
             raise TypeError(
-                f"EventRecorder.{name} takes {' or '.join(map(str, sorted(params)))} "
+                f"EventRecorder.{name} takes {' or '.join(map(str, sorted(plans)))} "
                 f"arguments, got {len(args)}"
             )
-        self._record(name, names, args)
+        text = self._text
+        if text is None:
+            self._record(plan, args)
+            return
+        # A file sink: the hot path, kept in this one function.
+        current = _CURRENT.get()
+        with self._lock:
+            # The text is made under the lock too: a chain's message deltas must
+            # be computed in record order.
+            seq = self._seq
+            line = text.line(plan, args, seq, current)
+            if line is None:
+                line = self._reference_line(plan, args, seq, current)
+            self._file.write(line)  # type: ignore[union-attr]  # a file sink
+            self._seq = seq + 1
+            if plan.terminal:
+                self._ended(plan, args, current)
 
     record.__name__ = record.__qualname__ = name
     record.__doc__ = f"Record ``{name}``."
@@ -247,76 +281,67 @@ class EventRecorder(ChainCallbackHandler, StreamingChatResponseHandler):
         self._seq = 0
         self._encoder = _Encoder()
         # A file sink's records are written as text directly (see _recordtext).
-        self._text = (
-            None if self._file is None else RecordText(self._encoder, _CONTEXT_EVENTS)
-        )
+        self._text = None if self._file is None else RecordText(self._encoder)
 
     @property
     def count(self) -> int:
         """How many records were made so far (the next record's ``seq``)."""
         return self._seq
 
-    def _record(self, name: str, params: Sequence[str], args: Sequence[Any]) -> None:
-        current = current_invocation()
-        run_id: str | None = None
-        if params and params[0] == "chain":
-            run = args[0].invocation
-            if run is not None:
-                run_id = run.id
-                current = current or run
-        invocation_id = None if current is None else current.id
-        parent_id = None if current is None else current.parent_id
+    def _record(self, plan: Plan, args: Sequence[Any]) -> None:
+        """Record an event to a callable sink (a file sink's path is in the
+        recording method)."""
+        current = _CURRENT.get()
         with self._lock:
             # The payload is built under the lock too: a chain's message deltas
             # must be computed in record order.
             seq = self._seq
-            if self._text is not None:
-                assert self._file is not None
-                line = self._text.line(
-                    name, params, args, seq, run_id, invocation_id, parent_id
+            assert self._call is not None
+            ids = _ids(plan, args, current)
+            payload = self._payload(plan, args, ids[0])
+            self._call(
+                EventRecord(
+                    seq=seq,
+                    event=cast("EventName", plan.name),  # an interface's event
+                    run_id=ids[0],
+                    invocation_id=ids[1],
+                    parent_id=ids[2],
+                    time=datetime.datetime.now(datetime.UTC),
+                    payload=payload,
                 )
-                self._file.write(
-                    self._reference_line(
-                        name, params, args, seq, run_id, invocation_id, parent_id
-                    )
-                    if line is None
-                    else line
-                )
-            else:
-                assert self._call is not None
-                payload = self._payload(name, params, args, run_id)
-                self._call(
-                    EventRecord(
-                        seq=seq,
-                        event=cast("EventName", name),  # an interface's event
-                        run_id=run_id,
-                        invocation_id=invocation_id,
-                        parent_id=parent_id,
-                        time=datetime.datetime.now(datetime.UTC),
-                        payload=payload,
-                    )
-                )
+            )
             self._seq = seq + 1
-            if name in _TERMINAL:
-                if self._file is not None:
-                    self._file.flush()
-                if name != "on_complete_response":
-                    self._encoder.runs.forget(run_id)
-                    if self._text is not None:
-                        self._text.forget(run_id)
+            if plan.terminal:
+                self._ended(plan, args, current)
+
+    def _ended(
+        self, plan: Plan, args: Sequence[Any], current: Invocation | None
+    ) -> None:
+        """After a run's or a stream's last event: flush a file sink; forget what
+        was kept for a run."""
+        if self._file is not None:
+            self._file.flush()
+        if plan.ends_run:
+            run_id = _ids(plan, args, current)[0]
+            self._encoder.runs.forget(run_id)
+            if self._text is not None:
+                self._text.forget()
 
     def _reference_line(
-        self, name: str, params: Sequence[str], args: Sequence[Any], *ids: Any
+        self, plan: Plan, args: Sequence[Any], seq: int, current: Invocation | None
     ) -> str:
         """The record's line built the reference way (as a dict): for values the
         fast path does not write; it raises the errors both paths raise."""
-        seq, run_id, invocation_id, parent_id = ids
-        payload = self._payload(name, params, args, run_id)
-        return envelope_line(seq, name, run_id, invocation_id, parent_id, payload)
+        assert self._text is not None
+        self._text.forget_chain()  # the reference path moves the run's messages on
+        run_id, invocation_id, parent_id = _ids(plan, args, current)
+        payload = self._payload(plan, args, run_id)
+        return envelope_line(seq, plan.name, run_id, invocation_id, parent_id, payload)
 
     def _payload(
-        self, name: str, params: Sequence[str], args: Sequence[Any], run_id: str | None
+        self, plan: Plan, args: Sequence[Any], run_id: str | None
     ) -> dict[str, Any]:
+        name, params = plan.name, plan.params
         payload: dict[str, Any] = {}
         value = self._encoder.value
         chain = args[0] if params and params[0] == "chain" else None

@@ -6,8 +6,16 @@ dict with ``json``: about 20 µs a record, most of it building dicts that are th
 away. Here each event's record is written as text directly, one piece per argument,
 by per-type writers that give, byte for byte, what ``json_text`` gives for the dict
 the reference path builds (the same keys in the same order, compact separators,
-ASCII escapes through ``json``'s own string encoder). A chain argument whose
-messages did not change since the run's previous record reuses its text.
+ASCII escapes through ``json``'s own string encoder).
+
+What an event's record needs besides its arguments (its name, which argument is
+the chain, which are not recorded) is worked out once per recording method
+(``Plan``). A value a run hands to event after event is written once per run: a
+chain argument whose messages did not change since the run's previous record
+reuses its text, and so do a message, a tool call, a tool result and a tool seen
+before in the run (the same object: they are frozen, and the caller data inside
+them, such as a call's arguments, is not changed in place while the run uses them;
+a tool's schema is read again in the next run).
 
 Any value this module has no writer for (a rare event's argument: an exception, a
 run result, a mapping of headers, ...) is encoded by the reference path and embedded
@@ -24,10 +32,12 @@ import datetime
 import time
 from collections.abc import Callable, Sequence
 from json.encoder import encode_basestring_ascii
+from operator import is_
 from types import MappingProxyType
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, final
 
 from .._core._chain_callbacks import ReviewContext
+from .._core._invocation import Invocation
 from .._core._messages import (
     ChatResponse,
     ContentPart,
@@ -47,9 +57,10 @@ from . import _codec
 from ._codec import SCHEMA_VERSION
 from ._jsondata import Unencodable, json_text, jsonable
 
-__all__ = ["RecordText", "ReferenceEncoder", "Runs", "envelope_line"]
+__all__ = ["Plan", "RecordText", "ReferenceEncoder", "Runs", "envelope_line"]
 
 _str: Final[Callable[[str], str]] = encode_basestring_ascii
+_time_ns: Final = time.time_ns
 _UTC: Final = datetime.UTC
 
 
@@ -60,13 +71,9 @@ def _scalar(value: Any) -> str:
         return _str(value)
     if value is None:
         return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
     if kind is int:
         return int.__repr__(value)
-    return json_text(value)  # a float (NaN refused as json_text does), a subclass
+    return json_text(value)  # a bool, a float (NaN refused), a subclass
 
 
 def _ostr(value: str | None) -> str:
@@ -75,8 +82,22 @@ def _ostr(value: str | None) -> str:
     return "null" if value is None else _str(value)
 
 
+def _bool(value: object) -> str:
+    """A bool field (another value, set past its validator, as ``_scalar`` writes
+    it)."""
+    if value is True:
+        return "true"
+    return "false" if value is False else _scalar(value)
+
+
 #: An int field validated as a count (never a bool).
 _int: Final[Callable[[int], str]] = int.__repr__
+
+
+#: The types of the values of a flat dict that ``json_text`` writes as ``jsonable``
+#: would have them (a NaN is refused by both).
+_FLAT: Final = frozenset({str, int, bool, float, type(None)})
+_KEYS: Final = frozenset({str})
 
 
 def _data(value: Any) -> str:
@@ -84,8 +105,17 @@ def _data(value: Any) -> str:
     if value is None:
         return "null"
     kind = type(value)
-    if (kind is MappingProxyType or kind is dict) and not value:
-        return "{}"  # the usual metadata
+    if kind is MappingProxyType or kind is dict:
+        if not value:
+            return "{}"  # the usual metadata
+        # The usual arguments: str keys and plain values, checked without a
+        # Python loop and written as they are.
+        if (
+            kind is dict
+            and _KEYS.issuperset(map(type, value))
+            and _FLAT.issuperset(map(type, value.values()))
+        ):
+            return json_text(value)
     return json_text(jsonable(value))
 
 
@@ -113,36 +143,18 @@ def _result_fields(result: ToolResult) -> str:
         f'"tool_call_id":{_str(result.tool_call_id)},'
         f'"name":{_str(result.name)},"content":{_parts(result.content)},'
         f'"display_text":{_ostr(result.display_text)},'
-        f'"is_error":{_scalar(result.is_error)},'
-        f'"is_interrupt":{_scalar(result.is_interrupt)},'
+        f'"is_error":{_bool(result.is_error)},'
+        f'"is_interrupt":{_bool(result.is_interrupt)},'
         f'"interrupt_data":{_data(result.interrupt_data)},'
         f'"processed_content":{_data(result.processed_content)}'
     )
-
-
-def _message_fields(message: Message) -> str:
-    calls = message.tool_calls
-    results = message.tool_results
-    return (
-        f'"role":{_str(message.role)},"content":{_parts(message.content)},'
-        '"tool_calls":['
-        + ",".join(["{" + _call_fields(call) + "}" for call in calls])
-        + '],"tool_results":['
-        + ",".join(["{" + _result_fields(result) + "}" for result in results])
-        + f'],"status":{_str(message.status)},'
-        f'"metadata":{_data(message.metadata)}'
-    )
-
-
-def _message(message: Message) -> str:
-    return "{" + _message_fields(message) + "}"
 
 
 def _usage_fields(usage: TokenUsage) -> str:
     return (
         f'"input_tokens":{_int(usage.input_tokens)},'
         f'"output_tokens":{_int(usage.output_tokens)},'
-        f'"raw":{_data(usage.raw)},"cumulative":{_scalar(usage.cumulative)}'
+        f'"raw":{_data(usage.raw)},"cumulative":{_bool(usage.cumulative)}'
     )
 
 
@@ -155,38 +167,30 @@ def _partial_call_fields(partial: PartialToolCall) -> str:
 
 
 def _delta(delta: MessageDelta) -> str:
-    call, usage = delta.tool_call, delta.usage
+    call, usage, status = delta.tool_call, delta.usage, delta.status
+    if call is None and usage is None and status is None:  # streamed text
+        return (
+            f'{{"type":"MessageDelta","text":{_str(delta.text)},'
+            f'"thinking":{_str(delta.thinking)},"tool_call":null,"usage":null,'
+            '"status":null}'
+        )
     return (
         f'{{"type":"MessageDelta","text":{_str(delta.text)},'
         f'"thinking":{_str(delta.thinking)},"tool_call":'
         + ("null" if call is None else "{" + _partial_call_fields(call) + "}")
         + ',"usage":'
         + ("null" if usage is None else "{" + _usage_fields(usage) + "}")
-        + f',"status":{_ostr(delta.status)}}}'
-    )
-
-
-def _response(response: ChatResponse) -> str:
-    usage, reason = response.token_usage, response.finish_reason
-    return (
-        '{"type":"ChatResponse","message":'
-        + _message(response.message)
-        + f',"id":{_scalar(response.id)},"model_name":{_scalar(response.model_name)}'
-        + ',"token_usage":'
-        + ("null" if usage is None else "{" + _usage_fields(usage) + "}")
-        + ',"finish_reason":'
-        + ("null" if reason is None else _scalar(reason.value))
-        + f',"metadata":{_data(response.metadata)}}}'
+        + f',"status":{_ostr(status)}}}'
     )
 
 
 def _tool(tool: Tool) -> str:
     return (
-        f'{{"type":"Tool","name":{_scalar(tool.name)},'
-        f'"description":{_scalar(tool.description)},'
+        f'{{"type":"Tool","name":{_str(tool.name)},'
+        f'"description":{_str(tool.description)},'
         f'"parameters_schema":{_data(tool.parameters_schema)},'
-        f'"display_text":{_scalar(tool.display_text)},'
-        f'"concurrent":{_scalar(tool.concurrent)}}}'
+        f'"display_text":{_ostr(tool.display_text)},'
+        f'"concurrent":{_bool(tool.concurrent)}}}'
     )
 
 
@@ -198,16 +202,14 @@ def _model(model: object) -> str:
     )
 
 
-#: How many tools a recorder keeps the text of (cleared when full).
-_MAX_TOOLS: Final = 256
+#: How many values (messages, tool calls and results, tools) a recorder keeps the
+#: text of (all dropped when full, and when a run ends).
+_MAX_KEPT: Final = 1024
 
+#: Writers of values written afresh each time (made for one event).
 _WRITERS: Final[dict[type, Callable[[Any], str]]] = {
     MessageDelta: _delta,
-    ToolCall: lambda call: '{"type":"ToolCall",' + _call_fields(call) + "}",
-    ToolResult: lambda result: '{"type":"ToolResult",' + _result_fields(result) + "}",
-    Message: lambda message: '{"type":"Message",' + _message_fields(message) + "}",
     TokenUsage: lambda usage: '{"type":"TokenUsage",' + _usage_fields(usage) + "}",
-    ChatResponse: _response,
     PartialResponse: lambda partial: (
         f'{{"type":"PartialResponse","text":{_str(partial.text)}}}'
     ),
@@ -314,39 +316,57 @@ def envelope_line(
     )
 
 
-# --- the time -------------------------------------------------------------------------
-
-
-class _Clock:
-    """``datetime.now(UTC).isoformat()``, with the date and time of the current
-    second formatted once per second. One per recorder: it is used under the
-    recorder's lock."""
-
-    __slots__ = ("_prefix", "_second")
-
-    def __init__(self) -> None:
-        self._second = -1
-        self._prefix = ""
-
-    def now(self) -> str:
-        """Now."""
-        return self.text(time.time_ns())
-
-    def text(self, ns: int) -> str:
-        """The time ``ns`` nanoseconds after the epoch, to the microsecond below."""
-        second, micro = divmod(ns // 1000, 1_000_000)
-        if second != self._second:
-            stamp = datetime.datetime.fromtimestamp(second, _UTC)
-            self._prefix = stamp.isoformat()[:-6]  # without "+00:00"
-            self._second = second
-        if micro:
-            return f"{self._prefix}.{micro:06d}+00:00"
-        return self._prefix + "+00:00"
-
-
 # --- records ------------------------------------------------------------------------
 
 
+@final
+class Plan:
+    """What recording event ``name`` with arguments ``params`` takes, worked out once
+    (each recording method holds the plans of its argument shapes).
+
+    Args:
+        name: the event.
+        params: the event's parameter names, in order.
+        contexts: the events whose ``context`` argument is not recorded.
+        terminal: the events after which a run or a stream returns.
+    """
+
+    __slots__ = ("chained", "ends_run", "head", "name", "params", "rest", "terminal")
+
+    def __init__(
+        self,
+        name: str,
+        params: tuple[str, ...],
+        contexts: frozenset[str],
+        terminal: frozenset[str],
+    ) -> None:
+        self.name = name
+        self.params = params
+        #: Whether the first argument is the run's chain.
+        self.chained = bool(params) and params[0] == "chain"
+        #: The record's text from its event name on.
+        self.head = f'"event":"{name}",'
+        #: The other recorded arguments: their positions and keys, each after a
+        #: comma but the payload's first (a stream's cancel handle is not
+        #: recorded).
+        recorded = [
+            index
+            for index, param in enumerate(params)
+            if not (index == 0 and self.chained)
+            and not (param == "context" and name in contexts)
+        ]
+        self.rest = tuple(
+            (index, f'{"," if self.chained or index != recorded[0] else ""}'
+             f'"{params[index]}":')
+            for index in recorded
+        )  # fmt: skip
+        #: A file sink is flushed after this event.
+        self.terminal = name in terminal
+        #: After this event the run's state is dropped.
+        self.ends_run = self.terminal and name != "on_complete_response"
+
+
+@final
 class RecordText:
     """Writes records as JSON lines for one recorder (its encoder's chain state).
 
@@ -354,166 +374,264 @@ class RecordText:
         encoder: the recorder's reference encoder: its ``runs`` hold which
             messages each run's records carried, shared by both paths; values
             without a writer here are encoded by it.
-        contexts: the events whose ``context`` argument is not recorded.
     """
 
     __slots__ = (
-        "_chains",
-        "_clock",
-        "_contexts",
+        "_chain",
+        "_chain_run",
+        "_chain_text",
+        "_current",
         "_encoder",
-        "_ids",
         "_ids_text",
+        "_kept",
+        "_known",
         "_models",
-        "_plans",
+        "_prefix",
+        "_run",
+        "_second",
         "_sent",
-        "_tools",
+        "_writers",
     )
 
-    def __init__(self, encoder: ReferenceEncoder, contexts: frozenset[str]) -> None:
+    def __init__(self, encoder: ReferenceEncoder) -> None:
         self._encoder = encoder
-        self._clock = _Clock()
         self._sent = encoder.runs.sent
-        self._contexts = contexts
-        self._plans: dict[
-            tuple[str, Sequence[str]], tuple[str, bool, tuple[tuple[int, str], ...]]
-        ] = {}
-        self._ids: tuple[str | None, str | None, str | None] | None = None
-        self._ids_text = ""
-        # run id -> (the messages tuple and failure count, the chain's text)
-        self._chains: dict[str | None, tuple[tuple[Message, ...], int, str]] = {}
-        # id(tool) -> (the tool, its text): a Tool is frozen, and a run hands the
-        # same Tool objects to event after event. Its schema is recorded as it was
-        # when first seen in the run (a schema is the caller's data; it is not
-        # changed while tools run). Cleared when a run ends.
-        self._tools: dict[int, tuple[Tool, str]] = {}
+        # The previous record's run and current invocation, and its ids' text.
+        self._run: Invocation | None = None
+        self._current: Invocation | None = None
+        self._ids_text = self._ids(None, None)
+        # The previous chain argument whose messages the run's records had all
+        # carried, its run and its text: a record with the same chain (a frozen
+        # snapshot, which most records of a run share with the one before) reuses
+        # them.
+        self._chain: LLMChain | None = None
+        self._chain_run: Invocation | None = None
+        self._chain_text = ""
+        # The date and time of the current second (and its first microsecond since
+        # the epoch), formatted once per second.
+        self._second = -1
+        self._prefix = ""
+        # id(value) -> its text, for the frozen values a run hands to event after
+        # event (messages, tool calls and results: their fields; tools: the whole
+        # value), and those values, kept alive so that no other takes their id.
+        # Cleared when a run ends (a tool's schema is the caller's data, read again
+        # in the next run) and when full.
+        self._known: dict[int, str] = {}
+        self._kept: list[object] = []
         # model classes the reference path described as a ChatModel (the check is a
         # runtime Protocol's, which is slow).
         self._models: set[type] = set()
+        self._writers: dict[type, Callable[[Any], str]] = {
+            **_WRITERS,
+            ToolCall: lambda call: '{"type":"ToolCall",' + self._call(call) + "}",
+            ToolResult: lambda result: (
+                '{"type":"ToolResult",' + self._result(result) + "}"
+            ),
+            Message: lambda message: (
+                '{"type":"Message",' + self._message(message) + "}"
+            ),
+            ChatResponse: self._response,
+            Tool: self._tool,
+            tuple: self._items,
+            list: self._items,
+        }
 
     def line(
-        self,
-        name: str,
-        params: Sequence[str],
-        args: Sequence[Any],
-        seq: int,
-        run_id: str | None,
-        invocation_id: str | None,
-        parent_id: str | None,
+        self, plan: Plan, args: Sequence[Any], seq: int, current: Invocation | None
     ) -> str | None:
         """The record's JSON line, or None when an argument is not data the
-        reference path would encode (it then raises the error)."""
-        plan = self._plans.get((name, params))
-        if plan is None:
-            plan = self._plans[name, params] = self._plan(name, params)
-        event_text, chained, rest = plan
+        reference path would encode (it then raises the error).
+
+        Args:
+            plan: the event's plan.
+            args: the event's arguments.
+            seq: the record's number.
+            current: the invocation current where the event fired.
+        """
         commit: tuple[Message, ...] | None = None
         chain: LLMChain | None = None
-        pieces: list[str] = []
+        run = None
+        body = ""  # the payload's text: its keys (each but the first after a comma)
         try:
-            if chained:
+            if plan.chained:
                 chain = args[0]
-                if type(chain) is not LLMChain:
+                if chain is self._chain:
+                    body = self._chain_text
+                    run = self._chain_run
+                elif type(chain) is not LLMChain:
                     return None  # the reference path refuses it
-                messages = chain.messages
-                cached = self._chains.get(run_id)
-                if (
-                    cached is not None
-                    and cached[0] is messages
-                    and cached[1] == chain.current_failure_count
-                    and self._sent.get(run_id) is messages
-                ):
-                    pieces.append(cached[2])
                 else:
-                    text, commit = self._chain(chain, run_id)
-                    pieces.append(text)
-            for index, key in rest:
+                    run = chain.invocation
+                    body, commit = self._chain_of(chain, run)
+            writers = self._writers
+            for index, key in plan.rest:
                 arg = args[index]
-                kind = type(arg)
-                writer = _WRITERS.get(kind)
-                if writer is not None:
-                    text = writer(arg)
-                elif kind is Tool:
-                    text = self._tool(arg)
-                elif kind is tuple or kind is list:
-                    text = self._items(arg)
-                elif kind in self._models:
-                    text = _model(arg)
-                elif kind is ChatRequest:
-                    text = self._request(arg, chain)
-                elif key == '"raw_event":':
-                    text = json_text(self._encoder.raw_event(arg))
-                else:  # a rarer value: the reference path's JSON, embedded
-                    value = self._encoder.value(arg, run_id, chain)
-                    if type(value) is dict and value.get("type") == "ChatModel":
-                        self._models.add(kind)
-                    text = json_text(value)
-                pieces.append(key + text)
+                writer = writers.get(type(arg))
+                if writer is None:
+                    body = f"{body}{key}{self._other(arg, key, run, chain)}"
+                else:
+                    body = f"{body}{key}{writer(arg)}"
         except (Unencodable, TypeError, ValueError, AttributeError):
             return None
         if commit is not None:
-            self._sent[run_id] = commit
-        ids = (run_id, invocation_id, parent_id)
-        if ids != self._ids:
-            self._ids = ids
-            self._ids_text = (
-                f'"run_id":{_scalar(run_id)},"invocation_id":{_scalar(invocation_id)},'
-                f'"parent_id":{_scalar(parent_id)},"time":"'
-            )
+            self._sent[None if run is None else run.id] = commit
+            self._chain = None  # an older snapshot of the run is no longer current
+        if run is not self._run or current is not self._current:
+            self._ids_text = self._ids(run, current)
+        micro = _time_ns() // 1000 - self._second
+        if 0 < micro < 1_000_000:  # the usual: within the current second
+            # str() of a 7-digit number is cheaper than the format spec "06d".
+            stamp = f"{self._prefix}.{str(1_000_000 + micro)[1:]}+00:00"
+        else:
+            stamp = self.time(micro + self._second)
         return (
             f'{{"type":"EventRecord","version":{SCHEMA_VERSION},"seq":{seq},'
-            f'{event_text}{self._ids_text}{self._clock.now()}","payload":{{'
-            + ",".join(pieces)
-            + "}}\n"
+            f'{plan.head}{self._ids_text}{stamp}","payload":{{{body}}}}}\n'
         )
 
-    def _plan(
-        self, name: str, params: Sequence[str]
-    ) -> tuple[str, bool, tuple[tuple[int, str], ...]]:
-        """What ``line`` writes for event ``name``: its text, whether its first
-        argument is the chain, and the other recorded arguments' positions and
-        keys (a stream's cancel handle is not recorded)."""
-        chained = bool(params) and params[0] == "chain"
-        rest = tuple(
-            (index, f'"{param}":')
-            for index, param in enumerate(params)
-            if not (index == 0 and chained)
-            and not (param == "context" and name in self._contexts)
+    def _ids(self, run: Invocation | None, current: Invocation | None) -> str:
+        """The record's ids as text, remembered for the next record."""
+        self._run = run
+        self._current = current
+        run_id: str | None = None
+        if run is not None:
+            run_id = run.id
+            if current is None:
+                current = run
+        return (
+            f'"run_id":{_scalar(run_id)},'
+            f'"invocation_id":{_scalar(None if current is None else current.id)},'
+            f'"parent_id":{_scalar(None if current is None else current.parent_id)},'
+            '"time":"'
         )
-        return f'"event":"{name}",', chained, rest
+
+    def time(self, micro: int) -> str:
+        """The time ``micro`` microseconds after the epoch, as
+        ``datetime.isoformat`` writes it (no fraction on a whole second); the date
+        and time of its second are kept for the next records."""
+        second, fraction = divmod(micro, 1_000_000)
+        if second * 1_000_000 != self._second:
+            stamp = datetime.datetime.fromtimestamp(second, _UTC)
+            self._prefix = stamp.isoformat()[:-6]  # without "+00:00"
+            self._second = second * 1_000_000
+        if fraction:
+            return f"{self._prefix}.{str(1_000_000 + fraction)[1:]}+00:00"
+        return self._prefix + "+00:00"
+
+    def _other(
+        self, value: Any, key: str, run: Invocation | None, chain: LLMChain | None
+    ) -> str:
+        """A value of a type without a writer of its own."""
+        kind = type(value)
+        if kind in self._models:
+            return _model(value)
+        if kind is ChatRequest:
+            return self._request(value, chain)
+        if key.endswith('"raw_event":'):
+            return json_text(self._encoder.raw_event(value))
+        # A rarer value: the reference path's JSON, embedded.
+        encoded = self._encoder.value(value, None if run is None else run.id, chain)
+        if type(encoded) is dict and encoded.get("type") == "ChatModel":
+            self._models.add(kind)
+        return json_text(encoded)
 
     def _items(self, items: Sequence[Any]) -> str:
+        writers = self._writers
+        if len(items) == 1:  # the usual: one delta
+            writer = writers.get(type(items[0]))
+            if writer is None:
+                raise TypeError("no writer")  # the reference path takes the record
+            return f"[{writer(items[0])}]"
         out: list[str] = []
         for item in items:
-            writer = _WRITERS.get(type(item))
+            writer = writers.get(type(item))
             if writer is None:
-                raise TypeError("no writer")  # the reference path takes it
+                raise TypeError("no writer")  # the reference path takes the record
             out.append(writer(item))
         return "[" + ",".join(out) + "]"
 
-    def _chain(
-        self, chain: LLMChain, run_id: str | None
+    def _keep(self, value: object, text: str) -> str:
+        if len(self._kept) >= _MAX_KEPT:
+            self._known.clear()
+            self._kept.clear()
+        self._known[id(value)] = text
+        self._kept.append(value)
+        return text
+
+    def _call(self, call: ToolCall) -> str:
+        text = self._known.get(id(call))
+        return self._keep(call, _call_fields(call)) if text is None else text
+
+    def _result(self, result: ToolResult) -> str:
+        text = self._known.get(id(result))
+        return self._keep(result, _result_fields(result)) if text is None else text
+
+    def _message(self, message: Message) -> str:
+        """A message's fields (a value in a chain's messages, in a response, or an
+        event's argument)."""
+        text = self._known.get(id(message))
+        if text is not None:
+            return text
+        calls = message.tool_calls
+        results = message.tool_results
+        return self._keep(
+            message,
+            f'"role":{_str(message.role)},"content":{_parts(message.content)},'
+            '"tool_calls":['
+            + ",".join(["{" + self._call(call) + "}" for call in calls])
+            + '],"tool_results":['
+            + ",".join(["{" + self._result(result) + "}" for result in results])
+            + f'],"status":{_str(message.status)},'
+            f'"metadata":{_data(message.metadata)}',
+        )
+
+    def _response(self, response: ChatResponse) -> str:
+        usage, reason = response.token_usage, response.finish_reason
+        return (
+            '{"type":"ChatResponse","message":{'
+            + self._message(response.message)
+            + f'}},"id":{_ostr(response.id)},'
+            f'"model_name":{_ostr(response.model_name)},"token_usage":'
+            + ("null" if usage is None else "{" + _usage_fields(usage) + "}")
+            + ',"finish_reason":'
+            # A StrEnum member: json writes its value (and so does _str).
+            + ("null" if reason is None else _str(reason))
+            + f',"metadata":{_data(response.metadata)}}}'
+        )
+
+    def _chain_of(
+        self, chain: LLMChain, run: Invocation | None
     ) -> tuple[str, tuple[Message, ...] | None]:
+        """The chain argument's text, and the messages to note as carried when the
+        record is made (None: no new ones)."""
         messages = chain.messages
         failures = chain.current_failure_count
-        sent = self._sent.get(run_id)
+        sent = self._sent.get(None if run is None else run.id)
         if sent is messages:  # line() found no text for it in the cache
             text = (
                 f'"chain":{{"type":"LLMChain","message_count":{len(messages)},'
                 f'"current_failure_count":{_scalar(failures)}}}'
             )
-            self._chains[run_id] = (messages, failures, text)
+            self._chain = chain
+            self._chain_run = run
+            self._chain_text = text
             return text, None
         start = 0
         if sent is not None:
-            limit = min(len(sent), len(messages))
-            while start < limit and sent[start] is messages[start]:
-                start += 1
+            # Usually the run's messages grew: check that without a Python loop.
+            start = len(sent)
+            if start > len(messages) or not all(map(is_, sent, messages)):
+                start = 0
+                limit = min(len(sent), len(messages))
+                while start < limit and sent[start] is messages[start]:
+                    start += 1
         text = (
             f'"chain":{{"type":"LLMChain","message_count":{len(messages)},'
             f'"current_failure_count":{_scalar(failures)},"messages_from":{start},'
             '"messages":['
-            + ",".join([_message(message) for message in messages[start:]])
+            + ",".join(
+                ["{" + self._message(message) + "}" for message in messages[start:]]
+            )
             + "]}"
         )
         return text, messages
@@ -524,7 +642,9 @@ class RecordText:
         else:
             messages = (
                 '"messages":['
-                + ",".join([_message(message) for message in request.messages])
+                + ",".join(
+                    ["{" + self._message(message) + "}" for message in request.messages]
+                )
                 + "]"
             )
         tools = ",".join([self._tool(tool) for tool in request.tools])
@@ -533,17 +653,17 @@ class RecordText:
     def _tool(self, tool: Tool) -> str:
         if type(tool) is not Tool:  # a subclass: the reference path describes it
             return json_text(self._encoder.value(tool, None, None))
-        cached = self._tools.get(id(tool))
-        if cached is not None and cached[0] is tool:
-            return cached[1]
-        if len(self._tools) >= _MAX_TOOLS:
-            self._tools.clear()
-        text = _tool(tool)
-        self._tools[id(tool)] = (tool, text)
-        return text
+        text = self._known.get(id(tool))
+        return self._keep(tool, _tool(tool)) if text is None else text
 
-    def forget(self, run_id: str | None) -> None:
-        """Drop a finished run's cached chain text, and the tools' texts (a tool's
+    def forget_chain(self) -> None:
+        """Drop the cached chain text: the reference path is taking a record, and
+        may note other messages as carried."""
+        self._chain = None
+
+    def forget(self) -> None:
+        """A run ended: drop the cached chain text and the values' texts (a tool's
         schema is read again in the next run)."""
-        self._chains.pop(run_id, None)
-        self._tools.clear()
+        self._chain = None
+        self._known.clear()
+        self._kept.clear()
