@@ -15,6 +15,7 @@ from ._core._chain_callbacks import (
     UpdateArguments,
 )
 from ._core._chain_streaming import AsyncChainStreamingHandler, ChainStreamingHandler
+from ._core._chain_view import ChainView
 from ._core._invocation import Invocation, current_invocation, invocation
 from ._core._messages import (
     ChatResponse,
@@ -40,7 +41,6 @@ from ._core._streaming import (
     StreamingEventName,
     StreamingHandle,
 )
-from ._core._tools import ChainView, Tool, ToolContext
 from ._version import __version__
 
 if TYPE_CHECKING:
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
         chain_callbacks,
         streaming_callbacks,
     )
+    from ._core._tools import Tool, ToolContext
     from ._wrap._background import in_background
     from ._wrap._coalesce import CoalescingDeltas
     from ._wrap._compose import (
@@ -130,7 +131,9 @@ __all__ = [
 # composites, the wrappers, the coalescer and the function layer build handler
 # classes when imported (checked events, fan-out tables); those of ``in_background``
 # and the stream iterators also need asyncio (and its ssl, socket, subprocess and
-# concurrent.futures). Type checkers read the imports above.
+# concurrent.futures); the tools' builds two attrs classes that only a run or a model
+# needs (the interfaces name ``Tool`` in annotations only). Type checkers read the
+# imports above.
 _LAZY: dict[str, str] = {
     "AsyncCompositeChainHandler": "._wrap._compose",
     "AsyncCompositeStreamingHandler": "._wrap._compose",
@@ -140,6 +143,8 @@ _LAZY: dict[str, str] = {
     "HandlerWithoutInvocation": "._wrap._wrappers",
     "StreamEvent": "._wrap._iterate",
     "Synchronized": "._wrap._wrappers",
+    "Tool": "._core._tools",
+    "ToolContext": "._core._tools",
     "achain_callbacks": "._core._functions",
     "aiterate_stream": "._wrap._iterate",
     "astreaming_callbacks": "._core._functions",

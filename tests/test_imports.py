@@ -22,6 +22,8 @@ LAZY = {
     "HandlerWithoutInvocation": "_wrap._wrappers",
     "StreamEvent": "_wrap._iterate",
     "Synchronized": "_wrap._wrappers",
+    "Tool": "_core._tools",
+    "ToolContext": "_core._tools",
     "achain_callbacks": "_core._functions",
     "aiterate_stream": "_wrap._iterate",
     "astreaming_callbacks": "_core._functions",

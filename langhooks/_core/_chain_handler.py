@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeAlias
 import attrs
 from typing_extensions import TypeVar
 
+from ._chain_view import ChainView
 from ._handler import HandlerBase
 from ._messages import (
     ChatResponse,
@@ -32,7 +33,6 @@ from ._messages import (
     ToolResult,
     _arguments,
 )
-from ._tools import ChainView, Tool
 from ._validators import instance_of
 from ._values import (
     _custom_context,
@@ -46,6 +46,7 @@ from ._values import (
 if TYPE_CHECKING:
     from ._model import ChatModel, ChatRequest
     from ._result import RunResult
+    from ._tools import Tool
 
 __all__ = [
     "Allow",
