@@ -15,7 +15,6 @@ from ._core._chain_callbacks import (
     UpdateArguments,
 )
 from ._core._chain_streaming import AsyncChainStreamingHandler, ChainStreamingHandler
-from ._core._chain_view import ChainView
 from ._core._invocation import Invocation, current_invocation, invocation
 from ._core._messages import (
     ChatResponse,
@@ -50,7 +49,7 @@ if TYPE_CHECKING:
         chain_callbacks,
         streaming_callbacks,
     )
-    from ._core._tools import Tool, ToolContext
+    from ._core._tools import ChainView, Tool, ToolContext
     from ._wrap._background import in_background
     from ._wrap._coalesce import CoalescingDeltas
     from ._wrap._compose import (
@@ -132,11 +131,12 @@ __all__ = [
 # classes when imported (checked events, fan-out tables); those of ``in_background``
 # and the stream iterators also need asyncio (and its ssl, socket, subprocess and
 # concurrent.futures); the tools' builds two attrs classes that only a run or a model
-# needs (the interfaces name ``Tool`` in annotations only). Type checkers read the
-# imports above.
+# needs (the interfaces name ``Tool`` and ``ChainView`` in annotations only). Type
+# checkers read the imports above.
 _LAZY: dict[str, str] = {
     "AsyncCompositeChainHandler": "._wrap._compose",
     "AsyncCompositeStreamingHandler": "._wrap._compose",
+    "ChainView": "._core._tools",
     "CoalescingDeltas": "._wrap._coalesce",
     "CompositeChainHandler": "._wrap._compose",
     "CompositeStreamingHandler": "._wrap._compose",

@@ -16,6 +16,7 @@ HEAVY = ("asyncio", "ssl", "socket", "subprocess", "concurrent.futures")
 LAZY = {
     "AsyncCompositeChainHandler": "_wrap._compose",
     "AsyncCompositeStreamingHandler": "_wrap._compose",
+    "ChainView": "_core._tools",
     "CoalescingDeltas": "_wrap._coalesce",
     "CompositeChainHandler": "_wrap._compose",
     "CompositeStreamingHandler": "_wrap._compose",

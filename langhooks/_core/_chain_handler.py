@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeAlias
 import attrs
 from typing_extensions import TypeVar
 
-from ._chain_view import ChainView
 from ._handler import HandlerBase
 from ._messages import (
     ChatResponse,
@@ -46,7 +45,7 @@ from ._values import (
 if TYPE_CHECKING:
     from ._model import ChatModel, ChatRequest
     from ._result import RunResult
-    from ._tools import Tool
+    from ._tools import ChainView, Tool
 
 __all__ = [
     "Allow",
@@ -146,8 +145,10 @@ class ReviewContext:
 
 #: The chain a handler's events receive. Unparameterized, an interface takes any
 #: chain, so an override may annotate its parameter with the runtime's own class.
+# (Its bound named, not imported: the tools' module, ChainView's, is not loaded by
+# import langhooks.)
 ChainT_contra = TypeVar(
-    "ChainT_contra", bound=ChainView, contravariant=True, default=Any
+    "ChainT_contra", bound="ChainView", contravariant=True, default=Any
 )
 
 

@@ -1,5 +1,5 @@
 """Tools: what a model may call, what a tool function receives, and what a tool
-may read of the chain it was called from (``ChainView``, defined in ``_chain_view``).
+may read of the chain it was called from (``ChainView``).
 
 Frozen attrs classes, as the messages are (``_messages``): bad values fail at
 construction with a ``ValueError`` or ``TypeError`` that names the field.
@@ -10,13 +10,12 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
 import attrs
 
-from ._chain_view import ChainView
 from ._handler import arity_problem
-from ._messages import ToolCall, ToolResult, _tuple_of
+from ._messages import Message, ToolCall, ToolResult, _tuple_of
 from ._validators import callable_value, instance_of, optional_str
 from ._values import (
     _EMPTY,
@@ -34,6 +33,42 @@ if TYPE_CHECKING:
 __all__ = ["ChainView", "Tool", "ToolContext", "ToolFunction", "tool_tuple"]
 
 _TOOL_NAME: Final = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+
+
+class ChainView(Protocol):
+    """What a handler or a tool may read of a chain: every chain event's first
+    argument and ``ToolContext.chain``. ``LLMChain`` is one; another runtime can
+    fire the same events with its own chain."""
+
+    __slots__ = ()
+
+    @property
+    def messages(self) -> Sequence[Message]:
+        """The conversation so far."""
+
+    @property
+    def tools(self) -> Sequence[Tool]:
+        """The tools the model may call."""
+
+    @property
+    def custom_context(self) -> Mapping[str, Any]:
+        """The caller data of the run."""
+
+    @property
+    def invocation(self) -> Invocation | None:
+        """The run's ``Invocation`` (None outside a run)."""
+
+    @property
+    def current_failure_count(self) -> int:
+        """Consecutive failures counted so far in the run."""
+
+    @property
+    def max_retry_count(self) -> int:
+        """The consecutive failures the run may have before it gives up."""
+
+    @property
+    def pending_tool_calls(self) -> Sequence[ToolCall]:
+        """The calls an interrupted run left waiting for a human decision."""
 
 
 @attrs.frozen(kw_only=True, repr=False, eq=False)
