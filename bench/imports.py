@@ -18,11 +18,13 @@ warmed by one run of each import first, ``PYTHONDONTWRITEBYTECODE`` unset), as a
 installed package does: otherwise langhooks, imported from a checkout, would be
 compiled from source each time while its dependencies' bytecode is cached.
 
-The two runs of one round are interleaved, so a slow patch of the shared machine slows
-both alike. A result is the median over the rounds; the ratio is the median of the
-per-round ratios. The goal is at most 1.5. It also lists how many modules each import
-loads and which heavy standard-library modules (asyncio, ssl, socket, subprocess,
-concurrent.futures) ``import langhooks`` pulls in.
+The runs of one round are interleaved, so a slow patch of the shared machine slows
+them alike. A result is the median over the rounds; the ratio is the median of the
+per-round ratios. ``--compare DIR`` also measures the langhooks found in ``DIR`` (a
+checkout of another commit, or a directory holding another version's ``langhooks``)
+in the same rounds: a before/after in one run. The goal is at most 1.5. It also
+lists how many modules each import loads and which heavy standard-library modules
+(asyncio, ssl, socket, subprocess, concurrent.futures) ``import langhooks`` pulls in.
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ def import_time_us(code: str, env: Mapping[str, str] | None = None) -> int:
     return total
 
 
-def loaded_modules(code: str) -> list[str]:
+def loaded_modules(code: str, env: Mapping[str, str] | None = None) -> list[str]:
     """The modules loaded by ``code`` beyond a bare interpreter's own."""
     probe = (
         "import sys; before = set(sys.modules)\n"
@@ -97,7 +99,11 @@ def loaded_modules(code: str) -> list[str]:
         "import json; print(json.dumps(sorted(set(sys.modules) - before)))"
     )
     done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
     )
     modules: list[str] = json.loads(done.stdout.splitlines()[-1])
     return modules
@@ -107,40 +113,61 @@ def main() -> None:
     """Measure, print a table, and the modules the import loads."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument(
+        "--compare",
+        metavar="DIR",
+        help="also measure the langhooks in DIR, in the same rounds",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="langhooks-pycache-") as prefix:
-        measure(args.rounds, cached_bytecode_env(prefix))
+        env = cached_bytecode_env(prefix)
+        others = {}
+        if args.compare:
+            path = os.pathsep.join(filter(None, [args.compare, env.get("PYTHONPATH")]))
+            others[args.compare] = {**env, "PYTHONPATH": path}
+        measure(args.rounds, env, others)
 
 
-def measure(rounds: int, env: Mapping[str, str]) -> None:
-    """Run ``rounds`` interleaved rounds in ``env`` and print the results."""
-    for code in (_REFERENCE, _LANGHOOKS, _HANDLER):  # warm the bytecode cache
-        import_time_us(code, env)
+def measure(
+    rounds: int,
+    env: Mapping[str, str],
+    others: Mapping[str, Mapping[str, str]] | None = None,
+) -> None:
+    """Run ``rounds`` interleaved rounds in ``env`` and print the results; also of
+    the langhooks each of ``others`` (label: environment) imports."""
+    cases = [
+        ("import langhooks", _LANGHOOKS, env),
+        ("plain sync handler", _HANDLER, env),
+    ]
+    for label, other in (others or {}).items():
+        cases += [
+            (f"import langhooks ({label})", _LANGHOOKS, other),
+            (f"plain sync handler ({label})", _HANDLER, other),
+        ]
+    import_time_us(_REFERENCE, env)  # warm the bytecode cache
+    for _, code, case_env in cases:
+        import_time_us(code, case_env)
     reference: list[int] = []
-    runs: dict[str, list[int]] = {"import langhooks": [], "plain sync handler": []}
+    runs: dict[str, list[int]] = {name: [] for name, _, _ in cases}
     ratios: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(rounds):
         base = import_time_us(_REFERENCE, env)
         reference.append(base)
-        for name, code in (
-            ("import langhooks", _LANGHOOKS),
-            ("plain sync handler", _HANDLER),
-        ):
-            took = import_time_us(code, env)
+        for name, code, case_env in cases:
+            took = import_time_us(code, case_env)
             runs[name].append(took)
             ratios[name].append(took / base)
-    print(f"{'what':<32} {'median ms':>10} {'ratio':>7}  modules")
+    width = max(32, *(len(name) for name in runs))
+    print(f"{'what':<{width}} {'median ms':>10} {'ratio':>7}  modules")
     print(
-        f"{_REFERENCE:<32} {statistics.median(reference) / 1000:>10.1f} {'1.00':>7}  "
-        f"{len(loaded_modules(_REFERENCE))}"
+        f"{_REFERENCE:<{width}} {statistics.median(reference) / 1000:>10.1f} "
+        f"{'1.00':>7}  {len(loaded_modules(_REFERENCE))}"
     )
-    for name, code in (
-        ("import langhooks", _LANGHOOKS),
-        ("plain sync handler", _HANDLER),
-    ):
+    for name, code, case_env in cases:
         print(
-            f"{name:<32} {statistics.median(runs[name]) / 1000:>10.1f} "
-            f"{statistics.median(ratios[name]):>7.2f}  {len(loaded_modules(code))}"
+            f"{name:<{width}} {statistics.median(runs[name]) / 1000:>10.1f} "
+            f"{statistics.median(ratios[name]):>7.2f}  "
+            f"{len(loaded_modules(code, case_env))}"
         )
     loaded = set(loaded_modules(_LANGHOOKS))
     heavy = [name for name in _HEAVY if name in loaded]

@@ -40,7 +40,6 @@ from ._core._streaming import (
     StreamingEventName,
     StreamingHandle,
 )
-from ._core._tools import ChainView, Tool, ToolContext
 from ._version import __version__
 
 if TYPE_CHECKING:
@@ -50,6 +49,7 @@ if TYPE_CHECKING:
         chain_callbacks,
         streaming_callbacks,
     )
+    from ._core._tools import ChainView, Tool, ToolContext
     from ._wrap._background import in_background
     from ._wrap._coalesce import CoalescingDeltas
     from ._wrap._compose import (
@@ -130,16 +130,21 @@ __all__ = [
 # composites, the wrappers, the coalescer and the function layer build handler
 # classes when imported (checked events, fan-out tables); those of ``in_background``
 # and the stream iterators also need asyncio (and its ssl, socket, subprocess and
-# concurrent.futures). Type checkers read the imports above.
+# concurrent.futures); the tools' builds two attrs classes that only a run or a model
+# needs (the interfaces name ``Tool`` and ``ChainView`` in annotations only). Type
+# checkers read the imports above.
 _LAZY: dict[str, str] = {
     "AsyncCompositeChainHandler": "._wrap._compose",
     "AsyncCompositeStreamingHandler": "._wrap._compose",
+    "ChainView": "._core._tools",
     "CoalescingDeltas": "._wrap._coalesce",
     "CompositeChainHandler": "._wrap._compose",
     "CompositeStreamingHandler": "._wrap._compose",
     "HandlerWithoutInvocation": "._wrap._wrappers",
     "StreamEvent": "._wrap._iterate",
     "Synchronized": "._wrap._wrappers",
+    "Tool": "._core._tools",
+    "ToolContext": "._core._tools",
     "achain_callbacks": "._core._functions",
     "aiterate_stream": "._wrap._iterate",
     "astreaming_callbacks": "._core._functions",

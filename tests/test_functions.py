@@ -346,6 +346,9 @@ class TestValidation:
                 "RunResult": RunResult,
                 "ChatModel": ChatModel,
                 "ChatRequest": ChatRequest,
+                # (Imported for type checkers only, as the four above: the tools'
+                # module is not loaded by import langhooks.)
+                "Tool": Tool,
             },
         )
         assert set(hints) == set(interface._langhooks_own_events)

@@ -311,6 +311,14 @@ class TestEventSpecs:
                 for p in parameters
             )
 
+    def test_repr(self) -> None:
+        """A spec's repr names the event, its interface and its parameters."""
+        spec = ChainCallbackHandler._langhooks_own_events["on_run_start"]
+        assert repr(spec) == (
+            "EventSpec(name='on_run_start', interface=ChainCallbackHandler, "
+            "is_async=False, params=('chain',))"
+        )
+
 
 class TestHelpers:
     def test_closest_event(self) -> None:

@@ -28,11 +28,11 @@ from ._messages import (
     ToolCall,
     ToolResult,
 )
-from ._tools import Tool
 
 if TYPE_CHECKING:
     from ._model import ChatModel, ChatRequest
     from ._result import RunResult
+    from ._tools import Tool
 
 __all__ = [
     "Allow",

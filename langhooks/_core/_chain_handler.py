@@ -32,13 +32,20 @@ from ._messages import (
     ToolResult,
     _arguments,
 )
-from ._tools import ChainView, Tool
 from ._validators import instance_of
-from ._values import _custom_context, _frozen_mapping, _reduce, _value_repr
+from ._values import (
+    _custom_context,
+    _frozen_mapping,
+    _reduce,
+    _value_eq,
+    _value_hash,
+    _value_repr,
+)
 
 if TYPE_CHECKING:
     from ._model import ChatModel, ChatRequest
     from ._result import RunResult
+    from ._tools import ChainView, Tool
 
 __all__ = [
     "Allow",
@@ -52,23 +59,27 @@ __all__ = [
 ]
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, eq=False)
 class Allow:
     """Review decision: run the call as it is (returning None means the same)."""
 
     __repr__ = _value_repr
+    __eq__ = _value_eq
+    __hash__ = _value_hash
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, eq=False)
 class UpdateArguments:
     """Review decision: run the call with these arguments instead."""
 
     __repr__ = _value_repr
+    __eq__ = _value_eq
+    __hash__ = _value_hash
 
     arguments: Mapping[str, Any] = attrs.field(converter=_arguments)
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, eq=False)
 class Deny:
     """Review decision: do not run the call; the model is told ``reason``.
 
@@ -76,6 +87,8 @@ class Deny:
     """
 
     __repr__ = _value_repr
+    __eq__ = _value_eq
+    __hash__ = _value_hash
 
     reason: str = attrs.field(validator=instance_of(str))
 
@@ -84,7 +97,7 @@ def _data(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return _frozen_mapping(value, "data")
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, eq=False)
 class Interrupt:
     """Review decision: stop before running the call and ask a human.
 
@@ -93,6 +106,8 @@ class Interrupt:
     """
 
     __repr__ = _value_repr
+    __eq__ = _value_eq
+    __hash__ = _value_hash
 
     message: str = attrs.field(validator=instance_of(str))
     data: Mapping[str, Any] = attrs.field(factory=dict, converter=_data)
@@ -103,7 +118,7 @@ class Interrupt:
 ReviewDecision: TypeAlias = Allow | UpdateArguments | Deny | Interrupt
 
 
-@attrs.frozen(kw_only=True, repr=False)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class ReviewContext:
     """What a reviewer knows beside the call.
 
@@ -114,6 +129,8 @@ class ReviewContext:
     """
 
     __repr__ = _value_repr
+    __eq__ = _value_eq
+    __hash__ = _value_hash
 
     human_decision: Literal["approve", "edit"] | None = attrs.field(
         default=None,
@@ -128,8 +145,10 @@ class ReviewContext:
 
 #: The chain a handler's events receive. Unparameterized, an interface takes any
 #: chain, so an override may annotate its parameter with the runtime's own class.
+# (Its bound named, not imported: the tools' module, ChainView's, is not loaded by
+# import langhooks.)
 ChainT_contra = TypeVar(
-    "ChainT_contra", bound=ChainView, contravariant=True, default=Any
+    "ChainT_contra", bound="ChainView", contravariant=True, default=Any
 )
 
 

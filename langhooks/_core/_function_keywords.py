@@ -35,11 +35,12 @@ from ._stream_handler import (
     PartialThinkingContext,
     PartialToolCallContext,
 )
-from ._tools import ChainView, Tool
+from ._tools import ChainView
 
 if TYPE_CHECKING:
     from ._model import ChatModel, ChatRequest
     from ._result import RunResult
+    from ._tools import Tool
 
 __all__ = [
     "AsyncChainCallbackFunctions",

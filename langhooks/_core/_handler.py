@@ -23,25 +23,42 @@ import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, ClassVar, Final
 
-import attrs
 from typing_extensions import override
-
-from ._values import _value_repr
 
 __all__: list[str] = []
 
 
-@attrs.frozen(repr=False)
 class EventSpec:
-    """One event of one interface."""
+    """One event of one interface.
 
-    __repr__ = _value_repr
+    A plain class, not an attrs one: it is built for each interface's events while
+    ``import langhooks`` runs, and an attrs class costs that import about as much as
+    all of the events' specs do.
+    """
 
-    name: str
-    interface: type[HandlerBase]
-    is_async: bool
-    params: tuple[str, ...]
-    default: Callable[..., Any]
+    __slots__ = ("default", "interface", "is_async", "name", "params")
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        interface: type[HandlerBase],
+        is_async: bool,
+        params: tuple[str, ...],
+        default: Callable[..., Any],
+    ) -> None:
+        self.name: Final = name
+        self.interface: Final = interface
+        self.is_async: Final = is_async
+        self.params: Final = params
+        self.default: Final = default
+
+    @override
+    def __repr__(self) -> str:
+        return (
+            f"EventSpec(name={self.name!r}, interface={self.interface.__name__}, "
+            f"is_async={self.is_async}, params={self.params!r})"
+        )
 
 
 # The interfaces, in the order they were created (for error messages).

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from ._validators import instance_of
-from ._values import _custom_context, _reduce, _value_repr
+from ._values import _custom_context, _reduce, _value_eq, _value_hash, _value_repr
 
 if TYPE_CHECKING:
     import datetime
@@ -42,7 +42,7 @@ def _utc_now() -> datetime.datetime:
     return datetime.now(UTC)
 
 
-@attrs.frozen(kw_only=True, repr=False)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class Invocation:
     """One unit of work: a chain run or a tool execution.
 
@@ -55,6 +55,8 @@ class Invocation:
     """
 
     __repr__ = _value_repr
+    __eq__ = _value_eq
+    __hash__ = _value_hash
 
     id: str = attrs.field(factory=_uuid4_hex)
     name: str = attrs.field(validator=instance_of(str))

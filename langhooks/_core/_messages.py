@@ -29,6 +29,8 @@ from ._values import (
     _metadata,
     _raw,
     _reduce,
+    _value_eq,
+    _value_hash,
     _value_repr,
 )
 
@@ -87,7 +89,7 @@ _RETRYABLE_TYPES: Final = frozenset(
 # Providers reject other tool names (OpenAI: ^[a-zA-Z0-9_-]{1,64}$).
 
 
-@attrs.frozen(kw_only=True, repr=False)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class ContentPart:
     """One part of a message's content.
 
@@ -97,6 +99,8 @@ class ContentPart:
     """
 
     __repr__ = _value_repr
+    __eq__ = _value_eq
+    __hash__ = _value_hash
 
     type: ContentType = attrs.field(validator=one_of(_CONTENT_TYPES))
     content: str = attrs.field(validator=instance_of(str))
@@ -145,7 +149,7 @@ def _arguments(value: Mapping[str, Any]) -> Mapping[str, Any]:
     return dict(value)
 
 
-@attrs.frozen(kw_only=True, repr=False)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class ToolCall:
     """A model's request to run a tool.
 
@@ -158,6 +162,8 @@ class ToolCall:
     """
 
     __repr__ = _value_repr
+    __eq__ = _value_eq
+    __hash__ = _value_hash
 
     call_id: str = attrs.field(validator=non_empty_str)
     name: str = attrs.field(validator=non_empty_str)
@@ -166,7 +172,7 @@ class ToolCall:
     display_text: str | None = attrs.field(default=None, validator=optional_str)
 
 
-@attrs.frozen(kw_only=True, repr=False)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class ToolResult:
     """What running a tool call produced.
 
@@ -183,6 +189,8 @@ class ToolResult:
     """
 
     __repr__ = _value_repr
+    __eq__ = _value_eq
+    __hash__ = _value_hash
 
     tool_call_id: str = attrs.field(validator=non_empty_str)
     name: str = attrs.field(validator=non_empty_str)
@@ -208,7 +216,7 @@ def _tool_results(value: Iterable[ToolResult]) -> tuple[ToolResult, ...]:
     return _tuple_of(value, ToolResult, "tool_results", "ToolResults")
 
 
-@attrs.frozen(kw_only=True, repr=False)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class Message:
     """A chat message.
 
@@ -223,6 +231,8 @@ class Message:
     """
 
     __repr__ = _value_repr
+    __eq__ = _value_eq
+    __hash__ = _value_hash
 
     role: Role = attrs.field(validator=one_of(_ROLES))
     content: tuple[ContentPart, ...] = attrs.field(default=(), converter=_content)
@@ -280,11 +290,13 @@ def _partial_text(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -
         )
 
 
-@attrs.frozen(kw_only=True, repr=False)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class PartialResponse:
     """A streamed piece of response text (never empty)."""
 
     __repr__ = _value_repr
+    __eq__ = _value_eq
+    __hash__ = _value_hash
 
     text: str = attrs.field(validator=_partial_text)
 
@@ -302,16 +314,18 @@ def trusted_partial_response(text: str) -> PartialResponse:
     return partial
 
 
-@attrs.frozen(kw_only=True, repr=False)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class PartialThinking:
     """A streamed piece of thinking (reasoning) text (never empty)."""
 
     __repr__ = _value_repr
+    __eq__ = _value_eq
+    __hash__ = _value_hash
 
     text: str = attrs.field(validator=_partial_text)
 
 
-@attrs.frozen(kw_only=True, repr=False)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class PartialToolCall:
     """A streamed fragment of a tool call's arguments.
 
@@ -324,6 +338,8 @@ class PartialToolCall:
     """
 
     __repr__ = _value_repr
+    __eq__ = _value_eq
+    __hash__ = _value_hash
 
     index: int = attrs.field(validator=count)
     id: str | None = attrs.field(validator=optional_str)
@@ -331,17 +347,19 @@ class PartialToolCall:
     partial_arguments: str = attrs.field(validator=instance_of(str))
 
 
-@attrs.frozen(kw_only=True, repr=False)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class CompleteToolCall:
     """A tool call whose arguments have all arrived and parsed."""
 
     __repr__ = _value_repr
+    __eq__ = _value_eq
+    __hash__ = _value_hash
 
     index: int = attrs.field(validator=count)
     tool_call: ToolCall = attrs.field(validator=instance_of(ToolCall))
 
 
-@attrs.frozen(kw_only=True, repr=False)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class TokenUsage:
     """Token counts reported by a provider.
 
@@ -354,6 +372,8 @@ class TokenUsage:
     """
 
     __repr__ = _value_repr
+    __eq__ = _value_eq
+    __hash__ = _value_hash
 
     input_tokens: int = attrs.field(default=0, validator=count)
     output_tokens: int = attrs.field(default=0, validator=count)
@@ -401,7 +421,7 @@ def _optional_status(
         )
 
 
-@attrs.frozen(kw_only=True, repr=False)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class MessageDelta:
     """One streamed increment of an assistant message, as chain handlers see it.
 
@@ -414,6 +434,8 @@ class MessageDelta:
     """
 
     __repr__ = _value_repr
+    __eq__ = _value_eq
+    __hash__ = _value_hash
 
     text: str = attrs.field(default="", validator=instance_of(str))
     thinking: str = attrs.field(default="", validator=instance_of(str))
@@ -450,7 +472,7 @@ class FinishReason(enum.StrEnum):
     OTHER = "other"
 
 
-@attrs.frozen(kw_only=True, repr=False)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class ChatResponse:
     """A model's complete (or, when cancelled, partial) answer.
 
@@ -465,6 +487,8 @@ class ChatResponse:
     """
 
     __repr__ = _value_repr
+    __eq__ = _value_eq
+    __hash__ = _value_hash
 
     message: Message = attrs.field(validator=instance_of(Message))
     id: str | None = attrs.field(default=None, validator=optional_str)

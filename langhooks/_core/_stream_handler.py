@@ -36,7 +36,7 @@ from ._messages import (
     PartialToolCall,
 )
 from ._validators import instance_of
-from ._values import _value_repr
+from ._values import _value_eq, _value_hash, _value_repr
 
 __all__ = [
     "PartialResponseContext",
@@ -148,29 +148,35 @@ def _run_cancel_callback(callback: Callable[[], object]) -> None:
         )
 
 
-@attrs.frozen(kw_only=True, repr=False)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class PartialResponseContext:
     """Passed with each ``PartialResponse``: the stream's cancel handle."""
 
     __repr__ = _value_repr
+    __eq__ = _value_eq
+    __hash__ = _value_hash
 
     handle: StreamingHandle = attrs.field(validator=instance_of(StreamingHandle))
 
 
-@attrs.frozen(kw_only=True, repr=False)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class PartialThinkingContext:
     """Passed with each ``PartialThinking``: the stream's cancel handle."""
 
     __repr__ = _value_repr
+    __eq__ = _value_eq
+    __hash__ = _value_hash
 
     handle: StreamingHandle = attrs.field(validator=instance_of(StreamingHandle))
 
 
-@attrs.frozen(kw_only=True, repr=False)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class PartialToolCallContext:
     """Passed with each ``PartialToolCall``: the stream's cancel handle."""
 
     __repr__ = _value_repr
+    __eq__ = _value_eq
+    __hash__ = _value_hash
 
     handle: StreamingHandle = attrs.field(validator=instance_of(StreamingHandle))
 

@@ -22,6 +22,8 @@ from ._values import (
     _custom_context,
     _frozen_mapping,
     _reduce,
+    _value_eq,
+    _value_hash,
     _value_repr,
 )
 
@@ -69,7 +71,7 @@ class ChainView(Protocol):
         """The calls an interrupted run left waiting for a human decision."""
 
 
-@attrs.frozen(kw_only=True, repr=False)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class ToolContext:
     """What a tool function receives beside its arguments.
 
@@ -82,6 +84,8 @@ class ToolContext:
     """
 
     __repr__ = _value_repr
+    __eq__ = _value_eq
+    __hash__ = _value_hash
 
     call: ToolCall
     custom_context: Mapping[str, Any] = attrs.field(
@@ -120,7 +124,7 @@ def _schema(value: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     return None if value is None else _frozen_mapping(value, "parameters_schema")
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, eq=False)
 class Tool:
     """A tool a model may call, and the function that runs it.
 
@@ -134,6 +138,8 @@ class Tool:
     """
 
     __repr__ = _value_repr
+    __eq__ = _value_eq
+    __hash__ = _value_hash
 
     name: str = attrs.field(validator=_tool_name)
     function: ToolFunction = attrs.field(validator=[callable_value, _tool_function])
