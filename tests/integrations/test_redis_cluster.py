@@ -59,7 +59,7 @@ from langhooks.integrations.redis import (
 from langhooks.integrations.web import create_app
 from langhooks.testing import RecordingChainHandler, RecordingStreamingHandler
 from tests._redis_cluster import LocalCluster, LocalServer
-from tests._services import need_command, need_redis
+from tests._services import REDIS_URL, need_command, need_redis
 from tests.test_events import assert_same_events
 
 from ._web_harness import serving
@@ -165,17 +165,17 @@ class TestClients:
             TypeError,
             match=r"redis\.asyncio\.Redis or redis\.asyncio\.cluster\.RedisCluster",
         ):
-            await afollow(redis.Redis(), "r", ChainCallbackHandler())  # type: ignore[arg-type]
+            await afollow(redis.Redis.from_url(REDIS_URL), "r", ChainCallbackHandler())  # type: ignore[arg-type]
         with pytest.raises(TypeError, match=r"redis\.asyncio\.cluster\.RedisCluster"):
-            AsyncRedisRunStore(redis.Redis())  # type: ignore[arg-type]
+            AsyncRedisRunStore(redis.Redis.from_url(REDIS_URL))  # type: ignore[arg-type]
 
     def test_bad_shards(self) -> None:
         """shards is an int of at least 1."""
         for shards in (0, 1.5, "2"):
             with pytest.raises(TypeError, match="shards must be an int >= 1"):
-                RedisEventPublisher(redis.Redis(), shards=shards)  # type: ignore[arg-type]
+                RedisEventPublisher(redis.Redis.from_url(REDIS_URL), shards=shards)  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="prefix must be a str"):
-            RedisEventPublisher(redis.Redis(), prefix=1)  # type: ignore[arg-type]
+            RedisEventPublisher(redis.Redis.from_url(REDIS_URL), prefix=1)  # type: ignore[arg-type]
 
 
 class TestKeyLayout:
@@ -183,7 +183,7 @@ class TestKeyLayout:
 
     def test_single_node_layout_unchanged(self) -> None:
         """One node, one shard: the keys of the single-node layout."""
-        keys = Keys.of(redis.Redis(), "lh:", None)
+        keys = Keys.of(redis.Redis.from_url(REDIS_URL), "lh:", None)
         assert (keys.shards, keys.sharded) == (1, False)
         assert keys.run("r1") == "lh:run:r1"
         assert keys.firehoses() == ["lh:events"]
@@ -212,7 +212,7 @@ class TestKeyLayout:
 
     def test_shards_on_one_node(self) -> None:
         """shards > 1 on one node uses the sharded layout too."""
-        keys = Keys.of(redis.Redis(), "lh:", 4)
+        keys = Keys.of(redis.Redis.from_url(REDIS_URL), "lh:", 4)
         assert keys.sharded
         assert len(set(keys.firehoses())) == 4
         assert keys.shard(None) == 0

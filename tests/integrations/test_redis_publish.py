@@ -63,7 +63,7 @@ from langhooks.integrations.redis import (
 )
 from langhooks.models import ChatRequest, ScriptedChatModel, ScriptedTurn
 from langhooks.testing import RecordingChainHandler, RecordingStreamingHandler
-from tests._services import need_command, need_redis
+from tests._services import REDIS_URL, need_command, need_redis
 from tests.test_events import assert_same_events, comparable
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -331,7 +331,7 @@ class TestOptions:
     def test_async_client_rejected(self) -> None:
         """The publisher needs a synchronous client."""
         with pytest.raises(TypeError, match=r"synchronous redis\.Redis"):
-            RedisEventPublisher(redis.asyncio.Redis())  # type: ignore[arg-type]
+            RedisEventPublisher(redis.asyncio.Redis.from_url(REDIS_URL))  # type: ignore[arg-type]
 
     @pytest.mark.parametrize(
         ("option", "value"),
@@ -480,7 +480,7 @@ class TestFollow:
         rest = list(run_entries(client, run_id, prefix=prefix, last_id=got[1].id))
         assert rest == got[2:]
         with pytest.raises(TypeError, match="synchronous"):
-            run_entries(redis.asyncio.Redis(), run_id)  # type: ignore[arg-type]
+            run_entries(redis.asyncio.Redis.from_url(REDIS_URL), run_id)  # type: ignore[arg-type]
 
     def test_repeats_skipped(self, client: redis.Redis, prefix: str) -> None:
         """A record in the stream twice (a batch retried after a timeout) is
@@ -542,7 +542,7 @@ class TestFollow:
         with pytest.raises(TypeError, match="afollow"):
             follow(client, "r", AsyncChainCallbackHandler(), prefix=prefix)  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="synchronous"):
-            follow(redis.asyncio.Redis(), "r", ChainCallbackHandler())  # type: ignore[arg-type]
+            follow(redis.asyncio.Redis.from_url(REDIS_URL), "r", ChainCallbackHandler())  # type: ignore[arg-type]
         client.xadd(f"{prefix}run:r", {"other": "data"})
         with pytest.raises(ValueError, match="without a langhooks event record"):
             follow(client, "r", ChainCallbackHandler(), prefix=prefix)
@@ -687,9 +687,9 @@ class TestAfollow:
         """afollow and arun_entries need a redis.asyncio client; arun_entries, as
         run_entries, says so when called, before it is iterated."""
         with pytest.raises(TypeError, match="arun_entries"):
-            arun_entries(redis.Redis(), "r")  # type: ignore[arg-type]
+            arun_entries(redis.Redis.from_url(REDIS_URL), "r")  # type: ignore[arg-type]
         with pytest.raises(TypeError, match=r"redis\.asyncio\.Redis"):
-            await afollow(redis.Redis(), "r", ChainCallbackHandler())  # type: ignore[arg-type]
+            await afollow(redis.Redis.from_url(REDIS_URL), "r", ChainCallbackHandler())  # type: ignore[arg-type]
 
 
 class TestReadStream:

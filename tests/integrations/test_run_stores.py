@@ -38,7 +38,7 @@ from langhooks.integrations.postgres import (
 from langhooks.integrations.redis import AsyncRedisRunStore, RedisRunStore
 from langhooks.models import ScriptedChatModel, ScriptedTurn
 from langhooks.stores import AsyncRunStore, MemoryRunStore, PendingRun, RunStore
-from tests._services import host_port, need_postgres, need_redis
+from tests._services import REDIS_URL, host_port, need_postgres, need_redis
 from tests.integrations._store_agent import (
     ANSWER,
     ASYNC_TOOLS,
@@ -1408,11 +1408,11 @@ class TestRedis:
     async def test_async_client_checks(self) -> None:
         """Each twin takes its own kind of client."""
         with pytest.raises(TypeError, match=r"redis\.asyncio\.Redis"):
-            AsyncRedisRunStore(redis.Redis())  # type: ignore[arg-type]
+            AsyncRedisRunStore(redis.Redis.from_url(REDIS_URL))  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="synchronous"):
-            RedisRunStore(redis.asyncio.Redis())  # type: ignore[arg-type]
+            RedisRunStore(redis.asyncio.Redis.from_url(REDIS_URL))  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="prefix"):
-            RedisRunStore(redis.Redis(), prefix=1)  # type: ignore[arg-type]
+            RedisRunStore(redis.Redis.from_url(REDIS_URL), prefix=1)  # type: ignore[arg-type]
 
 
 class TestGuide:

@@ -15,6 +15,7 @@ from langhooks.integrations.postgres import PostgresRunStore
 from langhooks.integrations.redis import AsyncRedisRunStore
 from langhooks.integrations.web import Agent, create_app
 from langhooks.stores import MemoryRunStore, RunStore
+from tests._services import REDIS_URL
 
 from ._web_harness import serving
 from .test_run_stores import Place, place
@@ -122,7 +123,7 @@ class TestStoreOption:
         """store= is a synchronous RunStore."""
         with pytest.raises(TypeError, match="RunStore"):
             create_app(store="postgresql://")  # type: ignore[arg-type]
-        async_store = AsyncRedisRunStore(redis.asyncio.Redis())
+        async_store = AsyncRedisRunStore(redis.asyncio.Redis.from_url(REDIS_URL))
         with pytest.raises(TypeError, match="synchronous"):
             create_app(store=async_store)  # type: ignore[arg-type]
         assert isinstance(MemoryRunStore(), RunStore)
