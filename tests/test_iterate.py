@@ -37,8 +37,7 @@ from langhooks.models import (
     ScriptedTurn,
 )
 from langhooks.testing import RecordingStreamingHandler
-from tests.models import local_fixture
-from tests.models._server import FixtureServer, Reply, first_bytes_until
+from tests.models._server import FixtureServer, stalled_reply
 
 REQUEST = ChatRequest([Message.user("hi")])
 TURN = ScriptedTurn(
@@ -345,14 +344,8 @@ OLLAMA = "ollama_chat.ndjson"
 def server() -> Iterator[FixtureServer]:
     """A provider server on 127.0.0.1 that replays Ollama's first lines, then
     keeps the connection open without a word until the client closes it."""
-    data = local_fixture(OLLAMA).read_bytes()
-    reply = Reply(
-        headers=(("content-type", "application/x-ndjson"),),
-        body=data[: first_bytes_until(data, b"\n", count=4)],
-        stall=True,
-    )
     with FixtureServer() as running:
-        running.add(reply)
+        running.add(stalled_reply(OLLAMA, 4))
         yield running
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "cancel_from_thread",
     "first_bytes_until",
     "http_reply",
+    "stalled_reply",
     "stream_reply",
     "unused_port",
     "weather_request",
@@ -300,6 +301,27 @@ def first_bytes_until(data: bytes, marker: bytes, *, count: int = 1) -> int:
     for _ in range(count):
         end = data.index(marker, end + 1)
     return end + len(marker)
+
+
+def stalled_reply(name: str, count: int) -> Reply:
+    """The fixture ``name`` up to its ``count``-th event, then silence: the
+    connection stays open, without a word, until the client closes it.
+
+    An event ends where the fixture's format ends one: a line of an ``.ndjson``
+    fixture (sent as NDJSON), else an SSE event (a blank line, ``\\r\\n`` line ends
+    when the fixture has them).
+    """
+    data = local_fixture(name).read_bytes()
+    if name.endswith(".ndjson"):
+        marker, content_type = b"\n", "application/x-ndjson"
+    else:
+        marker = b"\r\n\r\n" if b"\r\n\r\n" in data else b"\n\n"
+        content_type = "text/event-stream"
+    return Reply(
+        headers=(("content-type", content_type),),
+        body=data[: first_bytes_until(data, marker, count=count)],
+        stall=True,
+    )
 
 
 def cancel_from_thread(recorder: Recorder, handle: StreamingHandle) -> threading.Thread:

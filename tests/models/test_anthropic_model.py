@@ -27,6 +27,7 @@ from ._server import (
     cancel_from_thread,
     first_bytes_until,
     http_reply,
+    stalled_reply,
     stream_reply,
     weather_request,
 )
@@ -42,16 +43,6 @@ REQUEST = weather_request("Weather in Paris?")
 def model(server: FixtureServer, **options: Any) -> AnthropicChatModel:
     return AnthropicChatModel(
         "claude-test-model", base_url=server.url, api_key="sk-ant-test", **options
-    )
-
-
-def stalled_reply(events: int) -> Reply:
-    """The first ``events`` SSE events of the fixture, then silence."""
-    data = local_fixture(STREAM).read_bytes()
-    return Reply(
-        headers=(("content-type", "text/event-stream"),),
-        body=data[: first_bytes_until(data, b"\n\n", count=events)],
-        stall=True,
     )
 
 
@@ -392,7 +383,7 @@ class TestCancellation:
 
     def test_cancel_from_another_thread(self, server: FixtureServer) -> None:
         """A cancel from another thread wakes the blocked read; the server sees EOF."""
-        server.add(stalled_reply(5))
+        server.add(stalled_reply(STREAM, 5))
         recorder = Recorder()
         handle = StreamingHandle()
         canceller = cancel_from_thread(recorder, handle)
@@ -408,7 +399,7 @@ class TestCancellation:
         self, server: FixtureServer
     ) -> None:
         """``astream`` stops on a cancel from another thread and closes the socket."""
-        server.add(stalled_reply(5))
+        server.add(stalled_reply(STREAM, 5))
         recorder = Recorder()
         handle = StreamingHandle()
         canceller = cancel_from_thread(recorder, handle)

@@ -23,10 +23,10 @@ from . import AsyncRecorder, Recorder, local_fixture
 from ._server import (
     WEATHER_TOOL,
     FixtureServer,
-    Reply,
     cancel_from_thread,
     first_bytes_until,
     http_reply,
+    stalled_reply,
     stream_reply,
     weather_request,
 )
@@ -41,16 +41,6 @@ PLAN = "I will look up the weather in Paris."
 def model(server: FixtureServer, **options: Any) -> CohereChatModel:
     return CohereChatModel(
         model="command-a-03-2025", api_key="test-key", base_url=server.url, **options
-    )
-
-
-def stalled_reply(name: str, events: int) -> Reply:
-    """The first ``events`` SSE events of a fixture, then silence."""
-    data = local_fixture(name).read_bytes()
-    return Reply(
-        headers=(("content-type", "text/event-stream"),),
-        body=data[: first_bytes_until(data, b"\n\n", count=events)],
-        stall=True,
     )
 
 

@@ -28,6 +28,7 @@ from ._server import (
     cancel_from_thread,
     first_bytes_until,
     http_reply,
+    stalled_reply,
     stream_reply,
     unused_port,
     weather_request,
@@ -43,16 +44,6 @@ CALL_SIGNATURE = "CiQBjz1rX2dlbWluaS1zaWduYXR1cmUtZm9yLXRoZS1jYWxs"
 def model(server: FixtureServer, **options: Any) -> GeminiChatModel:
     return GeminiChatModel(
         model="gemini-2.5-flash", api_key="test-key", base_url=server.url, **options
-    )
-
-
-def stalled_reply(events: int) -> Reply:
-    """The first ``events`` SSE events of the fixture, then silence."""
-    data = local_fixture(STREAM).read_bytes()
-    return Reply(
-        headers=(("content-type", "text/event-stream"),),
-        body=data[: first_bytes_until(data, b"\r\n\r\n", count=events)],
-        stall=True,
     )
 
 
@@ -386,7 +377,7 @@ class TestErrors:
 class TestCancellation:
     def test_cancel_from_a_callback(self, server: FixtureServer) -> None:
         """Cancelling in a callback stops all callbacks and closes the connection."""
-        server.add(stalled_reply(2))
+        server.add(stalled_reply(STREAM, 2))
         recorder = Recorder(cancel_after=1)
         response = model(server).stream(REQUEST, recorder)
         assert response.message.status == "cancelled"
@@ -395,7 +386,7 @@ class TestCancellation:
 
     def test_cancel_from_another_thread(self, server: FixtureServer) -> None:
         """A cancel from another thread wakes the blocked read; the server sees EOF."""
-        server.add(stalled_reply(2))
+        server.add(stalled_reply(STREAM, 2))
         recorder = Recorder()
         handle = StreamingHandle()
         canceller = cancel_from_thread(recorder, handle)
@@ -410,7 +401,7 @@ class TestCancellation:
         self, server: FixtureServer
     ) -> None:
         """``astream`` stops on a cancel from another thread and closes the socket."""
-        server.add(stalled_reply(2))
+        server.add(stalled_reply(STREAM, 2))
         recorder = Recorder()
         handle = StreamingHandle()
         canceller = cancel_from_thread(recorder, handle)

@@ -26,6 +26,7 @@ from ._server import (
     cancel_from_thread,
     first_bytes_until,
     http_reply,
+    stalled_reply,
     stream_reply,
     weather_request,
 )
@@ -39,16 +40,6 @@ REQUEST = weather_request("Weather in Paris?")
 def model(server: FixtureServer, **options: Any) -> MistralChatModel:
     return MistralChatModel(
         model="mistral-small-latest", api_key="test-key", base_url=server.url, **options
-    )
-
-
-def stalled_reply(events: int) -> Reply:
-    """The first ``events`` SSE events of the fixture, then silence."""
-    data = local_fixture(STREAM).read_bytes()
-    return Reply(
-        headers=(("content-type", "text/event-stream"),),
-        body=data[: first_bytes_until(data, b"\n\n", count=events)],
-        stall=True,
     )
 
 
@@ -250,7 +241,7 @@ class TestErrors:
 class TestCancellation:
     def test_cancel_from_a_callback(self, server: FixtureServer) -> None:
         """Cancelling in a callback stops all callbacks and closes the connection."""
-        server.add(stalled_reply(3))
+        server.add(stalled_reply(STREAM, 3))
         recorder = Recorder(cancel_after=1)
         response = model(server).stream(REQUEST, recorder)
         assert response.message.status == "cancelled"
@@ -259,7 +250,7 @@ class TestCancellation:
 
     def test_cancel_from_another_thread(self, server: FixtureServer) -> None:
         """A cancel from another thread wakes the blocked read; the server sees EOF."""
-        server.add(stalled_reply(3))
+        server.add(stalled_reply(STREAM, 3))
         recorder = Recorder()
         handle = StreamingHandle()
         canceller = cancel_from_thread(recorder, handle)
@@ -273,7 +264,7 @@ class TestCancellation:
         self, server: FixtureServer
     ) -> None:
         """``astream`` stops on a cancel from another thread and closes the socket."""
-        server.add(stalled_reply(3))
+        server.add(stalled_reply(STREAM, 3))
         recorder = Recorder()
         handle = StreamingHandle()
         canceller = cancel_from_thread(recorder, handle)

@@ -27,6 +27,7 @@ from ._server import (
     Reply,
     cancel_from_thread,
     first_bytes_until,
+    stalled_reply,
     stream_reply,
     unused_port,
     weather_request,
@@ -52,16 +53,6 @@ def model(server: FixtureServer, **options: Any) -> OllamaChatModel:
 
 def ndjson(name: str, **changes: Any) -> Reply:
     return stream_reply(name, content_type=NDJSON, **changes)
-
-
-def stalled_reply(name: str, lines: int) -> Reply:
-    """The first ``lines`` lines of a fixture, then silence."""
-    data = local_fixture(name).read_bytes()
-    return Reply(
-        headers=(("content-type", NDJSON),),
-        body=data[: first_bytes_until(data, b"\n", count=lines)],
-        stall=True,
-    )
 
 
 class TestRequest:

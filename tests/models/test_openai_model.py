@@ -30,6 +30,7 @@ from ._server import (
     cancel_from_thread,
     first_bytes_until,
     http_reply,
+    stalled_reply,
     stream_reply,
     unused_port,
 )
@@ -352,16 +353,6 @@ class TestStreaming:
         assert response.finish_reason is FinishReason.TOOL_EXECUTION
 
 
-def stalled_reply(events: int) -> Reply:
-    """The first ``events`` SSE events of the tool fixture, then silence."""
-    data = local_fixture(TOOLS).read_bytes()
-    return Reply(
-        headers=(("content-type", "text/event-stream"),),
-        body=data[: first_bytes_until(data, b"\n\n", count=events)],
-        stall=True,
-    )
-
-
 class TestErrors:
     def test_rate_limit_fixture(self, server: FixtureServer) -> None:
         """A 429 is rate_limited and retryable, with headers and parsed limits."""
@@ -453,7 +444,7 @@ class TestErrors:
 
     def test_read_timeout_mid_stream(self, server: FixtureServer) -> None:
         """A server that stops sending mid-stream is a timeout error."""
-        server.add(stalled_reply(3))
+        server.add(stalled_reply(TOOLS, 3))
         recorder = Recorder()
         with pytest.raises(LangHooksError) as raised:
             model(server, timeout=0.3).stream(REQUEST, recorder)
@@ -517,7 +508,7 @@ class TestCancellation:
         self, server: FixtureServer
     ) -> None:
         """A cancel from another thread wakes the blocked read; the server sees EOF."""
-        server.add(stalled_reply(3))
+        server.add(stalled_reply(TOOLS, 3))
         recorder = Recorder()
         handle = StreamingHandle()
         canceller = cancel_from_thread(recorder, handle)
@@ -553,7 +544,7 @@ class TestCancellation:
         self, server: FixtureServer
     ) -> None:
         """``astream`` stops on a cancel from another thread and closes the socket."""
-        server.add(stalled_reply(3))
+        server.add(stalled_reply(TOOLS, 3))
         recorder = Recorder()
         handle = StreamingHandle()
         canceller = cancel_from_thread(recorder, handle)

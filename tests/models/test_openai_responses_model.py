@@ -26,6 +26,7 @@ from ._server import (
     cancel_from_thread,
     first_bytes_until,
     http_reply,
+    stalled_reply,
     stream_reply,
     weather_request,
 )
@@ -45,16 +46,6 @@ REQUEST = weather_request("Weather in Paris?")
 def model(server: FixtureServer, **options: Any) -> OpenAIResponsesModel:
     return OpenAIResponsesModel(
         "gpt-5", base_url=f"{server.url}/v1", api_key="sk-test", **options
-    )
-
-
-def stalled_reply(events: int) -> Reply:
-    """The first ``events`` SSE events of the fixture, then silence."""
-    data = local_fixture(STREAM).read_bytes()
-    return Reply(
-        headers=(("content-type", "text/event-stream"),),
-        body=data[: first_bytes_until(data, b"\n\n", count=events)],
-        stall=True,
     )
 
 
@@ -307,7 +298,7 @@ class TestCancellation:
 
     def test_cancel_from_another_thread(self, server: FixtureServer) -> None:
         """A cancel from another thread wakes the blocked read; the server sees EOF."""
-        server.add(stalled_reply(6))
+        server.add(stalled_reply(STREAM, 6))
         recorder = Recorder()
         handle = StreamingHandle()
         canceller = cancel_from_thread(recorder, handle)
