@@ -9,9 +9,10 @@ module beside it is generated from it, line by line:
 - the async protocol names → the sync ones (``__aenter__`` → ``__enter__``,
   ``AsyncIterator`` → ``Iterator``, ``anext`` → ``next`` …, see ``SUBS``);
 - a name with an ``Async`` class prefix loses it (``AsyncStreamDriver`` →
-  ``StreamDriver``); a name with an ``a``/``async_`` prefix loses it when the
-  source defines it (``apump`` → ``pump``, ``_aread_stream`` → ``_read_stream``)
-  or ``PREFIXED`` lists it;
+  ``StreamDriver``); a name with an ``a``/``async_`` prefix loses it, and an
+  ``_async`` suffix becomes ``_sync``, when the source defines it (``apump`` →
+  ``pump``, ``_aread_stream`` → ``_read_stream``, ``drive_async`` →
+  ``drive_sync``) or ``PREFIXED`` or the ``Pair``'s ``prefixed`` lists it;
 - an import of another async source imports its twin (``_drive_async`` →
   ``_drive_sync``);
 - ``EXACT`` replaces the few phrases that differ otherwise (a union of an async
@@ -150,8 +151,6 @@ PAIRS: Final = (
         "chain/_calls_async.py",
         "chain/_calls_sync.py",
         exact={
-            "deliver_async": "deliver_sync",
-            "call_tool_async": "call_tool_sync",
             "AsyncChainCallbackHandler | ChainCallbackHandler": "ChainCallbackHandler",
             # An async tool's awaitable is run to its end (the worker thread's
             # asyncio goes with the thread).
@@ -165,9 +164,6 @@ PAIRS: Final = (
         "chain/_perform_async.py",
         "chain/_perform_sync.py",
         exact={
-            "deliver_async": "deliver_sync",
-            "execute_async": "execute_sync",
-            "drive_async": "drive_sync",
             "AsyncBridge": "SyncBridge",
             # A sync run takes sync handlers only.
             "callbacks = chain.callbacks": "callbacks = sync_callbacks(chain)",
@@ -177,7 +173,9 @@ PAIRS: Final = (
             ),
             "import asyncio\n": "import contextvars\n",
         },
-        prefixed=frozenset({"astream", "async_sleep"}),
+        prefixed=frozenset(
+            {"astream", "async_sleep", "deliver_async", "execute_async"}
+        ),
     ),
     Pair(
         "models/_raw_async.py",
@@ -285,7 +283,10 @@ def defined_prefixed(text: str) -> set[str]:
 
 
 def _sync_name(name: str) -> str:
-    """``name`` without its async prefix (unchanged when it has none)."""
+    """``name`` without its async prefix, or with ``_sync`` for its ``_async``
+    suffix (unchanged when it has neither)."""
+    if name.endswith("_async"):
+        return name[: -len("_async")] + "_sync"
     bare = name.lstrip("_")
     under = name[: len(name) - len(bare)]
     if bare.startswith("Async") and bare[5:6].isupper():

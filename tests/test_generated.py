@@ -114,6 +114,19 @@ class TestUnasync:
             "    pump(iter(()))\n"
         )
 
+    def test_an_async_suffix_becomes_sync(self) -> None:
+        """A defined or listed ``…_async`` name is its ``…_sync`` twin; an
+        unlisted one (a keyword like ``is_async``) is kept."""
+        out = unasync_script().unasync(
+            "async def drive_async(is_async: bool) -> None:\n"
+            "    await deliver_async(is_async=is_async)\n",
+            prefixed=frozenset({"deliver_async"}),
+        )
+        assert out == (
+            "def drive_sync(is_async: bool) -> None:\n"
+            "    deliver_sync(is_async=is_async)\n"
+        )
+
     def test_marked_lines_and_their_blocks_are_left_out(self) -> None:
         """A line marked ``# unasync: remove`` goes, with the block it opens."""
         out = unasync_script().unasync(
