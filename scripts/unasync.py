@@ -80,13 +80,11 @@ PAIRS: Final = (
                 "A ``RunStore`` in Redis: save an interrupted run, resume it in any"
                 " worker,\n    once."
             ),
-            "heartbeat task": "heartbeat thread",
             "client: a ``redis.asyncio.Redis``": (
                 "client: a synchronous ``redis.Redis``"
             ),
             "once (async tools are\n        awaited).": "once.",
-            "check_async_client": "check_sync_client",
-            "redis.asyncio": "redis",
+            **REDIS_CLIENTS,
         },
         prefixed=frozenset({"aresume_once", "arun"}),
     ),
@@ -101,7 +99,6 @@ PAIRS: Final = (
             "open=False,": "open=True,",
             "is_async=True": "is_async=False",
             # The class docstring, for the sync store.
-            "heartbeat task": "heartbeat thread",
             "\n    The asyncio twin of ``PostgresRunStore``, on the same tables: a run "
             "saved by\n    one is resumed by the other. Every method is awaited.\n": "",
             ", on first use;": ";",
@@ -131,7 +128,6 @@ PAIRS: Final = (
             **REDIS_CLIENTS,
             "import asyncio\n": "import time\n",
             "asyncio.sleep(": "time.sleep(",
-            "check_async_client": "check_sync_client",
             "_events import Handler\n": "_events import SyncHandler\n",
             "handler: Handler,": "handler: SyncHandler,",
             (
@@ -242,6 +238,7 @@ SUBS: Final = {
     "aiter": "iter",
     "aclose": "close",
     "aiter_bytes": "iter_bytes",
+    "check_async_client": "check_sync_client",
 }
 
 #: Names with an ``a`` prefix the sources use but do not define (defined in a
@@ -257,6 +254,8 @@ EXACT: Final = {
     "Awaitable[ChatResponse]": "ChatResponse",
     # A sync httpx response is a Body as it is.
     "yield AsyncHTTPBody(r)": "yield r",
+    # What keeps a claim alive.
+    "heartbeat task": "heartbeat thread",
 }
 
 _REMOVE: Final = re.compile(r"#\s*unasync:\s*remove\s*$")
