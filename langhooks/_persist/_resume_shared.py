@@ -363,8 +363,9 @@ async def _arenewing(
         yield
     finally:
         beat.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await beat
+        # Not ``await beat`` under a suppress: that would also swallow a cancel of
+        # this task that comes while it waits. The beat itself ends quietly.
+        await asyncio.wait({beat})
 
 
 # --- the drivers' steps ------------------------------------------------------------
