@@ -183,7 +183,7 @@ PAIRS: Final = (
             # A sync stream's close() returns no awaitable; were it a coroutine,
             # it is closed, not left to warn it was never awaited.
             "if inspect.isawaitable(result):\n                    await result": (
-                "if inspect.iscoroutine(result):  # a sync stream never gives one\n"
+                "if inspect.iscoroutine(result):  # an async close() cannot run here\n"
                 "                    result.close()"
             ),
             ", awaited when it returns an awaitable": "",

@@ -45,7 +45,7 @@ def sdk_body(stream: Any) -> Iterator[Body]:
             else:
                 closing = getattr(stream, "close", None)
                 result = closing() if callable(closing) else None
-                if inspect.iscoroutine(result):  # a sync stream never gives one
+                if inspect.iscoroutine(result):  # an async close() cannot run here
                     result.close()
         finally:
             if response is not None:
