@@ -345,7 +345,10 @@ def unasync(
     """
     for phrase, replacement in (exact or {}).items():
         if phrase not in text:
-            raise ValueError(f"unasync: the phrase {phrase!r} is not in the source")
+            raise ValueError(
+                f"unasync: the phrase {phrase!r} is not in the source: update or "
+                f"remove it in its Pair's exact (scripts/unasync.py, PAIRS)"
+            )
         text = text.replace(phrase, replacement)
     prefixed = frozenset(defined_prefixed(text)) | PREFIXED | prefixed
     out: list[str] = []
