@@ -86,7 +86,7 @@ PAIRS: Final = (
             "once (async tools are\n        awaited).": "once.",
             **REDIS_CLIENTS,
         },
-        prefixed=frozenset({"aresume_once", "arun"}),
+        prefixed=frozenset({"aresume_once", "asave_run", "arun"}),
     ),
     Pair(
         "integrations/_postgres_store_async.py",
@@ -104,7 +104,7 @@ PAIRS: Final = (
             ", on first use;": ";",
             " (async tools awaited)": "",
         },
-        prefixed=frozenset({"aresume_once", "arun"}),
+        prefixed=frozenset({"aresume_once", "asave_run", "arun"}),
     ),
     Pair(
         "integrations/_redis_read_async.py",
@@ -211,7 +211,7 @@ PAIRS: Final = (
     Pair(
         "_persist/_claims_async.py",
         "_persist/_claims_sync.py",
-        exact={"an async store gives": "a synchronous store gives"},
+        exact={"an async store's backend gives": "a synchronous store's backend gives"},
     ),
     Pair(
         "_persist/_resume_async.py",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -15,11 +15,14 @@ import langhooks as lh
 from langhooks._persist._resume import (
     AsyncClaimBackend,
     ClaimBackend,
+    Known,
     ResumeCode,
+    Saved,
+    Write,
     aresume_once,
     resume_once,
 )
-from langhooks._persist._stores import _MemoryClaims
+from langhooks._persist._stores import _MemoryBackend
 from langhooks.chain import Decision, LLMChain, Tool
 from langhooks.models import ScriptedChatModel, ScriptedTurn
 from langhooks.stores import MemoryRunStore
@@ -62,11 +65,21 @@ class FlakyClaims(ClaimBackend):
     """MemoryRunStore's claims whose first heartbeat raises."""
 
     def __init__(self, store: MemoryRunStore) -> None:
-        self._claims = _MemoryClaims(store)
+        self._claims = _MemoryBackend(store)
         self.beats = 0
 
     @override
-    def claim(self, run_id: str, token: str) -> Mapping[str, Any]:
+    def write(
+        self, write: Write, metadata: Mapping[str, Any], expires_in: float | None
+    ) -> bool:
+        return self._claims.write(write, metadata, expires_in)  # pragma: no cover
+
+    @override
+    def read(self, run_id: str) -> Saved | None:
+        return self._claims.read(run_id)  # pragma: no cover - not read here
+
+    @override
+    def claim(self, run_id: str, token: str) -> Saved:
         return self._claims.claim(run_id, token)
 
     @override
@@ -85,14 +98,8 @@ class FlakyClaims(ClaimBackend):
         self._claims.finish_call(run_id, token, call_id, outcome)
 
     @override
-    def settle(
-        self,
-        run_id: str,
-        token: str,
-        state: Mapping[str, Any],
-        waiting: Sequence[lh.ToolCall],
-    ) -> None:
-        self._claims.settle(run_id, token, state, waiting)
+    def settle(self, run_id: str, token: str, write: Write) -> bool:
+        return self._claims.settle(run_id, token, write)
 
     @override
     def release(self, run_id: str, token: str) -> None:
@@ -110,7 +117,17 @@ class AsyncFlakyClaims(AsyncClaimBackend):
         return self._claims.beats
 
     @override
-    async def claim(self, run_id: str, token: str) -> Mapping[str, Any]:
+    async def write(
+        self, write: Write, metadata: Mapping[str, Any], expires_in: float | None
+    ) -> bool:
+        return self._claims.write(write, metadata, expires_in)  # pragma: no cover
+
+    @override
+    async def read(self, run_id: str) -> Saved | None:
+        return self._claims.read(run_id)  # pragma: no cover - not read here
+
+    @override
+    async def claim(self, run_id: str, token: str) -> Saved:
         return self._claims.claim(run_id, token)
 
     @override
@@ -128,14 +145,8 @@ class AsyncFlakyClaims(AsyncClaimBackend):
         self._claims.finish_call(run_id, token, call_id, outcome)
 
     @override
-    async def settle(
-        self,
-        run_id: str,
-        token: str,
-        state: Mapping[str, Any],
-        waiting: Sequence[lh.ToolCall],
-    ) -> None:
-        self._claims.settle(run_id, token, state, waiting)
+    async def settle(self, run_id: str, token: str, write: Write) -> bool:
+        return self._claims.settle(run_id, token, write)
 
     @override
     async def release(self, run_id: str, token: str) -> None:
@@ -160,6 +171,7 @@ class TestHeartbeat:
         run_id = _saved(store, tool)
         result = resume_once(
             backend,
+            Known(),
             run_id,
             [Decision.approve()],
             _code(tool),
@@ -185,6 +197,7 @@ class TestHeartbeat:
         run_id = _saved(store, tool)
         result = await aresume_once(
             backend,
+            Known(),
             run_id,
             [Decision.approve()],
             _code(tool),

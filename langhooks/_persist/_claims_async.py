@@ -1,26 +1,46 @@
-"""The claim primitives a run store gives the shared resume driver of ``_resume``.
-The async module is written by hand, and the sync one is generated from it by
-``scripts/unasync.py``: the same methods without ``async``.
+"""The storage-only contract of a run store: what a backend (in memory, Redis,
+PostgreSQL, or a new one) implements, and all it implements. Saving, loading and
+resuming once are written above it, once (``_resume``). The async module is written
+by hand, and the sync one is generated from it by ``scripts/unasync.py``: the same
+methods without ``async``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Protocol
 
-from .._core._messages import ToolCall
+from ._log import Saved, Write
 
 __all__ = ["AsyncClaimBackend"]
 
 
 class AsyncClaimBackend(Protocol):
-    """The primitives an async store gives the shared resume driver."""
+    """The primitives an async store's backend gives the shared driver."""
 
-    async def claim(self, run_id: str, token: str) -> Mapping[str, Any]:
+    async def write(
+        self, write: Write, metadata: Mapping[str, Any], expires_in: float | None
+    ) -> bool:
+        """Save a run (replacing an earlier save: its status, claim and call
+        records too), expiring in ``expires_in`` seconds (None: the store's
+        default).
+
+        A ``write`` with a ``base`` keeps the first ``write.keep`` messages
+        and appends ``write.messages``, when the run is at version ``base``;
+        else it changes nothing and answers False (the driver then writes the
+        whole log). A ``write`` without a base replaces the whole log.
+        """
+        ...
+
+    async def read(self, run_id: str) -> Saved | None:
+        """The saved run, or None for an unknown, deleted or expired one."""
+        ...
+
+    async def claim(self, run_id: str, token: str) -> Saved:
         """Claim a waiting run (or take over one whose heartbeat stopped).
 
         Returns:
-            The run's saved state.
+            The run as saved.
 
         Raises:
             LangHooksError: "invalid_request" for an unknown, deleted or expired
@@ -47,15 +67,11 @@ class AsyncClaimBackend(Protocol):
         """Save the outcome of a started call."""
         ...
 
-    async def settle(
-        self,
-        run_id: str,
-        token: str,
-        state: Mapping[str, Any],
-        waiting: Sequence[ToolCall],
-    ) -> None:
-        """Save the state the resume ended in: waiting again for ``waiting``
-        (call records cleared), or done when ``waiting`` is empty.
+    async def settle(self, run_id: str, token: str, write: Write) -> bool:
+        """Save the state the resume ended in (``write`` as ``write()`` takes
+        it): waiting again for ``write.calls`` (call records cleared), or done
+        when there are none. False, changing nothing, when ``write`` has a base
+        the run is no longer at.
 
         Raises:
             LangHooksError: "conflict" when ``token`` no longer holds the claim.

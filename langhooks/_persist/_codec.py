@@ -16,7 +16,7 @@ record per streamed token) does no reflection.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from .._core._chain_callbacks import (
@@ -369,8 +369,9 @@ def message_from_data(data: Mapping[str, Any]) -> Message:
 STATE_TAG: Final = "LLMChainState"
 
 
-def encode_state(chain: LLMChain) -> dict[str, Any]:
-    """``chain.to_state()``: what a run needs to go on elsewhere, as JSON types.
+def encode_state(chain: LLMChain, since: int = 0) -> dict[str, Any]:
+    """``chain.to_state()``: what a run needs to go on elsewhere, as JSON types
+    (with the messages from position ``since`` on: ``chain.state_since``).
 
     Raises:
         TypeError: caller data in the chain is not JSON (the message names its
@@ -382,7 +383,7 @@ def encode_state(chain: LLMChain) -> dict[str, Any]:
         return {
             "type": STATE_TAG,
             "version": SCHEMA_VERSION,
-            "messages": _each(chain.messages, _e_message, "messages"),
+            "messages": _messages_from(chain.messages, since),
             "custom_context": _data(chain.custom_context, "custom_context"),
             "max_retry_count": chain.max_retry_count,
             "current_failure_count": chain.current_failure_count,
@@ -395,6 +396,18 @@ def encode_state(chain: LLMChain) -> dict[str, Any]:
     except Unencodable as error:
         error.raise_public()
         raise  # pragma: no cover  # raise_public always raises
+
+
+def _messages_from(messages: Sequence[Message], since: int) -> list[Any]:
+    out: list[Any] = []
+    try:
+        for position in range(since, len(messages)):
+            out.append(_e_message(messages[position]))
+    except Unencodable as error:
+        error.path.append(f"[{since + len(out)}]")
+        error.path.append(".messages")
+        raise
+    return out
 
 
 def decode_state(state: Mapping[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,6 @@ alive by a heartbeat, and a record of every tool call started.
 from __future__ import annotations
 
 import inspect
-import json
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -21,7 +20,16 @@ from typing import TYPE_CHECKING, Any, Final, Literal, final
 import attrs
 
 from .._core._messages import LangHooksError, ToolCall
-from ._resume import ResumeCode, check_claim_timeout, resume_once
+from ._resume import (
+    Known,
+    ResumeCode,
+    Saved,
+    Write,
+    check_claim_timeout,
+    loaded,
+    resume_once,
+    save_run,
+)
 from ._runs import (
     PendingRun,
     check_expires_in,
@@ -84,7 +92,7 @@ _Status = Literal["waiting", "claimed", "done"]
 
 @attrs.define
 class _Saved:
-    state: str
+    log: Saved
     calls: tuple[ToolCall, ...]
     metadata: dict[str, Any]
     saved_at: datetime
@@ -113,6 +121,8 @@ class MemoryRunStore:
         self._claim_timeout: Final = check_claim_timeout(claim_timeout)
         self._lock: Final = threading.Lock()
         self._runs: Final[dict[str, _Saved]] = {}
+        self._known: Final = Known()
+        self._backend: Final = _MemoryBackend(self)
 
     def _live(self, run_id: str) -> _Saved | None:
         # Called with the lock held; forgets an expired run.
@@ -148,22 +158,7 @@ class MemoryRunStore:
                 holding a value that cannot be encoded.
             ValueError: the chain has not run, or a bad ``expires_in``.
         """
-        run_id = run_id_of(chain)
-        data = check_metadata(metadata)
-        seconds = check_expires_in(expires_in)
-        state = json.dumps(chain.to_state(), separators=(",", ":"))
-        calls = chain.pending_tool_calls
-        saved = _Saved(
-            state=state,
-            calls=calls,
-            metadata=data,
-            saved_at=datetime.now(UTC),
-            expires_at=None if seconds is None else time.time() + seconds,
-            status="waiting" if calls else "done",
-        )
-        with self._lock:
-            self._runs[run_id] = saved
-        return run_id
+        return save_run(self._backend, self._known, chain, metadata, expires_in)
 
     def load(
         self,
@@ -182,15 +177,13 @@ class MemoryRunStore:
             LangHooksError: "invalid_request" for an unknown, deleted or expired
                 run.
         """
-        from ..chain import LLMChain
-
-        with self._lock:
-            saved = self._live(run_id)
-            if saved is None:
-                raise _unknown(run_id)
-            state = saved.state
-        return LLMChain.from_state(
-            json.loads(state),
+        saved = self._backend.read(run_id)
+        if saved is None:
+            raise _unknown(run_id)
+        return loaded(
+            self._known,
+            run_id,
+            saved,
             model,
             tools=tools,
             callbacks=callbacks,
@@ -247,7 +240,8 @@ class MemoryRunStore:
             continue_run=continue_run,
         )
         return resume_once(
-            _MemoryClaims(self),
+            self._backend,
+            self._known,
             run_id,
             decisions,
             code,
@@ -292,6 +286,7 @@ class MemoryRunStore:
 
     def delete(self, run_id: str) -> bool:
         """Forget run ``run_id``; whether it was there (and not expired)."""
+        self._known.forget(run_id)
         with self._lock:
             return self._live(run_id) is not None and bool(self._runs.pop(run_id))
 
@@ -310,8 +305,8 @@ def _row(run_id: str, saved: _Saved) -> PendingRun:
 
 
 @final
-class _MemoryClaims:
-    """The claim primitives of ``MemoryRunStore``, under its lock."""
+class _MemoryBackend:
+    """The storage of ``MemoryRunStore`` (its ``ClaimBackend``), under its lock."""
 
     def __init__(self, store: MemoryRunStore) -> None:
         self._store: Final = store
@@ -325,7 +320,41 @@ class _MemoryClaims:
             )
         return saved
 
-    def claim(self, run_id: str, token: str) -> Mapping[str, Any]:
+    def write(
+        self, write: Write, metadata: Mapping[str, Any], expires_in: float | None
+    ) -> bool:
+        store = self._store
+        with store._lock:
+            log = self._log(store._live(write.run_id), write)
+            if log is None:
+                return False
+            store._runs[write.run_id] = _Saved(
+                log=log,
+                calls=write.calls,
+                metadata=dict(metadata),
+                saved_at=datetime.now(UTC),
+                expires_at=None if expires_in is None else time.time() + expires_in,
+                status=write.status,
+            )
+            return True
+
+    @staticmethod
+    def _log(saved: _Saved | None, write: Write) -> Saved | None:
+        # The log ``write`` makes of ``saved``'s, or None when its base is gone.
+        if write.base is None:
+            return Saved(write.head, write.messages, write.version)
+        if saved is None or saved.log.version != write.base:
+            return None
+        kept = tuple(saved.log.messages or ())[: write.keep]
+        return Saved(write.head, kept + write.messages, write.version)
+
+    def read(self, run_id: str) -> Saved | None:
+        store = self._store
+        with store._lock:
+            saved = store._live(run_id)
+            return None if saved is None else saved.log
+
+    def claim(self, run_id: str, token: str) -> Saved:
         store = self._store
         with store._lock:
             saved = store._live(run_id)
@@ -346,8 +375,7 @@ class _MemoryClaims:
                     f"was run",
                 )
             saved.status, saved.token, saved.beat = "claimed", token, now
-            state: dict[str, Any] = json.loads(saved.state)
-            return state
+            return saved.log
 
     def heartbeat(self, run_id: str, token: str) -> bool:
         store = self._store
@@ -370,20 +398,17 @@ class _MemoryClaims:
         with self._store._lock:
             self._held(run_id, token).records[call_id] = outcome
 
-    def settle(
-        self,
-        run_id: str,
-        token: str,
-        state: Mapping[str, Any],
-        waiting: Sequence[ToolCall],
-    ) -> None:
-        text = json.dumps(state, separators=(",", ":"))
+    def settle(self, run_id: str, token: str, write: Write) -> bool:
         with self._store._lock:
             saved = self._held(run_id, token)
-            saved.state, saved.calls = text, tuple(waiting)
-            saved.status = "waiting" if waiting else "done"
+            log = self._log(saved, write)
+            if log is None:
+                return False
+            saved.log, saved.calls = log, write.calls
+            saved.status = write.status
             saved.token, saved.records = None, {}
             saved.saved_at = datetime.now(UTC)
+            return True
 
     def release(self, run_id: str, token: str) -> None:
         with self._store._lock:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast, final, get_args
 import attrs
 
 from .._core._invocation import Invocation, entered, invocation
-from .._core._messages import ToolCall
+from .._core._messages import Message, ToolCall
 from .._core._model import ChatModel
 from .._core._result import RunResult as _AnyRunResult
 from .._core._tools import Tool, tool_tuple
@@ -34,7 +34,14 @@ from ._snapshot import ChainSnapshot, Handler
 if TYPE_CHECKING:
     from collections.abc import Generator
 
-__all__ = ["Handler", "LLMChain", "RunResult", "StateCodec", "use_state_codec"]
+__all__ = [
+    "Handler",
+    "LLMChain",
+    "RunResult",
+    "StateCodec",
+    "shared_messages",
+    "use_state_codec",
+]
 
 _MODES = frozenset(get_args(Mode))
 
@@ -50,13 +57,14 @@ class StateCodec:
     loaded before anything else did.
 
     Attributes:
-        encode: the chain's state as JSON types.
+        encode: the chain's state as JSON types, with its messages from the
+            given position on (0: all of them).
         decode: a saved state's fields as ``LLMChain`` keyword arguments, with the
             saved tool names and pending calls under "tools" and
             "pending_tool_calls".
     """
 
-    encode: Callable[[LLMChain], dict[str, Any]]
+    encode: Callable[[LLMChain, int], dict[str, Any]]
     decode: Callable[[Mapping[str, Any]], dict[str, Any]]
 
 
@@ -69,6 +77,20 @@ DEFAULT_STATE_CODEC: Final = "langhooks._persist._state"
 def use_state_codec(codec: StateCodec) -> None:
     """Make ``codec`` the one ``to_state`` and ``from_state`` use."""
     _STATE_CODEC[:] = [codec]
+
+
+def shared_messages(earlier: Sequence[Message], later: Sequence[Message]) -> int:
+    """How many messages ``later`` starts with that ``earlier`` starts with too:
+    the length of their common beginning (a message compared by identity first,
+    then by value)."""
+    if len(later) >= len(earlier) and tuple(later[: len(earlier)]) == tuple(earlier):
+        return len(earlier)  # the usual case: appended to, compared in C
+    shared = 0
+    for old, new in zip(earlier, later, strict=False):
+        if old is not new and old != new:
+            break
+        shared += 1
+    return shared
 
 
 def _state_codec() -> StateCodec:
@@ -121,7 +143,53 @@ class LLMChain(ChainSnapshot):
                 is not JSON; the message names the path to it.
             ValueError: a float in caller data is NaN or infinite.
         """
-        return _state_codec().encode(self)
+        return _state_codec().encode(self, 0)
+
+    def state_since(self, earlier: LLMChain | int) -> dict[str, Any]:
+        """What changed since ``earlier``: ``to_state()`` with only the messages
+        that ``earlier`` does not have, for callers who keep states themselves
+        and write each one as what changed (an append to a message log).
+
+        The result has ``"since"``: how many of the messages at the start it
+        leaves out, which are ``earlier``'s first ``since`` messages. When the
+        history was only added to, ``since`` is the number of messages
+        ``earlier`` has; when a message of ``earlier`` was changed or removed,
+        it is the position of the first one changed, so the caller keeps its
+        first ``since`` messages, drops the rest and appends ``"messages"``.
+        ``from_state`` takes the whole state again:
+        ``{**changes, "messages": kept[:changes["since"]] + changes["messages"]}``.
+
+        Args:
+            earlier: the chain whose state the caller keeps (an earlier chain
+                of this run, or the one ``from_state`` gave), or the number of
+                messages kept when the caller knows the history was only added
+                to since.
+
+        Returns:
+            The ``to_state()`` dict with ``"messages"`` from position ``since``
+            on, and ``"since"``.
+
+        Raises:
+            TypeError: ``earlier`` is not an ``LLMChain`` or an int, or caller
+                data is not JSON (as ``to_state``).
+            ValueError: an int larger than the number of messages, or < 0.
+        """
+        if isinstance(earlier, LLMChain):
+            since = shared_messages(earlier.messages, self.messages)
+        elif isinstance(earlier, bool) or not isinstance(earlier, int):
+            raise TypeError(
+                f"earlier must be an LLMChain or a number of messages, got {earlier!r}"
+            )
+        elif not 0 <= earlier <= len(self.messages):
+            raise ValueError(
+                f"earlier must be between 0 and the chain's {len(self.messages)} "
+                f"messages, got {earlier}"
+            )
+        else:
+            since = earlier
+        state = _state_codec().encode(self, since)
+        state["since"] = since
+        return state
 
     @classmethod
     def from_state(

@@ -11,11 +11,16 @@ from typing import TYPE_CHECKING, Any, Final, final
 import redis.asyncio
 import redis.asyncio.client
 import redis.asyncio.cluster
+import redis.commands.core
 
-from .._core._messages import ToolCall
 from .._persist._resume import (
+    Known,
     ResumeCode,
+    Saved,
+    Write,
     aresume_once,
+    asave_run,
+    loaded,
 )
 from .._persist._stores import (
     PendingRun,
@@ -29,10 +34,12 @@ if TYPE_CHECKING:
     from ..models import ChatModel
 
 from ._redis_runs import (
+    APPEND,
     CLAIM,
     FIELDS,
     FINISH_CALL,
     HEARTBEAT,
+    READ,
     RELEASE,
     SETTLE,
     START_CALL,
@@ -42,8 +49,8 @@ from ._redis_runs import (
     claim_lost,
     index_for,
     index_keys,
-    load_chain,
     member_ids,
+    saved_of,
     settle_args,
     started_outcome,
 )
@@ -97,6 +104,9 @@ class AsyncRedisRunStore:
         check_async_client(client, "AsyncRedisRunStore")
         self._layout: Final = Layout(prefix, expire_after, claim_timeout, lock_timeout)
         self._client: Final = client
+        self._known: Final = Known()
+        self._read: Final = client.register_script(READ)
+        self._append: Final = client.register_script(APPEND)
         self._claim: Final = client.register_script(CLAIM)
         self._heartbeat: Final = client.register_script(HEARTBEAT)
         self._start_call: Final = client.register_script(START_CALL)
@@ -128,21 +138,9 @@ class AsyncRedisRunStore:
             TypeError: not an ``LLMChain``, metadata that is not JSON, or a state
                 holding a value that cannot be encoded.
         """
-        run_id, fields, expires, indexes, waiting = self._layout.saved(
-            chain, metadata, expires_in
+        return await asave_run(
+            _AsyncBackend(self), self._known, chain, metadata, expires_in
         )
-        key = self._layout.key(run_id)
-        async with self._client.pipeline(transaction=False) as pipe:
-            pipe.delete(key)
-            pipe.hset(key, mapping=fields)
-            pipe.pexpireat(key, expires)
-            for index in indexes:
-                if waiting:
-                    pipe.zadd(index, {run_id: fields["saved"]})
-                else:
-                    pipe.zrem(index, run_id)
-            await pipe.execute()
-        return run_id
 
     async def load(
         self,
@@ -161,9 +159,18 @@ class AsyncRedisRunStore:
             LangHooksError: type "invalid_request" when no run is saved under
                 ``run_id`` (never saved, deleted or expired).
         """
-        state = await self._client.hget(self._layout.key(run_id), "state")
-        return load_chain(
-            state, self._layout, run_id, model, tools, callbacks, fallbacks, retry
+        saved = saved_of(await self._read(keys=[self._layout.key(run_id)]))
+        if saved is None:
+            raise self._layout.unknown(run_id)
+        return loaded(
+            self._known,
+            run_id,
+            saved,
+            model,
+            tools=tools,
+            callbacks=callbacks,
+            fallbacks=fallbacks,
+            retry=retry,
         )
 
     async def resume(
@@ -211,7 +218,8 @@ class AsyncRedisRunStore:
             continue_run=continue_run,
         )
         return await aresume_once(
-            _AsyncClaims(self),
+            _AsyncBackend(self),
+            self._known,
             run_id,
             decisions,
             code,
@@ -275,6 +283,7 @@ class AsyncRedisRunStore:
 
     async def delete(self, run_id: str) -> bool:
         """Forget run ``run_id``; whether it was there."""
+        self._known.forget(run_id)
         key = self._layout.key(run_id)
         meta = await self._client.hget(key, "meta")
         async with self._client.pipeline(transaction=False) as pipe:
@@ -287,14 +296,79 @@ class AsyncRedisRunStore:
 
 
 @final
-class _AsyncClaims:
-    """The claim primitives of ``AsyncRedisRunStore``: one script call each."""
+class _AsyncBackend:
+    """The storage of ``AsyncRedisRunStore`` (its ``ClaimBackend``): one script
+    or pipeline each."""
 
     def __init__(self, store: AsyncRedisRunStore) -> None:
         self._store: Final = store
         self._indexes: list[str] = []  # the inbox indexes of the claimed run
 
-    async def claim(self, run_id: str, token: str) -> Mapping[str, Any]:
+    async def _scripted(
+        self,
+        script: redis.commands.core.AsyncScript,
+        run_id: str,
+        args: list[str | int],
+        whole: Mapping[Any, str | int] | None,
+        expires: int,
+        waiting: bool,
+        score: int,
+    ) -> Any:
+        """One round trip: ``script`` (or, with ``whole``, the hash replaced and
+        its expiry set), then the inbox indexes (hints that pending() checks
+        against the run's status). redis-py refuses scripts in a cluster's
+        pipeline: there, two. The script's answer."""
+        store = self._store
+        key = store._layout.key(run_id)
+        cluster = is_cluster(store._client)
+        answer: Any = 1
+        async with store._client.pipeline(transaction=False) as pipe:
+            if whole is not None:
+                pipe.delete(key)
+                pipe.hset(key, mapping=whole)
+                pipe.pexpireat(key, expires)
+            elif cluster:
+                answer = await script(keys=[key], args=args)
+            else:
+                assert isinstance(pipe, redis.asyncio.client.Pipeline)  # one node
+                await script(keys=[key], args=args, client=pipe)
+            for index in self._indexes:
+                if waiting:
+                    pipe.zadd(index, {run_id: score})
+                else:
+                    pipe.zrem(index, run_id)
+            answers = await pipe.execute()
+        if whole is None and not cluster:
+            answer = answers[0]
+        return answer
+
+    async def write(
+        self, write: Write, metadata: Mapping[str, Any], expires_in: float | None
+    ) -> bool:
+        layout = self._store._layout
+        saved, expires = layout.expiry(expires_in)
+        self._indexes = index_keys(layout.prefix, metadata)
+        whole, args = None, []
+        if write.base is None:
+            whole = layout.whole(write, metadata, saved, expires)
+        else:
+            args = layout.append(write, metadata, saved, expires)
+        answer = await self._scripted(
+            self._store._append,
+            write.run_id,
+            args,
+            whole,
+            expires,
+            bool(write.calls),
+            saved,
+        )
+        return bool(answer)
+
+    async def read(self, run_id: str) -> Saved | None:
+        store = self._store
+        return saved_of(await store._read(keys=[store._layout.key(run_id)]))
+
+    async def claim(self, run_id: str, token: str) -> Saved:
         store = self._store
         layout = store._layout
         answer = await store._claim(
@@ -302,9 +376,10 @@ class _AsyncClaims:
         )
         if as_text(answer[0]) != "ok":
             raise claim_error(run_id, layout.prefix, answer)
-        state: dict[str, Any] = json.loads(answer[1])
-        self._indexes = index_keys(layout.prefix, json.loads(answer[2]))
-        return state
+        self._indexes = index_keys(layout.prefix, json.loads(answer[1]))
+        saved = saved_of(answer[2:])
+        assert saved is not None  # the claim found the run
+        return saved
 
     async def heartbeat(self, run_id: str, token: str) -> bool:
         store = self._store
@@ -327,36 +402,20 @@ class _AsyncClaims:
             args=[token, f"call:{call_id}", outcome],
         )
 
-    async def settle(
-        self,
-        run_id: str,
-        token: str,
-        state: Mapping[str, Any],
-        waiting: Sequence[ToolCall],
-    ) -> None:
-        store = self._store
-        layout = store._layout
-        args = settle_args(token, state, waiting)
-        # One round trip: the script, then the inbox indexes (hints that pending()
-        # checks against the run's status, so they follow only a settled script).
-        # redis-py refuses scripts in a cluster's pipeline: there, two.
-        cluster = is_cluster(store._client)
-        async with store._client.pipeline(transaction=False) as pipe:
-            if cluster:
-                settled = await store._settle(keys=[layout.key(run_id)], args=args)
-            else:
-                assert isinstance(pipe, redis.asyncio.client.Pipeline)  # one node
-                await store._settle(keys=[layout.key(run_id)], args=args, client=pipe)
-            for index in self._indexes:
-                if waiting:
-                    pipe.zadd(index, {run_id: args[-1]})
-                else:
-                    pipe.zrem(index, run_id)
-            answers = await pipe.execute()
-        if not cluster:
-            settled = answers[0]
+    async def settle(self, run_id: str, token: str, write: Write) -> bool:
+        args = settle_args(token, write)
+        settled = await self._scripted(
+            self._store._settle,
+            run_id,
+            args,
+            None,
+            0,
+            bool(write.calls),
+            int(args[8]),
+        )
         if not settled:
             raise claim_lost(run_id)
+        return int(settled) == 1
 
     async def release(self, run_id: str, token: str) -> None:
         store = self._store

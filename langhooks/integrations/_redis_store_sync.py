@@ -13,11 +13,16 @@ from typing import TYPE_CHECKING, Any, Final, final
 import redis
 import redis.client
 import redis.cluster
+import redis.commands.core
 
-from .._core._messages import ToolCall
 from .._persist._resume import (
+    Known,
     ResumeCode,
+    Saved,
+    Write,
+    loaded,
     resume_once,
+    save_run,
 )
 from .._persist._stores import (
     PendingRun,
@@ -31,10 +36,12 @@ if TYPE_CHECKING:
     from ..models import ChatModel
 
 from ._redis_runs import (
+    APPEND,
     CLAIM,
     FIELDS,
     FINISH_CALL,
     HEARTBEAT,
+    READ,
     RELEASE,
     SETTLE,
     START_CALL,
@@ -44,8 +51,8 @@ from ._redis_runs import (
     claim_lost,
     index_for,
     index_keys,
-    load_chain,
     member_ids,
+    saved_of,
     settle_args,
     started_outcome,
 )
@@ -98,6 +105,9 @@ class RedisRunStore:
         check_sync_client(client, "RedisRunStore")
         self._layout: Final = Layout(prefix, expire_after, claim_timeout, lock_timeout)
         self._client: Final = client
+        self._known: Final = Known()
+        self._read: Final = client.register_script(READ)
+        self._append: Final = client.register_script(APPEND)
         self._claim: Final = client.register_script(CLAIM)
         self._heartbeat: Final = client.register_script(HEARTBEAT)
         self._start_call: Final = client.register_script(START_CALL)
@@ -129,21 +139,7 @@ class RedisRunStore:
             TypeError: not an ``LLMChain``, metadata that is not JSON, or a state
                 holding a value that cannot be encoded.
         """
-        run_id, fields, expires, indexes, waiting = self._layout.saved(
-            chain, metadata, expires_in
-        )
-        key = self._layout.key(run_id)
-        with self._client.pipeline(transaction=False) as pipe:
-            pipe.delete(key)
-            pipe.hset(key, mapping=fields)
-            pipe.pexpireat(key, expires)
-            for index in indexes:
-                if waiting:
-                    pipe.zadd(index, {run_id: fields["saved"]})
-                else:
-                    pipe.zrem(index, run_id)
-            pipe.execute()
-        return run_id
+        return save_run(_Backend(self), self._known, chain, metadata, expires_in)
 
     def load(
         self,
@@ -162,9 +158,18 @@ class RedisRunStore:
             LangHooksError: type "invalid_request" when no run is saved under
                 ``run_id`` (never saved, deleted or expired).
         """
-        state = self._client.hget(self._layout.key(run_id), "state")
-        return load_chain(
-            state, self._layout, run_id, model, tools, callbacks, fallbacks, retry
+        saved = saved_of(self._read(keys=[self._layout.key(run_id)]))
+        if saved is None:
+            raise self._layout.unknown(run_id)
+        return loaded(
+            self._known,
+            run_id,
+            saved,
+            model,
+            tools=tools,
+            callbacks=callbacks,
+            fallbacks=fallbacks,
+            retry=retry,
         )
 
     def resume(
@@ -211,7 +216,8 @@ class RedisRunStore:
             continue_run=continue_run,
         )
         return resume_once(
-            _Claims(self),
+            _Backend(self),
+            self._known,
             run_id,
             decisions,
             code,
@@ -273,6 +279,7 @@ class RedisRunStore:
 
     def delete(self, run_id: str) -> bool:
         """Forget run ``run_id``; whether it was there."""
+        self._known.forget(run_id)
         key = self._layout.key(run_id)
         meta = self._client.hget(key, "meta")
         with self._client.pipeline(transaction=False) as pipe:
@@ -285,22 +292,88 @@ class RedisRunStore:
 
 
 @final
-class _Claims:
-    """The claim primitives of ``RedisRunStore``: one script call each."""
+class _Backend:
+    """The storage of ``RedisRunStore`` (its ``ClaimBackend``): one script
+    or pipeline each."""
 
     def __init__(self, store: RedisRunStore) -> None:
         self._store: Final = store
         self._indexes: list[str] = []  # the inbox indexes of the claimed run
 
-    def claim(self, run_id: str, token: str) -> Mapping[str, Any]:
+    def _scripted(
+        self,
+        script: redis.commands.core.Script,
+        run_id: str,
+        args: list[str | int],
+        whole: Mapping[Any, str | int] | None,
+        expires: int,
+        waiting: bool,
+        score: int,
+    ) -> Any:
+        """One round trip: ``script`` (or, with ``whole``, the hash replaced and
+        its expiry set), then the inbox indexes (hints that pending() checks
+        against the run's status). redis-py refuses scripts in a cluster's
+        pipeline: there, two. The script's answer."""
+        store = self._store
+        key = store._layout.key(run_id)
+        cluster = is_cluster(store._client)
+        answer: Any = 1
+        with store._client.pipeline(transaction=False) as pipe:
+            if whole is not None:
+                pipe.delete(key)
+                pipe.hset(key, mapping=whole)
+                pipe.pexpireat(key, expires)
+            elif cluster:
+                answer = script(keys=[key], args=args)
+            else:
+                assert isinstance(pipe, redis.client.Pipeline)  # one node
+                script(keys=[key], args=args, client=pipe)
+            for index in self._indexes:
+                if waiting:
+                    pipe.zadd(index, {run_id: score})
+                else:
+                    pipe.zrem(index, run_id)
+            answers = pipe.execute()
+        if whole is None and not cluster:
+            answer = answers[0]
+        return answer
+
+    def write(
+        self, write: Write, metadata: Mapping[str, Any], expires_in: float | None
+    ) -> bool:
+        layout = self._store._layout
+        saved, expires = layout.expiry(expires_in)
+        self._indexes = index_keys(layout.prefix, metadata)
+        whole, args = None, []
+        if write.base is None:
+            whole = layout.whole(write, metadata, saved, expires)
+        else:
+            args = layout.append(write, metadata, saved, expires)
+        answer = self._scripted(
+            self._store._append,
+            write.run_id,
+            args,
+            whole,
+            expires,
+            bool(write.calls),
+            saved,
+        )
+        return bool(answer)
+
+    def read(self, run_id: str) -> Saved | None:
+        store = self._store
+        return saved_of(store._read(keys=[store._layout.key(run_id)]))
+
+    def claim(self, run_id: str, token: str) -> Saved:
         store = self._store
         layout = store._layout
         answer = store._claim(keys=[layout.key(run_id)], args=[token, layout.claim_ms])
         if as_text(answer[0]) != "ok":
             raise claim_error(run_id, layout.prefix, answer)
-        state: dict[str, Any] = json.loads(answer[1])
-        self._indexes = index_keys(layout.prefix, json.loads(answer[2]))
-        return state
+        self._indexes = index_keys(layout.prefix, json.loads(answer[1]))
+        saved = saved_of(answer[2:])
+        assert saved is not None  # the claim found the run
+        return saved
 
     def heartbeat(self, run_id: str, token: str) -> bool:
         store = self._store
@@ -321,36 +394,20 @@ class _Claims:
             args=[token, f"call:{call_id}", outcome],
         )
 
-    def settle(
-        self,
-        run_id: str,
-        token: str,
-        state: Mapping[str, Any],
-        waiting: Sequence[ToolCall],
-    ) -> None:
-        store = self._store
-        layout = store._layout
-        args = settle_args(token, state, waiting)
-        # One round trip: the script, then the inbox indexes (hints that pending()
-        # checks against the run's status, so they follow only a settled script).
-        # redis-py refuses scripts in a cluster's pipeline: there, two.
-        cluster = is_cluster(store._client)
-        with store._client.pipeline(transaction=False) as pipe:
-            if cluster:
-                settled = store._settle(keys=[layout.key(run_id)], args=args)
-            else:
-                assert isinstance(pipe, redis.client.Pipeline)  # one node
-                store._settle(keys=[layout.key(run_id)], args=args, client=pipe)
-            for index in self._indexes:
-                if waiting:
-                    pipe.zadd(index, {run_id: args[-1]})
-                else:
-                    pipe.zrem(index, run_id)
-            answers = pipe.execute()
-        if not cluster:
-            settled = answers[0]
+    def settle(self, run_id: str, token: str, write: Write) -> bool:
+        args = settle_args(token, write)
+        settled = self._scripted(
+            self._store._settle,
+            run_id,
+            args,
+            None,
+            0,
+            bool(write.calls),
+            int(args[8]),
+        )
         if not settled:
             raise claim_lost(run_id)
+        return int(settled) == 1
 
     def release(self, run_id: str, token: str) -> None:
         store = self._store
