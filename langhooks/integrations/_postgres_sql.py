@@ -1,13 +1,19 @@
 """``PostgresRunStore`` / ``AsyncPostgresRunStore``: interrupted runs in PostgreSQL.
 
-Two tables in the store's schema (``setup()`` creates them, under versioned
+Three tables in the store's schema (``setup()`` creates them, under versioned
 migrations recorded in ``{schema}.schema_migrations``):
 
-- ``runs``: one row per run: its state (``chain.to_state()`` as JSON text), the
-  waiting calls (JSONB), the metadata (JSONB, GIN-indexed for ``@>``), when it was
-  saved and expires, its status (waiting, claimed, done), the claim's token and
-  last heartbeat (the server's clock). A partial index on ``(saved_at DESC,
-  run_id DESC) WHERE status = 'waiting'`` makes the inbox an index scan.
+- ``runs``: one row per run: ``head`` (``chain.to_state()`` without its messages,
+  as JSON text), ``message_count`` and ``version`` (of the last write, which a
+  save that appends builds on), the waiting calls (JSONB), the metadata (JSONB,
+  GIN-indexed for ``@>``), when it was saved and expires, its status (waiting,
+  claimed, done), the claim's token and last heartbeat (the server's clock). A
+  partial index on ``(saved_at DESC, run_id DESC) WHERE status = 'waiting'`` makes
+  the inbox an index scan. A run an earlier release saved has ``state`` (the whole
+  state) and no head: it loads as it is, and its next save writes it whole.
+- ``run_messages``: the messages of each run, one row per ``(run_id, position)``:
+  a save writes the rows from the first message that changed on (usually the new
+  ones) and deletes those past the end.
 - ``run_calls``: one row per tool call a resume started, with its outcome once it
   returned.
 
@@ -23,22 +29,16 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import Any, Final, final
 
-from .._core._messages import LangHooksError, ToolCall
-from .._persist._codec import decode, encode
+from .._core._messages import LangHooksError
+from .._persist._codec import decode
+from .._persist._resume import Saved, Write
 from .._persist._stores import (
     PendingRun,
-    check_expires_in,
     check_limit,
     check_metadata,
-    run_id_of,
 )
-
-if TYPE_CHECKING:
-    from ..chain import LLMChain, RetryPolicy, Tool
-    from ..chain._chain import Handler
-    from ..models import ChatModel
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -46,22 +46,24 @@ __all__ = [
     "claim_error",
     "claim_lost",
     "first_value",
-    "load_chain",
     "not_set_up",
     "pending_query",
     "pending_row",
-    "save_params",
+    "saved_of",
     "scalar",
     "settle_params",
+    "settled",
+    "write_params",
     "started_outcome",
     "too_new",
+    "unknown",
     "wrong_source",
 ]
 
 _SCHEMA_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
 # Each migration: (version, statements). Never edit one that shipped: add the next.
-_MIGRATIONS: Final[tuple[tuple[int, tuple[str, ...]], ...]] = (
+_MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (
         1,
         (
@@ -89,6 +91,24 @@ _MIGRATIONS: Final[tuple[tuple[int, tuple[str, ...]], ...]] = (
                 USING gin (metadata jsonb_path_ops) WHERE status = 'waiting'""",
             """CREATE INDEX runs_expiring ON {s}.runs (expires_at)
                 WHERE expires_at IS NOT NULL""",
+        ),
+    ),
+)
+
+# (Version 2 is issue 37's: the exact JSON of calls and metadata beside JSONB.)
+_MIGRATIONS += (
+    (
+        3,
+        (
+            "ALTER TABLE {s}.runs ALTER COLUMN state DROP NOT NULL",
+            "ALTER TABLE {s}.runs ADD COLUMN head text, ADD COLUMN version text, "
+            "ADD COLUMN message_count integer NOT NULL DEFAULT 0",
+            """CREATE TABLE {s}.run_messages (
+                run_id text NOT NULL REFERENCES {s}.runs ON DELETE CASCADE,
+                position integer NOT NULL,
+                message text NOT NULL,
+                PRIMARY KEY (run_id, position)
+            )""",
         ),
     ),
 )
@@ -127,24 +147,58 @@ class Sql:
         self.record_version: Final = (
             f"INSERT INTO {s}.schema_migrations (version) VALUES (%s)"
         )
-        self.save: Final = (
-            f"WITH gone AS (DELETE FROM {s}.run_calls WHERE run_id = %(id)s) "
-            f"INSERT INTO {s}.runs (run_id, status, state, calls, metadata, saved_at, "
-            f"expires_at) VALUES (%(id)s, %(status)s, %(state)s, %(calls)s::jsonb, "
-            f"%(meta)s::jsonb, clock_timestamp(), clock_timestamp() + "
-            f"%(expires)s * interval '1 second') "
-            f"ON CONFLICT (run_id) DO UPDATE SET status = EXCLUDED.status, "
-            f"state = EXCLUDED.state, calls = EXCLUDED.calls, "
-            f"metadata = EXCLUDED.metadata, saved_at = EXCLUDED.saved_at, "
-            f"expires_at = EXCLUDED.expires_at, claim_token = NULL, "
-            f"heartbeat_at = NULL"
+        # A write: the run's row (``{run}``: updated when at version %(base)s,
+        # upserted for a whole write), then its call records deleted, its messages
+        # from %(keep)s on upserted and those past %(count)s deleted (disjoint
+        # rows, so one statement).
+        log = (
+            f"gone AS (DELETE FROM {s}.run_calls WHERE run_id IN (SELECT run_id "
+            f"FROM run)), cut AS (DELETE FROM {s}.run_messages WHERE run_id IN "
+            f"(SELECT run_id FROM run) AND position >= %(count)s), put AS (INSERT "
+            f"INTO {s}.run_messages (run_id, position, message) SELECT run.run_id, "
+            f"%(keep)s + t.n - 1, t.m FROM run, unnest(%(messages)s::text[]) WITH "
+            f"ORDINALITY AS t(m, n) ON CONFLICT (run_id, position) DO UPDATE SET "
+            f"message = EXCLUDED.message) "
         )
-        self.load: Final = f"SELECT state FROM {s}.runs WHERE run_id = %s AND {_LIVE}"
+        fields = (
+            "status = %(status)s, state = NULL, head = %(head)s, version = "
+            "%(version)s, message_count = %(count)s, calls = %(calls)s::jsonb"
+        )
+        saved = (
+            "metadata = %(meta)s::jsonb, saved_at = clock_timestamp(), expires_at = "
+            "clock_timestamp() + %(expires)s * interval '1 second', claim_token = "
+            "NULL, heartbeat_at = NULL"
+        )
+        self.append: Final = (
+            f"WITH run AS (UPDATE {s}.runs SET {fields}, {saved} WHERE run_id = "
+            f"%(id)s AND version = %(base)s RETURNING run_id), {log}"
+            f"SELECT count(*) FROM run"
+        )
+        self.save: Final = (
+            f"WITH run AS (INSERT INTO {s}.runs (run_id, status, head, version, "
+            f"message_count, calls, metadata, saved_at, expires_at) VALUES (%(id)s, "
+            f"%(status)s, %(head)s, %(version)s, %(count)s, %(calls)s::jsonb, "
+            f"%(meta)s::jsonb, clock_timestamp(), clock_timestamp() + "
+            f"%(expires)s * interval '1 second') ON CONFLICT (run_id) DO UPDATE SET "
+            f"status = EXCLUDED.status, state = NULL, head = EXCLUDED.head, "
+            f"version = EXCLUDED.version, message_count = EXCLUDED.message_count, "
+            f"calls = EXCLUDED.calls, {saved} RETURNING run_id), {log}"
+            f"SELECT count(*) FROM run"
+        )
+        messages = (
+            f"ARRAY(SELECT message FROM {s}.run_messages m WHERE m.run_id = "
+            f"r.run_id ORDER BY position)"
+        )
+        self.load: Final = (
+            f"SELECT head, state, version, {messages} FROM {s}.runs r WHERE "
+            f"run_id = %s AND {_LIVE}"
+        )
         self.claim: Final = (
-            f"UPDATE {s}.runs SET status = 'claimed', claim_token = %(token)s, "
+            f"UPDATE {s}.runs r SET status = 'claimed', claim_token = %(token)s, "
             f"heartbeat_at = clock_timestamp() WHERE run_id = %(id)s AND {_LIVE} "
             f"AND (status = 'waiting' OR (status = 'claimed' AND heartbeat_at < "
-            f"clock_timestamp() - %(timeout)s * interval '1 second')) RETURNING state"
+            f"clock_timestamp() - %(timeout)s * interval '1 second')) RETURNING "
+            f"head, state, version, {messages}"
         )
         self.status: Final = (
             f"SELECT status FROM {s}.runs WHERE run_id = %s AND {_LIVE}"
@@ -168,13 +222,16 @@ class Sql:
             f"UPDATE {s}.run_calls SET outcome = %s WHERE run_id = %s AND "
             f"call_id = %s AND outcome IS NULL"
         )
+        # 1 row settled, or 0 and whether the claim was held (else the run is
+        # not at version %(base)s).
         self.settle: Final = (
-            f"WITH settled AS (UPDATE {s}.runs SET state = %(state)s, "
-            f"calls = %(calls)s::jsonb, status = %(status)s, claim_token = NULL, "
-            f"heartbeat_at = NULL, saved_at = clock_timestamp() WHERE run_id = %(id)s "
-            f"AND claim_token = %(token)s AND status = 'claimed' RETURNING run_id), "
-            f"gone AS (DELETE FROM {s}.run_calls WHERE run_id IN "
-            f"(SELECT run_id FROM settled)) SELECT count(*) FROM settled"
+            f"WITH run AS (UPDATE {s}.runs SET {fields}, claim_token = NULL, "
+            f"heartbeat_at = NULL, saved_at = clock_timestamp() WHERE run_id = "
+            f"%(id)s AND claim_token = %(token)s AND status = 'claimed' AND "
+            f"(%(base)s::text IS NULL OR version = %(base)s) RETURNING run_id), "
+            f"{log}SELECT (SELECT count(*) FROM run), (SELECT count(*) FROM "
+            f"{s}.runs WHERE run_id = %(id)s AND claim_token = %(token)s AND "
+            f"status = 'claimed')"
         )
         self.release: Final = (
             f"UPDATE {s}.runs SET status = 'waiting', claim_token = NULL WHERE "
@@ -235,7 +292,7 @@ def not_set_up(schema: str, error: Exception) -> LangHooksError:
     )
 
 
-def _unknown(run_id: str, schema: str) -> LangHooksError:
+def unknown(run_id: str, schema: str) -> LangHooksError:
     return LangHooksError(
         "invalid_request",
         f"no saved run {run_id!r} in schema {schema!r} (never saved, deleted, or "
@@ -245,7 +302,7 @@ def _unknown(run_id: str, schema: str) -> LangHooksError:
 
 def claim_error(run_id: str, schema: str, status: str | None) -> LangHooksError:
     if status is None:
-        return _unknown(run_id, schema)
+        return unknown(run_id, schema)
     if status == "claimed":
         return LangHooksError(
             "conflict",
@@ -266,37 +323,58 @@ def claim_lost(run_id: str) -> LangHooksError:
     )
 
 
-def _calls_json(calls: Sequence[ToolCall]) -> str:
-    return json.dumps([encode(call) for call in calls], separators=(",", ":"))
-
-
-def save_params(
-    chain: LLMChain, metadata: Mapping[str, Any] | None, expires_in: float | None
-) -> dict[str, Any]:
-    run_id = run_id_of(chain)
-    data = check_metadata(metadata)
-    seconds = check_expires_in(expires_in)
-    calls = chain.pending_tool_calls
+def _log_params(write: Write) -> dict[str, Any]:
     return {
-        "id": run_id,
-        "status": "waiting" if calls else "done",
-        "state": json.dumps(chain.to_state(), separators=(",", ":")),
-        "calls": _calls_json(calls),
-        "meta": json.dumps(data, separators=(",", ":")),
-        "expires": seconds,
+        "id": write.run_id,
+        "status": write.status,
+        "head": write.head,
+        "version": write.version,
+        "count": write.count,
+        "calls": write.calls_json,
+        "base": write.base,
+        "keep": write.keep,
+        "messages": list(write.messages),
     }
 
 
-def settle_params(
-    run_id: str, token: str, state: Mapping[str, Any], waiting: Sequence[ToolCall]
+def write_params(
+    write: Write, metadata: Mapping[str, Any], expires_in: float | None
 ) -> dict[str, Any]:
+    """The parameters of ``Sql.append`` (``write`` with a base) or ``Sql.save``."""
     return {
-        "id": run_id,
-        "token": token,
-        "state": json.dumps(state, separators=(",", ":")),
-        "calls": _calls_json(waiting),
-        "status": "waiting" if waiting else "done",
+        **_log_params(write),
+        "meta": json.dumps(metadata, separators=(",", ":")),
+        "expires": expires_in,
     }
+
+
+def settle_params(token: str, write: Write) -> dict[str, Any]:
+    """The parameters of ``Sql.settle``."""
+    return {**_log_params(write), "token": token}
+
+
+def settled(run_id: str, row: Sequence[Any] | None) -> bool:
+    """Whether ``Sql.settle`` settled (False: the run is not at the write's base).
+
+    Raises:
+        LangHooksError: "conflict" when the claim was lost.
+    """
+    assert row is not None  # a SELECT of subqueries answers one row
+    done, held = row
+    if not held:
+        raise claim_lost(run_id)
+    return bool(done)
+
+
+def saved_of(row: Sequence[Any] | None) -> Saved | None:
+    """The ``Saved`` of a ``load`` or ``claim`` row (head, state, version,
+    messages)."""
+    if row is None:
+        return None
+    head, state, version, messages = row
+    if head is None:
+        return Saved(state, None, "")  # an earlier release's layout
+    return Saved(head, messages, version)
 
 
 def pending_row(values: Sequence[Any]) -> PendingRun:
@@ -318,30 +396,6 @@ def pending_query(
     if wanted:
         return sql.pending_matching, (json.dumps(wanted), limit)
     return sql.pending, (limit,)
-
-
-def load_chain(
-    state: str | None,
-    sql: Sql,
-    run_id: str,
-    model: ChatModel,
-    tools: Sequence[Tool],
-    callbacks: Sequence[Handler],
-    fallbacks: Sequence[ChatModel],
-    retry: RetryPolicy | None,
-) -> LLMChain:
-    from ..chain import LLMChain
-
-    if state is None:
-        raise _unknown(run_id, sql.schema)
-    return LLMChain.from_state(
-        json.loads(state),
-        model,
-        tools=tools,
-        callbacks=callbacks,
-        fallbacks=fallbacks,
-        retry=retry,
-    )
 
 
 def started_outcome(run_id: str, row: Sequence[Any]) -> str | None:

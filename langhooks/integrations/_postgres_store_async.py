@@ -6,18 +6,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, final
 
 import psycopg
 import psycopg_pool
 
-from .._core._messages import ToolCall
 from .._persist._resume import (
+    Known,
     ResumeCode,
+    Saved,
+    Write,
     aresume_once,
+    asave_run,
     check_claim_timeout,
+    loaded,
 )
 from .._persist._stores import (
     PendingRun,
@@ -33,15 +36,17 @@ from ._postgres_sql import (
     claim_error,
     claim_lost,
     first_value,
-    load_chain,
     not_set_up,
     pending_query,
     pending_row,
-    save_params,
+    saved_of,
     scalar,
     settle_params,
+    settled,
+    write_params,
     started_outcome,
     too_new,
+    unknown,
     wrong_source,
 )
 
@@ -153,6 +158,8 @@ class AsyncPostgresRunStore:
         self._sql: Final = Sql(schema)
         self._claim_timeout: Final = check_claim_timeout(claim_timeout)
         self._db: Final = _AsyncConnections(conninfo_or_pool)
+        self._known: Final = Known()
+        self._backend: Final = _AsyncBackend(self)
 
     async def close(self) -> None:
         """Close the pool the store opened from a conninfo string (a connection
@@ -226,11 +233,9 @@ class AsyncPostgresRunStore:
             TypeError: not an ``LLMChain``, metadata that is not JSON, or a state
                 holding a value that cannot be encoded.
         """
-        params = save_params(chain, metadata, expires_in)
-        async with self._cursor() as cursor:
-            await cursor.execute(self._sql.save, params)
-        run_id: str = params["id"]
-        return run_id
+        return await asave_run(
+            self._backend, self._known, chain, metadata, expires_in
+        )
 
     async def load(
         self,
@@ -249,12 +254,18 @@ class AsyncPostgresRunStore:
             LangHooksError: "invalid_request" for an unknown, deleted or expired
                 run.
         """
-        async with self._cursor() as cursor:
-            await cursor.execute(self._sql.load, (run_id,))
-            row = await cursor.fetchone()
-        state = None if row is None else row[0]
-        return load_chain(
-            state, self._sql, run_id, model, tools, callbacks, fallbacks, retry
+        saved = await self._backend.read(run_id)
+        if saved is None:
+            raise unknown(run_id, self._sql.schema)
+        return loaded(
+            self._known,
+            run_id,
+            saved,
+            model,
+            tools=tools,
+            callbacks=callbacks,
+            fallbacks=fallbacks,
+            retry=retry,
         )
 
     async def resume(
@@ -301,7 +312,8 @@ class AsyncPostgresRunStore:
             continue_run=continue_run,
         )
         return await aresume_once(
-            _AsyncClaims(self),
+            self._backend,
+            self._known,
             run_id,
             decisions,
             code,
@@ -337,6 +349,7 @@ class AsyncPostgresRunStore:
 
     async def delete(self, run_id: str) -> bool:
         """Forget run ``run_id`` (and its call records); whether it was there."""
+        self._known.forget(run_id)
         async with self._cursor() as cursor:
             await cursor.execute(self._sql.delete, (run_id,))
             return cursor.rowcount > 0
@@ -350,14 +363,29 @@ class AsyncPostgresRunStore:
 
 
 @final
-class _AsyncClaims:
-    """The claim primitives of ``AsyncPostgresRunStore``: one statement each."""
+class _AsyncBackend:
+    """The storage of ``AsyncPostgresRunStore`` (its ``ClaimBackend``): one
+    statement each."""
 
     def __init__(self, store: AsyncPostgresRunStore) -> None:
         self._store: Final = store
         self._sql: Final = store._sql
 
-    async def claim(self, run_id: str, token: str) -> Mapping[str, Any]:
+    async def write(
+        self, write: Write, metadata: Mapping[str, Any], expires_in: float | None
+    ) -> bool:
+        sql = self._sql
+        params = write_params(write, metadata, expires_in)
+        async with self._store._cursor() as cursor:
+            await cursor.execute(sql.save if write.base is None else sql.append, params)
+            return bool(scalar(await cursor.fetchone()))
+
+    async def read(self, run_id: str) -> Saved | None:
+        async with self._store._cursor() as cursor:
+            await cursor.execute(self._sql.load, (run_id,))
+            return saved_of(await cursor.fetchone())
+
+    async def claim(self, run_id: str, token: str) -> Saved:
         store, sql = self._store, self._sql
         params = {"id": run_id, "token": token, "timeout": store._claim_timeout}
         async with store._cursor() as cursor:
@@ -369,8 +397,9 @@ class _AsyncClaims:
                 await cursor.execute(sql.status, (run_id,))
                 found = await cursor.fetchone()
             raise claim_error(run_id, sql.schema, first_value(found))
-        state: dict[str, Any] = json.loads(row[0])
-        return state
+        saved = saved_of(row)
+        assert saved is not None
+        return saved
 
     async def heartbeat(self, run_id: str, token: str) -> bool:
         async with self._store._cursor() as cursor:
@@ -391,19 +420,10 @@ class _AsyncClaims:
         async with self._store._cursor() as cursor:
             await cursor.execute(self._sql.finish_call, (outcome, run_id, call_id))
 
-    async def settle(
-        self,
-        run_id: str,
-        token: str,
-        state: Mapping[str, Any],
-        waiting: Sequence[ToolCall],
-    ) -> None:
-        params = settle_params(run_id, token, state, waiting)
+    async def settle(self, run_id: str, token: str, write: Write) -> bool:
         async with self._store._cursor() as cursor:
-            await cursor.execute(self._sql.settle, params)
-            settled = scalar(await cursor.fetchone())
-        if not settled:
-            raise claim_lost(run_id)
+            await cursor.execute(self._sql.settle, settle_params(token, write))
+            return settled(run_id, await cursor.fetchone())
 
     async def release(self, run_id: str, token: str) -> None:
         async with self._store._cursor() as cursor:

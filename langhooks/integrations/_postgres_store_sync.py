@@ -7,7 +7,6 @@ hand; the sync one is generated from it by ``scripts/unasync.py``.)"""
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, final
@@ -15,11 +14,15 @@ from typing import TYPE_CHECKING, Any, Final, final
 import psycopg
 import psycopg_pool
 
-from .._core._messages import ToolCall
 from .._persist._resume import (
+    Known,
     ResumeCode,
+    Saved,
+    Write,
     check_claim_timeout,
+    loaded,
     resume_once,
+    save_run,
 )
 from .._persist._stores import (
     PendingRun,
@@ -33,17 +36,18 @@ from ._postgres_sql import (
     SCHEMA_VERSION,
     Sql,
     claim_error,
-    claim_lost,
     first_value,
-    load_chain,
     not_set_up,
     pending_query,
     pending_row,
-    save_params,
+    saved_of,
     scalar,
     settle_params,
+    settled,
     started_outcome,
     too_new,
+    unknown,
+    write_params,
     wrong_source,
 )
 
@@ -141,6 +145,8 @@ class PostgresRunStore:
         self._sql: Final = Sql(schema)
         self._claim_timeout: Final = check_claim_timeout(claim_timeout)
         self._db: Final = _Connections(conninfo_or_pool)
+        self._known: Final = Known()
+        self._backend: Final = _Backend(self)
 
     def close(self) -> None:
         """Close the pool the store opened from a conninfo string (a connection
@@ -214,11 +220,7 @@ class PostgresRunStore:
             TypeError: not an ``LLMChain``, metadata that is not JSON, or a state
                 holding a value that cannot be encoded.
         """
-        params = save_params(chain, metadata, expires_in)
-        with self._cursor() as cursor:
-            cursor.execute(self._sql.save, params)
-        run_id: str = params["id"]
-        return run_id
+        return save_run(self._backend, self._known, chain, metadata, expires_in)
 
     def load(
         self,
@@ -237,12 +239,18 @@ class PostgresRunStore:
             LangHooksError: "invalid_request" for an unknown, deleted or expired
                 run.
         """
-        with self._cursor() as cursor:
-            cursor.execute(self._sql.load, (run_id,))
-            row = cursor.fetchone()
-        state = None if row is None else row[0]
-        return load_chain(
-            state, self._sql, run_id, model, tools, callbacks, fallbacks, retry
+        saved = self._backend.read(run_id)
+        if saved is None:
+            raise unknown(run_id, self._sql.schema)
+        return loaded(
+            self._known,
+            run_id,
+            saved,
+            model,
+            tools=tools,
+            callbacks=callbacks,
+            fallbacks=fallbacks,
+            retry=retry,
         )
 
     def resume(
@@ -289,7 +297,8 @@ class PostgresRunStore:
             continue_run=continue_run,
         )
         return resume_once(
-            _Claims(self),
+            self._backend,
+            self._known,
             run_id,
             decisions,
             code,
@@ -325,6 +334,7 @@ class PostgresRunStore:
 
     def delete(self, run_id: str) -> bool:
         """Forget run ``run_id`` (and its call records); whether it was there."""
+        self._known.forget(run_id)
         with self._cursor() as cursor:
             cursor.execute(self._sql.delete, (run_id,))
             return cursor.rowcount > 0
@@ -338,14 +348,29 @@ class PostgresRunStore:
 
 
 @final
-class _Claims:
-    """The claim primitives of ``PostgresRunStore``: one statement each."""
+class _Backend:
+    """The storage of ``PostgresRunStore`` (its ``ClaimBackend``): one
+    statement each."""
 
     def __init__(self, store: PostgresRunStore) -> None:
         self._store: Final = store
         self._sql: Final = store._sql
 
-    def claim(self, run_id: str, token: str) -> Mapping[str, Any]:
+    def write(
+        self, write: Write, metadata: Mapping[str, Any], expires_in: float | None
+    ) -> bool:
+        sql = self._sql
+        params = write_params(write, metadata, expires_in)
+        with self._store._cursor() as cursor:
+            cursor.execute(sql.save if write.base is None else sql.append, params)
+            return bool(scalar(cursor.fetchone()))
+
+    def read(self, run_id: str) -> Saved | None:
+        with self._store._cursor() as cursor:
+            cursor.execute(self._sql.load, (run_id,))
+            return saved_of(cursor.fetchone())
+
+    def claim(self, run_id: str, token: str) -> Saved:
         store, sql = self._store, self._sql
         params = {"id": run_id, "token": token, "timeout": store._claim_timeout}
         with store._cursor() as cursor:
@@ -357,8 +382,9 @@ class _Claims:
                 cursor.execute(sql.status, (run_id,))
                 found = cursor.fetchone()
             raise claim_error(run_id, sql.schema, first_value(found))
-        state: dict[str, Any] = json.loads(row[0])
-        return state
+        saved = saved_of(row)
+        assert saved is not None
+        return saved
 
     def heartbeat(self, run_id: str, token: str) -> bool:
         with self._store._cursor() as cursor:
@@ -377,19 +403,10 @@ class _Claims:
         with self._store._cursor() as cursor:
             cursor.execute(self._sql.finish_call, (outcome, run_id, call_id))
 
-    def settle(
-        self,
-        run_id: str,
-        token: str,
-        state: Mapping[str, Any],
-        waiting: Sequence[ToolCall],
-    ) -> None:
-        params = settle_params(run_id, token, state, waiting)
+    def settle(self, run_id: str, token: str, write: Write) -> bool:
         with self._store._cursor() as cursor:
-            cursor.execute(self._sql.settle, params)
-            settled = scalar(cursor.fetchone())
-        if not settled:
-            raise claim_lost(run_id)
+            cursor.execute(self._sql.settle, settle_params(token, write))
+            return settled(run_id, cursor.fetchone())
 
     def release(self, run_id: str, token: str) -> None:
         with self._store._cursor() as cursor:

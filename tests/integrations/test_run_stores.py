@@ -30,6 +30,7 @@ from typing_extensions import override
 
 import langhooks as lh
 from langhooks.chain import Decision, LLMChain, RunResult
+from langhooks.integrations._postgres_sql import _MIGRATIONS
 from langhooks.integrations.postgres import (
     SCHEMA_VERSION,
     AsyncPostgresRunStore,
@@ -1183,7 +1184,8 @@ class TestPostgres:
 
     def test_setup_is_idempotent_and_concurrent(self) -> None:
         """setup() from four threads at once (four sessions) and again later: one
-        set of tables, one version row, each call answers the version."""
+        set of tables, one version row per migration, each call answers the
+        version."""
         with place("postgres") as here:
             stores = [
                 PostgresRunStore(here.url, schema=here.namespace) for _ in range(4)
@@ -1204,9 +1206,10 @@ class TestPostgres:
             assert stores[0].setup() == SCHEMA_VERSION
             with psycopg.connect(here.url) as conn:
                 rows = conn.execute(
-                    f'SELECT version FROM "{here.namespace}".schema_migrations'
+                    f'SELECT version FROM "{here.namespace}".schema_migrations '
+                    f"ORDER BY version"
                 ).fetchall()
-            assert rows == [(SCHEMA_VERSION,)]
+            assert rows == [(version,) for version, _ in _MIGRATIONS]
             for store in stores:
                 store.close()
 
