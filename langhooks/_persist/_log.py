@@ -1,8 +1,8 @@
 """A saved run as every store keeps it: its messages as an append-only log, and the
 small rest of its state (the head) beside them, so a save writes what changed.
 
-- ``Saved``: what a store reads back: the head, each message's JSON text, and the
-  version of the write that made them.
+- ``Saved``: what a store reads back: the head, the messages' JSON texts joined by
+  commas, and the version of the write that made them.
 - ``Write``: what a store writes: the head, the waiting calls, and the messages after
   the first ``keep`` of the version ``base`` (the whole log when ``base`` is None).
 - ``Known``: what this store object last wrote or read of each run (the version and
@@ -50,12 +50,13 @@ class Saved:
     Attributes:
         head: the JSON object text of the state without ``"messages"``; for a run
             an earlier release saved, the whole state's text (``messages`` None).
-        messages: each message's JSON text, in order (None: in ``head``).
+        messages: the messages' JSON texts in order, joined by commas (None:
+            in ``head``).
         version: the write that made them ("" for an earlier release's run).
     """
 
     head: str
-    messages: Sequence[str] | None
+    messages: str | None
     version: str
 
 
@@ -66,7 +67,7 @@ def state_of(saved: Saved) -> dict[str, Any]:
         return whole
     # head is a JSON object with "type" and more: '{' + '"messages":[...],' + rest.
     state: dict[str, Any] = json.loads(
-        '{"messages":[' + ",".join(saved.messages) + "]," + saved.head[1:]
+        '{"messages":[' + saved.messages + "]," + saved.head[1:]
     )
     return state
 

@@ -90,9 +90,19 @@ def _unknown(run_id: str) -> LangHooksError:
 _Status = Literal["waiting", "claimed", "done"]
 
 
+@attrs.frozen
+class _Log:
+    head: str
+    messages: tuple[str, ...]
+    version: str
+
+    def saved(self) -> Saved:
+        return Saved(self.head, ",".join(self.messages), self.version)
+
+
 @attrs.define
 class _Saved:
-    log: Saved
+    log: _Log
     calls: tuple[ToolCall, ...]
     metadata: dict[str, Any]
     saved_at: datetime
@@ -339,20 +349,20 @@ class _MemoryBackend:
             return True
 
     @staticmethod
-    def _log(saved: _Saved | None, write: Write) -> Saved | None:
+    def _log(saved: _Saved | None, write: Write) -> _Log | None:
         # The log ``write`` makes of ``saved``'s, or None when its base is gone.
         if write.base is None:
-            return Saved(write.head, write.messages, write.version)
+            return _Log(write.head, write.messages, write.version)
         if saved is None or saved.log.version != write.base:
             return None
-        kept = tuple(saved.log.messages or ())[: write.keep]
-        return Saved(write.head, kept + write.messages, write.version)
+        kept = saved.log.messages[: write.keep]
+        return _Log(write.head, kept + write.messages, write.version)
 
     def read(self, run_id: str) -> Saved | None:
         store = self._store
         with store._lock:
             saved = store._live(run_id)
-            return None if saved is None else saved.log
+            return None if saved is None else saved.log.saved()
 
     def claim(self, run_id: str, token: str) -> Saved:
         store = self._store
@@ -375,7 +385,7 @@ class _MemoryBackend:
                     f"was run",
                 )
             saved.status, saved.token, saved.beat = "claimed", token, now
-            return saved.log
+            return saved.log.saved()
 
     def heartbeat(self, run_id: str, token: str) -> bool:
         store = self._store

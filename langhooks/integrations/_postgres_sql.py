@@ -185,9 +185,10 @@ class Sql:
             f"calls = EXCLUDED.calls, {saved} RETURNING run_id), {log}"
             f"SELECT count(*) FROM run"
         )
+        # The messages as one text, joined by commas (no array to parse).
         messages = (
-            f"ARRAY(SELECT message FROM {s}.run_messages m WHERE m.run_id = "
-            f"r.run_id ORDER BY position)"
+            f"(SELECT coalesce(string_agg(message, ',' ORDER BY position), '') "
+            f"FROM {s}.run_messages m WHERE m.run_id = r.run_id)"
         )
         self.load: Final = (
             f"SELECT head, state, version, {messages} FROM {s}.runs r WHERE "

@@ -68,8 +68,9 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 """
 
-# The run's log as one reply: head, state (an earlier release's), version, then
-# each message (HMGET in slices: Lua's unpack takes a few thousand at most).
+# The run's log as one reply: head, state (an earlier release's), version, and the
+# messages joined by commas (HMGET in slices: Lua's unpack takes a few thousand at
+# most).
 _LOG: Final = """
 local function log(first)
     local v = redis.call('HMGET', KEYS[1], 'head', 'state', 'version', 'count')
@@ -78,20 +79,22 @@ local function log(first)
     out[#out + 1] = v[2]
     out[#out + 1] = v[3]
     local count = tonumber(v[4] or '0')
+    local messages = {}
     local at = 0
     while at < count do
         local fields = {}
         for i = at, math.min(at + 999, count - 1) do fields[#fields + 1] = 'm:' .. i end
         for _, m in ipairs(redis.call('HMGET', KEYS[1], unpack(fields))) do
-            out[#out + 1] = m
+            messages[#messages + 1] = m
         end
         at = at + 1000
     end
+    out[#out + 1] = table.concat(messages, ',')
     return out
 end
 """
 
-# KEYS[1] run hash. Nothing, or {head, state, version, message...}.
+# KEYS[1] run hash. Nothing, or {head, state, version, messages}.
 READ: Final = (
     _LOG
     + """
@@ -402,7 +405,7 @@ class Layout:
 
 def saved_of(answer: Sequence[Any]) -> Saved | None:
     """The ``Saved`` of a ``READ`` reply (or a ``CLAIM`` reply after its first two
-    items): head, state, version, then the messages."""
+    items): head, state, version, messages."""
     if not answer:
         return None
     head, state, version = answer[0], answer[1], answer[2]
@@ -410,8 +413,7 @@ def saved_of(answer: Sequence[Any]) -> Saved | None:
         # An earlier release's layout: the whole state in one field.
         assert state is not None  # every save wrote one or the other
         return Saved(as_text(state), None, "")
-    messages = [as_text(message) for message in answer[3:]]
-    return Saved(as_text(head), messages, as_text(version))
+    return Saved(as_text(head), as_text(answer[3]), as_text(version))
 
 
 def started_outcome(run_id: str, answer: Sequence[Any]) -> str | None:
