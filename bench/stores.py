@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import socket
 import statistics
@@ -105,7 +106,7 @@ def cycle(store: RunStore, chain: LLMChain) -> None:
     assert result.status == "ok"
 
 
-def timed(work: Callable[[], None], cycles: int) -> float:
+def timed(work: Callable[[], object], cycles: int) -> float:
     """Seconds per call of ``work``, over ``cycles`` calls."""
     start = time.perf_counter()
     for _ in range(cycles):
@@ -359,7 +360,9 @@ def turn_stores() -> Iterator[Stores]:
             to_redis.close()
 
 
-def bytes_sent(store: RunStore, proxy: CountingProxy, runs: tuple[LLMChain, ...]) -> int:
+def bytes_sent(
+    store: RunStore, proxy: CountingProxy, runs: tuple[LLMChain, ...]
+) -> int:
     """The bytes ``store`` sends to save ``runs[1]`` where ``runs[0]`` is saved."""
     before, after = runs
     sent: list[int] = []
@@ -392,10 +395,8 @@ def turn_saves(
                         store.save(after)
                         spent += time.perf_counter() - start
                     saves[length].append(spent / cycles)
-                    model = ScriptedChatModel([])
-                    loads[length].append(
-                        timed(lambda: store.load(run_id, model), cycles)
-                    )
+                    load = functools.partial(store.load, run_id, ScriptedChatModel([]))
+                    loads[length].append(timed(load, cycles))
             for length in lengths:
                 sent = 0
                 if counted is not None and proxy is not None:

@@ -25,7 +25,6 @@ from ._resume_shared import (
     _note_release_failure,
     _waiting,
 )
-
 from ._runs import check_expires_in, check_metadata, run_id_of
 
 if TYPE_CHECKING:

@@ -53,10 +53,10 @@ __all__ = [
     "scalar",
     "settle_params",
     "settled",
-    "write_params",
     "started_outcome",
     "too_new",
     "unknown",
+    "write_params",
     "wrong_source",
 ]
 

@@ -34,7 +34,6 @@ from ._postgres_sql import (
     SCHEMA_VERSION,
     Sql,
     claim_error,
-    claim_lost,
     first_value,
     not_set_up,
     pending_query,
@@ -43,10 +42,10 @@ from ._postgres_sql import (
     scalar,
     settle_params,
     settled,
-    write_params,
     started_outcome,
     too_new,
     unknown,
+    write_params,
     wrong_source,
 )
 
@@ -233,9 +232,7 @@ class AsyncPostgresRunStore:
             TypeError: not an ``LLMChain``, metadata that is not JSON, or a state
                 holding a value that cannot be encoded.
         """
-        return await asave_run(
-            self._backend, self._known, chain, metadata, expires_in
-        )
+        return await asave_run(self._backend, self._known, chain, metadata, expires_in)
 
     async def load(
         self,

@@ -25,10 +25,10 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import Any, Final, final
 
 from .._core._messages import LangHooksError, ToolCall
-from .._persist._codec import decode, encode
+from .._persist._codec import decode
 from .._persist._resume import (
     Saved,
     Write,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -22,6 +23,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import psycopg
 import pytest
 import redis
@@ -29,6 +31,7 @@ import redis.asyncio
 from typing_extensions import override
 
 import langhooks as lh
+from langhooks import codec
 from langhooks.chain import Decision, LLMChain, RunResult
 from langhooks.integrations._postgres_sql import _MIGRATIONS
 from langhooks.integrations.postgres import (
@@ -234,6 +237,30 @@ class TestContract:
         loaded = where.make().load(run_id, answer_model(), tools=TOOLS)
         assert loaded.messages == chain.messages
         assert [c.call_id for c in loaded.pending_tool_calls] == ["call_1", "call_2"]
+
+    def test_saves_write_what_changed(self, where: Place, log: Path) -> None:
+        """Saves that append, edit, remove and come from two store objects (each
+        knowing another version) all load as the chain saved last."""
+        chain = waiting_chain(log, calls=1)
+        one, two = where.make(), where.make()
+        run_id = one.save(chain)
+        longer = chain.add_messages([lh.Message.user("more"), lh.Message.user("é\x00")])
+        edited = attrs.evolve(
+            longer,
+            messages=(lh.Message.user("changed"), *longer.messages[1:]),
+        )
+        for store, saved in (
+            (one, longer),  # appended to
+            (two, chain),  # another object, which knows no version: whole
+            (one, longer),  # its version is gone: whole again
+            (one, edited),  # the first message changed
+            (one, chain),  # messages removed
+            (one, chain.add_messages([lh.Message.user("x")])),
+        ):
+            store.save(saved)
+            loaded = where.make().load(run_id, answer_model(), tools=TOOLS)
+            assert loaded.messages == saved.messages
+            assert loaded.pending_tool_calls == saved.pending_tool_calls
 
     def test_resume_once(self, where: Place, log: Path) -> None:
         """An approval runs each call once and continues to the answer; a repeated
@@ -1177,6 +1204,55 @@ class TestAsyncContract:
 
 
 # --- what only one store does ------------------------------------------------
+
+
+class TestEarlierLayout:
+    """Runs an earlier release saved whole (one state text) still load and
+    resume; their next save writes the log."""
+
+    @pytest.mark.parametrize("kind", ["redis", "postgres"])
+    def test_a_whole_state_loads_and_resumes(self, kind: str, log: Path) -> None:
+        chain = waiting_chain(log, calls=1)
+        assert chain.invocation is not None
+        run_id = chain.invocation.id
+        state = json.dumps(chain.to_state())
+        calls = json.dumps([codec.encode(c) for c in chain.pending_tool_calls])
+        with place(kind) as here:
+            store = here.make()
+            if kind == "redis":
+                client = redis.Redis.from_url(here.url)
+                client.hset(
+                    f"{here.namespace}state:{run_id}",
+                    mapping={
+                        "state": state,
+                        "calls": calls,
+                        "meta": "{}",
+                        "saved": 1,
+                        "expires": 4_102_444_800_000,
+                        "status": "waiting",
+                        "token": "",
+                        "beat": 0,
+                    },
+                )
+                client.close()
+            else:
+                with psycopg.connect(here.url, autocommit=True) as conn:
+                    conn.execute(
+                        f'INSERT INTO "{here.namespace}".runs (run_id, status, '
+                        f"state, calls, saved_at) VALUES (%s, 'waiting', %s, "
+                        f"%s::jsonb, now())",
+                        (run_id, state, calls),
+                    )
+            loaded = store.load(run_id, answer_model(), tools=TOOLS)
+            assert loaded.messages == chain.messages
+            assert len(loaded.pending_tool_calls) == 1
+            result = resume_all(here.make(), run_id)
+            assert result.status == "ok"
+            again = here.make().load(run_id, answer_model(), tools=TOOLS)
+            assert again.messages == result.chain.messages
+            store.save(loaded)  # whole: its next save writes the log
+            last = here.make().load(run_id, answer_model(), tools=TOOLS)
+            assert last.messages == chain.messages
 
 
 class TestPostgres:
