@@ -83,7 +83,6 @@ PAIRS: Final = (
             "client: a ``redis.asyncio.Redis``": (
                 "client: a synchronous ``redis.Redis``"
             ),
-            "once (async tools are\n        awaited).": "once.",
             **REDIS_CLIENTS,
         },
         prefixed=frozenset({"aresume_once", "asave_run", "arun"}),
@@ -102,7 +101,6 @@ PAIRS: Final = (
             "\n    The asyncio twin of ``PostgresRunStore``, on the same tables: a run "
             "saved by\n    one is resumed by the other. Every method is awaited.\n": "",
             ", on first use;": ";",
-            " (async tools awaited)": "",
         },
         prefixed=frozenset({"aresume_once", "asave_run", "arun"}),
     ),
@@ -207,6 +205,7 @@ PAIRS: Final = (
                 "satisfy it; the\n    web apps take one as ``store=``."
             ),
         },
+        prefixed=frozenset({"aresume_once", "asave_run", "arun"}),
     ),
     Pair(
         "_persist/_claims_async.py",

@@ -22,10 +22,9 @@ from langhooks._persist._resume import (
     aresume_once,
     resume_once,
 )
-from langhooks._persist._stores import _MemoryBackend
 from langhooks.chain import Decision, LLMChain, Tool
 from langhooks.models import ScriptedChatModel, ScriptedTurn
-from langhooks.stores import MemoryRunStore
+from langhooks.stores import MemoryRunStore, PendingRun
 
 _CLAIM_TIMEOUT = 0.09  # a beat every 0.03 seconds
 
@@ -65,7 +64,7 @@ class FlakyClaims(ClaimBackend):
     """MemoryRunStore's claims whose first heartbeat raises."""
 
     def __init__(self, store: MemoryRunStore) -> None:
-        self._claims = _MemoryBackend(store)
+        self._claims = store._backend()
         self.beats = 0
 
     @override
@@ -104,6 +103,22 @@ class FlakyClaims(ClaimBackend):
     @override
     def release(self, run_id: str, token: str) -> None:
         self._claims.release(run_id, token)  # pragma: no cover - not released here
+
+    @override
+    def pending(self, wanted: Mapping[str, Any], limit: int) -> list[PendingRun]:
+        return self._claims.pending(wanted, limit)  # pragma: no cover - not here
+
+    @override
+    def waiting(self, run_id: str) -> PendingRun | None:
+        return self._claims.waiting(run_id)  # pragma: no cover - not here
+
+    @override
+    def delete(self, run_id: str) -> bool:
+        return self._claims.delete(run_id)  # pragma: no cover - not here
+
+    @override
+    def unknown(self, run_id: str) -> lh.LangHooksError:
+        return self._claims.unknown(run_id)  # pragma: no cover - not here
 
 
 class AsyncFlakyClaims(AsyncClaimBackend):
@@ -151,6 +166,22 @@ class AsyncFlakyClaims(AsyncClaimBackend):
     @override
     async def release(self, run_id: str, token: str) -> None:
         self._claims.release(run_id, token)  # pragma: no cover - not released here
+
+    @override
+    async def pending(self, wanted: Mapping[str, Any], limit: int) -> list[PendingRun]:
+        return self._claims.pending(wanted, limit)  # pragma: no cover - not here
+
+    @override
+    async def waiting(self, run_id: str) -> PendingRun | None:
+        return self._claims.waiting(run_id)  # pragma: no cover - not here
+
+    @override
+    async def delete(self, run_id: str) -> bool:
+        return self._claims.delete(run_id)  # pragma: no cover - not here
+
+    @override
+    def unknown(self, run_id: str) -> lh.LangHooksError:
+        return self._claims.unknown(run_id)  # pragma: no cover - not here
 
 
 class TestHeartbeat:

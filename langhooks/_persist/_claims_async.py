@@ -10,13 +10,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from .._core._messages import LangHooksError
 from ._log import Saved, Write
+from ._runs import PendingRun
 
 __all__ = ["AsyncClaimBackend"]
 
 
 class AsyncClaimBackend(Protocol):
-    """The primitives an async store's backend gives the shared driver."""
+    """The primitives an async store's backend gives the shared driver.
+
+    Expiry is the backend's: a run whose ``expires_in`` passed is never read,
+    claimed or listed again (whether its data is gone yet or not).
+    """
 
     async def write(
         self, write: Write, metadata: Mapping[str, Any], expires_in: float | None
@@ -80,4 +86,21 @@ class AsyncClaimBackend(Protocol):
 
     async def release(self, run_id: str, token: str) -> None:
         """Hand the claim back: the run waits again, its call records kept."""
+        ...
+
+    async def pending(self, wanted: Mapping[str, Any], limit: int) -> list[PendingRun]:
+        """The waiting runs whose metadata contains ``wanted`` (as JSONB ``@>``),
+        newest first, at most ``limit`` (both checked already)."""
+        ...
+
+    async def waiting(self, run_id: str) -> PendingRun | None:
+        """Run ``run_id``'s row of the inbox: None unless it waits for decisions."""
+        ...
+
+    async def delete(self, run_id: str) -> bool:
+        """Forget run ``run_id`` (its call records too); whether it was there."""
+        ...
+
+    def unknown(self, run_id: str) -> LangHooksError:
+        """The error for a run that is not there (never saved, deleted, expired)."""
         ...

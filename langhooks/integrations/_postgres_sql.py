@@ -34,11 +34,7 @@ from typing import Any, Final, final
 from .._core._messages import LangHooksError
 from .._persist._codec import decode
 from .._persist._resume import Saved, Write
-from .._persist._stores import (
-    PendingRun,
-    check_limit,
-    check_metadata,
-)
+from .._persist._stores import PendingRun
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -390,10 +386,8 @@ def pending_row(values: Sequence[Any]) -> PendingRun:
 
 
 def pending_query(
-    sql: Sql, metadata: Mapping[str, Any] | None, limit: int
+    sql: Sql, wanted: Mapping[str, Any], limit: int
 ) -> tuple[str, tuple[Any, ...]]:
-    wanted = check_metadata(metadata)
-    check_limit(limit)
     if wanted:
         return sql.pending_matching, (json.dumps(wanted), limit)
     return sql.pending, (limit,)

@@ -8,30 +8,24 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, final
+from collections.abc import Iterator, Mapping
+from typing import Any, Final, final
 
 import psycopg
 import psycopg_pool
+from typing_extensions import override
 
+from .._core._messages import LangHooksError
 from .._persist._resume import (
     Known,
-    ResumeCode,
     Saved,
     Write,
     check_claim_timeout,
-    loaded,
-    resume_once,
-    save_run,
 )
 from .._persist._stores import (
     PendingRun,
 )
-
-if TYPE_CHECKING:
-    from ..chain import Decision, LLMChain, RetryPolicy, RunResult, Tool
-    from ..chain._chain import Handler
-    from ..models import ChatModel
+from .._persist._stores_sync import StoreBase
 from ._postgres_sql import (
     SCHEMA_VERSION,
     Sql,
@@ -104,7 +98,7 @@ def _scope(
 
 
 @final
-class PostgresRunStore:
+class PostgresRunStore(StoreBase):
     """A ``RunStore`` in PostgreSQL: interrupted runs wait in a table, the inbox
     is one index scan, and a resume runs once, even across a crash.
 
@@ -143,10 +137,10 @@ class PostgresRunStore:
         claim_timeout: float = 60.0,
     ) -> None:
         self._sql: Final = Sql(schema)
-        self._claim_timeout: Final = check_claim_timeout(claim_timeout)
+        self._claim_timeout = check_claim_timeout(claim_timeout)
         self._db: Final = _Connections(conninfo_or_pool)
-        self._known: Final = Known()
-        self._backend: Final = _Backend(self)
+        self._known = Known()
+        self._storage: Final = _Backend(self)
 
     def close(self) -> None:
         """Close the pool the store opened from a conninfo string (a connection
@@ -198,146 +192,9 @@ class PostgresRunStore:
                     cursor.execute(sql.record_version, (version,))
         return SCHEMA_VERSION
 
-    def save(
-        self,
-        chain: LLMChain,
-        *,
-        metadata: Mapping[str, Any] | None = None,
-        expires_in: float | None = None,
-    ) -> str:
-        """Save ``chain``'s state under its run id (replacing an earlier save).
-
-        Args:
-            chain: the chain of a ``RunResult`` (``result.chain``).
-            metadata: JSON values to find the run by (``pending(metadata=...)``).
-            expires_in: seconds until the run is forgotten (None: never).
-
-        Returns:
-            The run id (``chain.invocation.id``).
-
-        Raises:
-            ValueError: the chain has not run, or a bad ``expires_in``.
-            TypeError: not an ``LLMChain``, metadata that is not JSON, or a state
-                holding a value that cannot be encoded.
-        """
-        return save_run(self._backend, self._known, chain, metadata, expires_in)
-
-    def load(
-        self,
-        run_id: str,
-        model: ChatModel,
-        *,
-        tools: Sequence[Tool] = (),
-        callbacks: Sequence[Handler] = (),
-        fallbacks: Sequence[ChatModel] = (),
-        retry: RetryPolicy | None = None,
-    ) -> LLMChain:
-        """The saved chain of run ``run_id`` (its latest state), with this
-        worker's code.
-
-        Raises:
-            LangHooksError: "invalid_request" for an unknown, deleted or expired
-                run.
-        """
-        saved = self._backend.read(run_id)
-        if saved is None:
-            raise unknown(run_id, self._sql.schema)
-        return loaded(
-            self._known,
-            run_id,
-            saved,
-            model,
-            tools=tools,
-            callbacks=callbacks,
-            fallbacks=fallbacks,
-            retry=retry,
-        )
-
-    def resume(
-        self,
-        run_id: str,
-        decisions: Sequence[Decision] | Mapping[str, Decision],
-        model: ChatModel,
-        *,
-        tools: Sequence[Tool] = (),
-        callbacks: Sequence[Handler] = (),
-        fallbacks: Sequence[ChatModel] = (),
-        retry: RetryPolicy | None = None,
-        continue_run: bool = True,
-    ) -> RunResult:
-        """Resume a waiting run with human decisions, once.
-
-        Args:
-            run_id: the run to resume.
-            decisions: one ``Decision`` per waiting call, in the order of
-                ``chain.pending_tool_calls``, or a mapping from tool call id to
-                ``Decision`` (for some of the waiting calls).
-            model: the model the run continues on; ``tools``, ``callbacks``,
-                ``fallbacks`` and ``retry`` as ``LLMChain.from_state``.
-            continue_run: after the decisions, ``run()`` on to the model's
-                answer (when they did not end the run).
-
-        Returns:
-            The ``RunResult`` the run ended with here; the state it ended in is
-            saved under the same run id (waiting again, or done).
-
-        Raises:
-            LangHooksError: "conflict" when another resume holds the run or it
-                waits for no decision; "invalid_request" for an unknown, deleted
-                or expired run.
-            ValueError: the decisions do not match the waiting calls (the run
-                waits again, unchanged).
-        """
-        code = ResumeCode(
-            model=model,
-            tools=tools,
-            callbacks=callbacks,
-            fallbacks=fallbacks,
-            retry=retry,
-            continue_run=continue_run,
-        )
-        return resume_once(
-            self._backend,
-            self._known,
-            run_id,
-            decisions,
-            code,
-            claim_timeout=self._claim_timeout,
-        )
-
-    def pending(
-        self, *, metadata: Mapping[str, Any] | None = None, limit: int = 100
-    ) -> list[PendingRun]:
-        """The runs waiting for decisions, newest first (the approval inbox).
-
-        Args:
-            metadata: keep only runs whose metadata contains this (JSONB ``@>``:
-                ``{"tenant": "a"}`` matches ``{"tenant": "a", "user": "b"}``).
-            limit: at most this many runs.
-
-        Raises:
-            TypeError: bad ``metadata`` or ``limit``.
-            ValueError: ``limit`` < 1.
-        """
-        query, params = pending_query(self._sql, metadata, limit)
-        with self._cursor() as cursor:
-            cursor.execute(query, params)
-            return [pending_row(values) for values in cursor.fetchall()]
-
-    def waiting(self, run_id: str) -> PendingRun | None:
-        """Run ``run_id``'s row of the inbox: None unless it waits for decisions
-        (unknown, expired, being resumed or done)."""
-        with self._cursor() as cursor:
-            cursor.execute(self._sql.waiting, (run_id,))
-            row = cursor.fetchone()
-        return None if row is None else pending_row(row)
-
-    def delete(self, run_id: str) -> bool:
-        """Forget run ``run_id`` (and its call records); whether it was there."""
-        self._known.forget(run_id)
-        with self._cursor() as cursor:
-            cursor.execute(self._sql.delete, (run_id,))
-            return cursor.rowcount > 0
+    @override
+    def _backend(self) -> _Backend:
+        return self._storage
 
     def purge(self) -> int:
         """Delete the runs whose expiry has passed (they are never read again,
@@ -411,3 +268,23 @@ class _Backend:
     def release(self, run_id: str, token: str) -> None:
         with self._store._cursor() as cursor:
             cursor.execute(self._sql.release, (run_id, token))
+
+    def pending(self, wanted: Mapping[str, Any], limit: int) -> list[PendingRun]:
+        query, params = pending_query(self._sql, wanted, limit)
+        with self._store._cursor() as cursor:
+            cursor.execute(query, params)
+            return [pending_row(values) for values in cursor.fetchall()]
+
+    def waiting(self, run_id: str) -> PendingRun | None:
+        with self._store._cursor() as cursor:
+            cursor.execute(self._sql.waiting, (run_id,))
+            row = cursor.fetchone()
+        return None if row is None else pending_row(row)
+
+    def delete(self, run_id: str) -> bool:
+        with self._store._cursor() as cursor:
+            cursor.execute(self._sql.delete, (run_id,))
+            return cursor.rowcount > 0
+
+    def unknown(self, run_id: str) -> LangHooksError:
+        return unknown(run_id, self._sql.schema)

@@ -5,34 +5,19 @@ is generated from it by ``scripts/unasync.py``.)"""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, final
+from collections.abc import Mapping
+from typing import Any, Final, final
 
 import redis.asyncio
 import redis.asyncio.client
 import redis.asyncio.cluster
 import redis.commands.core
+from typing_extensions import override
 
-from .._persist._resume import (
-    Known,
-    ResumeCode,
-    Saved,
-    Write,
-    aresume_once,
-    asave_run,
-    loaded,
-)
-from .._persist._stores import (
-    PendingRun,
-    check_limit,
-    check_metadata,
-)
-
-if TYPE_CHECKING:
-    from ..chain import Decision, LLMChain, RetryPolicy, RunResult, Tool
-    from ..chain._chain import Handler
-    from ..models import ChatModel
-
+from .._core._messages import LangHooksError
+from .._persist._resume import Known, Saved, Write
+from .._persist._stores import PendingRun
+from .._persist._stores_async import AsyncStoreBase
 from ._redis_runs import (
     APPEND,
     CLAIM,
@@ -60,7 +45,7 @@ __all__ = ["AsyncRedisRunStore"]
 
 
 @final
-class AsyncRedisRunStore:
+class AsyncRedisRunStore(AsyncStoreBase):
     """An ``AsyncRunStore`` in Redis (``redis.asyncio``): save an interrupted run,
     resume it in any worker, once. ``RedisRunStore`` is its sync twin, on the same
     keys: a run saved by one is resumed by the other.
@@ -103,8 +88,9 @@ class AsyncRedisRunStore:
     ) -> None:
         check_async_client(client, "AsyncRedisRunStore")
         self._layout: Final = Layout(prefix, expire_after, claim_timeout, lock_timeout)
+        self._claim_timeout = self._layout.claim_timeout
+        self._known = Known()
         self._client: Final = client
-        self._known: Final = Known()
         self._read: Final = client.register_script(READ)
         self._append: Final = client.register_script(APPEND)
         self._claim: Final = client.register_script(CLAIM)
@@ -114,185 +100,14 @@ class AsyncRedisRunStore:
         self._settle: Final = client.register_script(SETTLE)
         self._release: Final = client.register_script(RELEASE)
 
-    async def save(
-        self,
-        chain: LLMChain,
-        *,
-        metadata: Mapping[str, Any] | None = None,
-        expires_in: float | None = None,
-    ) -> str:
-        """Save ``chain``'s state under its run id (replacing an earlier save).
-
-        Args:
-            chain: the chain of a ``RunResult`` (``result.chain``).
-            metadata: JSON values to find the run by (``pending(metadata=...)``).
-            expires_in: seconds until the run is forgotten (None:
-                ``expire_after``).
-
-        Returns:
-            The run id (``chain.invocation.id``).
-
-        Raises:
-            ValueError: the chain has not run (it has no run id), or a bad
-                ``expires_in``.
-            TypeError: not an ``LLMChain``, metadata that is not JSON, or a state
-                holding a value that cannot be encoded.
-        """
-        return await asave_run(
-            _AsyncBackend(self), self._known, chain, metadata, expires_in
-        )
-
-    async def load(
-        self,
-        run_id: str,
-        model: ChatModel,
-        *,
-        tools: Sequence[Tool] = (),
-        callbacks: Sequence[Handler] = (),
-        fallbacks: Sequence[ChatModel] = (),
-        retry: RetryPolicy | None = None,
-    ) -> LLMChain:
-        """The saved chain of run ``run_id`` (its latest state), with this
-        worker's code.
-
-        Raises:
-            LangHooksError: type "invalid_request" when no run is saved under
-                ``run_id`` (never saved, deleted or expired).
-        """
-        saved = saved_of(await self._read(keys=[self._layout.key(run_id)]))
-        if saved is None:
-            raise self._layout.unknown(run_id)
-        return loaded(
-            self._known,
-            run_id,
-            saved,
-            model,
-            tools=tools,
-            callbacks=callbacks,
-            fallbacks=fallbacks,
-            retry=retry,
-        )
-
-    async def resume(
-        self,
-        run_id: str,
-        decisions: Sequence[Decision] | Mapping[str, Decision],
-        model: ChatModel,
-        *,
-        tools: Sequence[Tool] = (),
-        callbacks: Sequence[Handler] = (),
-        fallbacks: Sequence[ChatModel] = (),
-        retry: RetryPolicy | None = None,
-        continue_run: bool = True,
-    ) -> RunResult:
-        """Resume a waiting run with human decisions, once (async tools are
-        awaited).
-
-        Args:
-            run_id: the run to resume.
-            decisions: one ``Decision`` per waiting call, in the order of
-                ``chain.pending_tool_calls``, or a mapping from tool call id to
-                ``Decision`` (for some of the waiting calls).
-            model: the model the run continues on; ``tools``, ``callbacks``,
-                ``fallbacks`` and ``retry`` as ``LLMChain.from_state``.
-            continue_run: after the decisions, ``arun()`` on to the model's
-                answer (when they did not end the run).
-
-        Returns:
-            The ``RunResult`` the run ended with here; the state it ended in is
-            saved under the same run id (waiting again, or done).
-
-        Raises:
-            LangHooksError: type "conflict" when another resume holds the run or
-                it waits for no decision; "invalid_request" for an unknown,
-                deleted or expired run.
-            ValueError: the decisions do not match the waiting calls (the run
-                waits again, unchanged).
-        """
-        code = ResumeCode(
-            model=model,
-            tools=tools,
-            callbacks=callbacks,
-            fallbacks=fallbacks,
-            retry=retry,
-            continue_run=continue_run,
-        )
-        return await aresume_once(
-            _AsyncBackend(self),
-            self._known,
-            run_id,
-            decisions,
-            code,
-            claim_timeout=self._layout.claim_timeout,
-        )
-
-    async def pending(
-        self, *, metadata: Mapping[str, Any] | None = None, limit: int = 100
-    ) -> list[PendingRun]:
-        """The runs waiting for decisions, newest first (the approval inbox).
-
-        Args:
-            metadata: keep only runs whose metadata contains this (as JSONB
-                ``@>``); a top-level str, number, bool or null value is looked up
-                in its own index.
-            limit: at most this many runs.
-
-        Raises:
-            TypeError: bad ``metadata`` or ``limit``.
-            ValueError: ``limit`` < 1.
-        """
-        wanted = check_metadata(metadata)
-        check_limit(limit)
-        index = index_for(self._layout.prefix, wanted)
-        rows: list[PendingRun] = []
-        start = 0
-        batch = max(limit, 50)
-        while len(rows) < limit:
-            ids = member_ids(
-                await self._client.zrevrange(index, start, start + batch - 1)
-            )
-            if not ids:
-                break
-            async with self._client.pipeline(transaction=False) as pipe:
-                for run_id in ids:
-                    pipe.hmget(self._layout.key(run_id), list(FIELDS))
-                found = await pipe.execute()
-            gone: list[str] = []
-            for run_id, values in zip(ids, found, strict=True):
-                if values[0] is None:
-                    gone.append(run_id)
-                    continue
-                row = self._layout.row(run_id, values, wanted)
-                if row is not None and len(rows) < limit:
-                    rows.append(row)
-            if gone:
-                await self._client.zrem(index, *gone)
-            start += batch - len(gone)
-        return rows
-
-    async def waiting(self, run_id: str) -> PendingRun | None:
-        """Run ``run_id``'s row of the inbox: None unless it waits for decisions
-        (unknown, expired, being resumed or done)."""
-        values = await self._client.hmget(self._layout.key(run_id), list(FIELDS))
-        return None if values[0] is None else self._layout.row(run_id, values, {})
+    @override
+    def _backend(self) -> _AsyncBackend:
+        return _AsyncBackend(self)
 
     async def claimed(self, run_id: str) -> bool:
         """Whether a resume holds run ``run_id`` now (its claim not yet settled)."""
         status = await self._client.hget(self._layout.key(run_id), "status")
         return status is not None and as_text(status) == "claimed"
-
-    async def delete(self, run_id: str) -> bool:
-        """Forget run ``run_id``; whether it was there."""
-        self._known.forget(run_id)
-        key = self._layout.key(run_id)
-        meta = await self._client.hget(key, "meta")
-        async with self._client.pipeline(transaction=False) as pipe:
-            pipe.delete(key)
-            data = json.loads(meta) if meta is not None else {}
-            for index in index_keys(self._layout.prefix, data):
-                pipe.zrem(index, run_id)
-            answers = await pipe.execute()
-        return bool(answers[0])
 
 
 @final
@@ -420,3 +235,52 @@ class _AsyncBackend:
     async def release(self, run_id: str, token: str) -> None:
         store = self._store
         await store._release(keys=[store._layout.key(run_id)], args=[token])
+
+    async def pending(self, wanted: Mapping[str, Any], limit: int) -> list[PendingRun]:
+        store = self._store
+        index = index_for(store._layout.prefix, wanted)
+        rows: list[PendingRun] = []
+        start = 0
+        batch = max(limit, 50)
+        while len(rows) < limit:
+            ids = member_ids(
+                await store._client.zrevrange(index, start, start + batch - 1)
+            )
+            if not ids:
+                break
+            async with store._client.pipeline(transaction=False) as pipe:
+                for run_id in ids:
+                    pipe.hmget(store._layout.key(run_id), list(FIELDS))
+                found = await pipe.execute()
+            gone: list[str] = []
+            for run_id, values in zip(ids, found, strict=True):
+                if values[0] is None:
+                    gone.append(run_id)
+                    continue
+                row = store._layout.row(run_id, values, wanted)
+                if row is not None and len(rows) < limit:
+                    rows.append(row)
+            if gone:
+                await store._client.zrem(index, *gone)
+            start += batch - len(gone)
+        return rows
+
+    async def waiting(self, run_id: str) -> PendingRun | None:
+        store = self._store
+        values = await store._client.hmget(store._layout.key(run_id), list(FIELDS))
+        return None if values[0] is None else store._layout.row(run_id, values, {})
+
+    async def delete(self, run_id: str) -> bool:
+        store = self._store
+        key = store._layout.key(run_id)
+        meta = await store._client.hget(key, "meta")
+        async with store._client.pipeline(transaction=False) as pipe:
+            pipe.delete(key)
+            data = json.loads(meta) if meta is not None else {}
+            for index in index_keys(store._layout.prefix, data):
+                pipe.zrem(index, run_id)
+            answers = await pipe.execute()
+        return bool(answers[0])
+
+    def unknown(self, run_id: str) -> LangHooksError:
+        return self._store._layout.unknown(run_id)
