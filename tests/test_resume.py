@@ -97,8 +97,8 @@ class FlakyClaims(ClaimBackend):
         self._claims.finish_call(run_id, token, call_id, outcome)
 
     @override
-    def settle(self, run_id: str, token: str, write: Write) -> bool:
-        return self._claims.settle(run_id, token, write)
+    def settle(self, run_id: str, token: str, write: Write) -> None:
+        self._claims.settle(run_id, token, write)
 
     @override
     def release(self, run_id: str, token: str) -> None:
@@ -160,8 +160,8 @@ class AsyncFlakyClaims(AsyncClaimBackend):
         self._claims.finish_call(run_id, token, call_id, outcome)
 
     @override
-    async def settle(self, run_id: str, token: str, write: Write) -> bool:
-        return self._claims.settle(run_id, token, write)
+    async def settle(self, run_id: str, token: str, write: Write) -> None:
+        self._claims.settle(run_id, token, write)
 
     @override
     async def release(self, run_id: str, token: str) -> None:

@@ -73,11 +73,12 @@ class ClaimBackend(Protocol):
         """Save the outcome of a started call."""
         ...
 
-    def settle(self, run_id: str, token: str, write: Write) -> bool:
-        """Save the state the resume ended in (``write`` as ``write()`` takes
-        it): waiting again for ``write.calls`` (call records cleared), or done
-        when there are none. False, changing nothing, when ``write`` has a base
-        the run is no longer at.
+    def settle(self, run_id: str, token: str, write: Write) -> None:
+        """Save the state the resume ended in: waiting again for
+        ``write.calls`` (call records cleared), or done when there are none.
+        The run is at the version ``write`` builds on (nothing else writes a
+        claimed run: a save takes the claim away), so the first ``write.keep``
+        messages stay and ``write.messages`` follow.
 
         Raises:
             LangHooksError: "conflict" when ``token`` no longer holds the claim.

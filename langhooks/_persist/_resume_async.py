@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._claims_async import AsyncClaimBackend
-from ._log import Known, Write, state_of
+from ._log import Known, state_of
 from ._resume_shared import (
     ResumeCode,
     _aguarded,
@@ -59,21 +59,6 @@ async def asave_run(
     return run_id
 
 
-async def _asettle(
-    backend: AsyncClaimBackend,
-    known: Known,
-    run_id: str,
-    token: str,
-    result: RunResult,
-) -> Write:
-    chain, waiting = result.chain, _waiting(result)
-    write = known.plan(run_id, chain, waiting)
-    if not await backend.settle(run_id, token, write):
-        write = known.whole(run_id, chain, waiting)
-        await backend.settle(run_id, token, write)
-    return write
-
-
 async def aresume_once(
     backend: AsyncClaimBackend,
     known: Known,
@@ -102,7 +87,10 @@ async def aresume_once(
             result = await chain.aexecute_tool_calls_with_decisions(calls, chosen)
             if result.status == "ok" and code.continue_run:
                 result = await result.chain.arun()
-            write = await _asettle(backend, known, run_id, token, result)
+            # What changed since the claim: nothing else writes a claimed run
+            # (a save takes the claim away), so the claimed version is current.
+            write = known.plan(run_id, result.chain, _waiting(result))
+            await backend.settle(run_id, token, write)
             known.wrote(write, result.chain)
     except BaseException as exc:
         # Nothing to hand back once settle() succeeded: release() is then a no-op.

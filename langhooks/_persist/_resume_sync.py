@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._claims_sync import ClaimBackend
-from ._log import Known, Write, state_of
+from ._log import Known, state_of
 from ._resume_shared import (
     ResumeCode,
     _chain,
@@ -61,21 +61,6 @@ def save_run(
     return run_id
 
 
-def _settle(
-    backend: ClaimBackend,
-    known: Known,
-    run_id: str,
-    token: str,
-    result: RunResult,
-) -> Write:
-    chain, waiting = result.chain, _waiting(result)
-    write = known.plan(run_id, chain, waiting)
-    if not backend.settle(run_id, token, write):
-        write = known.whole(run_id, chain, waiting)
-        backend.settle(run_id, token, write)
-    return write
-
-
 def resume_once(
     backend: ClaimBackend,
     known: Known,
@@ -104,7 +89,10 @@ def resume_once(
             result = chain.execute_tool_calls_with_decisions(calls, chosen)
             if result.status == "ok" and code.continue_run:
                 result = result.chain.run()
-            write = _settle(backend, known, run_id, token, result)
+            # What changed since the claim: nothing else writes a claimed run
+            # (a save takes the claim away), so the claimed version is current.
+            write = known.plan(run_id, result.chain, _waiting(result))
+            backend.settle(run_id, token, write)
             known.wrote(write, result.chain)
     except BaseException as exc:
         # Nothing to hand back once settle() succeeded: release() is then a no-op.

@@ -249,17 +249,14 @@ class _MemoryBackend:
         with self._lock:
             self._held(run_id, token).records[call_id] = outcome
 
-    def settle(self, run_id: str, token: str, write: Write) -> bool:
+    def settle(self, run_id: str, token: str, write: Write) -> None:
         with self._lock:
             saved = self._held(run_id, token)
-            log = self._log(saved, write)
-            if log is None:
-                return False
-            saved.log, saved.calls = log, write.calls
-            saved.status = write.status
+            kept = saved.log.messages[: write.keep]
+            saved.log = _Log(write.head, kept + write.messages, write.version)
+            saved.calls, saved.status = write.calls, write.status
             saved.token, saved.records = None, {}
             saved.saved_at = datetime.now(UTC)
-            return True
 
     def release(self, run_id: str, token: str) -> None:
         with self._lock:

@@ -48,7 +48,6 @@ __all__ = [
     "saved_of",
     "scalar",
     "settle_params",
-    "settled",
     "started_outcome",
     "too_new",
     "unknown",
@@ -219,16 +218,11 @@ class Sql:
             f"UPDATE {s}.run_calls SET outcome = %s WHERE run_id = %s AND "
             f"call_id = %s AND outcome IS NULL"
         )
-        # 1 row settled, or 0 and whether the claim was held (else the run is
-        # not at version %(base)s).
         self.settle: Final = (
             f"WITH run AS (UPDATE {s}.runs SET {fields}, claim_token = NULL, "
             f"heartbeat_at = NULL, saved_at = clock_timestamp() WHERE run_id = "
-            f"%(id)s AND claim_token = %(token)s AND status = 'claimed' AND "
-            f"(%(base)s::text IS NULL OR version = %(base)s) RETURNING run_id), "
-            f"{log}SELECT (SELECT count(*) FROM run), (SELECT count(*) FROM "
-            f"{s}.runs WHERE run_id = %(id)s AND claim_token = %(token)s AND "
-            f"status = 'claimed')"
+            f"%(id)s AND claim_token = %(token)s AND status = 'claimed' "
+            f"RETURNING run_id), {log}SELECT count(*) FROM run"
         )
         self.release: Final = (
             f"UPDATE {s}.runs SET status = 'waiting', claim_token = NULL WHERE "
@@ -348,19 +342,6 @@ def write_params(
 def settle_params(token: str, write: Write) -> dict[str, Any]:
     """The parameters of ``Sql.settle``."""
     return {**_log_params(write), "token": token}
-
-
-def settled(run_id: str, row: Sequence[Any] | None) -> bool:
-    """Whether ``Sql.settle`` settled (False: the run is not at the write's base).
-
-    Raises:
-        LangHooksError: "conflict" when the claim was lost.
-    """
-    assert row is not None  # a SELECT of subqueries answers one row
-    done, held = row
-    if not held:
-        raise claim_lost(run_id)
-    return bool(done)
 
 
 def saved_of(row: Sequence[Any] | None) -> Saved | None:

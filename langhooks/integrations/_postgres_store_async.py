@@ -28,6 +28,7 @@ from ._postgres_sql import (
     SCHEMA_VERSION,
     Sql,
     claim_error,
+    claim_lost,
     first_value,
     not_set_up,
     pending_query,
@@ -35,7 +36,6 @@ from ._postgres_sql import (
     saved_of,
     scalar,
     settle_params,
-    settled,
     started_outcome,
     too_new,
     unknown,
@@ -274,10 +274,12 @@ class _AsyncBackend:
         async with self._store._cursor() as cursor:
             await cursor.execute(self._sql.finish_call, (outcome, run_id, call_id))
 
-    async def settle(self, run_id: str, token: str, write: Write) -> bool:
+    async def settle(self, run_id: str, token: str, write: Write) -> None:
         async with self._store._cursor() as cursor:
             await cursor.execute(self._sql.settle, settle_params(token, write))
-            return settled(run_id, await cursor.fetchone())
+            settled = scalar(await cursor.fetchone())
+        if not settled:
+            raise claim_lost(run_id)
 
     async def release(self, run_id: str, token: str) -> None:
         async with self._store._cursor() as cursor:

@@ -30,6 +30,7 @@ from ._postgres_sql import (
     SCHEMA_VERSION,
     Sql,
     claim_error,
+    claim_lost,
     first_value,
     not_set_up,
     pending_query,
@@ -37,7 +38,6 @@ from ._postgres_sql import (
     saved_of,
     scalar,
     settle_params,
-    settled,
     started_outcome,
     too_new,
     unknown,
@@ -260,10 +260,12 @@ class _Backend:
         with self._store._cursor() as cursor:
             cursor.execute(self._sql.finish_call, (outcome, run_id, call_id))
 
-    def settle(self, run_id: str, token: str, write: Write) -> bool:
+    def settle(self, run_id: str, token: str, write: Write) -> None:
         with self._store._cursor() as cursor:
             cursor.execute(self._sql.settle, settle_params(token, write))
-            return settled(run_id, cursor.fetchone())
+            settled = scalar(cursor.fetchone())
+        if not settled:
+            raise claim_lost(run_id)
 
     def release(self, run_id: str, token: str) -> None:
         with self._store._cursor() as cursor:

@@ -199,20 +199,16 @@ end
 return 1
 """
 
-# KEYS[1] run hash; ARGV token, base ("" for a whole write), keep, count, version,
-# head, calls, status, saved (ms), then the messages from position keep on. 0 when
-# the claim is lost, 2 when the run is not at version base.
+# KEYS[1] run hash; ARGV token, keep, count, version, head, calls, status, saved
+# (ms), then the messages from position keep on. 0 when the claim is lost.
 SETTLE: Final = (
     _HELD
     + _DROP
     + """
 if not held() then return 0 end
-if ARGV[2] ~= '' and redis.call('HGET', KEYS[1], 'version') ~= ARGV[2] then
-    return 2
-end
-drop(tonumber(ARGV[3]))
-append(tonumber(ARGV[3]), 10, {'count', ARGV[4], 'version', ARGV[5], 'head', ARGV[6],
-    'calls', ARGV[7], 'status', ARGV[8], 'token', '', 'saved', ARGV[9]})
+drop(tonumber(ARGV[2]))
+append(tonumber(ARGV[2]), 9, {'count', ARGV[3], 'version', ARGV[4], 'head', ARGV[5],
+    'calls', ARGV[6], 'status', ARGV[7], 'token', '', 'saved', ARGV[8]})
 return 1
 """
 )
@@ -427,7 +423,6 @@ def settle_args(token: str, write: Write) -> list[str | int]:
     """The arguments of ``SETTLE``."""
     return [
         token,
-        write.base or "",
         write.keep,
         write.count,
         write.version,

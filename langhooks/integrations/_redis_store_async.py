@@ -217,7 +217,7 @@ class _AsyncBackend:
             args=[token, f"call:{call_id}", outcome],
         )
 
-    async def settle(self, run_id: str, token: str, write: Write) -> bool:
+    async def settle(self, run_id: str, token: str, write: Write) -> None:
         args = settle_args(token, write)
         settled = await self._scripted(
             self._store._settle,
@@ -226,11 +226,10 @@ class _AsyncBackend:
             None,
             0,
             bool(write.calls),
-            int(args[8]),
+            int(args[7]),
         )
         if not settled:
             raise claim_lost(run_id)
-        return int(settled) == 1
 
     async def release(self, run_id: str, token: str) -> None:
         store = self._store

@@ -214,7 +214,7 @@ class _Backend:
             args=[token, f"call:{call_id}", outcome],
         )
 
-    def settle(self, run_id: str, token: str, write: Write) -> bool:
+    def settle(self, run_id: str, token: str, write: Write) -> None:
         args = settle_args(token, write)
         settled = self._scripted(
             self._store._settle,
@@ -223,11 +223,10 @@ class _Backend:
             None,
             0,
             bool(write.calls),
-            int(args[8]),
+            int(args[7]),
         )
         if not settled:
             raise claim_lost(run_id)
-        return int(settled) == 1
 
     def release(self, run_id: str, token: str) -> None:
         store = self._store

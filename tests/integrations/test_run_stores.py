@@ -1202,6 +1202,22 @@ class TestAsyncContract:
         assert resume_all(here.make(), run_id).status == "ok"
         assert starts(log) == ["call_1"]
 
+    async def test_saves_write_what_changed(
+        self, awhere: AsyncPlace, log: Path
+    ) -> None:
+        """Async saves that append, and that find the run changed by another
+        store object, load as the chain saved last."""
+        chain = waiting_chain(log)
+        one, two = await awhere.make(), await awhere.make()
+        run_id = await one.save(chain)
+        longer = chain.add_messages([lh.Message.user("more")])
+        for store, saved in ((one, longer), (two, chain), (one, longer)):
+            await store.save(saved)
+            loaded = await (await awhere.make()).load(
+                run_id, answer_model(), tools=TOOLS
+            )
+            assert loaded.messages == saved.messages
+
 
 # --- what only one store does ------------------------------------------------
 
