@@ -9,9 +9,9 @@ from collections.abc import Mapping
 from typing import Any, Final, final
 
 import redis.asyncio
-import redis.asyncio.client
 import redis.asyncio.cluster
 import redis.commands.core
+import redis.exceptions
 from typing_extensions import override
 
 from .._core._messages import LangHooksError
@@ -145,14 +145,23 @@ class _AsyncBackend:
             elif cluster:
                 answer = await script(keys=[key], args=args)
             else:
-                assert isinstance(pipe, redis.asyncio.client.Pipeline)  # one node
-                await script(keys=[key], args=args, client=pipe)
+                # EVALSHA itself: a Script object in a pipeline would first ask
+                # SCRIPT EXISTS, a round trip more every time.
+                pipe.evalsha(script.sha, 1, key, *args)
             for index in self._indexes:
                 if waiting:
                     pipe.zadd(index, {run_id: score})
                 else:
                     pipe.zrem(index, run_id)
-            answers = await pipe.execute()
+            try:
+                answers = await pipe.execute()
+            except redis.exceptions.NoScriptError:
+                # The server forgot the script (a restart, SCRIPT FLUSH): load it
+                # and send the whole pipeline again (the index changes repeat).
+                await store._client.script_load(script.script)
+                return await self._scripted(
+                    script, run_id, args, whole, expires, waiting, score
+                )
         if whole is None and not cluster:
             answer = answers[0]
         return answer

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from typing import Any, Final, final
 
 import redis
-import redis.client
 import redis.cluster
 import redis.commands.core
+import redis.exceptions
 from typing_extensions import override
 
 from .._core._messages import LangHooksError
@@ -146,14 +146,23 @@ class _Backend:
             elif cluster:
                 answer = script(keys=[key], args=args)
             else:
-                assert isinstance(pipe, redis.client.Pipeline)  # one node
-                script(keys=[key], args=args, client=pipe)
+                # EVALSHA itself: a Script object in a pipeline would first ask
+                # SCRIPT EXISTS, a round trip more every time.
+                pipe.evalsha(script.sha, 1, key, *args)
             for index in self._indexes:
                 if waiting:
                     pipe.zadd(index, {run_id: score})
                 else:
                     pipe.zrem(index, run_id)
-            answers = pipe.execute()
+            try:
+                answers = pipe.execute()
+            except redis.exceptions.NoScriptError:
+                # The server forgot the script (a restart, SCRIPT FLUSH): load it
+                # and send the whole pipeline again (the index changes repeat).
+                store._client.script_load(script.script)
+                return self._scripted(
+                    script, run_id, args, whole, expires, waiting, score
+                )
         if whole is None and not cluster:
             answer = answers[0]
         return answer

@@ -1222,6 +1222,45 @@ class TestAsyncContract:
 # --- what only one store does ------------------------------------------------
 
 
+class TestRedisScripts:
+    """The scripts a save and a resume's settle send in a pipeline (as
+    EVALSHA) are loaded again when the server forgot them."""
+
+    def test_a_flushed_script_is_loaded_again(self, log: Path) -> None:
+        with place("redis") as here:
+            store = here.make()
+            chain = waiting_chain(log)
+            run_id = store.save(chain)
+            client = redis.Redis.from_url(here.url)
+            client.script_flush()
+            longer = chain.add_messages([lh.Message.user("more")])
+            store.save(longer)  # appends: EVALSHA, NOSCRIPT, loaded, again
+            loaded = here.make().load(run_id, answer_model(), tools=TOOLS)
+            assert loaded.messages == longer.messages
+            store.save(chain)
+            client.script_flush()
+            assert resume_all(store, run_id).status == "ok"  # settle: the same
+            assert starts(log) == ["call_1"]
+            client.close()
+
+    async def test_async_a_flushed_script_is_loaded_again(self, log: Path) -> None:
+        with place("redis") as here:
+            there = AsyncPlace(here)
+            try:
+                store = await there.make()
+                chain = waiting_chain(log)
+                run_id = await store.save(chain)
+                client = redis.Redis.from_url(here.url)
+                client.script_flush()
+                await store.save(chain.add_messages([lh.Message.user("more")]))
+                await store.save(chain)
+                client.script_flush()
+                assert (await aresume_all(store, run_id)).status == "ok"
+                client.close()
+            finally:
+                await there.close()
+
+
 class TestEarlierLayout:
     """Runs an earlier release saved whole (one state text) still load and
     resume; their next save writes the log."""
