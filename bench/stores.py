@@ -13,10 +13,13 @@ Run by hand (not a test), with PostgreSQL on 127.0.0.1:5432 and Redis on
    with redis-py (one per statement, script or pipeline the store sends: 6 on
    each). Rounds of the store and of the floor are interleaved; the ratio is
    the median of the per-round ratios (wall clock: this is I/O). Goal: <= 1.5x.
+   A second floor adds the run's own work done plainly, as a caller keeping JSON
+   state would do it (``to_state`` + ``json.dumps`` to save, ``json.loads`` +
+   ``from_state`` to load and to resume, the decision and the model's answer,
+   the end encoded): the store's cost over what the run costs anyway.
 2. **pending()** over ``--runs`` stored waiting runs with a metadata filter
    (``{"tenant": "t7"}``: one run in 100), 1,000 calls: p50 and p99 in ms, and
    PostgreSQL's plan for the query. Goal: an index scan, p99 <= 20 ms.
-
 3. **--messages N,M,...**: a turn's save at each history length. A run of N
    messages is saved, then the same run with 2 more messages (a user's question and
    the answer): the bytes that save sends to the server (counted by a TCP proxy in
@@ -114,24 +117,57 @@ def timed(work: Callable[[], object], cycles: int) -> float:
     return (time.perf_counter() - start) / cycles
 
 
+Cycle = tuple[float, float, float, float, float]
+
+
 def ratio(
-    store: Callable[[], None], floor: Callable[[], None], rounds: int, cycles: int
-) -> tuple[float, float, float]:
-    """Median ms per store cycle, per floor cycle, and median per-round ratio."""
+    store: Callable[[], object],
+    floor: Callable[[], object],
+    worked: Callable[[], object],
+    rounds: int,
+    cycles: int,
+) -> Cycle:
+    """Median ms per store cycle, per floor cycle, per floor cycle with the run's
+    own work, and the median per-round ratios of the store to each floor."""
     mine: list[float] = []
     base: list[float] = []
+    work: list[float] = []
     for _ in range(rounds):
         mine.append(timed(store, cycles))
         base.append(timed(floor, cycles))
-    ratios = [m / b for m, b in zip(mine, base, strict=True)]
+        work.append(timed(worked, cycles))
     return (
         statistics.median(mine) * 1e3,
         statistics.median(base) * 1e3,
-        statistics.median(ratios),
+        statistics.median(work) * 1e3,
+        statistics.median(m / b for m, b in zip(mine, base, strict=True)),
+        statistics.median(m / w for m, w in zip(mine, work, strict=True)),
     )
 
 
-def postgres_cycle(rounds: int, cycles: int) -> tuple[float, float, float]:
+def run_work(floor: Callable[[str], str | None], chain: LLMChain) -> Callable[[], None]:
+    """The plain floor with the run's own work, as a caller keeping JSON state
+    would do it: encode to save, decode and rebuild to load and to resume, the
+    decision and the model's answer, encode the end."""
+
+    def worked() -> None:
+        text = json.dumps(chain.to_state())
+        fetched = floor(text)
+        assert fetched is not None
+        LLMChain.from_state(json.loads(fetched), ScriptedChatModel([]), tools=TOOLS)
+        model = ScriptedChatModel([ScriptedTurn(text="Booked.")])
+        again = LLMChain.from_state(json.loads(fetched), model, tools=TOOLS)
+        result = again.execute_tool_calls_with_decisions(
+            again.pending_tool_calls, [Decision.approve()]
+        )
+        result = result.chain.run()
+        assert result.status == "ok"
+        json.dumps(result.chain.to_state())
+
+    return worked
+
+
+def postgres_cycle(rounds: int, cycles: int) -> Cycle:
     """The store against 6 plain statements carrying the same data."""
     schema = f"bench_{uuid.uuid4().hex[:12]}"
     chain = waiting_run()
@@ -151,20 +187,27 @@ def postgres_cycle(rounds: int, cycles: int) -> tuple[float, float, float]:
             "small": f"UPDATE {schema}.plain SET small = %s WHERE id = %s",
         }
 
-        def floor() -> None:
-            conn.execute(sql["put"], ("r", state))  # save
+        def trips(text: str) -> str | None:
+            conn.execute(sql["put"], ("r", text))  # save
             conn.execute(sql["get"], ("r",)).fetchone()  # load
-            conn.execute(sql["get"], ("r",)).fetchone()  # claim (returns the state)
+            row = conn.execute(sql["get"], ("r",)).fetchone()  # claim (the state)
             conn.execute(sql["small"], ("started", "r"))  # start_call
             conn.execute(sql["small"], ("outcome", "r"))  # finish_call
-            conn.execute(sql["put"], ("r", state))  # settle
+            conn.execute(sql["put"], ("r", text))  # settle
+            return None if row is None else str(row[0])
 
-        result = ratio(lambda: cycle(store, chain), floor, rounds, cycles)
+        result = ratio(
+            lambda: cycle(store, chain),
+            functools.partial(trips, state),
+            run_work(trips, chain),
+            rounds,
+            cycles,
+        )
         conn.execute(f"DROP SCHEMA {schema} CASCADE")
     return result
 
 
-def redis_cycle(rounds: int, cycles: int) -> tuple[float, float, float]:
+def redis_cycle(rounds: int, cycles: int) -> Cycle:
     """The store against 6 plain commands carrying the same data."""
     client = redis.Redis.from_url(REDIS)
     prefix = f"bench-{uuid.uuid4().hex[:12]}:"
@@ -173,15 +216,22 @@ def redis_cycle(rounds: int, cycles: int) -> tuple[float, float, float]:
     state = json.dumps(chain.to_state())
     key = f"{prefix}plain"
 
-    def floor() -> None:
-        client.set(key, state)  # save (one pipeline)
+    def trips(text: str) -> str | None:
+        client.set(key, text)  # save (one pipeline)
         client.get(key)  # load
-        client.get(key)  # claim (returns the state)
+        found = client.get(key)  # claim (returns the state)
         client.set(f"{key}:s", "started")  # start_call
         client.set(f"{key}:s", "outcome")  # finish_call
-        client.set(key, state)  # settle (one pipeline with the inbox indexes)
+        client.set(key, text)  # settle (one pipeline with the inbox indexes)
+        return found if found is None or isinstance(found, str) else found.decode()
 
-    result = ratio(lambda: cycle(store, chain), floor, rounds, cycles)
+    result = ratio(
+        lambda: cycle(store, chain),
+        functools.partial(trips, state),
+        run_work(trips, chain),
+        rounds,
+        cycles,
+    )
     for name in client.scan_iter(f"{prefix}*"):
         client.delete(name)
     client.close()
@@ -437,14 +487,20 @@ def main() -> None:
     if args.messages:
         print_turn_saves(args.messages, args.rounds, args.cycles)
         return
-    print("| store | save+load+resume | same round trips, plain | ratio |")
-    print("| --- | --- | --- | --- |")
+    print(
+        "| store | save+load+resume | same round trips, plain | ratio | "
+        "plain, with the run's own work | ratio |"
+    )
+    print("| --- | --- | --- | --- | --- | --- |")
     for name, measure in (
         ("PostgresRunStore", postgres_cycle),
         ("RedisRunStore", redis_cycle),
     ):
-        mine, base, times = measure(args.rounds, args.cycles)
-        print(f"| {name} | {mine:.2f} ms | {base:.2f} ms | **{times:.2f}x** |")
+        mine, base, work, times, over = measure(args.rounds, args.cycles)
+        print(
+            f"| {name} | {mine:.2f} ms | {base:.2f} ms | **{times:.2f}x** | "
+            f"{work:.2f} ms | **{over:.2f}x** |"
+        )
     print()
     print(f"| store | pending(metadata=...) over {args.runs:,} runs | p50 | p99 |")
     print("| --- | --- | --- | --- |")
