@@ -244,11 +244,17 @@ class TestMessageLog:
         assert store.load(run_id, chain.model).messages == later.messages
 
     def test_known_keeps_the_latest_runs(self) -> None:
-        """Known forgets the least recent run beyond its size: that run's next
-        save is whole."""
-        known = Known(size=1)
-        first, second = self._chain(), self._chain()
+        """Known forgets the least recent runs beyond its budget of messages:
+        their next save is whole; a run noted again counts once."""
+        known = Known(budget=4)
+        first, second = self._chain(), self._chain()  # 2 messages each
+        known.wrote(known.plan("a", first), first)
         known.wrote(known.plan("a", first), first)
         known.wrote(known.plan("b", second), second)
+        assert known.plan("a", first).base is not None  # 4 messages: both kept
+        longer = second.add_messages([lh.Message.user("more")])
+        known.wrote(known.plan("b", longer), longer)  # 5: "a" goes
         assert known.plan("a", first).base is None
-        assert known.plan("b", second).base is not None
+        assert known.plan("b", longer).base is not None
+        known.forget("b")
+        assert known.plan("b", longer).base is None

@@ -114,22 +114,28 @@ class _Entry:
 
 @final
 class Known:
-    """What one store object last wrote or read of each run, the most recent
-    ``size`` runs: the version, and the messages (by reference, as the chains
-    share them)."""
+    """What one store object last wrote or read of each run: the version, and
+    the messages (by reference: the chains share them), for the most recent runs
+    holding ``budget`` messages in all (a run forgotten here is written whole at
+    its next save, once)."""
 
-    def __init__(self, size: int = 1024) -> None:
-        self._size: Final = size
+    def __init__(self, budget: int = 100_000) -> None:
+        self._budget: Final = budget
+        self._held = 0  # messages referenced
         self._lock: Final = threading.Lock()  # stores are shared by threads
         self._runs: Final[OrderedDict[str, _Entry]] = OrderedDict()
 
     def _note(self, run_id: str, version: str, messages: tuple[Message, ...]) -> None:
         runs = self._runs
         with self._lock:
+            old = runs.pop(run_id, None)
+            if old is not None:
+                self._held -= len(old.messages)
             runs[run_id] = _Entry(version, messages)
-            runs.move_to_end(run_id)
-            if len(runs) > self._size:
-                runs.popitem(last=False)
+            self._held += len(messages)
+            while self._held > self._budget:
+                _, gone = runs.popitem(last=False)
+                self._held -= len(gone.messages)
 
     def plan(
         self, run_id: str, chain: LLMChain, calls: Sequence[ToolCall] | None = None
@@ -187,4 +193,6 @@ class Known:
     def forget(self, run_id: str) -> None:
         """The run was deleted, or changed in a way the next save must not build on."""
         with self._lock:
-            self._runs.pop(run_id, None)
+            gone = self._runs.pop(run_id, None)
+            if gone is not None:
+                self._held -= len(gone.messages)

@@ -33,7 +33,7 @@ from typing_extensions import override
 import langhooks as lh
 from langhooks import codec
 from langhooks.chain import Decision, LLMChain, RunResult
-from langhooks.integrations._postgres_sql import _MIGRATIONS
+from langhooks.integrations._postgres_sql import _MIGRATIONS, Sql
 from langhooks.integrations.postgres import (
     SCHEMA_VERSION,
     AsyncPostgresRunStore,
@@ -1267,13 +1267,15 @@ class TestEarlierLayout:
 
     @pytest.mark.parametrize("kind", ["redis", "postgres"])
     def test_a_whole_state_loads_and_resumes(self, kind: str, log: Path) -> None:
+        """A run in the first release's layout (PostgreSQL: in a schema at
+        migration 1, which setup() then brings up to date) loads, resumes, and
+        is saved again."""
         chain = waiting_chain(log, calls=1)
         assert chain.invocation is not None
         run_id = chain.invocation.id
         state = json.dumps(chain.to_state())
         calls = json.dumps([codec.encode(c) for c in chain.pending_tool_calls])
         with place(kind) as here:
-            store = here.make()
             if kind == "redis":
                 client = redis.Redis.from_url(here.url)
                 client.hset(
@@ -1291,13 +1293,21 @@ class TestEarlierLayout:
                 )
                 client.close()
             else:
+                sql = Sql(here.namespace)
                 with psycopg.connect(here.url, autocommit=True) as conn:
+                    conn.execute(sql.create_schema)
+                    conn.execute(sql.create_versions)
+                    version, statements = sql.migrations[0]
+                    for statement in statements:
+                        conn.execute(statement)
+                    conn.execute(sql.record_version, (version,))
                     conn.execute(
                         f'INSERT INTO "{here.namespace}".runs (run_id, status, '
                         f"state, calls, saved_at) VALUES (%s, 'waiting', %s, "
                         f"%s::jsonb, now())",
                         (run_id, state, calls),
                     )
+            store = here.make()  # PostgreSQL: setup() migrates
             loaded = store.load(run_id, answer_model(), tools=TOOLS)
             assert loaded.messages == chain.messages
             assert len(loaded.pending_tool_calls) == 1
@@ -1312,6 +1322,35 @@ class TestEarlierLayout:
 
 class TestPostgres:
     """PostgresRunStore's schema, connections and errors."""
+
+    def test_a_turn_writes_its_messages_only(self, log: Path) -> None:
+        """A resume's end and a save that add messages leave the rows of the
+        earlier ones as they were (the same row versions; the resume replaces
+        the waiting call's stand-in result, the last message), and the run's
+        head small."""
+        chain = waiting_chain(log, calls=1)
+        with place("postgres") as here:
+            store = here.make()
+            run_id = store.save(chain)
+            rows = f'SELECT position, xmin::text FROM "{here.namespace}".run_messages'
+            with psycopg.connect(here.url, autocommit=True) as conn:
+                before: dict[int, str] = dict(conn.execute(rows).fetchall())
+                result = resume_all(store, run_id)
+                ended: dict[int, str] = dict(conn.execute(rows).fetchall())
+                assert len(ended) == len(result.chain.messages) > len(before)
+                kept = {p: v for p, v in before.items() if p < len(before) - 1}
+                assert {p: ended[p] for p in kept} == kept
+                assert ended[len(before) - 1] != before[len(before) - 1]
+                store.save(result.chain.add_messages([lh.Message.user("more")]))
+                after: dict[int, str] = dict(conn.execute(rows).fetchall())
+                assert len(after) == len(ended) + 1
+                assert {p: after[p] for p in ended} == ended
+                head = conn.execute(
+                    f'SELECT length(head), state FROM "{here.namespace}".runs'
+                ).fetchone()
+            assert head is not None
+            assert head[0] < 2000
+            assert head[1] is None
 
     def test_setup_is_idempotent_and_concurrent(self) -> None:
         """setup() from four threads at once (four sessions) and again later: one
