@@ -103,12 +103,14 @@ return log({})
 """
 )
 
-# Drops the call records (only scanned when the hash has more fields than its log
-# and the fixed ones) and the messages from position ARGV-given keep on.
+# Drops the call records and the messages from position keep on. A run in this
+# layout has its log and 10 fields more, so its fields are scanned for records
+# only when it has others; a run an earlier release saved always is.
 _DROP: Final = """
 local function drop(keep)
     local count = tonumber(redis.call('HGET', KEYS[1], 'count') or '0')
-    if redis.call('HLEN', KEYS[1]) > count + 10 then
+    if redis.call('HEXISTS', KEYS[1], 'head') == 0
+            or redis.call('HLEN', KEYS[1]) > count + 10 then
         for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
             if string.sub(field, 1, 5) == 'call:' then
                 redis.call('HDEL', KEYS[1], field)
