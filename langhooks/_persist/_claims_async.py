@@ -1,8 +1,14 @@
 """The storage-only contract of a run store: what a backend (in memory, Redis,
-PostgreSQL, or a new one) implements, and all it implements. Saving, loading and
-resuming once are written above it, once (``_resume``). The async module is written
-by hand, and the sync one is generated from it by ``scripts/unasync.py``: the same
-methods without ``async``.
+PostgreSQL, or a new one) implements, and all it implements. Saving what changed,
+loading, resuming once (the claim, its heartbeat, the per-call records), the inbox
+and delete are written above it, once: ``StoreBase``/``AsyncStoreBase``
+(``_stores_async``) over the driver of ``_resume``.
+
+A new backend is one module: a class with these methods, and its store class on
+``AsyncStoreBase`` (or ``StoreBase``) that gives it from ``_backend()``; the
+contract suite (``tests/integrations/test_run_stores.py``) runs on it once it is a
+``Place`` kind there. The async module is written by hand, and the sync one is
+generated from it by ``scripts/unasync.py``: the same methods without ``async``.
 """
 
 from __future__ import annotations
