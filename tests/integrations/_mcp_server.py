@@ -9,12 +9,12 @@ from __future__ import annotations
 import base64
 import os
 import warnings
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 from mcp import types
 from mcp.server import Server, ServerRequestContext
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.types import ImageContent, TextContent
@@ -94,6 +94,18 @@ async def greet(ctx: Context) -> str:
     return f"Hello {answer.data.name}, {answer.data.age}"
 
 
+def ask_name() -> Elicit[Name]:
+    """The question ``register`` needs answered first."""
+    return Elicit("Who are you?", Name)
+
+
+@server.tool()
+def register(person: Annotated[Name, Resolve(ask_name)]) -> str:
+    """Registers the person the client names (asked before the tool runs: mid-call
+    on a 2025 session, by InputRequiredResult on a 2026-07-28 one)."""
+    return f"Registered {person.name}, {person.age}"
+
+
 @server.tool()
 async def wait(ctx: Context) -> str:
     """Waits until cancelled."""
@@ -117,17 +129,30 @@ async def die(ctx: Context) -> str:
 async def _list_paged(
     ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
-    """Two pages of one tool each."""
-    first = params is None or params.cursor is None
-    name, cursor = ("first", "page-2") if first else ("second", None)
-    tool = types.Tool(name=name, input_schema={"type": "object"})
-    return types.ListToolsResult(tools=[tool], next_cursor=cursor)
+    """Two pages of tools."""
+    if params is None or params.cursor is None:
+        names, cursor = ["first"], "page-2"
+    else:
+        names, cursor = ["second", "poll", "forever", "sample"], None
+    tools = [types.Tool(name=name, input_schema={"type": "object"}) for name in names]
+    return types.ListToolsResult(tools=tools, next_cursor=cursor)
 
 
 async def _call_paged(
     ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-) -> types.CallToolResult:
-    """Structured content and no content blocks."""
+) -> types.CallToolResult | types.InputRequiredResult:
+    """``first``/``second``: structured content and no content blocks; ``poll``:
+    "still working" once (request state only), then a result; ``forever``:
+    always needs more input; ``sample``: asks the client's model."""
+    if params.name == "poll" and params.request_state is None:
+        return types.InputRequiredResult(request_state="working")
+    if params.name == "forever":
+        return types.InputRequiredResult(request_state="again")
+    if params.name == "sample":
+        request = types.CreateMessageRequest(
+            params=types.CreateMessageRequestParams(messages=[], max_tokens=1)
+        )
+        return types.InputRequiredResult(input_requests={"s": request})
     return types.CallToolResult(content=[], structured_content={"tool": params.name})
 
 

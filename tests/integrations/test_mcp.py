@@ -54,11 +54,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @contextlib.asynccontextmanager
-async def in_memory() -> AsyncIterator[ClientSession]:
-    """A session with the test server, in this process over memory streams."""
+async def in_memory(mode: str = "legacy") -> AsyncIterator[ClientSession]:
+    """A session with the test server, in this process over memory streams
+    ("legacy": the 2025-11-25 handshake; "auto": 2026-07-28)."""
     async with Client(
         server,
-        mode="legacy",
+        mode=mode,
         elicitation_callback=elicitation_callback,
         logging_callback=logging_callback,
     ) as client:
@@ -132,6 +133,7 @@ class TestListing:
             "wait",
             "die",
             "attachments",
+            "register",
         }
         count = tools["count"]
         assert count.description == "Count to n, reporting each step."
@@ -177,7 +179,8 @@ class TestListing:
         """Every page of the listing is read."""
         async with Client(paged, mode="legacy") as client:
             tools = await amcp_tools(client.session)
-            assert [tool.name for tool in tools] == ["first", "second"]
+            names = [tool.name for tool in tools]
+            assert names == ["first", "second", "poll", "forever", "sample"]
             result = await chain_of(tools, calling("second")).arun()
         (answer,) = result.chain.messages[2].tool_results
         assert answer.processed_content == {"tool": "second"}
@@ -519,6 +522,76 @@ class TestElicitation:
             answer = await elicitation_callback(context, form)
             assert isinstance(answer, mcp_types.ErrorData)
             assert "0 langhooks tool calls are running" in answer.message
+
+
+class TestInputRequired:
+    """On a 2026-07-28 session a server asks by returning InputRequiredResult and
+    the request is sent again with the answers."""
+
+    @pytest.mark.parametrize("mode", ["legacy", "auto"])
+    async def test_a_question_answered_in_a_resumed_run(self, mode: str) -> None:
+        """A resolver's question interrupts the run on either protocol; the
+        human's answer resumes it."""
+        async with in_memory(mode) as session:
+            tools = await amcp_tools(session, include=["register"])
+            first = await chain_of(tools, calling("register")).arun()
+            assert first.status == "interrupted"
+            assert first.interrupt_data["message"] == "Who are you?"
+            (waiting,) = first.chain.pending_tool_calls
+            decision = answer_elicitation(
+                waiting, first.interrupt_data, {"name": "Di", "age": 9}
+            )
+            resumed = await first.chain.aexecute_tool_calls_with_decisions(
+                [waiting], [decision]
+            )
+        (result,) = resumed.chain.messages[-1].tool_results
+        assert result.text == "Registered Di, 9"
+
+    async def test_resumed_in_another_process(self) -> None:
+        """With no call parked (another process, a new session), the request is
+        sent again and the question answered with the human's answer."""
+        async with in_memory("auto") as session:
+            tools = await amcp_tools(session, include=["register"])
+            first = await chain_of(tools, calling("register")).arun()
+            assert first.status == "interrupted"
+            state, data = first.chain.to_state(), first.interrupt_data
+        async with in_memory("auto") as session:
+            tools = await amcp_tools(session, include=["register"])
+            restored = LLMChain.from_state(state, first.chain.model, tools=tools)
+            (waiting,) = restored.pending_tool_calls
+            decision = answer_elicitation(waiting, data, {"name": "Ed", "age": 1})
+            resumed = await restored.aexecute_tool_calls_with_decisions(
+                [waiting], [decision]
+            )
+        (result,) = resumed.chain.messages[-1].tool_results
+        assert result.text == "Registered Ed, 1"
+
+    async def test_still_working_then_done(self) -> None:
+        """A request-state-only answer (still working) is polled again."""
+        async with Client(paged, mode="auto") as client:
+            tools = await amcp_tools(client.session, include=["poll"])
+            result = await chain_of(tools, calling("poll")).arun()
+        (answer,) = result.chain.messages[2].tool_results
+        assert answer.processed_content == {"tool": "poll"}
+
+    async def test_never_done_or_refused(self) -> None:
+        """A server that keeps asking gives up after ten rounds; an input the
+        session refuses (no sampling) fails the call; both classified."""
+        recording = RecordingChainHandler()
+        async with Client(paged, mode="auto") as client:
+            tools = await amcp_tools(client.session, include=["forever", "sample"])
+            chain = chain_of(
+                tools,
+                calling("forever"),
+                calling("sample", "call_2"),
+                callbacks=[recording],
+            )
+            assert (await chain.arun()).status == "ok"
+        errors = [args[2] for args in recording.of("on_tool_execution_exception")]
+        assert [(e.type, "after 10 rounds" in e.message) for e in errors] == [
+            ("protocol_error", True),
+            ("invalid_request", False),
+        ]
 
 
 def _parked(session: ClientSession) -> bool:

@@ -1,12 +1,16 @@
 """One call to an MCP server's tool, from its request to its result, and what the
 server says to the client meanwhile (progress, questions, log messages).
 
-A call that asks a question (an elicitation) becomes an interrupt of the run: the
-tool invocation returns an interrupted ``ToolResult`` while the request stays open,
-parked under its tool call's id, until the human's answer comes with the resume
-(``answer_elicitation``) or ``elicitation_timeout`` passes. The session lives in one
-process: a resume in another process, or after the timeout, starts the call again
-and answers the same question with the human's answer without asking again.
+A server asks a question (an elicitation) mid-call on a 2025-11-25 session, or by
+answering ``InputRequiredResult`` on a 2026-07-28 one (the request is then sent
+again with the answers). Either way the question reaches this call's ``ask`` and
+becomes an interrupt of the run: the tool invocation returns an interrupted
+``ToolResult`` while the call stays open, parked under its tool call's id, until
+the human's answer comes with the resume (``answer_elicitation``) or
+``elicitation_timeout`` passes (the request is then cancelled). A session lives in
+one process: a resume in another process, or after the timeout, sends the request
+again and answers the same question (same message and schema) with the human's
+answer, without asking again.
 
 Everything here runs on the session's event loop.
 """
@@ -21,9 +25,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeAlias, final
 
 import attrs
-from mcp import ClientSession
+from mcp import ClientSession, MCPError
 from mcp import types as mcp_types
 from mcp.client.session import ClientRequestContext
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.types import jsonrpc
 
 from ..._core._messages import ToolCall, ToolResult
@@ -44,6 +49,11 @@ __all__ = [
 ELICITATION_KEY: Final = "_mcp_elicitation"
 #: ``interrupt_data["kind"]`` of an interrupt that waits for such an answer.
 ELICITATION: Final = "mcp_elicitation"
+
+# How many times a request is sent again with the input a server asked for, and
+# how long to wait before asking again when it asked for none (still working).
+_MAX_ROUNDS: Final = 10
+_POLL: Final = 0.05
 
 #: Where a call's progress goes: ``(progress, total, message)``.
 Report: TypeAlias = Callable[[float, float | None, str | None], None]
@@ -153,11 +163,42 @@ class _Flight:
         ) -> None:
             self.report(progress, total, message)
 
-        name, arguments = request
-        self.task: Final = asyncio.ensure_future(
-            session.call_tool(name, arguments, progress_callback=on_progress)
-        )
+        self.task: Final = asyncio.ensure_future(self._rounds(*request, on_progress))
         self.task.add_done_callback(lambda _: self.events.put_nowait(("done", None)))
+
+    async def _rounds(
+        self, name: str, arguments: dict[str, Any], on_progress: ProgressFnT
+    ) -> mcp_types.CallToolResult:
+        """The request, and on a 2026-07-28 session its retries: a server that
+        needs input returns ``InputRequiredResult``; each of its questions goes
+        through the session's callbacks (``elicitation_callback``: this call's
+        ``ask``) and the request is sent again with the answers."""
+        responses: mcp_types.InputResponses | None = None
+        state: str | None = None
+        for _ in range(_MAX_ROUNDS):
+            result = await self.session.call_tool(
+                name,
+                arguments,
+                progress_callback=on_progress,
+                input_responses=responses,
+                request_state=state,
+                allow_input_required=True,
+            )
+            if isinstance(result, mcp_types.CallToolResult):
+                return result
+            if not result.input_requests:  # the server is still working
+                await asyncio.sleep(_POLL)
+            responses, state = {}, result.request_state
+            for key, needed in (result.input_requests or {}).items():
+                context = ClientRequestContext(session=self.session, request_id=key)
+                given = await self.session.dispatch_input_request(context, needed)
+                if isinstance(given, mcp_types.ErrorData):
+                    raise MCPError.from_error_data(given)
+                responses[key] = given
+        raise MCPError(
+            jsonrpc.INTERNAL_ERROR,
+            f"the server still needed input after {_MAX_ROUNDS} rounds",
+        )
 
     async def ask(
         self, question: mcp_types.ElicitRequestFormParams
