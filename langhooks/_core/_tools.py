@@ -147,7 +147,9 @@ class ToolContext:
     )
     invocation: Invocation | None = None
     chain: ChainView | None = None
-    progress_sink: ProgressSink | None = attrs.field(default=None, eq=False, repr=False)
+    progress_sink: Callable[[ToolProgress], None] | None = attrs.field(
+        default=None, eq=False, repr=False
+    )
 
     __reduce__ = _reduce
 
