@@ -11,7 +11,7 @@
     "on_tool_call_review", "on_tool_execution_started", "on_tool_pre_execution",
     "on_tool_progress", "on_tool_execution_completed", "on_tool_execution_failed",
     "on_tool_execution_exception", "on_tool_interrupted", "on_tool_response_created",
-    "on_llm_error", "on_error", "on_retries_exceeded", "on_run_complete",
+    "on_llm_error", "on_llm_retry", "on_error", "on_retries_exceeded", "on_run_complete",
     "on_llm_call_start", "on_llm_call_complete", "on_partial_response",
     "on_partial_thinking", "on_partial_tool_call", "on_complete_tool_call",
     "on_unmapped_raw_event", "on_complete_response", "message",
