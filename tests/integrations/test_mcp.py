@@ -324,6 +324,33 @@ class TestStdio:
         assert error.retryable
         assert isinstance(error.original, MCPError)
 
+    def test_an_elicitation_in_a_sync_run(self, tmp_path: Path) -> None:
+        """Over stdio, through a portal, under run(): the question interrupts the
+        run and the human's answer resumes the open request."""
+        with (
+            (tmp_path / "server.log").open("w") as errlog,
+            start_blocking_portal() as portal,
+            portal.wrap_async_context_manager(
+                stdio_client(stdio_parameters(), errlog=errlog)
+            ) as (read, write),
+            portal.wrap_async_context_manager(
+                ClientSession(read, write, elicitation_callback=elicitation_callback)
+            ) as session,
+        ):
+            portal.call(session.initialize)
+            tools = mcp_tools(session, portal=portal, include=["greet"])
+            first = chain_of(tools, calling("greet")).run()
+            assert first.status == "interrupted"
+            (waiting,) = first.chain.pending_tool_calls
+            decision = answer_elicitation(
+                waiting, first.interrupt_data, {"name": "Flo", "age": 5}
+            )
+            resumed = first.chain.execute_tool_calls_with_decisions(
+                [waiting], [decision]
+            )
+        (greeting,) = resumed.chain.messages[-1].tool_results
+        assert greeting.text == "Hello Flo, 5"
+
     def test_sync_tools_through_a_portal(self, tmp_path: Path) -> None:
         """mcp_tools gives sync tools for run(): the request runs on the portal's
         loop, the progress is heard live on the run's thread."""
