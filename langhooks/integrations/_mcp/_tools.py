@@ -14,7 +14,7 @@ from mcp import ClientSession
 from mcp import types as mcp_types
 
 from ..._core._messages import ToolCall, ToolResult
-from ..._core._tools import Tool, ToolContext
+from ..._core._tools import Tool, ToolContext, ToolFunction
 from ...chain._decision import Decision
 from ._flights import ELICITATION, ELICITATION_KEY, Action, Answer, invoke
 from ._results import classified
@@ -61,9 +61,9 @@ def _chosen(
             tools would have one name.
     """
     if include is not None:
-        wanted = list(include)
         if isinstance(include, str):
             raise TypeError(f"include must be tool names, got the str {include!r}")
+        wanted = list(include)
         listed = {tool.name for tool in tools}
         unknown = sorted(set(wanted) - listed)
         if unknown:
@@ -81,7 +81,7 @@ def _chosen(
     return named
 
 
-def _tool(name: str, listed: mcp_types.Tool, function: Any) -> Tool:
+def _tool(name: str, listed: mcp_types.Tool, function: ToolFunction) -> Tool:
     return Tool(
         name,
         function,
@@ -124,7 +124,9 @@ async def amcp_tools(
     ]
 
 
-def _async_function(session: ClientSession, server_tool: str, timeout: float) -> Any:
+def _async_function(
+    session: ClientSession, server_tool: str, timeout: float
+) -> ToolFunction:
     async def function(
         arguments: Mapping[str, Any], context: ToolContext
     ) -> ToolResult:
@@ -168,7 +170,7 @@ def mcp_tools(
 
 def _sync_function(
     session: ClientSession, portal: BlockingPortal, server_tool: str, timeout: float
-) -> Any:
+) -> ToolFunction:
     def function(arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
         # The request runs on the portal's loop; its progress comes back here, so
         # it is reported from the tool's own thread (live under run()).
