@@ -32,7 +32,14 @@ except ImportError:  # pragma: no cover - the dev extra installs mcp
         allow_module_level=True,
     )
 
-from langhooks import LangHooksError, Message, ToolCall, ToolProgress
+from langhooks import (
+    LangHooksError,
+    Message,
+    ToolCall,
+    ToolContext,
+    ToolProgress,
+    ToolResult,
+)
 from langhooks.chain import Decision, LLMChain, Tool
 from langhooks.events import EventRecorder, read_events, replay_events
 from langhooks.integrations._mcp._results import classified
@@ -419,6 +426,33 @@ class TestElicitation:
             done = await resumed.chain.arun()
         assert done.chain.messages[-1].text == "Done."
         assert "on_tool_interrupted" in recording.names
+
+    async def test_two_runs_with_the_same_call_id(self) -> None:
+        """Parked calls are told apart by run: two runs whose calls share an id
+        each get their own answer."""
+        async with in_memory() as session:
+            tools = await amcp_tools(session, include=["greet"])
+            firsts = [await chain_of(tools, calling("greet")).arun() for _ in "ab"]
+            texts = []
+            for first, name in zip(firsts, ["Ann", "Bob"], strict=True):
+                assert first.status == "interrupted"
+                (waiting,) = first.chain.pending_tool_calls
+                answer = {"name": name, "age": 1}
+                decision = answer_elicitation(waiting, first.interrupt_data, answer)
+                resumed = await first.chain.aexecute_tool_calls_with_decisions(
+                    [waiting], [decision]
+                )
+                texts.append(resumed.chain.messages[-1].tool_results[0].text)
+        assert texts == ["Hello Ann, 1", "Hello Bob, 1"]
+
+    async def test_a_tool_called_outside_a_run(self) -> None:
+        """A tool function called directly (no chain) runs the server's tool."""
+        async with in_memory() as session:
+            (tool,) = await amcp_tools(session, include=["count"])
+            call = ToolCall(call_id="c", name="count", arguments={"n": 2})
+            result = await tool.function(call.arguments, ToolContext(call=call))
+        assert isinstance(result, ToolResult)
+        assert result.text == "counted to 2"
 
     async def test_declined(self) -> None:
         """A declined question is the server's to answer."""

@@ -144,13 +144,13 @@ class _Flight:
     def __init__(
         self,
         session: ClientSession,
-        call: ToolCall,
+        key: _Key,
         request: tuple[str, dict[str, Any]],
         answers: list[Answer],
         timeout: float,
     ) -> None:
         self.session: Final = session
-        self.call_id: Final = call.call_id
+        self.key: Final = key
         self.prepared = answers  # answers given before the server asked
         self.given: list[Answer] = list(answers)  # every answer of this call
         self.timeout: Final = timeout
@@ -215,7 +215,7 @@ class _Flight:
             return await asyncio.wait_for(asyncio.shield(self.pending), self.timeout)
         except TimeoutError:
             # Nobody answered in time: give up the question and the call.
-            _park(self.session).pop(self.call_id, None)
+            _park(self.session).pop(self.key, None)
             _forget(self)
             self.task.cancel()
             return mcp_types.ElicitResult(action="cancel")
@@ -243,12 +243,14 @@ class _Flight:
 _RUNNING: Final[weakref.WeakKeyDictionary[ClientSession, list[_Flight]]] = (
     weakref.WeakKeyDictionary()
 )
-_PARKED: Final[weakref.WeakKeyDictionary[ClientSession, dict[str, _Flight]]] = (
+# A parked call's key: its run's id (kept across a resume) and its tool call's id.
+_Key: TypeAlias = tuple[str | None, str]
+_PARKED: Final[weakref.WeakKeyDictionary[ClientSession, dict[_Key, _Flight]]] = (
     weakref.WeakKeyDictionary()
 )
 
 
-def _park(session: ClientSession) -> dict[str, _Flight]:
+def _park(session: ClientSession) -> dict[_Key, _Flight]:
     return _PARKED.setdefault(session, {})
 
 
@@ -270,10 +272,12 @@ async def invoke(
     session: ClientSession,
     server_tool: str,
     call: ToolCall,
+    run_id: str | None,
     report: Report,
     timeout: float,
 ) -> ToolResult:
-    """One invocation of a tool made from the server's ``server_tool``.
+    """One invocation of a tool made from the server's ``server_tool``, for
+    ``call`` of the run ``run_id``.
 
     Returns:
         The server's result; or, when the server asks a question, an interrupted
@@ -283,12 +287,13 @@ async def invoke(
         LangHooksError: the call failed (a classified error, never the SDK's).
     """
     arguments, answers = _answers(call.arguments)
-    flight = _park(session).pop(call.call_id, None)
+    key = (run_id, call.call_id)
+    flight = _park(session).pop(key, None)
     if flight is not None:  # resuming a call that waits for this answer
         flight.answer(answers[-1] if answers else None)
     else:
         request = (server_tool, arguments)
-        flight = _Flight(session, call, request, answers, timeout)
+        flight = _Flight(session, key, request, answers, timeout)
         _RUNNING.setdefault(session, []).append(flight)
     flight.report = report
     try:
@@ -301,7 +306,7 @@ async def invoke(
         flight.report = _dropped
     if kind == "question":
         assert question is not None
-        _park(session)[call.call_id] = flight
+        _park(session)[key] = flight
         return _interrupted(call, server_tool, question, flight.given)
     _forget(flight)
     try:

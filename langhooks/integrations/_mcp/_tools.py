@@ -124,6 +124,12 @@ async def amcp_tools(
     ]
 
 
+def _run_id(context: ToolContext) -> str | None:
+    """The id of the run the call belongs to (kept across a resume)."""
+    run = None if context.chain is None else context.chain.invocation
+    return None if run is None else run.id
+
+
 def _async_function(
     session: ClientSession, server_tool: str, timeout: float
 ) -> ToolFunction:
@@ -131,7 +137,12 @@ def _async_function(
         arguments: Mapping[str, Any], context: ToolContext
     ) -> ToolResult:
         return await invoke(
-            session, server_tool, context.call, context.report_progress, timeout
+            session,
+            server_tool,
+            context.call,
+            _run_id(context),
+            context.report_progress,
+            timeout,
         )
 
     function.__name__ = server_tool
@@ -183,10 +194,11 @@ def _sync_function(
 
         async def call(call: ToolCall) -> ToolResult:
             try:
-                return await invoke(session, server_tool, call, report, timeout)
+                return await invoke(session, server_tool, call, run, report, timeout)
             finally:
                 reports.put(None)
 
+        run = _run_id(context)
         future = portal.start_task_soon(call, context.call)
         while (item := reports.get()) is not None:
             context.report_progress(*item)
