@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import sys
 import threading
@@ -450,7 +451,9 @@ class TestElicitation:
         async with in_memory() as session:
             (tool,) = await amcp_tools(session, include=["count"])
             call = ToolCall(call_id="c", name="count", arguments={"n": 2})
-            result = await tool.function(call.arguments, ToolContext(call=call))
+            answer = tool.function(call.arguments, ToolContext(call=call))
+            assert inspect.isawaitable(answer)
+            result = await answer
         assert isinstance(result, ToolResult)
         assert result.text == "counted to 2"
 
