@@ -425,7 +425,9 @@ class TestSpanTree:
         """Progress of a call whose span the handler never opened (or outside a
         run) adds no event and raises nothing."""
         handler = otel.handler()
-        chain = start(LLMChain(ScriptedChatModel([])))
+        chain = start(
+            LLMChain(ScriptedChatModel([]), invocation=Invocation(name="run"))
+        )
         handler.on_tool_progress(chain, call(), ToolProgress(1))
         handler.on_run_start(chain)
         handler.on_tool_progress(chain, call(), ToolProgress(1))
