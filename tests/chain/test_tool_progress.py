@@ -5,6 +5,7 @@ task, between the call's ``on_tool_execution_started`` and its result."""
 from __future__ import annotations
 
 import asyncio
+import pickle
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -81,6 +82,11 @@ class TestToolProgress:
             ToolProgress(1, float("inf"))
         with pytest.raises(TypeError, match="message"):
             ToolProgress(1, None, 3)  # type: ignore[arg-type]
+
+    def test_pickles(self) -> None:
+        """A ToolProgress survives pickling, as every value type does."""
+        report = ToolProgress(2, 5, "two")
+        assert pickle.loads(pickle.dumps(report)) == report
 
     def test_outside_a_run_it_does_nothing(self) -> None:
         """A context without a sink (a tool called directly) ignores reports, but
