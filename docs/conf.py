@@ -95,6 +95,9 @@ nitpick_ignore = [
 # shipped either.
 nitpick_ignore_regex = [("py:class", r"redis\..*"), ("py:class", r"starlette\..*")]
 nitpick_ignore_regex += [("py:exc", r"redis\..*")]
+# The MCP SDK's sessions and types, and anyio's portal (the mcp extra): no inventory
+# shipped either.
+nitpick_ignore_regex += [("py:class", r"(mcp|mcp_types|anyio)\..*")]
 # psycopg's connections and pools (the postgres extra): no inventory shipped either.
 nitpick_ignore_regex += [("py:class", r"psycopg(_pool)?\..*")]
 # The chain type variables of the generic interfaces and results (ChainView's text

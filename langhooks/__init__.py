@@ -49,7 +49,7 @@ if TYPE_CHECKING:
         chain_callbacks,
         streaming_callbacks,
     )
-    from ._core._tools import ChainView, Tool, ToolContext
+    from ._core._tools import ChainView, Tool, ToolContext, ToolProgress
     from ._wrap._background import in_background
     from ._wrap._coalesce import CoalescingDeltas
     from ._wrap._compose import (
@@ -109,6 +109,7 @@ __all__ = [
     "Tool",
     "ToolCall",
     "ToolContext",
+    "ToolProgress",
     "ToolResult",
     "UpdateArguments",
     "__version__",
@@ -145,6 +146,7 @@ _LAZY: dict[str, str] = {
     "Synchronized": "._wrap._wrappers",
     "Tool": "._core._tools",
     "ToolContext": "._core._tools",
+    "ToolProgress": "._core._tools",
     "achain_callbacks": "._core._functions",
     "aiterate_stream": "._wrap._iterate",
     "astreaming_callbacks": "._core._functions",

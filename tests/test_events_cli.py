@@ -24,6 +24,7 @@ from langhooks import (
     TokenUsage,
     Tool,
     ToolCall,
+    ToolProgress,
     ToolResult,
 )
 from langhooks.chain import LLMChain, OkResult
@@ -124,6 +125,8 @@ def record_everything(path: Path) -> None:
         r.on_tool_call_review(c, CALL, WEATHER_TOOL, ReviewContext())
         r.on_tool_execution_started(c, CALL, WEATHER_TOOL)
         r.on_tool_pre_execution(c, CALL, WEATHER_TOOL)
+        r.on_tool_progress(c, CALL, ToolProgress(3, 4, "\x1b[31mthree"))
+        r.on_tool_progress(c, CALL, ToolProgress(0.5))
         r.on_tool_execution_failed(c, CALL, FAILED)
         r.on_tool_execution_exception(c, CALL, ValueError("\x1b[31mboom"))
         r.on_tool_interrupted(c, [FAILED])
@@ -191,6 +194,11 @@ class TestEventsCommand:
             assert name in names, name
         assert names.count("on_error") == 2
         assert '  on_unmapped_raw_event        raw_event=["ping", 1]' in lines
+        assert (
+            "  on_tool_progress             get_weather 3/4 (75%) \\x1b[31mthree"
+            in lines
+        )
+        assert "  on_tool_progress             get_weather 0.5" in lines
 
     def test_wire_text_escaped(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]

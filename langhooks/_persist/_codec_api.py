@@ -35,6 +35,7 @@ from .._core._messages import (
     ToolCall,
     ToolResult,
 )
+from .._core._tools import ToolProgress
 from ..chain._decision import Decision
 from . import _codec
 from ._records import EventRecord
@@ -59,6 +60,7 @@ Encodable: TypeAlias = (
     | PartialThinking
     | PartialToolCall
     | CompleteToolCall
+    | ToolProgress
     | Allow
     | UpdateArguments
     | Deny

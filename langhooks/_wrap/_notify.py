@@ -284,6 +284,7 @@ class NotifyingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
                                               ``ToolResult``)
     ``on_run_complete(chain, result)``        ``on_agent_complete``, the ``RunResult``
     ``on_error`` (either interface)           ``on_error``, the error
+    ``on_tool_progress``                      none: Nous has no progress event
     ========================================  ======================================
 
     It handles only the events that can reach a callback or ``notify``: with no

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, TextIO
 
 from .._core._terminal import escaped, short_json
+from .._core._terminal_style import progress_text
 from .._persist._events import read_numbered_events
 from .._persist._records import EventRecord
 
@@ -184,6 +185,12 @@ _DETAILS: Final[dict[str, Callable[[Mapping[str, Any]], str]]] = {
     ),
     "on_tool_execution_started": _call,
     "on_tool_pre_execution": lambda p: p["call"]["name"],
+    "on_tool_progress": lambda p: (
+        f"{p['call']['name']} "
+        + progress_text(
+            p["progress"]["progress"], p["progress"]["total"], p["progress"]["message"]
+        )
+    ),
     "on_tool_execution_completed": lambda p: (
         f"{p['call']['name']} -> {_text(_result_text(p['result']))}"
     ),

@@ -27,8 +27,9 @@ from .._core._messages import (
 )
 from .._core._terminal_style import Style as _Style
 from .._core._terminal_style import call_arguments as _arguments
+from .._core._terminal_style import progress_text
 from .._core._terminal_style import wants_color as _wants_color
-from .._core._tools import Tool
+from .._core._tools import Tool, ToolProgress
 
 if TYPE_CHECKING:
     from .._core._chain_callbacks import ReviewDecision
@@ -221,6 +222,13 @@ class ConsoleHandler(ChainCallbackHandler):
         current = current_invocation()
         where = "" if current is None else f"in invocation {current.name}"
         self.line("on_tool_pre_execution", f"{call.name} {self._style(where, 'dim')}")
+
+    @override
+    def on_tool_progress(
+        self, chain: LLMChain, call: ToolCall, progress: ToolProgress
+    ) -> None:
+        report = progress_text(progress.progress, progress.total, progress.message)
+        self.line("on_tool_progress", f"{call.name} {report}")
 
     @override
     def on_tool_execution_completed(

@@ -14,6 +14,7 @@ from langhooks import (
     MessageDelta,
     TokenUsage,
     ToolCall,
+    ToolProgress,
     ToolResult,
 )
 from langhooks.chain import LLMChain, RetryPolicy, Tool
@@ -150,11 +151,15 @@ class TestOutput:
         handler.on_message_processing_error(chain, Message.assistant("bad"))
         handler.on_error_message_created(chain, Message.user("answer in JSON"))
         handler.on_llm_error(chain, LangHooksError("timeout", "slow"))
+        handler.on_tool_progress(chain, call, ToolProgress(1, 4, "one"))
+        handler.on_tool_progress(chain, call, ToolProgress(2, 0))
         assert out.getvalue().splitlines() == [
             "  on_llm_new_message           1 tool call(s)",
             "  on_message_processing_error  a processor rejected it",
             "  on_error_message_created     answer in JSON",
             "  on_llm_error                 timeout: slow",
+            "  on_tool_progress             echo 1/4 (25%) one",
+            "  on_tool_progress             echo 2/0",
         ]
 
     def test_failures_and_provider_details(self) -> None:

@@ -7,14 +7,17 @@ where .ci/run installs chromium and a missing browser fails the tests.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from langhooks import Message, ToolCall, ToolContext
+from langhooks.chain import LLMChain, Tool
 from langhooks.integrations._web_auth import TokenAuth
 from langhooks.integrations.web import create_app
-from langhooks.models import ScriptedTurn
+from langhooks.models import ScriptedChatModel, ScriptedTurn
 from tests._services import need_command, unavailable
 
 from ._web_harness import ANSWER, FIRST_TEXT, QUESTION, agent_of, serving, weather_turns
@@ -98,6 +101,34 @@ class TestDemoRun:
             expect(page.locator("#usage")).to_have_text("tokens: 48 in · 36 out")
             assert page.text_content("#run-state") == "waiting for approval"
             assert page.text_content("#runs .prompt") == QUESTION
+            page.close()
+
+    def test_progress_shows_on_the_running_call(self, page: Page) -> None:
+        """A running tool's progress report is shown on its card."""
+        release = threading.Event()
+
+        def indexing(arguments: Mapping[str, Any], context: ToolContext) -> str:
+            context.report_progress(2, 4, "halfway")
+            release.wait(30)
+            return "indexed"
+
+        def agent(prompt: str) -> LLMChain:
+            call = ToolCall(call_id="c1", name="index", arguments={})
+            model = ScriptedChatModel(
+                [ScriptedTurn(tool_calls=[call]), ScriptedTurn(text="Indexed.")]
+            )
+            # Concurrent: the tool waits in a worker thread, not on the app's loop.
+            tool = Tool("index", indexing, concurrent=True)
+            return LLMChain(model, tools=[tool]).add_message(Message.user(prompt))
+
+        with serving(guarded_app(agent=agent, heartbeat=0.5)) as url:
+            start_run(page, url)
+            try:
+                expect(page.locator(".tool .note")).to_have_text("2/4 (50%) halfway")
+            finally:
+                release.set()
+            page.wait_for_selector(".tool[data-state=completed]")
+            assert page.text_content(".tool .note") == ""
             page.close()
 
     def test_approve_resumes_the_run_and_the_answer_appears(self, page: Page) -> None:

@@ -9,9 +9,9 @@
     "on_llm_token_usage", "on_llm_response_headers", "on_message_processed",
     "on_message_processing_error", "on_error_message_created", "on_tool_call_identified",
     "on_tool_call_review", "on_tool_execution_started", "on_tool_pre_execution",
-    "on_tool_execution_completed", "on_tool_execution_failed",
+    "on_tool_progress", "on_tool_execution_completed", "on_tool_execution_failed",
     "on_tool_execution_exception", "on_tool_interrupted", "on_tool_response_created",
-    "on_llm_error", "on_error", "on_retries_exceeded", "on_run_complete",
+    "on_llm_error", "on_llm_retry", "on_error", "on_retries_exceeded", "on_run_complete",
     "on_llm_call_start", "on_llm_call_complete", "on_partial_response",
     "on_partial_thinking", "on_partial_tool_call", "on_complete_tool_call",
     "on_unmapped_raw_event", "on_complete_response", "message",
@@ -317,6 +317,17 @@
 
     on_tool_execution_started(payload) {
       this.setToolState(this.card(payload.call), "running");
+    }
+
+    on_tool_progress(payload) {
+      const card = this.card(payload.call);
+      const { progress, total, message } = payload.progress || {};
+      let text = String(progress);
+      if (total !== null && total !== undefined) {
+        text += `/${total}`;
+        if (total) text += ` (${Math.round((100 * progress) / total)}%)`;
+      }
+      card.note.textContent = message ? `${text} ${message}` : text;
     }
 
     on_tool_execution_completed(payload) {
