@@ -224,7 +224,9 @@ class TestMessage:
 
     def test_tool_calls_items_checked(self) -> None:
         """A tool_calls item that is not a ToolCall fails naming the field."""
-        with pytest.raises(TypeError, match="tool_calls must be ToolCalls, got dict"):
+        with pytest.raises(
+            TypeError, match="tool_calls must be ToolCalls, got list of dict"
+        ):
             Message(role="assistant", tool_calls=[{}])  # type: ignore[list-item]
 
     def test_tool_results_items_checked(self) -> None:
@@ -550,7 +552,9 @@ class TestConverters:
         """message_tuple freezes messages and rejects anything else."""
         messages = [Message.user("a"), Message.user("b")]
         assert message_tuple(messages) == tuple(messages)
-        with pytest.raises(TypeError, match="messages must be Messages, got str"):
+        with pytest.raises(
+            TypeError, match="messages must be Messages, got list of str"
+        ):
             message_tuple(["a"])  # type: ignore[list-item]
 
     def test_tool_tuple(self) -> None:
