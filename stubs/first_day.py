@@ -98,7 +98,7 @@ async def lazy_async_iterator(model: ScriptedChatModel, request: ChatRequest) ->
             assert_type(item, StreamEvent)
 
 
-# --- the codec: value types in, value types out ----------------------------------------
+# --- the codec: value types in, value types out ---------------------------------------
 
 message = Message.user("hi")
 assert_type(loads(dumps(message), type=Message), Message)
@@ -111,7 +111,7 @@ if isinstance(anything, Message):
     assert_type(anything.text, str)
 assert_type(SCHEMA_VERSION, int)
 
-# --- declared types, no bare Any -------------------------------------------------------
+# --- declared types, no bare Any ------------------------------------------------------
 
 assert_type(ToolResult(tool_call_id="c", name="f").processed_content, object)
 assert_type(to_message("on_tool_call", {"id": 1}), tuple[str, dict[str, int]])
@@ -137,7 +137,7 @@ def results(chain: LLMChain) -> None:
     assert_type(OkResult(chain=chain), OkResult[LLMChain])
 
 
-# --- LLMChain takes handlers for it, for any chain, or unparameterised -----------------
+# --- LLMChain takes handlers for it, for any chain, or unparameterised ----------------
 
 
 class ForLLMChain(ChainCallbackHandler[LLMChain]):
@@ -160,7 +160,7 @@ chain = chain.add_callback(ForLLMChain()).add_callback(ForAnyChain())
 chain = chain.add_callback(Plain()).add_callback(Both())
 chain = LLMChain.from_state(chain.to_state(), chain.model, callbacks=[ForLLMChain()])
 
-# --- one constructor convention: the model name positionally or by keyword -------------
+# --- one constructor convention: the model name positionally or by keyword ------------
 
 OpenAIChatModel("gpt-5-mini")
 AnthropicChatModel("claude-sonnet-4-5")

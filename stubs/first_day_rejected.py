@@ -15,7 +15,7 @@ from langhooks import (
     Message,
     ToolResult,
 )
-from langhooks import CompositeStreamHandler  # type: ignore[attr-defined]
+from langhooks import CompositeStreamHandler as CompositeStreamHandler  # type: ignore[attr-defined]
 from langhooks.chain import LLMChain
 from langhooks.codec import decode, dumps, encode, loads
 from langhooks.models import (
@@ -26,13 +26,13 @@ from langhooks.models import (
     ScriptedChatModel,
 )
 
-# --- a misspelled lazy name is not an object --------------------------------------------
+# --- a misspelled lazy name is not an object ------------------------------------------
 
 langhooks.Toool  # type: ignore[attr-defined]
 langhooks.in_backround  # type: ignore[attr-defined]
 langhooks.CompositeStreamHandler  # type: ignore[attr-defined]
 
-# --- the codec decodes value types only --------------------------------------------------
+# --- the codec decodes value types only -----------------------------------------------
 
 text = dumps(Message.user("hi"))
 loads(text, type=str)  # type: ignore[type-var]
@@ -40,11 +40,11 @@ decode(encode(Message.user("hi")), type=dict)  # type: ignore[type-var]
 loads(text).role  # type: ignore[union-attr]
 decode(encode(Message.user("hi"))).text  # type: ignore[union-attr]
 
-# --- no bare Any where a value is declared ------------------------------------------------
+# --- no bare Any where a value is declared --------------------------------------------
 
 ToolResult(tool_call_id="c", name="f").processed_content["rows"]  # type: ignore[index]
 
-# --- a handler written for another runtime's chain ------------------------------------------
+# --- a handler written for another runtime's chain ------------------------------------
 
 
 class OtherChain(ChainView):
@@ -66,7 +66,7 @@ LLMChain(ScriptedChatModel([]), callbacks=[BothForOtherChain()])  # type: ignore
 chain.add_callback(ForOtherChain())  # type: ignore[arg-type]
 LLMChain.from_state({}, chain.model, callbacks=[ForOtherChain()])  # type: ignore[list-item]
 
-# --- the provider models take their SDK's client -------------------------------------------
+# --- the provider models take their SDK's client --------------------------------------
 
 GeminiChatModel("gemini-2.5-flash", client="not a client")  # type: ignore[arg-type]
 CohereChatModel("command-a-03-2025", client=object())  # type: ignore[arg-type]

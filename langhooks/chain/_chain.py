@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast, final, get_args
 import attrs
 
 from .._core._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
-
 from .._core._invocation import Invocation, entered, invocation
 from .._core._messages import ToolCall
 from .._core._model import ChatModel
