@@ -276,7 +276,8 @@ class TestClosedPipe:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         ) as process:
-            assert process.stdout is not None and process.stderr is not None
+            assert process.stdout is not None
+            assert process.stderr is not None
             first = process.stdout.readline()
             process.stdout.close()  # what head does after its lines
             errors = process.stderr.read()

@@ -44,7 +44,7 @@ _COMMANDS: Final = {
     ),
     "runs": (
         "langhooks.cli.runs",
-        "list the runs waiting for decisions in a Redis or PostgreSQL run store",
+        "list and decide the runs waiting in a Redis or PostgreSQL run store",
     ),
 }
 
