@@ -39,7 +39,7 @@ class TestDecide:
             f"the run ended: {ANSWER}",
         ]
         assert starts(log) == ["call_1"]
-        assert store.waiting(run_id) is None
+        assert store.pending() == []
 
     def test_reject_tells_the_model_the_message(
         self, shared: Place, tmp_path: Path
@@ -76,8 +76,8 @@ class TestDecide:
             )
             assert status == 0
             assert out.splitlines()[-1] == "the run waits again: call_1"
-            waiting = store.waiting(run_id)
-            assert waiting is not None
+            (waiting,) = store.pending()
+            assert waiting.run_id == run_id
             assert [call.call_id for call in waiting.calls] == ["call_1"]
 
     def test_a_resume_that_fails_is_exit_1(self, tmp_path: Path) -> None:
