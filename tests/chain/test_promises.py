@@ -531,6 +531,18 @@ class TestCheckedAtConstruction:
         both = type("Both", (ChainCallbackHandler, StreamingChatResponseHandler), {})
         assert isinstance(both(), StreamingChatResponseHandler)
 
+    def test_an_async_handler_in_stream_is_pointed_at_astream(self) -> None:
+        """model.stream(req, async_handler) says to await model.astream(...)."""
+        request = ChatRequest(messages=[Message.user("Hi")])
+        with pytest.raises(TypeError) as raised:
+            ScriptedChatModel([ScriptedTurn(text="x")]).stream(
+                request,
+                AsyncStreamingChatResponseHandler(),  # type: ignore[arg-type]
+            )
+        message = str(raised.value)
+        assert "got AsyncStreamingChatResponseHandler" in message
+        assert "'await model.astream(request, handler)'" in message
+
     def test_a_list_of_stream_handlers_says_to_compose_them(self) -> None:
         """model.stream(req, [h1, h2]) says to wrap them in a composite."""
         request = ChatRequest(messages=[Message.user("Hi")])
