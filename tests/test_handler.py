@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any
 
@@ -257,9 +258,14 @@ class TestEventSignatures:
         def anything(*args: Any) -> None:
             pass
 
+        def report(event: str, *args: Any) -> None:
+            pass
+
         class Fine(StreamingChatResponseHandler):
             @override
-            def on_partial_response(self, p: Any, ctx: Any, /, n: int = 0) -> None:
+            def on_partial_response(
+                self, p: Any, ctx: Any, /, n: int = 0, *, k: int = 1
+            ) -> None:
                 pass
 
             @override
@@ -272,6 +278,8 @@ class TestEventSignatures:
                 pass
 
             on_partial_thinking = staticmethod(anything)
+            # Any other callable is trusted: it is not bound, so not checked.
+            on_unmapped_raw_event = functools.partial(report, "raw")
 
         class Both(ChainCallbackHandler, StreamingChatResponseHandler):
             @override

@@ -152,6 +152,14 @@ class TestToolResult:
 
 
 class TestMessage:
+    def test_dict_content_names_the_dict(self) -> None:
+        """Content given as a dict says it got a dict (it iterates its keys, which
+        are str: the error used to say it got a str)."""
+        with pytest.raises(
+            TypeError, match=r"^content must be a str or ContentParts, got dict$"
+        ):
+            Message.user({"text": "hi"})  # type: ignore[arg-type]
+
     def test_constructors(self) -> None:
         """system/user/assistant/tool build messages with the right role."""
         call = ToolCall(call_id="c1", name="s")

@@ -47,7 +47,7 @@ def handler_tuple(values: Iterable[Handler]) -> tuple[Handler, ...]:
         if not isinstance(handler, ChainCallbackHandler | AsyncChainCallbackHandler):
             raise TypeError(
                 f"callbacks must be ChainCallbackHandler or AsyncChainCallbackHandler "
-                f"instances, got {handler!r}"
+                f"instances, got {type(handler).__name__}"
             )
     return handlers
 
