@@ -106,7 +106,7 @@ __all__ = [
 ]
 
 #: The schema version ``encode`` writes; ``decode`` reads it and every older one.
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final[int] = 1
 
 _T = TypeVar("_T")
 

@@ -58,6 +58,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         for number, record in read_numbered_events(args.file):
             count += 1
             _print(printer, record, f"{args.file}: line {number}")
+    except BrokenPipeError:  # the output's reader left: main() ends quietly
+        raise
     except OSError as exc:
         print(
             f"langhooks events: cannot read {args.file!r}: {exc.strerror or exc}",

@@ -18,6 +18,7 @@ from typing_extensions import override
 from .._core._chain_callbacks import ChainCallbackHandler, ReviewContext
 from .._core._invocation import current_invocation
 from .._core._messages import (
+    ChatResponse,
     LangHooksError,
     Message,
     MessageDelta,
@@ -265,10 +266,22 @@ class ConsoleHandler(ChainCallbackHandler):
     def on_llm_call_start(
         self, chain: LLMChain, model: ChatModel, request: ChatRequest
     ) -> None:
-        # Not printed: it numbers the attempts for on_llm_retry's line.
+        # It also numbers the attempts for on_llm_retry's line.
         key = _run_key(chain)
         with self._lock:
             self._attempt[key] = self._retrying.pop(key, 1)
+        name = getattr(model, "model", None)
+        label = type(model).__name__ + (f" {name!r}" if isinstance(name, str) else "")
+        detail = (
+            f"{label}, {len(request.messages)} message(s), {len(request.tools)} tool(s)"
+        )
+        self.line("on_llm_call_start", detail, "dim")
+
+    @override
+    def on_llm_call_complete(self, chain: LLMChain, response: ChatResponse) -> None:
+        reason = response.finish_reason or "-"
+        detail = f"finish={reason} status={response.message.status}"
+        self.line("on_llm_call_complete", detail, "dim")
 
     @override
     def on_llm_error(self, chain: LLMChain, error: LangHooksError) -> None:

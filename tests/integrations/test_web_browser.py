@@ -18,6 +18,7 @@ from langhooks.chain import LLMChain, Tool
 from langhooks.integrations._web_auth import TokenAuth
 from langhooks.integrations.web import create_app
 from langhooks.models import ScriptedChatModel, ScriptedTurn
+from langhooks.stores import MemoryRunStore
 from tests._services import need_command, unavailable
 
 from ._web_harness import ANSWER, FIRST_TEXT, QUESTION, agent_of, serving, weather_turns
@@ -371,4 +372,52 @@ class TestTheEnd:
             seen = page.evaluate("() => window.connectionTexts")
             assert "reconnecting…" not in seen
             assert seen[-1] == "stream ended"
+            page.close()
+
+
+class HeldSaves:
+    """A ``MemoryRunStore`` whose ``save`` waits until the test lets it go: the run
+    has ended, but the server is not done with it yet."""
+
+    def __init__(self) -> None:
+        self.store = MemoryRunStore()
+        self.release = threading.Event()
+
+    def save(self, chain: LLMChain, **options: Any) -> str:
+        self.release.wait(30)
+        return self.store.save(chain, **options)
+
+    def load(self, run_id: str, *args: Any, **options: Any) -> LLMChain:
+        return self.store.load(run_id, *args, **options)
+
+    def resume(self, run_id: str, *args: Any, **options: Any) -> Any:
+        return self.store.resume(run_id, *args, **options)
+
+    def pending(self, **options: Any) -> Any:
+        return self.store.pending(**options)
+
+    def delete(self, run_id: str) -> bool:
+        return self.store.delete(run_id)
+
+
+class TestRunList:
+    def test_the_list_shows_the_live_state_of_the_shown_run(self, page: Page) -> None:
+        """The run waits for approval: its entry in the run list says so with the
+        view, while the server is still saving the run (its listed state is
+        "running" until the save is done)."""
+        held = HeldSaves()
+        app = guarded_app(
+            agent=agent_of(weather_turns(), delay=0.0), store=held, heartbeat=0.5
+        )
+        with serving(app) as url:
+            try:
+                start_run(page, url)
+                expect(page.locator("#run-state")).to_have_text("waiting for approval")
+                listed = page.request.get(f"{url}runs").json()["runs"]
+                assert [run["state"] for run in listed] == ["running"]
+                expect(page.locator("#runs .state")).to_have_text(
+                    "waiting for approval"
+                )
+            finally:
+                held.release.set()
             page.close()

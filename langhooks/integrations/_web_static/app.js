@@ -54,11 +54,28 @@
     }[state] || state;
   }
 
-  function setRunState(state) {
+  function showRunState(state) {
     const badge = $("run-state");
     badge.textContent = describeState(state);
     badge.className = `badge ${state}`;
   }
+
+  // What the live stream says of the shown run, on its badge and in the run list at
+  // once. The list is polled, and the state it gives changes only when the server
+  // is done with the run (a run store's save, after its last record): until then
+  // the list would say "running" of a run the view shows waiting for approval.
+  function setRunState(state) {
+    showRunState(state);
+    if (!view) return;
+    view.state = state;
+    for (const button of document.querySelectorAll("#runs button")) {
+      if (button.dataset.runId === view.runId) {
+        button.querySelector(".state").textContent = describeState(state);
+      }
+    }
+  }
+
+  const busy = (state) => ["running", "resuming"].includes(state);
 
   function setConnection(text) {
     $("connection").textContent = text;
@@ -79,7 +96,8 @@
       $("run-id").textContent = runId;
       $("view").hidden = false;
       $("empty").hidden = true;
-      setRunState("running");
+      this.state = null;  // what the stream said last (setRunState)
+      showRunState("running");
       this.open();
     }
 
@@ -205,6 +223,11 @@
       $("errors").append(make("div", "error", `run failed: ${errorText(payload.error)}`));
       this.lastStatus = "error";
       setRunState("error");
+    }
+
+    on_run_start() {
+      // A run (or a resume) begins: the list may say so again.
+      if (this.state !== null) setRunState("running");
     }
 
     on_run_complete(payload) {
@@ -367,17 +390,20 @@
       const button = make("button");
       button.type = "button";
       button.dataset.runId = run.run_id;
+      let state = run.state;
       if (view && view.runId === run.run_id) {
         button.className = "selected";
         $("question").hidden = !run.prompt;
         $("question").textContent = run.prompt;
-        if (!["running", "resuming"].includes(run.state) && view.lastStatus) {
+        if (busy(run.state) && view.state !== null && !busy(view.state)) {
+          state = view.state;  // the stream is ahead of the list (setRunState)
+        } else if (!busy(run.state) && view.lastStatus) {
           setRunState(run.state);
         }
       }
       // A run another process started has no prompt here: name it by its id.
       const title = run.prompt || `run ${run.run_id.slice(0, 8)}`;
-      button.append(make("span", "prompt", title), make("span", "state", describeState(run.state)));
+      button.append(make("span", "prompt", title), make("span", "state", describeState(state)));
       button.onclick = () => { location.hash = run.run_id; };
       item.append(button);
       return item;
