@@ -155,14 +155,22 @@ class Sql:
         )
         # The claim row is locked FOR SHARE: a takeover waits for this statement,
         # so no call starts under a claim that another resume holds.
+        # A record an earlier release keyed by the call id alone (%(old)s) is
+        # taken, once, by the first call with that id: moved to its key.
         self.start_call: Final = (
             f"WITH held AS (SELECT 1 FROM {s}.runs WHERE run_id = %(id)s AND "
             f"claim_token = %(token)s AND status = 'claimed' FOR SHARE), "
-            f"started AS (INSERT INTO {s}.run_calls (run_id, call_id) SELECT "
-            f"%(id)s, %(call)s FROM held ON CONFLICT DO NOTHING RETURNING 1) "
-            f"SELECT (SELECT count(*) FROM held), (SELECT count(*) FROM started), "
-            f"(SELECT coalesce(outcome, '') FROM {s}.run_calls WHERE run_id = %(id)s "
-            f"AND call_id = %(call)s)"
+            f"known AS (SELECT outcome FROM {s}.run_calls WHERE run_id = %(id)s "
+            f"AND call_id = %(call)s), "
+            f"old AS (DELETE FROM {s}.run_calls WHERE run_id = %(id)s AND "
+            f"call_id = %(old)s AND EXISTS (SELECT 1 FROM held) AND NOT EXISTS "
+            f"(SELECT 1 FROM known) RETURNING outcome), "
+            f"started AS (INSERT INTO {s}.run_calls (run_id, call_id, outcome) "
+            f"SELECT %(id)s, %(call)s, (SELECT outcome FROM old) FROM held "
+            f"ON CONFLICT DO NOTHING RETURNING 1) "
+            f"SELECT (SELECT count(*) FROM held), (SELECT count(*) FROM started) - "
+            f"(SELECT count(*) FROM old), coalesce((SELECT outcome FROM old), "
+            f"(SELECT outcome FROM known), '')"
         )
         self.finish_call: Final = (
             f"UPDATE {s}.run_calls SET outcome = %s WHERE run_id = %s AND "

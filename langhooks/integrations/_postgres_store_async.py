@@ -20,6 +20,7 @@ from .._persist._resume import (
     check_claim_timeout,
 )
 from .._persist._stores import (
+    CallKey,
     PendingRun,
 )
 
@@ -377,8 +378,8 @@ class _AsyncClaims:
             await cursor.execute(self._sql.heartbeat, (run_id, token))
             return cursor.rowcount > 0
 
-    async def start_call(self, run_id: str, token: str, call_id: str) -> str | None:
-        params = {"id": run_id, "token": token, "call": call_id}
+    async def start_call(self, run_id: str, token: str, call: CallKey) -> str | None:
+        params = {"id": run_id, "token": token, "call": call.text, "old": call.call_id}
         async with self._store._cursor() as cursor:
             await cursor.execute(self._sql.start_call, params)
             row = await cursor.fetchone()
@@ -386,10 +387,10 @@ class _AsyncClaims:
         return started_outcome(run_id, row)
 
     async def finish_call(
-        self, run_id: str, token: str, call_id: str, outcome: str
+        self, run_id: str, token: str, call: CallKey, outcome: str
     ) -> None:
         async with self._store._cursor() as cursor:
-            await cursor.execute(self._sql.finish_call, (outcome, run_id, call_id))
+            await cursor.execute(self._sql.finish_call, (outcome, run_id, call.text))
 
     async def settle(
         self,

@@ -22,6 +22,7 @@ from .._persist._resume import (
     resume_once,
 )
 from .._persist._stores import (
+    CallKey,
     PendingRun,
 )
 
@@ -365,17 +366,17 @@ class _Claims:
             cursor.execute(self._sql.heartbeat, (run_id, token))
             return cursor.rowcount > 0
 
-    def start_call(self, run_id: str, token: str, call_id: str) -> str | None:
-        params = {"id": run_id, "token": token, "call": call_id}
+    def start_call(self, run_id: str, token: str, call: CallKey) -> str | None:
+        params = {"id": run_id, "token": token, "call": call.text, "old": call.call_id}
         with self._store._cursor() as cursor:
             cursor.execute(self._sql.start_call, params)
             row = cursor.fetchone()
         assert row is not None  # a SELECT of subqueries answers one row
         return started_outcome(run_id, row)
 
-    def finish_call(self, run_id: str, token: str, call_id: str, outcome: str) -> None:
+    def finish_call(self, run_id: str, token: str, call: CallKey, outcome: str) -> None:
         with self._store._cursor() as cursor:
-            cursor.execute(self._sql.finish_call, (outcome, run_id, call_id))
+            cursor.execute(self._sql.finish_call, (outcome, run_id, call.text))
 
     def settle(
         self,

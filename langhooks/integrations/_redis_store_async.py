@@ -18,6 +18,7 @@ from .._persist._resume import (
     aresume_once,
 )
 from .._persist._stores import (
+    CallKey,
     PendingRun,
     check_limit,
     check_metadata,
@@ -38,6 +39,7 @@ from ._redis_runs import (
     START_CALL,
     Layout,
     as_text,
+    call_fields,
     claim_error,
     claim_lost,
     index_for,
@@ -311,20 +313,20 @@ class _AsyncClaims:
         key = store._layout.key(run_id)
         return bool(await store._heartbeat(keys=[key], args=[token]))
 
-    async def start_call(self, run_id: str, token: str, call_id: str) -> str | None:
+    async def start_call(self, run_id: str, token: str, call: CallKey) -> str | None:
         store = self._store
         answer = await store._start_call(
-            keys=[store._layout.key(run_id)], args=[token, f"call:{call_id}"]
+            keys=[store._layout.key(run_id)], args=[token, *call_fields(call)]
         )
         return started_outcome(run_id, answer)
 
     async def finish_call(
-        self, run_id: str, token: str, call_id: str, outcome: str
+        self, run_id: str, token: str, call: CallKey, outcome: str
     ) -> None:
         store = self._store
         await store._finish_call(
             keys=[store._layout.key(run_id)],
-            args=[token, f"call:{call_id}", outcome],
+            args=[token, call_fields(call)[0], outcome],
         )
 
     async def settle(

@@ -20,6 +20,7 @@ from .._persist._resume import (
     resume_once,
 )
 from .._persist._stores import (
+    CallKey,
     PendingRun,
     check_limit,
     check_metadata,
@@ -40,6 +41,7 @@ from ._redis_runs import (
     START_CALL,
     Layout,
     as_text,
+    call_fields,
     claim_error,
     claim_lost,
     index_for,
@@ -307,18 +309,18 @@ class _Claims:
         key = store._layout.key(run_id)
         return bool(store._heartbeat(keys=[key], args=[token]))
 
-    def start_call(self, run_id: str, token: str, call_id: str) -> str | None:
+    def start_call(self, run_id: str, token: str, call: CallKey) -> str | None:
         store = self._store
         answer = store._start_call(
-            keys=[store._layout.key(run_id)], args=[token, f"call:{call_id}"]
+            keys=[store._layout.key(run_id)], args=[token, *call_fields(call)]
         )
         return started_outcome(run_id, answer)
 
-    def finish_call(self, run_id: str, token: str, call_id: str, outcome: str) -> None:
+    def finish_call(self, run_id: str, token: str, call: CallKey, outcome: str) -> None:
         store = self._store
         store._finish_call(
             keys=[store._layout.key(run_id)],
-            args=[token, f"call:{call_id}", outcome],
+            args=[token, call_fields(call)[0], outcome],
         )
 
     def settle(

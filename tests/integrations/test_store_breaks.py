@@ -1,0 +1,245 @@
+"""What the third adversarial pass broke in the run stores, pinned (issue 37).
+
+A resume runs each tool call at most once, keyed by something a later turn cannot
+repeat; what a tool returns is stored as the codec represents it (lone surrogates,
+NUL); the Redis inbox indexes go with their runs. Every store kind, sync and async.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import psycopg
+import pytest
+import redis
+from typing_extensions import override
+
+import langhooks as lh
+from langhooks.chain import Decision, LLMChain, RunResult, Tool
+from langhooks.models import ScriptedChatModel, ScriptedTurn
+from langhooks.stores import AsyncRunStore, RunStore
+from tests.integrations.test_run_stores import AsyncPlace, Place, place
+
+# A provider that numbers call ids per response (Ollama before it sent ids,
+# Gemini before 3) repeats them in every turn.
+_REPEATED = "call_0"
+
+
+@pytest.fixture(params=["memory", "redis", "postgres"])
+def where(request: pytest.FixtureRequest) -> Iterator[Place]:
+    """Each store kind in turn."""
+    with place(request.param) as here:
+        yield here
+
+
+@pytest.fixture(params=["redis", "postgres"])
+async def awhere(request: pytest.FixtureRequest) -> Any:
+    """Each async store kind in turn."""
+    with place(request.param) as here:
+        there = AsyncPlace(here)
+        try:
+            yield there
+        finally:
+            await there.close()
+
+
+class AskForFirst(lh.ChainCallbackHandler):
+    """Calls of the tool "first" wait for a human; the others run."""
+
+    @override
+    def on_tool_call_review(
+        self,
+        chain: LLMChain,
+        call: lh.ToolCall,
+        tool: lh.Tool,
+        review: lh.ReviewContext,
+    ) -> lh.ReviewDecision | None:
+        if call.name == "first" and review.human_decision is None:
+            return lh.Interrupt("May I?")
+        return None
+
+
+def _tools(ran: list[str], first_returns: str = "first done") -> list[Tool]:
+    def first(arguments: Mapping[str, Any], context: lh.ToolContext) -> str:
+        ran.append("first")
+        return first_returns
+
+    def second(arguments: Mapping[str, Any], context: lh.ToolContext) -> str:
+        ran.append("second")
+        return "second done"
+
+    return [Tool("first", first), Tool("second", second)]
+
+
+def _async_tools(ran: list[str], first_returns: str = "first done") -> list[Tool]:
+    async def first(arguments: Mapping[str, Any], context: lh.ToolContext) -> str:
+        ran.append("first")
+        return first_returns
+
+    async def second(arguments: Mapping[str, Any], context: lh.ToolContext) -> str:
+        ran.append("second")
+        return "second done"
+
+    return [Tool("first", first), Tool("second", second)]
+
+
+def _call(name: str) -> lh.ToolCall:
+    return lh.ToolCall(call_id=_REPEATED, name=name, arguments={})
+
+
+def _later_turns() -> ScriptedChatModel:
+    """After the approved call: a turn calling "second" under the same id, then
+    an answer."""
+    return ScriptedChatModel(
+        [ScriptedTurn(tool_calls=[_call("second")]), ScriptedTurn(text="Done.")]
+    )
+
+
+def _interrupted(tools: list[Tool]) -> LLMChain:
+    model = ScriptedChatModel([ScriptedTurn(tool_calls=[_call("first")])])
+    chain = LLMChain(model, tools=tools, callbacks=[AskForFirst()])
+    result = chain.add_message(lh.Message.user("Go.")).run()
+    assert result.status == "interrupted"
+    return result.chain
+
+
+def _contents(result: RunResult) -> list[str]:
+    return [r.text for m in result.chain.messages for r in m.tool_results]
+
+
+class TestRepeatedCallIds:
+    """A call id a later turn repeats is another call: it runs (issue 37, 1)."""
+
+    def test_a_plain_run_runs_both(self) -> None:
+        """Without a store, both calls named call_0 run (what a resume must match)."""
+        ran: list[str] = []
+        chain = _interrupted(_tools(ran))
+        resumed = chain.execute_tool_calls_with_decisions(
+            chain.pending_tool_calls, [Decision.approve()]
+        )
+        result = attrs_model(resumed.chain, _later_turns()).run()
+        assert ran == ["first", "second"]
+        assert _contents(result) == ["first done", "second done"]
+
+    def test_a_resume_runs_the_later_turns_call(self, where: Place) -> None:
+        """Resumed through a store, the next turn's call_0 (another tool) runs and
+        gets its own result, not the approved call's."""
+        ran: list[str] = []
+        store: RunStore = where.make()
+        run_id = store.save(_interrupted(_tools(ran)))
+        result = store.resume(
+            run_id,
+            [Decision.approve()],
+            _later_turns(),
+            tools=_tools(ran),
+            callbacks=[AskForFirst()],
+        )
+        assert result.status == "ok"
+        assert ran == ["first", "second"]
+        assert _contents(result) == ["first done", "second done"]
+
+    async def test_async_stores(self, awhere: AsyncPlace) -> None:
+        """The async stores (same resume code) run it too."""
+        ran: list[str] = []
+        store: AsyncRunStore = await awhere.make()
+        run_id = await store.save(_interrupted(_tools(ran)))
+        result = await store.resume(
+            run_id,
+            [Decision.approve()],
+            _later_turns(),
+            tools=_async_tools(ran),
+            callbacks=[AskForFirst()],
+        )
+        assert result.status == "ok"
+        assert ran == ["first", "second"]
+        assert _contents(result) == ["first done", "second done"]
+
+
+def attrs_model(chain: LLMChain, model: ScriptedChatModel) -> LLMChain:
+    """``chain`` on another model."""
+    import attrs
+
+    return attrs.evolve(chain, model=model)
+
+
+# A file name os.listdir gives for bytes that are not UTF-8.
+_SURROGATE = "report-\udcff.txt"
+
+
+class TestWhatTheCodecRepresents:
+    """A tool's text is stored as the codec writes it (issue 37, 2)."""
+
+    def test_a_lone_surrogate_is_kept(self, where: Place) -> None:
+        """A tool that returns a lone surrogate ran: the model gets its text, not
+        a failure."""
+        ran: list[str] = []
+        store: RunStore = where.make()
+        run_id = store.save(_interrupted(_tools(ran)))
+        result = store.resume(
+            run_id,
+            [Decision.approve()],
+            ScriptedChatModel([ScriptedTurn(text="Done.")]),
+            tools=_tools(ran, _SURROGATE),
+        )
+        assert result.status == "ok"
+        assert ran == ["first"]
+        assert _contents(result) == [_SURROGATE]
+
+    async def test_async_stores(self, awhere: AsyncPlace) -> None:
+        """The async stores keep it too."""
+        ran: list[str] = []
+        store: AsyncRunStore = await awhere.make()
+        run_id = await store.save(_interrupted(_tools(ran)))
+        result = await store.resume(
+            run_id,
+            [Decision.approve()],
+            ScriptedChatModel([ScriptedTurn(text="Done.")]),
+            tools=_async_tools(ran, _SURROGATE),
+        )
+        assert result.status == "ok"
+        assert ran == ["first"]
+        assert _contents(result) == [_SURROGATE]
+
+
+def _write_legacy_record(where: Place, run_id: str, outcome: str) -> None:
+    """A record as an earlier release kept it, by call id alone (its resume
+    handed the claim back after ``call_0`` ran)."""
+    if where.kind == "redis":
+        client = redis.Redis.from_url(where.url)
+        client.hset(f"{where.namespace}state:{run_id}", f"call:{_REPEATED}", outcome)
+        client.close()
+        return
+    with psycopg.connect(where.url, autocommit=True) as conn:
+        conn.execute(
+            f'INSERT INTO "{where.namespace}".run_calls (run_id, call_id, outcome) '
+            f"VALUES (%s, %s, %s)",
+            (run_id, _REPEATED, outcome),
+        )
+
+
+class TestRecordsOfEarlierReleases:
+    """A record an earlier release kept by call id alone is still honoured, once."""
+
+    @pytest.mark.parametrize("kind", ["redis", "postgres"])
+    @pytest.mark.parametrize("outcome", ['{"text":"first done before"}', ""])
+    def test_taken_by_the_first_call_with_its_id(self, kind: str, outcome: str) -> None:
+        """The waiting call_0 reuses the old record (or, started and never
+        finished, is not run again); the next turn's call_0 runs."""
+        with place(kind) as where:
+            ran: list[str] = []
+            store: RunStore = where.make()
+            run_id = store.save(_interrupted(_tools(ran)))
+            _write_legacy_record(where, run_id, outcome)
+            result = store.resume(
+                run_id,
+                [Decision.approve()],
+                _later_turns(),
+                tools=_tools(ran),
+                callbacks=[AskForFirst()],
+            )
+        assert ran == ["second"]
+        first, second = _contents(result)
+        assert first == ("first done before" if outcome else first)
+        assert outcome or "worker running this tool call stopped" in first
+        assert second == "second done"
