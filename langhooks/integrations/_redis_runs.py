@@ -12,7 +12,9 @@ a run is one Lua script on that one key, so it is atomic and works on Redis Clus
 The approval inbox is a sorted set per prefix, ``{prefix}waiting`` (score: when the
 run was saved, in ms), plus one per top-level scalar metadata value,
 ``{prefix}waiting:{key}={json value}``. The indexes are hints: ``pending`` reads each
-candidate's hash and drops entries whose run is gone.
+candidate's hash and drops entries whose run is gone. An index expires with the
+last of its runs (each run listed in it moves its expiry on to the run's own), so
+the keys that metadata from clients names (a thread id, a user) go with their runs.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ __all__ = [
     "FIELDS",
     "FINISH_CALL",
     "HEARTBEAT",
+    "INDEX",
     "RELEASE",
     "SETTLE",
     "START_CALL",
@@ -82,7 +85,8 @@ if status == 'claimed' then
     if now - beat < tonumber(ARGV[2]) then return {'busy'} end
 end
 redis.call('HSET', KEYS[1], 'status', 'claimed', 'token', ARGV[1], 'beat', now)
-return {'ok', redis.call('HGET', KEYS[1], 'state'), redis.call('HGET', KEYS[1], 'meta')}
+return {'ok', redis.call('HGET', KEYS[1], 'state'), redis.call('HGET', KEYS[1], 'meta'),
+        redis.call('HGET', KEYS[1], 'expires')}
 """
 )
 
@@ -142,6 +146,21 @@ for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
 end
 redis.call('HSET', KEYS[1], 'state', ARGV[2], 'calls', ARGV[3], 'status', ARGV[4],
            'token', '', 'saved', ARGV[5])
+return 1
+"""
+)
+
+# KEYS[1] an inbox index; ARGV run id, score, the run's expiry (ms). The index
+# expires with the last of its runs. One that has no expiry (written by an earlier
+# release, whose runs' expiries are unknown here) is left so.
+INDEX: Final = (
+    _NOW
+    + """
+local ttl = redis.call('PTTL', KEYS[1])
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+if ttl == -2 or (ttl >= 0 and now + ttl < tonumber(ARGV[3])) then
+    redis.call('PEXPIREAT', KEYS[1], ARGV[3])
+end
 return 1
 """
 )

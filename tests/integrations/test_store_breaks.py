@@ -7,6 +7,7 @@ NUL); the Redis inbox indexes go with their runs. Every store kind, sync and asy
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -19,7 +20,7 @@ import langhooks as lh
 from langhooks.chain import Decision, LLMChain, RunResult, Tool
 from langhooks.models import ScriptedChatModel, ScriptedTurn
 from langhooks.stores import AsyncRunStore, RunStore
-from tests.integrations.test_run_stores import AsyncPlace, Place, place
+from tests.integrations.test_run_stores import AsyncPlace, Place, place, wait_for
 
 # A provider that numbers call ids per response (Ollama before it sent ids,
 # Gemini before 3) repeats them in every turn.
@@ -243,3 +244,104 @@ class TestRecordsOfEarlierReleases:
         assert first == ("first done before" if outcome else first)
         assert outcome or "worker running this tool call stopped" in first
         assert second == "second done"
+
+
+def _expired_runs(store: RunStore, count: int) -> None:
+    """``count`` runs saved to expire at once, each on its own thread and user."""
+    for n in range(count):
+        chain = _interrupted(_tools([]))
+        store.save(chain, metadata={"thread": f"t{n}", "user": f"u{n}"}, expires_in=0.2)
+
+
+def keys_left(client: Any, prefix: str) -> list[str]:
+    """The keys under ``prefix`` once its runs have expired (waits for them to
+    go, and for the indexes as long again)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        keys = sorted(str(key) for key in client.scan_iter(match=f"{prefix}*"))
+        if not keys:
+            break
+        time.sleep(0.05)
+    return keys
+
+
+class TestTheRedisInbox:
+    """The inbox indexes go with their runs (issue 37, 4)."""
+
+    def test_expired_runs_leave_no_keys(self) -> None:
+        """100 runs that expire unanswered, each naming its own thread and user,
+        leave no key behind."""
+        with place("redis") as where:
+            store = where.make()
+            _expired_runs(store, 100)
+            client = redis.Redis.from_url(where.url)
+            try:
+                assert keys_left(client, where.namespace) == []
+            finally:
+                client.close()
+
+    @pytest.mark.parametrize("longer_first", [True, False])
+    def test_an_index_lives_as_long_as_its_last_run(self, longer_first: bool) -> None:
+        """A run that waits longer keeps its index, whichever was saved first."""
+        with place("redis") as where:
+            store = where.make()
+            long = _interrupted(_tools([]))
+            short = _interrupted(_tools([]))
+            saves = [(long, 3600.0), (short, 0.2)]
+            for chain, seconds in saves if longer_first else saves[::-1]:
+                store.save(chain, metadata={"thread": "t"}, expires_in=seconds)
+            client = redis.Redis.from_url(where.url)
+            try:
+                index = f"{where.namespace}waiting:thread=" + '"t"'
+                assert short.invocation is not None
+                gone = f"{where.namespace}state:{short.invocation.id}"
+                wait_for(lambda: client.exists(gone) == 0)
+                rows = store.pending(metadata={"thread": "t"})
+                assert long.invocation is not None
+                assert [row.run_id for row in rows] == [long.invocation.id]
+                assert client.pttl(index) > 3_000_000
+            finally:
+                client.close()
+
+    def test_waiting_again_keeps_the_index(self) -> None:
+        """A resume that ends waiting again lists the run under the run's own
+        expiry."""
+        with place("redis") as where:
+            store = where.make()
+            ran: list[str] = []
+            chain = _interrupted(_tools(ran))
+            run_id = store.save(chain, metadata={"thread": "t"}, expires_in=3600)
+            again = ScriptedChatModel([ScriptedTurn(tool_calls=[_call("first")])])
+            result = store.resume(
+                run_id,
+                [Decision.approve()],
+                again,
+                tools=_tools(ran),
+                callbacks=[AskForFirst()],
+            )
+            assert result.status == "interrupted"
+            client = redis.Redis.from_url(where.url)
+            try:
+                index = f"{where.namespace}waiting:thread=" + '"t"'
+                assert client.pttl(index) > 3_000_000
+                assert [r.run_id for r in store.pending(metadata={"thread": "t"})] == [
+                    run_id
+                ]
+            finally:
+                client.close()
+
+    def test_an_index_of_an_earlier_release_is_left_unexpiring(self) -> None:
+        """An index with no expiry (an earlier release wrote it, for runs whose
+        expiries are unknown) is never given one that could drop those runs."""
+        with place("redis") as where:
+            client = redis.Redis.from_url(where.url)
+            try:
+                index = f"{where.namespace}waiting:thread=" + '"t"'
+                client.zadd(index, {"an-older-run": 1})
+                where.make().save(
+                    _interrupted(_tools([])), metadata={"thread": "t"}, expires_in=60
+                )
+                assert client.pttl(index) == -1
+                assert client.zcard(index) == 2
+            finally:
+                client.close()
