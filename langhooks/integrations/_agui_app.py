@@ -97,28 +97,40 @@ def conversation(messages: Sequence[agui.Message]) -> list[Message]:
     names: dict[str, str] = {}
     for position, message in enumerate(messages):
         where = f"messages[{position}]"
-        known = {MESSAGE_ID: message.id}
-        if isinstance(message, agui.UserMessage):
-            user = Message.user(_text(message.content, where))
-            out.append(attrs.evolve(user, metadata=known))
-        elif isinstance(message, agui.SystemMessage | agui.DeveloperMessage):
-            out.append(attrs.evolve(Message.system(message.content), metadata=known))
-        elif isinstance(message, agui.AssistantMessage):
-            calls = [
-                ToolCall(
-                    call_id=call.id,
-                    name=call.function.name,
-                    arguments=_arguments(call, where),
-                    index=index,
-                )
-                for index, call in enumerate(message.tool_calls or ())
-            ]
-            names.update((call.call_id, call.name) for call in calls)
-            answer = Message.assistant(message.content or "", tool_calls=calls)
-            out.append(attrs.evolve(answer, metadata=known))
-        elif isinstance(message, agui.ToolMessage):
-            out.append(_tool_message(out, message, names, where))
+        try:
+            _convert(out, names, message, where)
+        except ValueError as invalid:
+            # A value langhooks refuses (an empty tool call id or name): the
+            # client's mistake, said as such.
+            raise BadRequest(400, f"{where}: {invalid}") from None
     return out
+
+
+def _convert(
+    out: list[Message], names: dict[str, str], message: agui.Message, where: str
+) -> None:
+    """Add one AG-UI message to ``out`` (tool call names kept in ``names``)."""
+    known = {MESSAGE_ID: message.id}
+    if isinstance(message, agui.UserMessage):
+        user = Message.user(_text(message.content, where))
+        out.append(attrs.evolve(user, metadata=known))
+    elif isinstance(message, agui.SystemMessage | agui.DeveloperMessage):
+        out.append(attrs.evolve(Message.system(message.content), metadata=known))
+    elif isinstance(message, agui.AssistantMessage):
+        calls = [
+            ToolCall(
+                call_id=call.id,
+                name=call.function.name,
+                arguments=_arguments(call, where),
+                index=index,
+            )
+            for index, call in enumerate(message.tool_calls or ())
+        ]
+        names.update((call.call_id, call.name) for call in calls)
+        answer = Message.assistant(message.content or "", tool_calls=calls)
+        out.append(attrs.evolve(answer, metadata=known))
+    elif isinstance(message, agui.ToolMessage):
+        out.append(_tool_message(out, message, names, where))
 
 
 def _tool_message(

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 from ._postgres_sql import (
     SCHEMA_VERSION,
     Sql,
+    call_params,
     claim_error,
     claim_lost,
     first_value,
@@ -42,6 +43,7 @@ from ._postgres_sql import (
     scalar,
     settle_params,
     started_outcome,
+    storable,
     too_new,
     wrong_source,
 )
@@ -172,7 +174,7 @@ class AsyncPostgresRunStore:
         try:
             async with self._db.transaction() as cursor:
                 yield cursor
-        except psycopg.errors.UndefinedTable as error:
+        except (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn) as error:
             raise not_set_up(self._sql.schema, error) from error
 
     async def setup(self) -> int:
@@ -250,9 +252,11 @@ class AsyncPostgresRunStore:
             LangHooksError: "invalid_request" for an unknown, deleted or expired
                 run.
         """
-        async with self._cursor() as cursor:
-            await cursor.execute(self._sql.load, (run_id,))
-            row = await cursor.fetchone()
+        row = None
+        if storable(run_id):
+            async with self._cursor() as cursor:
+                await cursor.execute(self._sql.load, (run_id,))
+                row = await cursor.fetchone()
         state = None if row is None else row[0]
         return load_chain(
             state, self._sql, run_id, model, tools, callbacks, fallbacks, retry
@@ -331,6 +335,8 @@ class AsyncPostgresRunStore:
     async def waiting(self, run_id: str) -> PendingRun | None:
         """Run ``run_id``'s row of the inbox: None unless it waits for decisions
         (unknown, expired, being resumed or done)."""
+        if not storable(run_id):
+            return None
         async with self._cursor() as cursor:
             await cursor.execute(self._sql.waiting, (run_id,))
             row = await cursor.fetchone()
@@ -338,6 +344,8 @@ class AsyncPostgresRunStore:
 
     async def delete(self, run_id: str) -> bool:
         """Forget run ``run_id`` (and its call records); whether it was there."""
+        if not storable(run_id):
+            return False
         async with self._cursor() as cursor:
             await cursor.execute(self._sql.delete, (run_id,))
             return cursor.rowcount > 0
@@ -360,6 +368,8 @@ class _AsyncClaims:
 
     async def claim(self, run_id: str, token: str) -> Mapping[str, Any]:
         store, sql = self._store, self._sql
+        if not storable(run_id):
+            raise claim_error(run_id, sql.schema, None)
         params = {"id": run_id, "token": token, "timeout": store._claim_timeout}
         async with store._cursor() as cursor:
             await cursor.execute(sql.claim, params)
@@ -379,7 +389,7 @@ class _AsyncClaims:
             return cursor.rowcount > 0
 
     async def start_call(self, run_id: str, token: str, call: CallKey) -> str | None:
-        params = {"id": run_id, "token": token, "call": call.text, "old": call.call_id}
+        params = call_params(run_id, token, call)
         async with self._store._cursor() as cursor:
             await cursor.execute(self._sql.start_call, params)
             row = await cursor.fetchone()

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 from ._postgres_sql import (
     SCHEMA_VERSION,
     Sql,
+    call_params,
     claim_error,
     claim_lost,
     first_value,
@@ -44,6 +45,7 @@ from ._postgres_sql import (
     scalar,
     settle_params,
     started_outcome,
+    storable,
     too_new,
     wrong_source,
 )
@@ -160,7 +162,7 @@ class PostgresRunStore:
         try:
             with self._db.transaction() as cursor:
                 yield cursor
-        except psycopg.errors.UndefinedTable as error:
+        except (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn) as error:
             raise not_set_up(self._sql.schema, error) from error
 
     def setup(self) -> int:
@@ -238,9 +240,11 @@ class PostgresRunStore:
             LangHooksError: "invalid_request" for an unknown, deleted or expired
                 run.
         """
-        with self._cursor() as cursor:
-            cursor.execute(self._sql.load, (run_id,))
-            row = cursor.fetchone()
+        row = None
+        if storable(run_id):
+            with self._cursor() as cursor:
+                cursor.execute(self._sql.load, (run_id,))
+                row = cursor.fetchone()
         state = None if row is None else row[0]
         return load_chain(
             state, self._sql, run_id, model, tools, callbacks, fallbacks, retry
@@ -319,6 +323,8 @@ class PostgresRunStore:
     def waiting(self, run_id: str) -> PendingRun | None:
         """Run ``run_id``'s row of the inbox: None unless it waits for decisions
         (unknown, expired, being resumed or done)."""
+        if not storable(run_id):
+            return None
         with self._cursor() as cursor:
             cursor.execute(self._sql.waiting, (run_id,))
             row = cursor.fetchone()
@@ -326,6 +332,8 @@ class PostgresRunStore:
 
     def delete(self, run_id: str) -> bool:
         """Forget run ``run_id`` (and its call records); whether it was there."""
+        if not storable(run_id):
+            return False
         with self._cursor() as cursor:
             cursor.execute(self._sql.delete, (run_id,))
             return cursor.rowcount > 0
@@ -348,6 +356,8 @@ class _Claims:
 
     def claim(self, run_id: str, token: str) -> Mapping[str, Any]:
         store, sql = self._store, self._sql
+        if not storable(run_id):
+            raise claim_error(run_id, sql.schema, None)
         params = {"id": run_id, "token": token, "timeout": store._claim_timeout}
         with store._cursor() as cursor:
             cursor.execute(sql.claim, params)
@@ -367,7 +377,7 @@ class _Claims:
             return cursor.rowcount > 0
 
     def start_call(self, run_id: str, token: str, call: CallKey) -> str | None:
-        params = {"id": run_id, "token": token, "call": call.text, "old": call.call_id}
+        params = call_params(run_id, token, call)
         with self._store._cursor() as cursor:
             cursor.execute(self._sql.start_call, params)
             row = cursor.fetchone()

@@ -199,23 +199,30 @@ def conversation(messages: Sequence[Mapping[str, Any]]) -> list[Message]:
     out: list[Message] = []
     for position, message in enumerate(messages):
         where = f"messages[{position}]"
-        parts = message["parts"]
-        if message["role"] == "assistant":
-            out.extend(_assistant(parts, where))
-            continue
-        texts: list[str] = []
-        for index, part in enumerate(parts):
-            if part.get("type") == "text":
-                texts.append(_string(part, "text", f"{where}.parts[{index}]"))
-            elif part.get("type") == "file":
-                raise BadRequest(
-                    400, f"{where}.parts[{index}]: only text content is supported"
-                )
-        text = "".join(texts)
-        out.append(
-            Message.user(text) if message["role"] == "user" else Message.system(text)
-        )
+        try:
+            out.extend(_converted(message, where))
+        except ValueError as invalid:
+            # A value langhooks refuses (an empty tool call id, a part type
+            # "tool-" naming no tool): the client's mistake, said as such.
+            raise BadRequest(400, f"{where}: {invalid}") from None
     return out
+
+
+def _converted(message: Mapping[str, Any], where: str) -> list[Message]:
+    """One UI message as langhooks messages."""
+    parts = message["parts"]
+    if message["role"] == "assistant":
+        return _assistant(parts, where)
+    texts: list[str] = []
+    for index, part in enumerate(parts):
+        if part.get("type") == "text":
+            texts.append(_string(part, "text", f"{where}.parts[{index}]"))
+        elif part.get("type") == "file":
+            raise BadRequest(
+                400, f"{where}.parts[{index}]: only text content is supported"
+            )
+    text = "".join(texts)
+    return [Message.user(text) if message["role"] == "user" else Message.system(text)]
 
 
 def _approvals(

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import attrs
 import psycopg
 import pytest
 import redis
@@ -18,9 +19,20 @@ from typing_extensions import override
 
 import langhooks as lh
 from langhooks.chain import Decision, LLMChain, RunResult, Tool
+from langhooks.integrations.postgres import (
+    SCHEMA_VERSION,
+    AsyncPostgresRunStore,
+    PostgresRunStore,
+)
 from langhooks.models import ScriptedChatModel, ScriptedTurn
 from langhooks.stores import AsyncRunStore, RunStore
-from tests.integrations.test_run_stores import AsyncPlace, Place, place, wait_for
+from tests.integrations.test_run_stores import (
+    AsyncPlace,
+    Place,
+    place,
+    postgres_schema,
+    wait_for,
+)
 
 # A provider that numbers call ids per response (Ollama before it sent ids,
 # Gemini before 3) repeats them in every turn.
@@ -159,8 +171,6 @@ class TestRepeatedCallIds:
 
 def attrs_model(chain: LLMChain, model: ScriptedChatModel) -> LLMChain:
     """``chain`` on another model."""
-    import attrs
-
     return attrs.evolve(chain, model=model)
 
 
@@ -345,3 +355,130 @@ class TestTheRedisInbox:
                 assert client.zcard(index) == 2
             finally:
                 client.close()
+
+
+# What JSONB refuses (a NUL, a lone surrogate), and a string that starts as an
+# escaped one does: each is kept exactly, and found by its metadata.
+_AWKWARD = ["nul\x00here", "file-\udcff.txt", "\ufdd0starts-with-the-mark", "plain"]
+
+
+def _interrupted_with(arguments: Mapping[str, Any]) -> LLMChain:
+    call = lh.ToolCall(call_id="call_x\x00", name="first", arguments=arguments)
+    model = ScriptedChatModel([ScriptedTurn(tool_calls=[call])])
+    chain = LLMChain(model, tools=_tools([]), callbacks=[AskForFirst()])
+    result = chain.add_message(lh.Message.user("Go.")).run()
+    assert result.status == "interrupted"
+    return result.chain
+
+
+def _seen_arguments(seen: list[Mapping[str, Any]]) -> list[Tool]:
+    def first(arguments: Mapping[str, Any], context: lh.ToolContext) -> str:
+        seen.append(dict(arguments))
+        return "first done \x00"
+
+    return [Tool("first", first), Tool("second", first)]
+
+
+class TestWhatJsonbRefuses:
+    """A waiting call or metadata with a NUL or a lone surrogate is kept, found
+    and resumed exactly (issue 37, 3)."""
+
+    @pytest.mark.parametrize("text", _AWKWARD)
+    def test_kept_found_and_resumed(self, where: Place, text: str) -> None:
+        """Every store keeps the call, the inbox finds it by that metadata and
+        gives it back exactly, and the resumed tool gets its arguments."""
+        arguments = {"path": text, text: [text, {"k": text}]}
+        store: RunStore = where.make()
+        chain = _interrupted_with(arguments)
+        run_id = store.save(chain, metadata={"thread": text, "n": [text]})
+        rows = store.pending(metadata={"thread": text})
+        assert [row.run_id for row in rows] == [run_id]
+        assert rows[0].metadata == {"thread": text, "n": [text]}
+        assert dict(rows[0].calls[0].arguments) == arguments
+        assert rows[0].calls[0].call_id == "call_x\x00"
+        other = "nul\x00her" if text != "nul\x00her" else "x"
+        assert store.pending(metadata={"thread": other}) == []
+        seen: list[Mapping[str, Any]] = []
+        result = store.resume(
+            run_id,
+            [Decision.approve()],
+            ScriptedChatModel([ScriptedTurn(text="Done.")]),
+            tools=_seen_arguments(seen),
+            callbacks=[AskForFirst()],
+        )
+        assert _contents(result) == ["first done \x00"]
+        assert result.status == "ok"
+        assert seen == [arguments]
+        assert _contents(result) == ["first done \x00"]
+
+    async def test_async_stores(self, awhere: AsyncPlace) -> None:
+        """The async stores keep it too."""
+        text = "nul\x00\udcff"
+        store: AsyncRunStore = await awhere.make()
+        run_id = await store.save(
+            _interrupted_with({"path": text}), metadata={"thread": text}
+        )
+        rows = await store.pending(metadata={"thread": text})
+        assert [dict(row.calls[0].arguments) for row in rows] == [{"path": text}]
+        assert [row.run_id for row in rows] == [run_id]
+
+
+def _postgres_store(url: str, schema: str) -> PostgresRunStore:
+    store = PostgresRunStore(url, schema=schema)
+    store.setup()
+    return store
+
+
+class TestPostgresEdges:
+    """What PostgreSQL text cannot hold never reaches it raw (issue 37, 3)."""
+
+    def test_a_run_id_text_cannot_hold(self) -> None:
+        """A run id with a NUL names no run: load, waiting, delete and resume say
+        so; saving a chain with such an id is refused with a ValueError."""
+        with postgres_schema() as (url, schema), _postgres_store(url, schema) as store:
+            odd = "run\x00\udcff"
+            with pytest.raises(lh.LangHooksError, match="no saved run") as caught:
+                store.load(odd, _later_turns())
+            assert caught.value.type == "invalid_request"
+            assert store.waiting(odd) is None
+            assert store.delete(odd) is False
+            with pytest.raises(lh.LangHooksError, match="no saved run"):
+                store.resume(odd, [Decision.approve()], _later_turns())
+            chain = _interrupted(_tools([]))
+            assert chain.invocation is not None
+            renamed = attrs.evolve(
+                chain, invocation=attrs.evolve(chain.invocation, id=odd)
+            )
+            with pytest.raises(ValueError, match="PostgreSQL text cannot"):
+                store.save(renamed)
+
+    async def test_async_run_id_text_cannot_hold(self) -> None:
+        """The async store answers the same."""
+        with postgres_schema() as (url, schema):
+            async with AsyncPostgresRunStore(url, schema=schema) as store:
+                await store.setup()
+                odd = "run\x00"
+                with pytest.raises(lh.LangHooksError, match="no saved run"):
+                    await store.load(odd, _later_turns())
+                assert await store.waiting(odd) is None
+                assert await store.delete(odd) is False
+                with pytest.raises(lh.LangHooksError, match="no saved run"):
+                    await store.resume(odd, [Decision.approve()], _later_turns())
+
+    def test_a_schema_of_the_earlier_release_is_upgraded(self) -> None:
+        """A schema at version 1 is refused with the setup() hint until setup()
+        brings it to this version, and its waiting runs are kept."""
+        with postgres_schema() as (url, schema), _postgres_store(url, schema) as store:
+            run_id = store.save(_interrupted(_tools([])), metadata={"thread": "t"})
+            with psycopg.connect(url, autocommit=True) as conn:
+                for column in ("calls_text", "metadata_text"):
+                    conn.execute(f'ALTER TABLE "{schema}".runs DROP COLUMN {column}')
+                conn.execute(
+                    f'DELETE FROM "{schema}".schema_migrations WHERE version = 2'
+                )
+            with pytest.raises(lh.LangHooksError, match=r"older .* call setup\(\)"):
+                store.pending()
+            assert store.setup() == SCHEMA_VERSION == 2
+            assert [row.run_id for row in store.pending(metadata={"thread": "t"})] == [
+                run_id
+            ]
