@@ -31,6 +31,9 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC
 from typing import TYPE_CHECKING, Any, Final, final
 
+import psycopg
+import psycopg.conninfo
+
 from .._core._messages import LangHooksError, ToolCall
 from .._persist._codec import decode, encode
 from .._persist._stores import (
@@ -48,9 +51,11 @@ if TYPE_CHECKING:
     from ..models import ChatModel
 
 __all__ = [
+    "CONNECT_TIMEOUT",
     "SCHEMA_VERSION",
     "Sql",
     "call_params",
+    "checked_conninfo",
     "claim_error",
     "claim_lost",
     "first_value",
@@ -64,6 +69,7 @@ __all__ = [
     "started_outcome",
     "storable",
     "too_new",
+    "unreachable",
     "wrong_source",
 ]
 
@@ -230,6 +236,56 @@ class Sql:
         self.purge: Final = (
             f"DELETE FROM {s}.runs WHERE expires_at <= clock_timestamp()"
         )
+
+
+#: Seconds a store's own connection waits for the server (libpq ``connect_timeout``)
+#: when its conninfo does not say.
+CONNECT_TIMEOUT: Final = 5
+
+
+def checked_conninfo(source: str) -> str:
+    """``source`` (a conninfo a store opens its own pool with), with
+    ``connect_timeout`` when it gives none, so a wrong host fails in seconds.
+
+    Raises:
+        ValueError: a URL of another scheme (``redis://...``), or a conninfo
+            libpq cannot read.
+    """
+    scheme, separator, _ = source.partition("://")
+    if separator and scheme.lower() not in ("postgresql", "postgres"):
+        raise ValueError(
+            f"a PostgreSQL store takes a postgresql://... URL or a key=value "
+            f"conninfo, got a {scheme}:// URL"
+            + (" (RedisRunStore takes Redis)" if scheme.startswith("redis") else "")
+        )
+    try:
+        given = psycopg.conninfo.conninfo_to_dict(source)
+    except psycopg.ProgrammingError as error:
+        raise ValueError(
+            f"not a PostgreSQL conninfo ({str(error).strip()}): give a "
+            f"postgresql://user@host:port/dbname URL or key=value pairs"
+        ) from None
+    if "connect_timeout" in given:
+        return source
+    return psycopg.conninfo.make_conninfo(source, connect_timeout=CONNECT_TIMEOUT)
+
+
+def unreachable(conninfo: str, error: Exception) -> LangHooksError:
+    """The error of a store whose first connection failed, naming where it went
+    and what to check."""
+    given = psycopg.conninfo.conninfo_to_dict(conninfo)
+    host = given.get("host") or given.get("hostaddr") or "the local socket"
+    port = given.get("port") or "5432"
+    first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    return LangHooksError(
+        "connection",
+        f"cannot connect to PostgreSQL at {host}:{port} (database "
+        f"{given.get('dbname', '(default)')!r}, user "
+        f"{given.get('user', '(default)')!r}): {first}. Check the host and port of "
+        f"the conninfo, that the server runs and accepts connections from here, "
+        f"and the user, password and database",
+        original=error,
+    )
 
 
 def wrong_source(source: object, *, is_async: bool) -> TypeError:

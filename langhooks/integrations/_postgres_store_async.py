@@ -32,6 +32,7 @@ from ._postgres_sql import (
     SCHEMA_VERSION,
     Sql,
     call_params,
+    checked_conninfo,
     claim_error,
     claim_lost,
     first_value,
@@ -45,6 +46,7 @@ from ._postgres_sql import (
     started_outcome,
     storable,
     too_new,
+    unreachable,
     wrong_source,
 )
 
@@ -62,13 +64,16 @@ class _AsyncConnections:
         self.owned: psycopg_pool.AsyncConnectionPool | None = None
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self._pool: psycopg_pool.AsyncConnectionPool | None = None
+        self._probe: str | None = None  # a conninfo not yet connected to once
         # Bound to a loop at its first contended acquire, not here.  # unasync: remove
         self._lock: Final = asyncio.Lock()
-        self._opened = False  # unasync: remove
+        self._opened = False
         if isinstance(source, str):
-            # An async pool opens in a running loop: on first use.  # unasync: remove
+            self._probe = conninfo = checked_conninfo(source)
+            # The pool opens on first use, once a connection came through (and
+            # an async pool opens in a running loop).
             self.owned = self._pool = psycopg_pool.AsyncConnectionPool(
-                source,
+                conninfo,
                 min_size=1,
                 max_size=8,
                 kwargs={"autocommit": True, "prepare_threshold": None},
@@ -76,7 +81,7 @@ class _AsyncConnections:
             )
         elif isinstance(source, psycopg_pool.AsyncConnectionPool):
             self._pool = source
-            self._opened = True  # unasync: remove
+            self._opened = True
         elif isinstance(source, psycopg.AsyncConnection):
             self._conn = source
         else:
@@ -90,7 +95,10 @@ class _AsyncConnections:
         transaction). An autocommit connection runs a single statement as its own
         transaction: no BEGIN and COMMIT round trips."""
         if self._pool is not None:
-            if not self._opened:  # unasync: remove
+            if self._probe is not None:
+                await _reach(self._probe)
+                self._probe = None
+            if not self._opened:
                 self._opened = True
                 await self._pool.open()
             async with self._pool.connection() as conn, _scope(conn, block):
@@ -99,6 +107,16 @@ class _AsyncConnections:
         assert self._conn is not None
         async with self._lock, _scope(self._conn, block):
             yield self._conn.cursor()
+
+
+async def _reach(conninfo: str) -> None:
+    """Connect once: a wrong address fails now, naming where it went, instead of
+    after the pool's wait for a connection (30 s)."""
+    try:
+        conn = await psycopg.AsyncConnection.connect(conninfo)
+    except psycopg.OperationalError as error:
+        raise unreachable(conninfo, error) from None
+    await conn.close()
 
 
 def _scope(
@@ -133,14 +151,18 @@ class AsyncPostgresRunStore:
             PgBouncer's transaction mode, on first use; ``await close()``
             closes it), a ``psycopg.AsyncConnection`` (used one statement at a
             time) or a ``psycopg_pool.AsyncConnectionPool``. Behind PgBouncer in
-            transaction mode, give connections ``prepare_threshold=None``.
+            transaction mode, give connections ``prepare_threshold=None``. A
+            conninfo string connects with ``connect_timeout=5`` unless it says
+            otherwise, and the store's first use fails at once (LangHooksError
+            "connection", naming host and port) when that connection fails.
         schema: the schema the store's tables live in.
         claim_timeout: seconds without a heartbeat after which a resume's claim
             may be taken over.
 
     Raises:
         TypeError: ``conninfo_or_pool`` is none of these.
-        ValueError: ``schema`` is not a plain identifier, or a bad
+        ValueError: a conninfo libpq cannot read or a URL of another scheme
+            (``redis://...``), ``schema`` is not a plain identifier, or a bad
             ``claim_timeout``.
     """
 

@@ -34,6 +34,7 @@ from ._postgres_sql import (
     SCHEMA_VERSION,
     Sql,
     call_params,
+    checked_conninfo,
     claim_error,
     claim_lost,
     first_value,
@@ -47,6 +48,7 @@ from ._postgres_sql import (
     started_outcome,
     storable,
     too_new,
+    unreachable,
     wrong_source,
 )
 
@@ -64,17 +66,23 @@ class _Connections:
         self.owned: psycopg_pool.ConnectionPool | None = None
         self._conn: psycopg.Connection[Any] | None = None
         self._pool: psycopg_pool.ConnectionPool | None = None
+        self._probe: str | None = None  # a conninfo not yet connected to once
         self._lock: Final = threading.Lock()
+        self._opened = False
         if isinstance(source, str):
+            self._probe = conninfo = checked_conninfo(source)
+            # The pool opens on first use, once a connection came through (and
+            # an async pool opens in a running loop).
             self.owned = self._pool = psycopg_pool.ConnectionPool(
-                source,
+                conninfo,
                 min_size=1,
                 max_size=8,
                 kwargs={"autocommit": True, "prepare_threshold": None},
-                open=True,
+                open=False,
             )
         elif isinstance(source, psycopg_pool.ConnectionPool):
             self._pool = source
+            self._opened = True
         elif isinstance(source, psycopg.Connection):
             self._conn = source
         else:
@@ -86,12 +94,28 @@ class _Connections:
         transaction). An autocommit connection runs a single statement as its own
         transaction: no BEGIN and COMMIT round trips."""
         if self._pool is not None:
+            if self._probe is not None:
+                _reach(self._probe)
+                self._probe = None
+            if not self._opened:
+                self._opened = True
+                self._pool.open()
             with self._pool.connection() as conn, _scope(conn, block):
                 yield conn.cursor()
             return
         assert self._conn is not None
         with self._lock, _scope(self._conn, block):
             yield self._conn.cursor()
+
+
+def _reach(conninfo: str) -> None:
+    """Connect once: a wrong address fails now, naming where it went, instead of
+    after the pool's wait for a connection (30 s)."""
+    try:
+        conn = psycopg.Connection.connect(conninfo)
+    except psycopg.OperationalError as error:
+        raise unreachable(conninfo, error) from None
+    conn.close()
 
 
 def _scope(
@@ -120,17 +144,21 @@ class PostgresRunStore:
     Args:
         conninfo_or_pool: a conninfo string (the store opens a pool of
             autocommit connections with prepared statements off, fit for
-            PgBouncer's transaction mode; ``close()``
+            PgBouncer's transaction mode, on first use; ``close()``
             closes it), a ``psycopg.Connection`` (used one statement at a
             time) or a ``psycopg_pool.ConnectionPool``. Behind PgBouncer in
-            transaction mode, give connections ``prepare_threshold=None``.
+            transaction mode, give connections ``prepare_threshold=None``. A
+            conninfo string connects with ``connect_timeout=5`` unless it says
+            otherwise, and the store's first use fails at once (LangHooksError
+            "connection", naming host and port) when that connection fails.
         schema: the schema the store's tables live in.
         claim_timeout: seconds without a heartbeat after which a resume's claim
             may be taken over.
 
     Raises:
         TypeError: ``conninfo_or_pool`` is none of these.
-        ValueError: ``schema`` is not a plain identifier, or a bad
+        ValueError: a conninfo libpq cannot read or a URL of another scheme
+            (``redis://...``), ``schema`` is not a plain identifier, or a bad
             ``claim_timeout``.
     """
 

@@ -7,6 +7,7 @@ NUL); the Redis inbox indexes go with their runs. Every store kind, sync and asy
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -26,6 +27,7 @@ from langhooks.integrations.postgres import (
 )
 from langhooks.models import ScriptedChatModel, ScriptedTurn
 from langhooks.stores import AsyncRunStore, RunStore
+from tests.integrations.test_cli_runs import langhooks
 from tests.integrations.test_run_stores import (
     AsyncPlace,
     Place,
@@ -482,3 +484,82 @@ class TestPostgresEdges:
             assert [row.run_id for row in store.pending(metadata={"thread": "t"})] == [
                 run_id
             ]
+
+
+def closed_port() -> int:
+    """A port of 127.0.0.1 that nothing listens on (bound, then closed)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+class TestWrongAddresses:
+    """A wrong address fails at once, naming it (issue 37, 8)."""
+
+    @pytest.mark.parametrize(
+        ("conninfo", "words"),
+        [
+            ("redis://127.0.0.1:6379/0", "RedisRunStore takes Redis"),
+            ("http://example.invalid/", "got a http:// URL"),
+            ("not a conninfo", "not a PostgreSQL conninfo"),
+        ],
+    )
+    def test_a_conninfo_of_another_kind(self, conninfo: str, words: str) -> None:
+        """A URL of another scheme, or text libpq cannot read, is refused when
+        the store is made."""
+        with pytest.raises(ValueError, match=words):
+            PostgresRunStore(conninfo)
+        with pytest.raises(ValueError, match=words):
+            AsyncPostgresRunStore(conninfo)
+
+    def test_a_closed_port(self) -> None:
+        """The first use fails with a "connection" error naming host and port and
+        what to check, instead of waiting 30 s for the pool."""
+        port = closed_port()
+        store = PostgresRunStore(f"postgresql://postgres@127.0.0.1:{port}/test")
+        try:
+            for _ in range(2):  # each use tries again
+                with pytest.raises(lh.LangHooksError) as caught:
+                    store.pending()
+                assert caught.value.type == "connection"
+                assert f"127.0.0.1:{port}" in caught.value.message
+                assert "Check the host and port" in caught.value.message
+                assert isinstance(caught.value.original, psycopg.OperationalError)
+        finally:
+            store.close()
+
+    async def test_async_closed_port(self) -> None:
+        """The async store fails the same way."""
+        port = closed_port()
+        conninfo = f"host=127.0.0.1 port={port} dbname=test connect_timeout=2"
+        async with AsyncPostgresRunStore(conninfo) as store:
+            with pytest.raises(lh.LangHooksError, match=f"127.0.0.1:{port}"):
+                await store.setup()
+
+
+class TestTheRunsCommand:
+    """``langhooks runs`` answers in one line, at once (issue 37, 6 and 8)."""
+
+    def test_metadata_nested_too_deeply(self) -> None:
+        """A --metadata value nested past what JSON parsing takes is a usage
+        error (exit 2, one line), not a RecursionError traceback."""
+        deep = "k=" + "[" * 100_000
+        status, out, err = langhooks(
+            "runs", "pending", "--store", "redis://x", "--metadata", deep
+        )
+        assert (status, out) == (2, "")
+        assert err == "langhooks runs: --metadata k: the JSON value nests too deeply\n"
+
+    @pytest.mark.parametrize("scheme", ["postgresql", "redis"])
+    def test_a_closed_port(self, scheme: str) -> None:
+        """A store on a closed port is exit 1 with one line naming host and port
+        and what to check."""
+        port = closed_port()
+        status, out, err = langhooks(
+            "runs", "pending", "--store", f"{scheme}://127.0.0.1:{port}/0"
+        )
+        assert (status, out) == (1, "")
+        assert err.count("\n") == 1
+        assert f"127.0.0.1:{port}" in err
+        assert "check the" in err.lower()
