@@ -32,6 +32,7 @@ from ._frontend_app import (
     known,
     resumed_run,
     stream_events,
+    waiting_calls,
 )
 from ._frontend_records import MESSAGE_ID, RESULT_IDS, split_approval_id
 from ._web_auth import Authorize, check_authorize, owner_metadata, started_by
@@ -264,13 +265,20 @@ class _AguiApp:
         # A user's thread: another user's run waiting on the same thread id is
         # neither told of nor in the way.
         thread = {_THREAD: given.thread_id, **owner_metadata(owner)}
-        if await asyncio.to_thread(self._store.pending, metadata=thread, limit=1):
+        rows = await asyncio.to_thread(self._store.pending, metadata=thread, limit=1)
+        chain = build_chain(self._agent, messages)
+        calls = rows[0].calls if rows else chain.pending_tool_calls
+        if calls:
+            # A new message would leave them unanswered: the client chooses.
             return error(
                 409,
-                f"thread {given.thread_id!r} waits for answers to its interrupts: "
-                f"send them as resume",
+                f"thread {given.thread_id!r} waits for answers to its interrupts, "
+                f"tool call(s) {waiting_calls(calls)}: send them as resume before a "
+                f'new message, each "resolved" with {{"approved": true}} to run it '
+                f'or {{"approved": false, "reason": "..."}} to decide against it, '
+                f'or "cancelled" to abandon it (the model reads the reason as the '
+                f"tool's result)",
             )
-        chain = build_chain(self._agent, messages)
         return await self._stream(given, fresh_run(chain, self._store, thread))
 
     async def _resumed(

@@ -28,6 +28,7 @@ from ._frontend_app import (
     known,
     resumed_run,
     stream_events,
+    waiting_calls,
 )
 from ._frontend_records import split_approval_id
 from ._ui_message_chunks import UiMessageTranslator
@@ -310,11 +311,15 @@ class _UiMessageApp:
         chat = {_CHAT: chat_id, **owner_metadata(started_by(request))}
         waiting = await asyncio.to_thread(self._store.pending, metadata=chat)
         if approvals is None:
-            if waiting:
+            calls = waiting[0].calls if waiting else chain.pending_tool_calls
+            if calls:
+                # A new message would leave them unanswered: the client chooses.
                 return error(
                     409,
-                    f"chat {chat_id!r} waits for answers to its tool approvals: "
-                    f"answer them first",
+                    f"chat {chat_id!r} waits for answers to its tool approvals, "
+                    f"tool call(s) {waiting_calls(calls)}: answer them first, each "
+                    f"approved to run it, or not approved (with a reason the model "
+                    f"reads as the tool's result) to decide against or abandon it",
                 )
             return await self._stream(fresh_run(chain, self._store, chat))
         run_id, decisions = approvals

@@ -199,6 +199,17 @@ class _WebApp:
         chain = agent(prompt)
         if not isinstance(chain, LLMChain):
             raise TypeError(f"the agent must return an LLMChain, got {chain!r}")
+        if chain.pending_tool_calls:
+            # The prompt would leave them unanswered: the agent's code chooses.
+            calls = ", ".join(
+                f"{c.name} ({c.call_id!r})" for c in chain.pending_tool_calls
+            )
+            return _error(
+                409,
+                f"the agent's chain has tool call(s) {calls} waiting for a human "
+                f"decision: the agent decides them (execute_tool_calls_with_decisions) "
+                f"or abandons them (abandon_tool_calls(reason)) before a new prompt",
+            )
         run_id = await self._backend.start(chain, prompt, owner=started_by(request))
         return _JSONResponse({"run_id": run_id}, status_code=201)
 

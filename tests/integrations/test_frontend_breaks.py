@@ -4,21 +4,34 @@ thread id with a NUL, and a new message while approvals wait names them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import httpx
 import pytest
+from typing_extensions import override
 
+from langhooks import (
+    ChainCallbackHandler,
+    Interrupt,
+    Message,
+    ReviewContext,
+    ReviewDecision,
+    ToolCall,
+    ToolContext,
+)
+from langhooks.chain import LLMChain, Tool
 from langhooks.integrations.agui import create_agui_app
 from langhooks.integrations.postgres import PostgresRunStore
 from langhooks.integrations.ui_messages import create_ui_message_app
+from langhooks.integrations.web import create_app
+from langhooks.models import ScriptedChatModel, ScriptedTurn
 
 from ._frontend_agent import WeatherAgent
 from ._web_harness import serving
 from .test_agui_app import answers, approve, run_input
 from .test_run_stores import postgres_schema
-from .test_ui_message_app import USER, chat
+from .test_ui_message_app import USER, assistant_of, chat, chunks
 
 
 @pytest.fixture
@@ -134,3 +147,92 @@ class TestAPostgresStoreInTheAguiApp:
                 assert response.status_code == 404, response.text
             finally:
                 store.close()
+
+
+def _interrupted_chain(ran: list[str]) -> LLMChain:
+    """A chain that stopped at ``get_weather`` (``call_1``) for a human."""
+
+    def weather(arguments: Mapping[str, Any], context: ToolContext) -> str:
+        ran.append(context.call.call_id)
+        return "sunny"
+
+    call = ToolCall(call_id="call_1", name="get_weather", arguments={})
+    model = ScriptedChatModel(
+        [ScriptedTurn(tool_calls=[call]), ScriptedTurn(text="Hi")]
+    )
+    chain = LLMChain(model, tools=[Tool("get_weather", weather)], callbacks=[Gate()])
+    result = chain.add_message(Message.user("Weather?")).run()
+    assert result.status == "interrupted"
+    return result.chain
+
+
+class Gate(ChainCallbackHandler):
+    """Every call waits for a human."""
+
+    @override
+    def on_tool_call_review(
+        self, chain: LLMChain, call: ToolCall, tool: Tool, review: ReviewContext
+    ) -> ReviewDecision | None:
+        return Interrupt("May I?") if review.human_decision is None else None
+
+
+class TestANewMessageWhileCallsWait:
+    """A new message while calls wait is refused naming them and the ways on,
+    never run past them (issue 37, 7)."""
+
+    def test_agui_thread_in_the_store(self, client: httpx.Client) -> None:
+        """The AG-UI app's 409 names the waiting call and how to answer it."""
+        with serving(create_agui_app(agent=WeatherAgent())) as url:
+            answers(client.post(url, json=run_input()))
+            again = client.post(url, json=run_input(run="r2"))
+        _refused(again, 409, "get_weather ('call_1')")
+        assert '"cancelled" to abandon it' in again.json()["error"]
+
+    def test_ui_chat_in_the_store(self, client: httpx.Client) -> None:
+        """The UI-message app's 409 names the waiting call and how to answer it."""
+        with serving(create_ui_message_app(agent=WeatherAgent())) as url:
+            out = chunks(client.post(url, json=chat([USER])))
+            again = chat([USER, assistant_of(out), {**USER, "id": "user-2"}])
+            refused = client.post(url, json=again)
+        _refused(refused, 409, "get_weather ('call_1')")
+        assert "abandon" in refused.json()["error"]
+
+    @pytest.mark.parametrize("app", ["agui", "ui"])
+    def test_an_agents_chain_with_waiting_calls(
+        self, client: httpx.Client, app: str
+    ) -> None:
+        """An agent whose chain still has waiting calls under the new message
+        gets a 409 naming them; the tool does not run and no model is called."""
+        ran: list[str] = []
+        interrupted = _interrupted_chain(ran)
+
+        def agent(messages: Sequence[Message]) -> LLMChain:
+            return interrupted.add_message(Message.user("Something else?"))
+
+        if app == "agui":
+            with serving(create_agui_app(agent=agent)) as url:
+                refused = client.post(url, json=run_input())
+        else:
+            with serving(create_ui_message_app(agent=agent)) as url:
+                refused = client.post(url, json=chat([USER]))
+        _refused(refused, 409, "get_weather ('call_1')")
+        assert ran == []
+        assert isinstance(interrupted.model, ScriptedChatModel)
+        assert interrupted.model.remaining == 1
+
+    def test_the_serve_app(self) -> None:
+        """The web app of ``langhooks serve`` answers a prompt whose chain has
+        waiting calls with a 409 naming them and the two ways on."""
+        ran: list[str] = []
+        interrupted = _interrupted_chain(ran)
+
+        def agent(prompt: str) -> LLMChain:
+            return interrupted.add_message(Message.user(prompt))
+
+        with serving(create_app(agent=agent)) as base:
+            answer = httpx.post(f"{base}runs", json={"prompt": "Something else?"})
+        assert answer.status_code == 409, answer.text
+        error = answer.json()["error"]
+        assert "get_weather ('call_1')" in error
+        assert "abandon_tool_calls(reason)" in error
+        assert ran == []
