@@ -240,8 +240,7 @@ FOLLOWER = textwrap.dedent(
     import pickle, sys
     import redis.cluster
     from langhooks.integrations.redis import follow
-    from langhooks.models import ScriptedChatModel, ScriptedTurn
-from langhooks.testing import RecordingChainHandler, RecordingStreamingHandler
+    from langhooks.testing import RecordingChainHandler, RecordingStreamingHandler
     from tests.integrations.test_redis_publish import plain
     from tests.test_events import comparable
 
