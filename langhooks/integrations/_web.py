@@ -22,6 +22,7 @@ from typing_extensions import override
 
 from .._persist._stores import RunStore, check_run_store
 from ..chain import Decision, LLMChain
+from ._frontend_app import waiting_calls
 from ._web_auth import Authorize, Guard, started_by
 from ._web_backend import (
     Agent,
@@ -201,9 +202,7 @@ class _WebApp:
             raise TypeError(f"the agent must return an LLMChain, got {chain!r}")
         if chain.pending_tool_calls:
             # The prompt would leave them unanswered: the agent's code chooses.
-            calls = ", ".join(
-                f"{c.name} ({c.call_id!r})" for c in chain.pending_tool_calls
-            )
+            calls = waiting_calls(chain.pending_tool_calls)
             return _error(
                 409,
                 f"the agent's chain has tool call(s) {calls} waiting for a human "
