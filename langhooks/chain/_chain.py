@@ -374,9 +374,10 @@ class LLMChain(ChainSnapshot):
 
         Approved and edited calls are reviewed again (``review.human_decision``
         says what the human decided) and run; rejected calls are answered with
-        the rejection's reason (not a failure). Their stand-in results in the last
-        tool message are replaced. No model call is made: continue with
-        ``result.chain.run()``.
+        the rejection's reason (not a failure). Their stand-in results are
+        replaced in the tool message that holds them (messages added after it,
+        such as a new user message, stay after it). No model call is made:
+        continue with ``result.chain.run()``.
 
         Args:
             calls: the waiting calls (``chain.pending_tool_calls``), or some of
