@@ -22,7 +22,6 @@ from typing_extensions import override
 
 from .._persist._stores import RunStore, check_run_store
 from ..chain import Decision, LLMChain
-from ._frontend_app import waiting_calls
 from ._web_auth import Authorize, Guard, started_by
 from ._web_backend import (
     Agent,
@@ -200,16 +199,12 @@ class _WebApp:
         chain = agent(prompt)
         if not isinstance(chain, LLMChain):
             raise TypeError(f"the agent must return an LLMChain, got {chain!r}")
-        if chain.pending_tool_calls:
-            # The prompt would leave them unanswered: the agent's code chooses.
-            calls = waiting_calls(chain.pending_tool_calls)
-            return _error(
-                409,
-                f"the agent's chain has tool call(s) {calls} waiting for a human "
-                f"decision: the agent decides them (execute_tool_calls_with_decisions) "
-                f"or abandons them (abandon_tool_calls(reason)) before a new prompt",
-            )
-        run_id = await self._backend.start(chain, prompt, owner=started_by(request))
+        try:
+            run_id = await self._backend.start(chain, prompt, owner=started_by(request))
+        except ValueError as refused:
+            # arun() refused the chain before anything ran: its calls wait for a
+            # human (the message names them and the agent's two ways on).
+            return _error(409, f"the agent's chain cannot run: {refused}")
         return _JSONResponse({"run_id": run_id}, status_code=201)
 
     # --- events -----------------------------------------------------------------

@@ -16,6 +16,7 @@ import attrs
 import psycopg
 import pytest
 import redis
+import redis.asyncio
 from typing_extensions import override
 
 import langhooks as lh
@@ -25,6 +26,7 @@ from langhooks.integrations.postgres import (
     AsyncPostgresRunStore,
     PostgresRunStore,
 )
+from langhooks.integrations.redis import AsyncRedisRunStore
 from langhooks.models import ScriptedChatModel, ScriptedTurn
 from langhooks.stores import AsyncRunStore, RunStore
 from tests.integrations.test_cli_runs import langhooks
@@ -341,6 +343,21 @@ class TestTheRedisInbox:
                 ]
             finally:
                 client.close()
+
+    async def test_async_stale_entries_are_dropped(self) -> None:
+        """An index entry whose run is gone before the index expires (a run
+        deleted by hand) leaves the index on the async store's next pending()."""
+        with place("redis") as where:
+            client = redis.asyncio.Redis.from_url(where.url, decode_responses=True)
+            store = AsyncRedisRunStore(client, prefix=where.namespace)
+            kept = await store.save(_interrupted(_tools([])), metadata={"t": "a"})
+            gone = await store.save(_interrupted(_tools([])), metadata={"t": "a"})
+            await client.delete(f"{where.namespace}state:{gone}")
+            rows = await store.pending(metadata={"t": "a"})
+            assert [row.run_id for row in rows] == [kept]
+            index = f'{where.namespace}waiting:t="a"'
+            assert await client.zrange(index, 0, -1) == [kept]
+            await client.aclose()
 
     def test_an_index_of_an_earlier_release_is_left_unexpiring(self) -> None:
         """An index with no expiry (an earlier release wrote it, for runs whose
