@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from .._core._messages import LangHooksError
 from ._log import Saved, Write
-from ._runs import PendingRun
+from ._runs import CallKey, PendingRun
 
 __all__ = ["AsyncClaimBackend"]
 
@@ -64,9 +64,11 @@ class AsyncClaimBackend(Protocol):
         """Renew the claim; False when ``token`` no longer holds it."""
         ...
 
-    async def start_call(self, run_id: str, token: str, call_id: str) -> str | None:
+    async def start_call(self, run_id: str, token: str, call: CallKey) -> str | None:
         """Mark a call started: None when it was not, else its outcome text
-        (``""`` for a call that started and never returned).
+        (``""`` for a call that started and never returned). A store that kept
+        records by call id alone (before ``CallKey``) takes such a record as
+        this call's, once.
 
         Raises:
             LangHooksError: "conflict" when ``token`` no longer holds the claim.
@@ -74,7 +76,7 @@ class AsyncClaimBackend(Protocol):
         ...
 
     async def finish_call(
-        self, run_id: str, token: str, call_id: str, outcome: str
+        self, run_id: str, token: str, call: CallKey, outcome: str
     ) -> None:
         """Save the outcome of a started call."""
         ...

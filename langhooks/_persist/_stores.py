@@ -28,6 +28,7 @@ from ._resume import (
     check_claim_timeout,
 )
 from ._runs import (
+    CallKey,
     PendingRun,
     check_expires_in,
     check_limit,
@@ -40,6 +41,7 @@ from ._stores_sync import RunStore, StoreBase
 
 __all__ = [
     "AsyncRunStore",
+    "CallKey",
     "MemoryRunStore",
     "PendingRun",
     "RunStore",
@@ -237,17 +239,18 @@ class _MemoryBackend:
             saved.beat = time.monotonic()
             return True
 
-    def start_call(self, run_id: str, token: str, call_id: str) -> str | None:
+    def start_call(self, run_id: str, token: str, call: CallKey) -> str | None:
+        # (Records in memory never outlive this release: none by id alone.)
         with self._lock:
             saved = self._held(run_id, token)
-            if call_id in saved.records:
-                return saved.records[call_id]
-            saved.records[call_id] = ""
+            if call.text in saved.records:
+                return saved.records[call.text]
+            saved.records[call.text] = ""
             return None
 
-    def finish_call(self, run_id: str, token: str, call_id: str, outcome: str) -> None:
+    def finish_call(self, run_id: str, token: str, call: CallKey, outcome: str) -> None:
         with self._lock:
-            self._held(run_id, token).records[call_id] = outcome
+            self._held(run_id, token).records[call.text] = outcome
 
     def settle(self, run_id: str, token: str, write: Write) -> None:
         with self._lock:

@@ -14,8 +14,15 @@ migrations recorded in ``{schema}.schema_migrations``):
 - ``run_messages``: the messages of each run, one row per ``(run_id, position)``:
   a save writes the rows from the first message that changed on (usually the new
   ones) and deletes those past the end.
-- ``run_calls``: one row per tool call a resume started, with its outcome once it
-  returned.
+- ``run_calls``: one row per tool call a resume started (keyed by ``CallKey.text``),
+  with its outcome once it returned.
+
+JSONB holds no NUL and no lone surrogate, which tool arguments and metadata may
+carry (a file name ``os.listdir`` gave): such a string is kept in the JSONB columns
+escaped (``_searchable``: a mark, then its JSON escape, so ``@>`` still matches it
+exactly), and the exact value beside it as JSON text (``calls_text``,
+``metadata_text``; NULL when nothing needed escaping). The messages and the head
+are ASCII JSON, which text always holds.
 
 Every operation is one statement (or, for ``setup()``, one transaction): nothing
 relies on session state, so it works through PgBouncer in transaction mode. The
@@ -31,14 +38,20 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC
 from typing import Any, Final, final
 
-from .._core._messages import LangHooksError
-from .._persist._codec import decode
+import psycopg
+import psycopg.conninfo
+
+from .._core._messages import LangHooksError, ToolCall
+from .._persist._codec import decode, encode
 from .._persist._resume import Saved, Write
-from .._persist._stores import PendingRun
+from .._persist._stores import CallKey, PendingRun
 
 __all__ = [
+    "CONNECT_TIMEOUT",
     "SCHEMA_VERSION",
     "Sql",
+    "call_params",
+    "checked_conninfo",
     "claim_error",
     "claim_lost",
     "first_value",
@@ -49,8 +62,10 @@ __all__ = [
     "scalar",
     "settle_params",
     "started_outcome",
+    "storable",
     "too_new",
     "unknown",
+    "unreachable",
     "write_params",
     "wrong_source",
 ]
@@ -58,7 +73,7 @@ __all__ = [
 _SCHEMA_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
 # Each migration: (version, statements). Never edit one that shipped: add the next.
-_MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
+_MIGRATIONS: Final[tuple[tuple[int, tuple[str, ...]], ...]] = (
     (
         1,
         (
@@ -88,10 +103,13 @@ _MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
                 WHERE expires_at IS NOT NULL""",
         ),
     ),
-)
-
-# (Version 2 is issue 37's: the exact JSON of calls and metadata beside JSONB.)
-_MIGRATIONS += (
+    (
+        2,
+        (
+            "ALTER TABLE {s}.runs ADD COLUMN calls_text text",
+            "ALTER TABLE {s}.runs ADD COLUMN metadata_text text",
+        ),
+    ),
     (
         3,
         (
@@ -112,6 +130,11 @@ _MIGRATIONS += (
 SCHEMA_VERSION: Final = _MIGRATIONS[-1][0]
 
 _LIVE: Final = "(expires_at IS NULL OR expires_at > clock_timestamp())"
+# The columns of an inbox row after its run id.
+_ROW: Final = "calls, saved_at, expires_at, metadata, calls_text, metadata_text"
+# What starts a string that _searchable escaped: a noncharacter, never in text
+# that is interchanged.
+_ESCAPED: Final = "\ufdd0"
 
 
 @final
@@ -157,10 +180,12 @@ class Sql:
         )
         fields = (
             "status = %(status)s, state = NULL, head = %(head)s, version = "
-            "%(version)s, message_count = %(count)s, calls = %(calls)s::jsonb"
+            "%(version)s, message_count = %(count)s, calls = %(calls)s::jsonb, "
+            "calls_text = %(calls_text)s"
         )
         saved = (
-            "metadata = %(meta)s::jsonb, saved_at = clock_timestamp(), expires_at = "
+            "metadata = %(meta)s::jsonb, metadata_text = %(meta_text)s, saved_at = "
+            "clock_timestamp(), expires_at = "
             "clock_timestamp() + %(expires)s * interval '1 second', claim_token = "
             "NULL, heartbeat_at = NULL"
         )
@@ -171,13 +196,15 @@ class Sql:
         )
         self.save: Final = (
             f"WITH run AS (INSERT INTO {s}.runs (run_id, status, head, version, "
-            f"message_count, calls, metadata, saved_at, expires_at) VALUES (%(id)s, "
-            f"%(status)s, %(head)s, %(version)s, %(count)s, %(calls)s::jsonb, "
-            f"%(meta)s::jsonb, clock_timestamp(), clock_timestamp() + "
+            f"message_count, calls, calls_text, metadata, metadata_text, saved_at, "
+            f"expires_at) VALUES (%(id)s, %(status)s, %(head)s, %(version)s, "
+            f"%(count)s, %(calls)s::jsonb, %(calls_text)s, %(meta)s::jsonb, "
+            f"%(meta_text)s, clock_timestamp(), clock_timestamp() + "
             f"%(expires)s * interval '1 second') ON CONFLICT (run_id) DO UPDATE SET "
             f"status = EXCLUDED.status, state = NULL, head = EXCLUDED.head, "
             f"version = EXCLUDED.version, message_count = EXCLUDED.message_count, "
-            f"calls = EXCLUDED.calls, {saved} RETURNING run_id), {log}"
+            f"calls = EXCLUDED.calls, calls_text = EXCLUDED.calls_text, {saved} "
+            f"RETURNING run_id), {log}"
             f"SELECT count(*) FROM run"
         )
         # The messages as one text, joined by commas (no array to parse).
@@ -205,14 +232,22 @@ class Sql:
         )
         # The claim row is locked FOR SHARE: a takeover waits for this statement,
         # so no call starts under a claim that another resume holds.
+        # A record an earlier release keyed by the call id alone (%(old)s) is
+        # taken, once, by the first call with that id: moved to its key.
         self.start_call: Final = (
             f"WITH held AS (SELECT 1 FROM {s}.runs WHERE run_id = %(id)s AND "
             f"claim_token = %(token)s AND status = 'claimed' FOR SHARE), "
-            f"started AS (INSERT INTO {s}.run_calls (run_id, call_id) SELECT "
-            f"%(id)s, %(call)s FROM held ON CONFLICT DO NOTHING RETURNING 1) "
-            f"SELECT (SELECT count(*) FROM held), (SELECT count(*) FROM started), "
-            f"(SELECT coalesce(outcome, '') FROM {s}.run_calls WHERE run_id = %(id)s "
-            f"AND call_id = %(call)s)"
+            f"known AS (SELECT outcome FROM {s}.run_calls WHERE run_id = %(id)s "
+            f"AND call_id = %(call)s), "
+            f"old AS (DELETE FROM {s}.run_calls WHERE run_id = %(id)s AND "
+            f"call_id = %(old)s AND EXISTS (SELECT 1 FROM held) AND NOT EXISTS "
+            f"(SELECT 1 FROM known) RETURNING outcome), "
+            f"started AS (INSERT INTO {s}.run_calls (run_id, call_id, outcome) "
+            f"SELECT %(id)s, %(call)s, (SELECT outcome FROM old) FROM held "
+            f"ON CONFLICT DO NOTHING RETURNING 1) "
+            f"SELECT (SELECT count(*) FROM held), (SELECT count(*) FROM started) - "
+            f"(SELECT count(*) FROM old), coalesce((SELECT outcome FROM old), "
+            f"(SELECT outcome FROM known), '')"
         )
         self.finish_call: Final = (
             f"UPDATE {s}.run_calls SET outcome = %s WHERE run_id = %s AND "
@@ -229,23 +264,73 @@ class Sql:
             f"run_id = %s AND claim_token = %s AND status = 'claimed'"
         )
         self.pending: Final = (
-            f"SELECT run_id, calls, saved_at, expires_at, metadata FROM {s}.runs "
+            f"SELECT run_id, {_ROW} FROM {s}.runs "
             f"WHERE status = 'waiting' AND {_LIVE} ORDER BY saved_at DESC, "
             f"run_id DESC LIMIT %s"
         )
         self.pending_matching: Final = (
-            f"SELECT run_id, calls, saved_at, expires_at, metadata FROM {s}.runs "
+            f"SELECT run_id, {_ROW} FROM {s}.runs "
             f"WHERE status = 'waiting' AND {_LIVE} AND metadata @> %s::jsonb "
             f"ORDER BY saved_at DESC, run_id DESC LIMIT %s"
         )
         self.waiting: Final = (
-            f"SELECT run_id, calls, saved_at, expires_at, metadata FROM {s}.runs "
+            f"SELECT run_id, {_ROW} FROM {s}.runs "
             f"WHERE run_id = %s AND status = 'waiting' AND {_LIVE}"
         )
         self.delete: Final = f"DELETE FROM {s}.runs WHERE run_id = %s"
         self.purge: Final = (
             f"DELETE FROM {s}.runs WHERE expires_at <= clock_timestamp()"
         )
+
+
+#: Seconds a store's own connection waits for the server (libpq ``connect_timeout``)
+#: when its conninfo does not say.
+CONNECT_TIMEOUT: Final = 5
+
+
+def checked_conninfo(source: str) -> str:
+    """``source`` (a conninfo a store opens its own pool with), with
+    ``connect_timeout`` when it gives none, so a wrong host fails in seconds.
+
+    Raises:
+        ValueError: a URL of another scheme (``redis://...``), or a conninfo
+            libpq cannot read.
+    """
+    scheme, separator, _ = source.partition("://")
+    if separator and scheme.lower() not in ("postgresql", "postgres"):
+        raise ValueError(
+            f"a PostgreSQL store takes a postgresql://... URL or a key=value "
+            f"conninfo, got a {scheme}:// URL"
+            + (" (RedisRunStore takes Redis)" if scheme.startswith("redis") else "")
+        )
+    try:
+        given = psycopg.conninfo.conninfo_to_dict(source)
+    except psycopg.ProgrammingError as error:
+        raise ValueError(
+            f"not a PostgreSQL conninfo ({str(error).strip()}): give a "
+            f"postgresql://user@host:port/dbname URL or key=value pairs"
+        ) from None
+    if "connect_timeout" in given:
+        return source
+    return psycopg.conninfo.make_conninfo(source, connect_timeout=CONNECT_TIMEOUT)
+
+
+def unreachable(conninfo: str, error: Exception) -> LangHooksError:
+    """The error of a store whose first connection failed, naming where it went
+    and what to check."""
+    given = psycopg.conninfo.conninfo_to_dict(conninfo)
+    host = given.get("host") or given.get("hostaddr") or "the local socket"
+    port = given.get("port") or "5432"
+    first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    return LangHooksError(
+        "connection",
+        f"cannot connect to PostgreSQL at {host}:{port} (database "
+        f"{given.get('dbname', '(default)')!r}, user "
+        f"{given.get('user', '(default)')!r}): {first}. Check the host and port of "
+        f"the conninfo, that the server runs and accepts connections from here, "
+        f"and the user, password and database",
+        original=error,
+    )
 
 
 def wrong_source(source: object, *, is_async: bool) -> TypeError:
@@ -276,8 +361,9 @@ def too_new(version: int, schema: str) -> LangHooksError:
 def not_set_up(schema: str, error: Exception) -> LangHooksError:
     return LangHooksError(
         "invalid_request",
-        f"the run store's tables are missing in schema {schema!r}: call setup() "
-        f"once (it is idempotent) before using the store "
+        f"the run store's tables are missing or older than this langhooks in "
+        f"schema {schema!r}: call setup() once (it is idempotent) before using "
+        f"the store "
         f"({str(error).splitlines()[0]})",
         original=error,
     )
@@ -314,6 +400,66 @@ def claim_lost(run_id: str) -> LangHooksError:
     )
 
 
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _plain(text: str) -> bool:
+    """Whether PostgreSQL text holds ``text``: no NUL, no lone surrogate."""
+    if "\x00" in text:
+        return False
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _jsonb_text(text: str) -> str:
+    """``text`` as a JSONB string holds it: itself, or, when it carries a NUL or
+    a surrogate (which JSONB refuses) or starts with the mark, the mark and its
+    JSON escape (one to one, so containment still matches)."""
+    if _plain(text) and not text.startswith(_ESCAPED):
+        return text
+    return _ESCAPED + json.dumps(text)[1:-1]
+
+
+def _searchable(value: Any) -> Any:
+    """``value`` (JSON types) with every string as ``_jsonb_text`` gives it."""
+    if isinstance(value, str):
+        return _jsonb_text(value)
+    if isinstance(value, Mapping):
+        return {_jsonb_text(k): _searchable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_searchable(item) for item in value]
+    return value
+
+
+def _for_jsonb(value: Any) -> tuple[str, str | None]:
+    """``value`` for a JSONB column, and its exact JSON text when that differs
+    (None when the JSONB holds it as it is)."""
+    exact, searchable = _json(value), _json(_searchable(value))
+    return searchable, None if searchable == exact else exact
+
+
+def storable(run_id: str) -> bool:
+    """Whether PostgreSQL text holds ``run_id`` (no NUL, no lone surrogate): a run
+    id it cannot hold names no run in the store."""
+    return _plain(run_id)
+
+
+def call_params(run_id: str, token: str, call: CallKey) -> dict[str, str | None]:
+    """``start_call``'s parameters. The key an earlier release used (the call id
+    alone) is looked up only when PostgreSQL text can hold it: else there is none."""
+    plain = call.call_id if _plain(call.call_id) else None
+    return {"id": run_id, "token": token, "call": call.text, "old": plain}
+
+
+def _calls_params(calls: Sequence[ToolCall]) -> dict[str, str | None]:
+    data, exact = _for_jsonb([encode(call) for call in calls])
+    return {"calls": data, "calls_text": exact}
+
+
 def _log_params(write: Write) -> dict[str, Any]:
     return {
         "id": write.run_id,
@@ -321,7 +467,7 @@ def _log_params(write: Write) -> dict[str, Any]:
         "head": write.head,
         "version": write.version,
         "count": write.count,
-        "calls": write.calls_json,
+        **_calls_params(write.calls),
         "base": write.base,
         "keep": write.keep,
         "messages": list(write.messages),
@@ -331,10 +477,21 @@ def _log_params(write: Write) -> dict[str, Any]:
 def write_params(
     write: Write, metadata: Mapping[str, Any], expires_in: float | None
 ) -> dict[str, Any]:
-    """The parameters of ``Sql.append`` (``write`` with a base) or ``Sql.save``."""
+    """The parameters of ``Sql.append`` (``write`` with a base) or ``Sql.save``.
+
+    Raises:
+        ValueError: a run id PostgreSQL text cannot hold.
+    """
+    if not storable(write.run_id):
+        raise ValueError(
+            f"run id {write.run_id!r} holds a NUL or a lone surrogate, which "
+            f"PostgreSQL text cannot: give the run a plain id (Invocation(id=...))"
+        )
+    meta, meta_text = _for_jsonb(metadata)
     return {
         **_log_params(write),
-        "meta": json.dumps(metadata, separators=(",", ":")),
+        "meta": meta,
+        "meta_text": meta_text,
         "expires": expires_in,
     }
 
@@ -356,7 +513,11 @@ def saved_of(row: Sequence[Any] | None) -> Saved | None:
 
 
 def pending_row(values: Sequence[Any]) -> PendingRun:
-    run_id, calls, saved_at, expires_at, metadata = values
+    run_id, calls, saved_at, expires_at, metadata, calls_text, metadata_text = values
+    if calls_text is not None:
+        calls = json.loads(calls_text)
+    if metadata_text is not None:
+        metadata = json.loads(metadata_text)
     return PendingRun(
         run_id=run_id,
         calls=tuple(decode(item) for item in calls),
@@ -370,7 +531,7 @@ def pending_query(
     sql: Sql, wanted: Mapping[str, Any], limit: int
 ) -> tuple[str, tuple[Any, ...]]:
     if wanted:
-        return sql.pending_matching, (json.dumps(wanted), limit)
+        return sql.pending_matching, (_json(_searchable(wanted)), limit)
     return sql.pending, (limit,)
 
 

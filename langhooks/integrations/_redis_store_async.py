@@ -16,7 +16,7 @@ from typing_extensions import override
 
 from .._core._messages import LangHooksError
 from .._persist._resume import Known, Saved, Write
-from .._persist._stores import PendingRun
+from .._persist._stores import CallKey, PendingRun
 from .._persist._stores_async import AsyncStoreBase
 from ._redis_runs import (
     APPEND,
@@ -24,12 +24,14 @@ from ._redis_runs import (
     FIELDS,
     FINISH_CALL,
     HEARTBEAT,
+    INDEX,
     READ,
     RELEASE,
     SETTLE,
     START_CALL,
     Layout,
     as_text,
+    call_fields,
     claim_error,
     claim_lost,
     index_for,
@@ -98,6 +100,7 @@ class AsyncRedisRunStore(AsyncStoreBase):
         self._start_call: Final = client.register_script(START_CALL)
         self._finish_call: Final = client.register_script(FINISH_CALL)
         self._settle: Final = client.register_script(SETTLE)
+        self._index: Final = client.register_script(INDEX)
         self._release: Final = client.register_script(RELEASE)
 
     @override
@@ -118,6 +121,7 @@ class _AsyncBackend:
     def __init__(self, store: AsyncRedisRunStore) -> None:
         self._store: Final = store
         self._indexes: list[str] = []  # the inbox indexes of the claimed run
+        self._expires = ""  # and its expiry (ms)
 
     async def _scripted(
         self,
@@ -125,14 +129,15 @@ class _AsyncBackend:
         run_id: str,
         args: list[str | int],
         whole: Mapping[Any, str | int] | None,
-        expires: int,
         waiting: bool,
         score: int,
+        expires: int | str,
     ) -> Any:
         """One round trip: ``script`` (or, with ``whole``, the hash replaced and
         its expiry set), then the inbox indexes (hints that pending() checks
-        against the run's status). redis-py refuses scripts in a cluster's
-        pipeline: there, two. The script's answer."""
+        against the run's status; each expires with the last of its runs, at
+        ``expires``). redis-py refuses scripts in a cluster's pipeline: there,
+        one round trip each. The script's answer."""
         store = self._store
         key = store._layout.key(run_id)
         cluster = is_cluster(store._client)
@@ -141,7 +146,7 @@ class _AsyncBackend:
             if whole is not None:
                 pipe.delete(key)
                 pipe.hset(key, mapping=whole)
-                pipe.pexpireat(key, expires)
+                pipe.pexpireat(key, int(expires))
             elif cluster:
                 answer = await script(keys=[key], args=args)
             else:
@@ -149,18 +154,21 @@ class _AsyncBackend:
                 # SCRIPT EXISTS, a round trip more every time.
                 pipe.evalsha(script.sha, 1, key, *args)
             for index in self._indexes:
-                if waiting:
-                    pipe.zadd(index, {run_id: score})
-                else:
+                if not waiting:
                     pipe.zrem(index, run_id)
+                elif cluster:
+                    await store._index(keys=[index], args=[run_id, score, expires])
+                else:
+                    pipe.evalsha(store._index.sha, 1, index, run_id, score, expires)
             try:
                 answers = await pipe.execute()
             except redis.exceptions.NoScriptError:
-                # The server forgot the script (a restart, SCRIPT FLUSH): load it
-                # and send the whole pipeline again (the index changes repeat).
+                # The server forgot the scripts (a restart, SCRIPT FLUSH): load
+                # them and send the whole pipeline again (its changes repeat).
                 await store._client.script_load(script.script)
+                await store._client.script_load(store._index.script)
                 return await self._scripted(
-                    script, run_id, args, whole, expires, waiting, score
+                    script, run_id, args, whole, waiting, score, expires
                 )
         if whole is None and not cluster:
             answer = answers[0]
@@ -182,9 +190,9 @@ class _AsyncBackend:
             write.run_id,
             args,
             whole,
-            expires,
             bool(write.calls),
             saved,
+            expires,
         )
         return bool(answer)
 
@@ -201,7 +209,8 @@ class _AsyncBackend:
         if as_text(answer[0]) != "ok":
             raise claim_error(run_id, layout.prefix, answer)
         self._indexes = index_keys(layout.prefix, json.loads(answer[1]))
-        saved = saved_of(answer[2:])
+        self._expires = as_text(answer[2])
+        saved = saved_of(answer[3:])
         assert saved is not None  # the claim found the run
         return saved
 
@@ -210,20 +219,20 @@ class _AsyncBackend:
         key = store._layout.key(run_id)
         return bool(await store._heartbeat(keys=[key], args=[token]))
 
-    async def start_call(self, run_id: str, token: str, call_id: str) -> str | None:
+    async def start_call(self, run_id: str, token: str, call: CallKey) -> str | None:
         store = self._store
         answer = await store._start_call(
-            keys=[store._layout.key(run_id)], args=[token, f"call:{call_id}"]
+            keys=[store._layout.key(run_id)], args=[token, *call_fields(call)]
         )
         return started_outcome(run_id, answer)
 
     async def finish_call(
-        self, run_id: str, token: str, call_id: str, outcome: str
+        self, run_id: str, token: str, call: CallKey, outcome: str
     ) -> None:
         store = self._store
         await store._finish_call(
             keys=[store._layout.key(run_id)],
-            args=[token, f"call:{call_id}", outcome],
+            args=[token, call_fields(call)[0], outcome],
         )
 
     async def settle(self, run_id: str, token: str, write: Write) -> None:
@@ -233,9 +242,9 @@ class _AsyncBackend:
             run_id,
             args,
             None,
-            0,
             bool(write.calls),
             int(args[7]),
+            self._expires,
         )
         if not settled:
             raise claim_lost(run_id)
