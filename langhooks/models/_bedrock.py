@@ -18,7 +18,7 @@ import socket
 import threading
 from collections.abc import AsyncIterator, Iterator, Mapping
 from types import TracebackType
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from .._core._messages import ChatResponse, LangHooksError, Message
 from .._core._model import ChatRequest
@@ -29,6 +29,7 @@ from .._core._streaming import (
 )
 from .._core._tools import Tool
 from ._adapters.bedrock import bedrock_error
+from ._formats import StreamFormat
 from ._run_async import arun_stream
 from ._run_sync import run_stream
 from ._tool_schema import tool_schema
@@ -381,6 +382,8 @@ class BedrockChatModel:
         TypeError: ``region`` or ``endpoint_url`` given with ``client``.
     """
 
+    _format: ClassVar[StreamFormat] = "bedrock"
+
     def __init__(
         self,
         *,
@@ -471,7 +474,7 @@ class BedrockChatModel:
         def open_body() -> _Stream:
             return _Stream(self.client, self._params(request), handle)
 
-        return run_stream("bedrock", handler, handle, open_body)
+        return run_stream(self._format, handler, handle, open_body)
 
     async def astream(
         self,
@@ -494,4 +497,4 @@ class BedrockChatModel:
         def open_body() -> _AsyncStream:
             return _AsyncStream(_Stream(self.client, self._params(request), handle))
 
-        return await arun_stream("bedrock", handler, handle, open_body)
+        return await arun_stream(self._format, handler, handle, open_body)

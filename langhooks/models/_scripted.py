@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any, Final, final
+from typing import Any, ClassVar, Final, final
 
 from typing_extensions import override
 
@@ -65,6 +65,9 @@ class ScriptedChatModel:
         TypeError: an item is neither a ``ScriptedTurn`` nor a ``LangHooksError``.
         ValueError: ``delay`` is negative.
     """
+
+    # No wire format: OpenTelemetry's provider name for its spans.
+    _provider_name: ClassVar[str] = "langhooks.scripted"
 
     def __init__(
         self, turns: Sequence[ScriptedTurn | LangHooksError], *, delay: float = 0.0

@@ -1,9 +1,7 @@
-"""Pure wire-format adapters, one module per format (see ``_base``)."""
+"""Pure wire-format adapters, one module per format (see ``_base``); the formats'
+registry (``langhooks.models._formats``) names each one's adapter."""
 
 from __future__ import annotations
-
-from collections.abc import Callable, Mapping
-from typing import Final
 
 from ._base import StreamAdapter
 from .anthropic import AnthropicAdapter
@@ -15,7 +13,6 @@ from .openai_chat import OpenAIChatAdapter
 from .openai_responses import OpenAIResponsesAdapter
 
 __all__ = [
-    "ADAPTERS",
     "AnthropicAdapter",
     "BedrockAdapter",
     "CohereAdapter",
@@ -25,14 +22,3 @@ __all__ = [
     "OpenAIResponsesAdapter",
     "StreamAdapter",
 ]
-
-#: Stream format name -> adapter factory.
-ADAPTERS: Final[Mapping[str, Callable[[], StreamAdapter]]] = {
-    "openai-chat": OpenAIChatAdapter,
-    "openai-responses": OpenAIResponsesAdapter,
-    "anthropic": AnthropicAdapter,
-    "ollama": OllamaAdapter,
-    "gemini": GeminiAdapter,
-    "cohere": CohereAdapter,
-    "bedrock": BedrockAdapter,
-}
