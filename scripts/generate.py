@@ -246,7 +246,8 @@ def _event_method(event: Event) -> str:
         ]
     )
     body = node.body
-    lines = [f"    async def {node.name}({parameters}) -> {event.returns()}:"]
+    lines = [f"    @{event.segment(decorator)}" for decorator in node.decorator_list]
+    lines.append(f"    async def {node.name}({parameters}) -> {event.returns()}:")
     first = body[0]
     rest = body
     if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
@@ -275,6 +276,8 @@ def render_interface(interface: Interface) -> str:
             annotations.update(_names(parameter.annotation))
         assert event.node.returns is not None
         annotations.update(_names(event.node.returns))
+        for decorator in event.node.decorator_list:
+            annotations.update(_names(decorator))
     exported = [*spec.exports(), *interface.extra_exports]
     typing_names = {"ClassVar", "Literal", "TypeAlias"}
     if "Generic" in used:
