@@ -18,7 +18,7 @@ import socket
 import threading
 from collections.abc import AsyncIterator, Iterator, Mapping
 from types import TracebackType
-from typing import Any, ClassVar, Final
+from typing import Any, Final
 
 from .._core._messages import ChatResponse, LangHooksError, Message
 from .._core._model import ChatRequest
@@ -382,7 +382,7 @@ class BedrockChatModel:
         TypeError: ``region`` or ``endpoint_url`` given with ``client``.
     """
 
-    _format: ClassVar[StreamFormat] = "bedrock"
+    _format: StreamFormat = "bedrock"
 
     def __init__(
         self,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
-from typing import Any, ClassVar
+from typing import Any
 
 from typing_extensions import override
 
@@ -70,7 +70,7 @@ class MistralChatModel(SDKChatModel):
 
     _format = "openai-chat"
     # OpenAI's wire format, Mistral's service (OpenTelemetry's provider name).
-    _provider_name: ClassVar[str] = "mistral_ai"
+    _provider_name = "mistral_ai"
 
     def __init__(
         self,

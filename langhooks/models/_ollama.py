@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Final, Literal
+from typing import Any, Final, Literal
 
 from .._core._messages import ChatResponse, LangHooksError, Message
 from .._core._model import ChatRequest
@@ -107,7 +107,7 @@ class OllamaChatModel:
         ImportError: the ``ollama`` extra (httpx) is not installed.
     """
 
-    _format: ClassVar[StreamFormat] = "ollama"
+    _format: StreamFormat = "ollama"
 
     def __init__(
         self,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any, ClassVar, Final, final
+from typing import Any, Final, final
 
 from typing_extensions import override
 
@@ -67,7 +67,7 @@ class ScriptedChatModel:
     """
 
     # No wire format: OpenTelemetry's provider name for its spans.
-    _provider_name: ClassVar[str] = "langhooks.scripted"
+    _provider_name = "langhooks.scripted"
 
     def __init__(
         self, turns: Sequence[ScriptedTurn | LangHooksError], *, delay: float = 0.0
