@@ -19,58 +19,18 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-from .._core._chain_callbacks import (
-    Allow,
-    Deny,
-    Interrupt,
-    ReviewContext,
-    UpdateArguments,
-)
-from .._core._invocation import Invocation
-from .._core._messages import (
-    ChatResponse,
-    CompleteToolCall,
-    ContentPart,
-    FinishReason,
-    LangHooksError,
-    Message,
-    MessageDelta,
-    PartialResponse,
-    PartialThinking,
-    PartialToolCall,
-    TokenUsage,
-    ToolCall,
-    ToolResult,
-)
-from ..chain._decision import Decision
-from ._codec_fields import (
-    _d_call,
-    _d_decision,
-    _d_delta,
-    _d_error,
-    _d_invocation,
-    _d_message,
-    _d_part,
-    _d_partial_call,
-    _d_record,
-    _d_response,
-    _d_result,
-    _d_usage,
-    _data,
-    _e_call,
-    _e_delta,
-    _e_error,
-    _e_invocation,
-    _e_message,
-    _e_part,
-    _e_partial_call,
-    _e_record,
-    _e_response,
-    _e_result,
-    _e_usage,
-    _each,
-    _nested,
-    _str,
+from .._core._messages import Message
+from . import _codec_messages, _codec_records, _codec_review, _codec_streaming
+from ._codec_messages import decode_call, decode_message, encode_call, encode_message
+from ._codec_records import decode_invocation, encode_invocation
+from ._fields import (
+    Decoder,
+    Encoder,
+    ValueCodec,
+    data_field,
+    each_field,
+    nested_field,
+    str_field,
 )
 from ._jsondata import (
     MAX_DEPTH,
@@ -79,7 +39,6 @@ from ._jsondata import (
     json_text,
     parse_json,
 )
-from ._records import EventRecord
 
 if TYPE_CHECKING:
     from ..chain._chain import LLMChain
@@ -112,93 +71,26 @@ _T = TypeVar("_T")
 
 # --- the registry -----------------------------------------------------------------
 
-_Encoder = Callable[[Any], dict[str, Any]]
-_Decoder = Callable[[Mapping[str, Any]], Any]
-
-# class -> (tag, encoder); tag -> decoder. The tag is the public class name.
-_ENCODERS: Final[dict[type, tuple[str, _Encoder]]] = {}
-_DECODERS: Final[dict[str, _Decoder]] = {}
-
-
-def _register(cls: type[_T], encoder: _Encoder, decoder: _Decoder) -> None:
-    _ENCODERS[cls] = (cls.__name__, encoder)
-    _DECODERS[cls.__name__] = decoder
+# class -> (tag, encoder); tag -> decoder. The tag is the public class name. Each
+# concept's module holds its types' encoders and decoders side by side, and its
+# rows of this table (``CODECS``).
+_ENCODERS: Final[dict[type, tuple[str, Encoder]]] = {}
+_DECODERS: Final[dict[str, Decoder]] = {}
 
 
-_register(ContentPart, _e_part, _d_part)
-_register(ToolCall, _e_call, _d_call)
-_register(ToolResult, _e_result, _d_result)
-_register(Message, _e_message, _d_message)
-_register(MessageDelta, _e_delta, _d_delta)
-_register(TokenUsage, _e_usage, _d_usage)
+def _register(*tables: tuple[ValueCodec, ...]) -> None:
+    for table in tables:
+        for cls, encoder, decoder in table:
+            _ENCODERS[cls] = (cls.__name__, encoder)
+            _DECODERS[cls.__name__] = decoder
+
+
 _register(
-    FinishReason,
-    lambda reason: {"value": reason.value},
-    lambda data: FinishReason(data["value"]),
+    _codec_messages.CODECS,
+    _codec_streaming.CODECS,
+    _codec_review.CODECS,
+    _codec_records.CODECS,
 )
-_register(ChatResponse, _e_response, _d_response)
-_register(LangHooksError, _e_error, _d_error)
-_register(Invocation, _e_invocation, _d_invocation)
-_register(
-    PartialResponse,
-    lambda partial: {"text": partial.text},
-    lambda data: PartialResponse(text=data["text"]),
-)
-_register(
-    PartialThinking,
-    lambda partial: {"text": partial.text},
-    lambda data: PartialThinking(text=data["text"]),
-)
-_register(PartialToolCall, _e_partial_call, _d_partial_call)
-_register(
-    CompleteToolCall,
-    lambda complete: {
-        "index": complete.index,
-        "tool_call": _nested(complete.tool_call, _e_call, "tool_call"),
-    },
-    lambda data: CompleteToolCall(
-        index=data["index"], tool_call=_d_call(data["tool_call"])
-    ),
-)
-_register(Allow, lambda _decision: {}, lambda _data: Allow())
-_register(
-    UpdateArguments,
-    lambda decision: {"arguments": _data(decision.arguments, "arguments")},
-    lambda data: UpdateArguments(data["arguments"]),
-)
-_register(
-    Deny,
-    lambda decision: {"reason": decision.reason},
-    lambda data: Deny(data["reason"]),
-)
-_register(
-    Interrupt,
-    lambda decision: {
-        "message": decision.message,
-        "data": _data(decision.data, "data"),
-    },
-    lambda data: Interrupt(data["message"], data["data"]),
-)
-_register(
-    ReviewContext,
-    lambda review: {
-        "human_decision": review.human_decision,
-        "custom_context": _data(review.custom_context, "custom_context"),
-    },
-    lambda data: ReviewContext(
-        human_decision=data["human_decision"], custom_context=data["custom_context"]
-    ),
-)
-_register(
-    Decision,
-    lambda decision: {
-        "kind": decision.kind,
-        "arguments": _data(decision.arguments, "arguments"),
-        "reason": decision.reason,
-    },
-    _d_decision,
-)
-_register(EventRecord, _e_record, _d_record)
 
 
 # --- the public functions ---------------------------------------------------------
@@ -382,14 +274,14 @@ def encode_state(chain: LLMChain) -> dict[str, Any]:
         return {
             "type": STATE_TAG,
             "version": SCHEMA_VERSION,
-            "messages": _each(chain.messages, _e_message, "messages"),
-            "custom_context": _data(chain.custom_context, "custom_context"),
+            "messages": each_field(chain.messages, encode_message, "messages"),
+            "custom_context": data_field(chain.custom_context, "custom_context"),
             "max_retry_count": chain.max_retry_count,
             "current_failure_count": chain.current_failure_count,
-            "invocation": _nested(current, _e_invocation, "invocation"),
+            "invocation": nested_field(current, encode_invocation, "invocation"),
             "tools": [tool.name for tool in chain.tools],
-            "pending_tool_calls": _each(
-                chain.pending_tool_calls, _e_call, "pending_tool_calls"
+            "pending_tool_calls": each_field(
+                chain.pending_tool_calls, encode_call, "pending_tool_calls"
             ),
         }
     except Unencodable as error:
@@ -424,16 +316,18 @@ def decode_state(state: Mapping[str, Any]) -> dict[str, Any]:
             "custom_context": state["custom_context"],
             "max_retry_count": state["max_retry_count"],
             "current_failure_count": state["current_failure_count"],
-            "tools": [_str(name, "tools[]") for name in state["tools"]],
+            "tools": [str_field(name, "tools[]") for name in state["tools"]],
         }
         current = state["invocation"]
-        fields["invocation"] = None if current is None else _d_invocation(current)
+        fields["invocation"] = None if current is None else decode_invocation(current)
     except KeyError as error:
         raise ValueError(f"not a valid saved chain: {error} is missing") from None
     except (TypeError, ValueError, AttributeError) as error:
         raise ValueError(f"not a valid saved chain: {error}") from error
-    fields["messages"] = _decode_each(state, "messages", _d_message)
-    fields["pending_tool_calls"] = _decode_each(state, "pending_tool_calls", _d_call)
+    fields["messages"] = _decode_each(state, "messages", decode_message)
+    fields["pending_tool_calls"] = _decode_each(
+        state, "pending_tool_calls", decode_call
+    )
     return fields
 
 
