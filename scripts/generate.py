@@ -448,6 +448,28 @@ def _ruff(text: str, path: Path) -> str:
     return text
 
 
+#: The page whose table of sync twins is written from ``unasync.PAIRS``, between
+#: these two lines.
+CONTRIBUTING = ROOT / "docs" / "contributing.md"
+TWINS_BEGIN = (
+    "<!-- the twins: written by scripts/generate.py from scripts/unasync.py PAIRS -->"
+)
+TWINS_END = "<!-- end of the twins -->"
+
+
+def render_contributing() -> str:
+    """docs/contributing.md with its table of twins as ``unasync.PAIRS`` gives it."""
+    text = CONTRIBUTING.read_text(encoding="utf-8")
+    head, begin, rest = text.partition(TWINS_BEGIN + "\n")
+    _, end, tail = rest.partition(TWINS_END)
+    if not begin or not end:
+        raise SystemExit(
+            f"{CONTRIBUTING}: the table of twins must sit between {TWINS_BEGIN!r} "
+            f"and {TWINS_END!r}"
+        )
+    return f"{head}{begin}{unasync.twin_table()}{end}{tail}"
+
+
 def render() -> dict[Path, str]:
     """Every generated file, path to text, from the specs as they are now."""
     files = {
@@ -456,8 +478,13 @@ def render() -> dict[Path, str]:
     }
     files[CORE / f"{FUNCTIONS_OUT}.py"] = render_functions()
     formatted = {path: _ruff(text, path) for path, text in files.items()}
-    # The sync twins of the async modules (formatted by unasync itself).
-    return {**formatted, **unasync.render()}
+    # The sync twins of the async modules (formatted by unasync itself), and the
+    # page that lists them.
+    return {
+        **formatted,
+        **unasync.render(),
+        CONTRIBUTING: render_contributing(),
+    }
 
 
 def stale(files: dict[Path, str]) -> list[Path]:
