@@ -68,12 +68,12 @@ from .._core._streaming import (
     StreamingEventName,
     StreamingHandle,
 )
-from ._adapters import StreamAdapter
 from ._adapters._base import (
     THINKING,
     TOOL_COMPLETE,
     TOOL_PARTIAL,
     Action,
+    StreamAdapter,
     finish_status,
     malformed,
     wire_event,

@@ -16,16 +16,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias, get_args
 
-from ._adapters import (
-    AnthropicAdapter,
-    BedrockAdapter,
-    CohereAdapter,
-    GeminiAdapter,
-    OllamaAdapter,
-    OpenAIChatAdapter,
-    OpenAIResponsesAdapter,
-    StreamAdapter,
-)
+from ._adapters._base import StreamAdapter
+from ._adapters.anthropic import AnthropicAdapter
+from ._adapters.bedrock import BedrockAdapter
+from ._adapters.cohere import CohereAdapter
+from ._adapters.gemini import GeminiAdapter
+from ._adapters.ollama import OllamaAdapter
+from ._adapters.openai_chat import OpenAIChatAdapter
+from ._adapters.openai_responses import OpenAIResponsesAdapter
 
 __all__ = [
     "FORMATS",

@@ -26,7 +26,7 @@ from langhooks.models import (
     replay_stream,
     stream_events,
 )
-from langhooks.models._adapters import OpenAIChatAdapter
+from langhooks.models._adapters.openai_chat import OpenAIChatAdapter
 from langhooks.models._formats import (
     FORMATS,
     WireFormat,
