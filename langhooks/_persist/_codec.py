@@ -16,32 +16,27 @@ record per streamed token) does no reflection.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from collections.abc import Mapping
+from typing import Any, Final
 
-from .._core._messages import Message
-from . import _codec_messages, _codec_records, _codec_review, _codec_streaming
-from ._codec_messages import decode_call, decode_message, encode_call, encode_message
-from ._codec_records import decode_invocation, encode_invocation
-from ._fields import (
+from .._core import _json_messages
+from .._core._json_fields import (
+    SCHEMA_VERSION,
     Decoder,
     Encoder,
     ValueCodec,
-    data_field,
-    each_field,
-    nested_field,
-    str_field,
+    check_version,
 )
-from ._jsondata import (
+from .._core._jsondata import (
     MAX_DEPTH,
     Unencodable,
     json_data,
     json_text,
     parse_json,
 )
-
-if TYPE_CHECKING:
-    from ..chain._chain import LLMChain
+from .._core._messages import Message
+from ..chain._state_codec import STATE_TAG, decode_state, encode_state
+from . import _codec_records, _codec_review, _codec_streaming
 
 __all__ = [
     "MAX_DEPTH",
@@ -63,11 +58,6 @@ __all__ = [
     "parse_json",
 ]
 
-#: The schema version ``encode`` writes; ``decode`` reads it and every older one.
-SCHEMA_VERSION: Final = 1
-
-_T = TypeVar("_T")
-
 
 # --- the registry -----------------------------------------------------------------
 
@@ -86,7 +76,7 @@ def _register(*tables: tuple[ValueCodec, ...]) -> None:
 
 
 _register(
-    _codec_messages.CODECS,
+    _json_messages.CODECS,
     _codec_streaming.CODECS,
     _codec_review.CODECS,
     _codec_records.CODECS,
@@ -170,26 +160,6 @@ def decode_fields(tag: str, data: Mapping[str, Any]) -> Any:
         raise ValueError(f"not a valid encoded {tag}: {error}") from error
 
 
-def check_version(data: Mapping[str, Any], what: str) -> None:
-    """Check ``data["version"]`` is a schema version this code reads.
-
-    Raises:
-        ValueError: the version is missing, not an int, or newer than
-            ``SCHEMA_VERSION``.
-    """
-    version = data.get("version")
-    if type(version) is not int or version < 1:
-        raise ValueError(
-            f"{what} has no valid schema version (an int >= 1 under 'version'), "
-            f"got {version!r}"
-        )
-    if version > SCHEMA_VERSION:
-        raise ValueError(
-            f"{what} has schema version {version}, newer than this langhooks reads "
-            f"({SCHEMA_VERSION}): upgrade langhooks to read it"
-        )
-
-
 def decode(data: Mapping[str, Any]) -> Any:
     """The value ``encode`` made ``data`` from (equal to the original).
 
@@ -253,100 +223,3 @@ def message_from_data(data: Mapping[str, Any]) -> Message:
         ValueError: fields that do not make a valid message.
     """
     return decode_fields("Message", data)  # type: ignore[no-any-return]
-
-
-# --- run state --------------------------------------------------------------------
-
-#: The tag of ``LLMChain.to_state()``'s dict.
-STATE_TAG: Final = "LLMChainState"
-
-
-def encode_state(chain: LLMChain) -> dict[str, Any]:
-    """``chain.to_state()``: what a run needs to go on elsewhere, as JSON types.
-
-    Raises:
-        TypeError: caller data in the chain is not JSON (the message names its
-            path, as ``messages[3].tool_calls[0].arguments["when"]``).
-        ValueError: a float in caller data is NaN or infinite.
-    """
-    current = chain.invocation
-    try:
-        return {
-            "type": STATE_TAG,
-            "version": SCHEMA_VERSION,
-            "messages": each_field(chain.messages, encode_message, "messages"),
-            "custom_context": data_field(chain.custom_context, "custom_context"),
-            "max_retry_count": chain.max_retry_count,
-            "current_failure_count": chain.current_failure_count,
-            "invocation": nested_field(current, encode_invocation, "invocation"),
-            "tools": [tool.name for tool in chain.tools],
-            "pending_tool_calls": each_field(
-                chain.pending_tool_calls, encode_call, "pending_tool_calls"
-            ),
-        }
-    except Unencodable as error:
-        error.raise_public()
-        raise  # pragma: no cover  # raise_public always raises
-
-
-def decode_state(state: Mapping[str, Any]) -> dict[str, Any]:
-    """The saved fields of ``state`` as ``LLMChain`` keyword arguments (messages,
-    custom_context, max_retry_count, current_failure_count, invocation), and the
-    saved tool names and pending calls under ``"tools"`` and
-    ``"pending_tool_calls"``.
-
-    Raises:
-        TypeError: ``state`` is not a mapping.
-        ValueError: not a saved chain, a newer schema version, or fields that do
-            not make valid values (the message names the first bad one).
-    """
-    if not isinstance(state, Mapping):
-        raise TypeError(
-            f"from_state takes the dict chain.to_state() returned, got "
-            f"{type(state).__name__}"
-        )
-    if state.get("type") != STATE_TAG:
-        raise ValueError(
-            f"not a saved chain: the type tag is {state.get('type')!r}, not "
-            f"{STATE_TAG!r} (save one with chain.to_state())"
-        )
-    check_version(state, "the saved chain")
-    try:
-        fields = {
-            "custom_context": state["custom_context"],
-            "max_retry_count": state["max_retry_count"],
-            "current_failure_count": state["current_failure_count"],
-            "tools": [str_field(name, "tools[]") for name in state["tools"]],
-        }
-        current = state["invocation"]
-        fields["invocation"] = None if current is None else decode_invocation(current)
-    except KeyError as error:
-        raise ValueError(f"not a valid saved chain: {error} is missing") from None
-    except (TypeError, ValueError, AttributeError) as error:
-        raise ValueError(f"not a valid saved chain: {error}") from error
-    fields["messages"] = _decode_each(state, "messages", decode_message)
-    fields["pending_tool_calls"] = _decode_each(
-        state, "pending_tool_calls", decode_call
-    )
-    return fields
-
-
-def _decode_each(
-    state: Mapping[str, Any], field: str, decoder: Callable[[Any], _T]
-) -> list[_T]:
-    items = state.get(field)
-    if not isinstance(items, list):
-        raise ValueError(f"not a valid saved chain: {field} must be a list")
-    out: list[_T] = []
-    for position, item in enumerate(items):
-        try:
-            out.append(decoder(item))
-        except KeyError as error:
-            raise ValueError(
-                f"not a valid saved chain: {field}[{position}] has no {error}"
-            ) from None
-        except (TypeError, ValueError, AttributeError) as error:
-            raise ValueError(
-                f"not a valid saved chain: {field}[{position}]: {error}"
-            ) from error
-    return out

@@ -1,37 +1,16 @@
-"""The codec of what a run is recorded as: invocations and event records, each
-type's encoder beside its decoder, and their rows of the codec's table.
-"""
+"""The codec of what a run is recorded as: an event record's encoder beside its
+decoder, and its row of the codec's table (the invocation it names is in
+``_core._json_messages``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .._core._invocation import Invocation
-from ._fields import ValueCodec, data_field, optional_str, str_field, time_field
+from .._core._json_fields import ValueCodec, data_field, time_field
 from ._records import EventRecord
 
-__all__ = ["CODECS", "decode_invocation", "encode_invocation"]
-
-
-def encode_invocation(current: Invocation) -> dict[str, Any]:
-    return {
-        "id": current.id,
-        "name": current.name,
-        "parent_id": current.parent_id,
-        "custom_context": data_field(current.custom_context, "custom_context"),
-        "started_at": current.started_at.isoformat(),
-    }
-
-
-def decode_invocation(data: Mapping[str, Any]) -> Invocation:
-    return Invocation(
-        id=str_field(data["id"], "id"),
-        name=data["name"],
-        parent_id=optional_str(data["parent_id"], "parent_id"),
-        custom_context=data["custom_context"],
-        started_at=time_field(data["started_at"], "started_at"),
-    )
+__all__ = ["CODECS"]
 
 
 def encode_record(record: EventRecord) -> dict[str, Any]:
@@ -59,7 +38,4 @@ def decode_record(data: Mapping[str, Any]) -> EventRecord:
 
 
 #: This concept's rows of the codec's table.
-CODECS: Final[tuple[ValueCodec, ...]] = (
-    (Invocation, encode_invocation, decode_invocation),
-    (EventRecord, encode_record, decode_record),
-)
+CODECS: Final[tuple[ValueCodec, ...]] = ((EventRecord, encode_record, decode_record),)

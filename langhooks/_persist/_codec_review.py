@@ -15,8 +15,8 @@ from .._core._chain_callbacks import (
     ReviewContext,
     UpdateArguments,
 )
+from .._core._json_fields import ValueCodec, data_field, mapping_or_none
 from ..chain._decision import Decision
-from ._fields import ValueCodec, data_field, mapping_or_none
 
 __all__ = ["CODECS"]
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from .._core._json_fields import ValueCodec, nested_field
+from .._core._json_messages import decode_call, decode_usage, encode_call, encode_usage
 from .._core._messages import (
     CompleteToolCall,
     MessageDelta,
@@ -14,8 +16,6 @@ from .._core._messages import (
     PartialThinking,
     PartialToolCall,
 )
-from ._codec_messages import decode_call, decode_usage, encode_call, encode_usage
-from ._fields import ValueCodec, nested_field
 
 __all__ = ["CODECS"]
 

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable, Mapping
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 from ._jsondata import Unencodable, jsonable
 
 __all__ = [
+    "SCHEMA_VERSION",
     "Decoder",
     "Encoder",
     "ValueCodec",
     "bool_field",
+    "check_version",
     "data_field",
     "each_field",
     "mapping_or_none",
@@ -27,6 +29,10 @@ __all__ = [
     "str_field",
     "time_field",
 ]
+
+
+#: The schema version the codec writes; it reads it and every older one.
+SCHEMA_VERSION: Final = 1
 
 
 # --- encoding: caller data and nested values, with the path to a bad value ---------
@@ -132,6 +138,26 @@ def time_field(value: Any, field: str) -> datetime.datetime:
     if not isinstance(value, str):
         raise TypeError(f"{field} must be an ISO 8601 str, got {value!r}")
     return datetime.datetime.fromisoformat(value)
+
+
+def check_version(data: Mapping[str, Any], what: str) -> None:
+    """Check ``data["version"]`` is a schema version this code reads.
+
+    Raises:
+        ValueError: the version is missing, not an int, or newer than
+            ``SCHEMA_VERSION``.
+    """
+    version = data.get("version")
+    if type(version) is not int or version < 1:
+        raise ValueError(
+            f"{what} has no valid schema version (an int >= 1 under 'version'), "
+            f"got {version!r}"
+        )
+    if version > SCHEMA_VERSION:
+        raise ValueError(
+            f"{what} has schema version {version}, newer than this langhooks reads "
+            f"({SCHEMA_VERSION}): upgrade langhooks to read it"
+        )
 
 
 # --- a value type's codec ------------------------------------------------------------

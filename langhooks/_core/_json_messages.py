@@ -1,5 +1,9 @@
-"""The codec of messages and what a model answers: each type's encoder (value ->
+"""The codec of what a chain's state holds: messages, tool calls and results,
+usage, answers, errors and the run's invocation; each type's encoder (value ->
 fields) beside its decoder (fields -> value), and their rows of the codec's table.
+
+It sits in ``_core``, beside the types, so that the runtime's state codec
+(``chain._state_codec``) imports it plainly, as ``langhooks.codec`` does.
 """
 
 from __future__ import annotations
@@ -7,7 +11,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .._core._messages import (
+from ._invocation import Invocation
+from ._json_fields import (
+    ValueCodec,
+    bool_field,
+    data_field,
+    each_field,
+    mapping_or_none,
+    nested_field,
+    optional_str,
+    str_field,
+    time_field,
+)
+from ._messages import (
     ChatResponse,
     ContentPart,
     FinishReason,
@@ -17,21 +33,15 @@ from .._core._messages import (
     ToolCall,
     ToolResult,
 )
-from ._fields import (
-    ValueCodec,
-    bool_field,
-    data_field,
-    each_field,
-    mapping_or_none,
-    nested_field,
-)
 
 __all__ = [
     "CODECS",
     "decode_call",
+    "decode_invocation",
     "decode_message",
     "decode_usage",
     "encode_call",
+    "encode_invocation",
     "encode_message",
     "encode_usage",
 ]
@@ -187,6 +197,26 @@ def decode_error(data: Mapping[str, Any]) -> LangHooksError:
     )
 
 
+def encode_invocation(current: Invocation) -> dict[str, Any]:
+    return {
+        "id": current.id,
+        "name": current.name,
+        "parent_id": current.parent_id,
+        "custom_context": data_field(current.custom_context, "custom_context"),
+        "started_at": current.started_at.isoformat(),
+    }
+
+
+def decode_invocation(data: Mapping[str, Any]) -> Invocation:
+    return Invocation(
+        id=str_field(data["id"], "id"),
+        name=data["name"],
+        parent_id=optional_str(data["parent_id"], "parent_id"),
+        custom_context=data["custom_context"],
+        started_at=time_field(data["started_at"], "started_at"),
+    )
+
+
 #: This concept's rows of the codec's table.
 CODECS: Final[tuple[ValueCodec, ...]] = (
     (ContentPart, encode_part, decode_part),
@@ -197,4 +227,5 @@ CODECS: Final[tuple[ValueCodec, ...]] = (
     (FinishReason, encode_reason, decode_reason),
     (ChatResponse, encode_response, decode_response),
     (LangHooksError, encode_error, decode_error),
+    (Invocation, encode_invocation, decode_invocation),
 )
