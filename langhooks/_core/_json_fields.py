@@ -32,7 +32,7 @@ __all__ = [
 
 
 #: The schema version the codec writes; it reads it and every older one.
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final[int] = 1
 
 
 # --- encoding: caller data and nested values, with the path to a bad value ---------
