@@ -1,5 +1,6 @@
-"""The codec of what a stream delivers: partials, completed tool calls and message
-deltas, each type's encoder beside its decoder, and their rows of the codec's table.
+"""The codec of what a run streams: partials, completed tool calls, message deltas
+and a tool's progress reports; each type's encoder beside its decoder, and their
+rows of the codec's table.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from .._core._messages import (
     PartialThinking,
     PartialToolCall,
 )
+from .._core._tools import ToolProgress
 
 __all__ = ["CODECS"]
 
@@ -86,6 +88,18 @@ def decode_delta(data: Mapping[str, Any]) -> MessageDelta:
     )
 
 
+def encode_progress(report: ToolProgress) -> dict[str, Any]:
+    return {
+        "progress": report.progress,
+        "total": report.total,
+        "message": report.message,
+    }
+
+
+def decode_progress(data: Mapping[str, Any]) -> ToolProgress:
+    return ToolProgress(data["progress"], data["total"], data["message"])
+
+
 #: This concept's rows of the codec's table.
 CODECS: Final[tuple[ValueCodec, ...]] = (
     (MessageDelta, encode_delta, decode_delta),
@@ -93,4 +107,5 @@ CODECS: Final[tuple[ValueCodec, ...]] = (
     (PartialThinking, encode_text, decode_thinking_text),
     (PartialToolCall, encode_partial_call, decode_partial_call),
     (CompleteToolCall, encode_complete_call, decode_complete_call),
+    (ToolProgress, encode_progress, decode_progress),
 )

@@ -7,12 +7,13 @@ snapshots; ``chain.invocation`` is the run's ``Invocation``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, TypeAlias, cast, get_args
 
 import attrs
 
+from .._core._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
 from .._core._invocation import Invocation, entered, invocation
 from .._core._messages import ToolCall
 from .._core._model import ChatModel
@@ -28,12 +29,25 @@ from ._runtime import (
     pending_results,
     sync_callbacks,
 )
-from ._snapshot import ChainSnapshot, Handler
+from ._snapshot import ChainSnapshot, handler_tuple
 
 if TYPE_CHECKING:
     from collections.abc import Generator
 
 __all__ = ["Handler", "LLMChain", "RunResult"]
+
+#: A handler an ``LLMChain`` takes: of either chain interface, written for
+#: ``LLMChain``, for any chain (``ChainView``), or unparameterised; a handler
+#: written for another runtime's chain type is rejected by the type checkers.
+Handler: TypeAlias = (
+    "ChainCallbackHandler[LLMChain] | AsyncChainCallbackHandler[LLMChain]"
+)
+
+
+def _chain_handlers(values: Iterable[Handler]) -> tuple[Handler, ...]:
+    # The snapshot's converter, typed for LLMChain's constructor and evolve().
+    return handler_tuple(values)
+
 
 _MODES = frozenset(get_args(Mode))
 
@@ -63,6 +77,9 @@ class LLMChain(ChainSnapshot):
         retry: the ``RetryPolicy`` for failed model calls (None: the default).
         invocation: the run's ``Invocation`` in the snapshots handlers receive.
     """
+
+    # Declared again to type the constructor's callbacks for LLMChain.
+    callbacks: tuple[Handler, ...] = attrs.field(default=(), converter=_chain_handlers)
 
     # --- saving and loading ----------------------------------------------------------
 
