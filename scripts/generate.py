@@ -467,7 +467,8 @@ def render_contributing() -> str:
             f"{CONTRIBUTING}: the table of twins must sit between {TWINS_BEGIN!r} "
             f"and {TWINS_END!r}"
         )
-    return f"{head}{begin}{unasync.twin_table()}{end}{tail}"
+    # A blank line ends the table before the closing comment.
+    return f"{head}{begin}{unasync.twin_table()}\n{end}{tail}"
 
 
 def render() -> dict[Path, str]:
