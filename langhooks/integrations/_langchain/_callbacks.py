@@ -1,0 +1,427 @@
+"""LangChain callbacks as langhooks events: ``LangHooksCallbackHandler`` and its
+async twin, for ``runnable.invoke(input, {"callbacks": [...]})`` on any Runnable or
+LangGraph graph. Observation only: nothing here can change what the run does.
+
+``_Tracker`` keeps the bookkeeping both share: which bridged run each LangChain run
+id belongs to. The root run (no parent) is a langhooks run; a chat model called
+inside a tool, inside another middleware's hook (a node named ``Name.hook``) or in a
+sub-graph is a nested run of its own, whose invocation is a child of the run's, so
+its tokens never reach the parent's stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, final
+from uuid import UUID
+
+from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatGenerationChunk, LLMResult
+from langgraph.errors import GraphBubbleUp
+
+from ..._core._invocation import current_invocation
+from ..._core._messages import ToolCall
+from ._convert import schema_tools
+from ._deliver import Handlers
+from ._run import BridgedRun, Event, new_invocation
+
+__all__ = ["AsyncLangHooksCallbackHandler", "LangHooksCallbackHandler"]
+
+_HOOKS: Final = ("before_agent", "before_model", "after_model", "after_agent")
+
+
+def _nested_node(metadata: Mapping[str, Any] | None) -> bool:
+    """Whether a run's metadata says it runs in a middleware hook or a sub-graph."""
+    if not metadata:
+        return False
+    node = str(metadata.get("langgraph_node", ""))
+    if "." in node and node.rsplit(".", 1)[1] in _HOOKS:
+        return True
+    return "|" in str(metadata.get("checkpoint_ns", ""))
+
+
+def _interrupt_data(outputs: object) -> Mapping[str, Any] | None:
+    """The interrupts a graph's output reports, if it paused."""
+    if not isinstance(outputs, Mapping):
+        return None
+    pending = outputs.get("__interrupt__")
+    if not pending:
+        return None
+    values = [getattr(item, "value", item) for item in pending]
+    if len(values) == 1 and isinstance(values[0], Mapping):
+        return dict(values[0])
+    return {"interrupts": tuple(values)}
+
+
+@final
+class _Tracker:
+    """Which bridged run each LangChain run belongs to (see the module)."""
+
+    def __init__(self) -> None:
+        # run id -> (its bridged run, whether it is inside a tool or nested part)
+        self.owner: dict[UUID, tuple[BridgedRun, bool]] = {}
+        self.roots: dict[UUID, BridgedRun] = {}
+        self.nested: dict[UUID, BridgedRun] = {}
+
+    def chain_start(
+        self,
+        inputs: object,
+        run_id: UUID,
+        parent_run_id: UUID | None,
+        metadata: Mapping[str, Any] | None,
+    ) -> tuple[BridgedRun, list[Event]]:
+        parent = self.owner.get(parent_run_id) if parent_run_id else None
+        if parent is None:
+            messages = inputs.get("messages") if isinstance(inputs, Mapping) else None
+            run = BridgedRun(
+                new_invocation("run", current_invocation(), None),
+                messages=[m for m in messages or () if isinstance(m, BaseMessage)],
+            )
+            self.roots[run_id] = run
+            self.owner[run_id] = (run, False)
+            return run, run.start()
+        run, inside = parent
+        self.owner[run_id] = (run, inside or _nested_node(metadata))
+        return run, []
+
+    def chain_end(self, outputs: object, run_id: UUID) -> tuple[BridgedRun | None, list[Event]]:
+        self.owner.pop(run_id, None)
+        run = self.roots.pop(run_id, None)
+        if run is None:
+            return None, []
+        data = _interrupt_data(outputs)
+        if data is not None:
+            return run, run.complete("interrupted", data)
+        return run, run.complete()
+
+    def chain_error(self, error: BaseException, run_id: UUID) -> tuple[BridgedRun | None, list[Event]]:
+        self.owner.pop(run_id, None)
+        run = self.roots.pop(run_id, None)
+        if run is None:
+            return None, []
+        if isinstance(error, GraphBubbleUp):  # an interrupt inside a sub-graph call
+            return run, run.complete("interrupted", {})
+        return run, run.fail(error)
+
+    def model_start(
+        self,
+        messages: list[list[BaseMessage]],
+        run_id: UUID,
+        parent_run_id: UUID | None,
+        metadata: Mapping[str, Any] | None,
+        invocation_params: Mapping[str, Any] | None,
+    ) -> tuple[BridgedRun, list[Event]]:
+        parent = self.owner.get(parent_run_id) if parent_run_id else None
+        tools = schema_tools(invocation_params)
+        conversation = messages[0] if messages else []
+        if parent is not None and not (parent[1] or _nested_node(metadata)):
+            run = parent[0]
+            if tools:
+                run.use_tools(tools)
+            self.owner[run_id] = (run, False)
+            return run, run.model_start(run_id, conversation)
+        # A model called on its own, or as a nested part of a run: a run of its own.
+        outer = None if parent is None else parent[0].invocation
+        run = BridgedRun(
+            new_invocation("model", outer or current_invocation(), None),
+            messages=conversation,
+            tools=tools,
+        )
+        self.nested[run_id] = run
+        self.owner[run_id] = (run, False)
+        return run, run.start() + run.model_start(run_id, conversation)
+
+    def model_done(self, run_id: UUID, events: list[Event], run: BridgedRun) -> list[Event]:
+        self.owner.pop(run_id, None)
+        if self.nested.pop(run_id, None) is not None:
+            events = events + (run.fail(run.failed[0]) if run.failed else run.complete())
+        return events
+
+    def run_of(self, run_id: UUID) -> BridgedRun | None:
+        entry = self.owner.get(run_id)
+        return None if entry is None else entry[0]
+
+    def tool_start(
+        self,
+        serialized: Mapping[str, Any],
+        inputs: Mapping[str, Any] | None,
+        run_id: UUID,
+        parent_run_id: UUID | None,
+        tool_call_id: str | None,
+    ) -> tuple[BridgedRun | None, list[Event]]:
+        parent = self.owner.get(parent_run_id) if parent_run_id else None
+        if parent is None:
+            return None, []
+        run = parent[0]
+        self.owner[run_id] = (run, True)
+        call = ToolCall(
+            call_id=tool_call_id or str(run_id),
+            name=str(serialized.get("name") or "tool"),
+            arguments=dict(inputs or {}),
+        )
+        return run, run.tool_start(run_id, call)
+
+
+class _Base:
+    """What both handlers' ``__init__`` does."""
+
+    def _setup(self, handlers: Sequence[object], *, allow_async: bool) -> None:
+        self._handlers: Final = Handlers(
+            handlers, type(self).__name__, allow_async=allow_async
+        )
+        self._tracker: Final = _Tracker()
+
+
+class LangHooksCallbackHandler(_Base, BaseCallbackHandler):
+    """langhooks handlers as a LangChain callback handler (observation only).
+
+    ``runnable.invoke(input, {"callbacks": [LangHooksCallbackHandler(h1, h2)]})``
+    on any Runnable or LangGraph graph: the root run's start and end become
+    ``on_run_start`` / ``on_run_complete`` (status "interrupted" when a graph
+    paused) / ``on_error``; each chat model call ``on_llm_call_start``, its tokens
+    ``on_llm_new_delta`` (text, reasoning, tool-call fragments; a streaming
+    handler gets the partials), ``on_tool_call_identified`` as a call's name
+    arrives, ``on_llm_call_complete``, ``on_message_processed`` and
+    ``on_llm_token_usage``; a failed attempt ``on_llm_error`` and, when another
+    follows, ``on_llm_retry``; each tool ``on_tool_execution_started``,
+    ``on_tool_pre_execution`` and ``on_tool_execution_completed`` / ``_failed`` /
+    ``_exception``, and a batch's results ``on_tool_response_created``.
+
+    Review is not asked: a callback cannot change a run. For review, use
+    ``LangHooksMiddleware`` with ``create_agent``.
+
+    The handler runs inline (``run_inline``) and lets a langhooks handler's
+    exception propagate (``raise_error``): LangChain then ends the run with it.
+    """
+
+    raise_error = True
+    run_inline = True
+
+    def __init__(self, *handlers: object) -> None:
+        """Attach sync langhooks handlers.
+
+        Raises:
+            TypeError: a handler is not a langhooks handler, or is an async one
+                (use ``AsyncLangHooksCallbackHandler``).
+        """
+        super().__init__()
+        self._setup(handlers, allow_async=False)
+
+    def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        run, events = self._tracker.chain_start(inputs, run_id, parent_run_id, metadata)
+        self._handlers.deliver(run, events)
+
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        run, events = self._tracker.chain_end(outputs, run_id)
+        if run is not None:
+            self._handlers.deliver(run, events)
+
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        run, events = self._tracker.chain_error(error, run_id)
+        if run is not None:
+            self._handlers.deliver(run, events)
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        metadata: dict[str, Any] | None = None,
+        invocation_params: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        run, events = self._tracker.model_start(
+            messages, run_id, parent_run_id, metadata, invocation_params
+        )
+        self._handlers.deliver(run, events)
+
+    def on_llm_new_token(
+        self,
+        token: str,
+        *,
+        chunk: ChatGenerationChunk | None = None,
+        run_id: UUID,
+        **kwargs: Any,
+    ) -> None:
+        run = self._tracker.run_of(run_id)
+        if run is not None:
+            message = chunk.message if isinstance(chunk, ChatGenerationChunk) else None
+            self._handlers.deliver(run, run.token(run_id, message, token))
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        run = self._tracker.run_of(run_id)
+        if run is not None:
+            message = response.generations[0][0].message  # type: ignore[attr-defined]  # a chat model's generation
+            events = run.model_end(run_id, message)
+            self._handlers.deliver(run, self._tracker.model_done(run_id, events, run))
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        run = self._tracker.run_of(run_id)
+        if run is not None:
+            events = run.model_error(run_id, error)
+            self._handlers.deliver(run, self._tracker.model_done(run_id, events, run))
+
+    def on_tool_start(
+        self,
+        serialized: dict[str, Any],
+        input_str: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        inputs: dict[str, Any] | None = None,
+        tool_call_id: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        run, events = self._tracker.tool_start(
+            serialized, inputs, run_id, parent_run_id, tool_call_id
+        )
+        if run is not None:
+            self._handlers.deliver(run, events, run_id)
+
+    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        run = self._tracker.run_of(run_id)
+        self._tracker.owner.pop(run_id, None)
+        if run is not None:
+            self._handlers.deliver(run, run.tool_end(run_id, output))
+
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        run = self._tracker.run_of(run_id)
+        self._tracker.owner.pop(run_id, None)
+        if run is not None:
+            self._handlers.deliver(run, run.tool_error(run_id, error))
+
+
+class AsyncLangHooksCallbackHandler(_Base, AsyncCallbackHandler):
+    """The async twin of ``LangHooksCallbackHandler``, for ``ainvoke`` /
+    ``astream``: takes sync and async langhooks handlers and awaits the async ones.
+    """
+
+    raise_error = True
+    run_inline = True
+
+    def __init__(self, *handlers: object) -> None:
+        """Attach langhooks handlers, sync or async.
+
+        Raises:
+            TypeError: a handler is not a langhooks handler.
+        """
+        super().__init__()
+        self._setup(handlers, allow_async=True)
+
+    async def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        run, events = self._tracker.chain_start(inputs, run_id, parent_run_id, metadata)
+        await self._handlers.adeliver(run, events)
+
+    async def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        run, events = self._tracker.chain_end(outputs, run_id)
+        if run is not None:
+            await self._handlers.adeliver(run, events)
+
+    async def on_chain_error(
+        self, error: BaseException, *, run_id: UUID, **kwargs: Any
+    ) -> None:
+        run, events = self._tracker.chain_error(error, run_id)
+        if run is not None:
+            await self._handlers.adeliver(run, events)
+
+    async def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        metadata: dict[str, Any] | None = None,
+        invocation_params: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        run, events = self._tracker.model_start(
+            messages, run_id, parent_run_id, metadata, invocation_params
+        )
+        await self._handlers.adeliver(run, events)
+
+    async def on_llm_new_token(
+        self,
+        token: str,
+        *,
+        chunk: ChatGenerationChunk | None = None,
+        run_id: UUID,
+        **kwargs: Any,
+    ) -> None:
+        run = self._tracker.run_of(run_id)
+        if run is not None:
+            message = chunk.message if isinstance(chunk, ChatGenerationChunk) else None
+            await self._handlers.adeliver(run, run.token(run_id, message, token))
+
+    async def on_llm_end(
+        self, response: LLMResult, *, run_id: UUID, **kwargs: Any
+    ) -> None:
+        run = self._tracker.run_of(run_id)
+        if run is not None:
+            message = response.generations[0][0].message  # type: ignore[attr-defined]  # a chat model's generation
+            events = run.model_end(run_id, message)
+            await self._handlers.adeliver(
+                run, self._tracker.model_done(run_id, events, run)
+            )
+
+    async def on_llm_error(
+        self, error: BaseException, *, run_id: UUID, **kwargs: Any
+    ) -> None:
+        run = self._tracker.run_of(run_id)
+        if run is not None:
+            events = run.model_error(run_id, error)
+            await self._handlers.adeliver(
+                run, self._tracker.model_done(run_id, events, run)
+            )
+
+    async def on_tool_start(
+        self,
+        serialized: dict[str, Any],
+        input_str: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        inputs: dict[str, Any] | None = None,
+        tool_call_id: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        run, events = self._tracker.tool_start(
+            serialized, inputs, run_id, parent_run_id, tool_call_id
+        )
+        if run is not None:
+            await self._handlers.adeliver(run, events, run_id)
+
+    async def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        run = self._tracker.run_of(run_id)
+        self._tracker.owner.pop(run_id, None)
+        if run is not None:
+            await self._handlers.adeliver(run, run.tool_end(run_id, output))
+
+    async def on_tool_error(
+        self, error: BaseException, *, run_id: UUID, **kwargs: Any
+    ) -> None:
+        run = self._tracker.run_of(run_id)
+        self._tracker.owner.pop(run_id, None)
+        if run is not None:
+            await self._handlers.adeliver(run, run.tool_error(run_id, error))

@@ -1,0 +1,400 @@
+"""One bridged run: its chain snapshot and how LangChain's calls become events.
+
+``BridgedRun`` holds what ordering needs and nothing else: the run's ``LLMChain``
+snapshot (the first argument of every chain event, so ``EventRecorder``,
+``OpenTelemetryHandler`` and the Redis publisher read it as they read a chain
+run's), the model calls in flight, and the tool batch waiting for its results. Each
+method returns the events to deliver, in the contract's order, as ``Event``
+tuples; ``_deliver`` delivers them (sync or async), so the order is written once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, Literal, TypeAlias, final
+
+import attrs
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
+
+from ..._core._chain_callbacks import ChainCallbackHandler
+from ..._core._invocation import Invocation
+from ..._core._messages import (
+    CompleteToolCall,
+    LangHooksError,
+    Message,
+    MessageDelta,
+    PartialResponse,
+    PartialThinking,
+    PartialToolCall,
+    ToolCall,
+    ToolResult,
+)
+from ..._core._model import ChatRequest
+from ..._core._result import run_result
+from ..._core._stream_handler import (
+    PartialResponseContext,
+    PartialThinkingContext,
+    PartialToolCallContext,
+    StreamingChatResponseHandler,
+    StreamingHandle,
+)
+from ..._core._tools import Tool
+from ...chain._chain import LLMChain
+from ...chain._tool_results import result_of
+from ._convert import (
+    FrameworkModel,
+    as_error,
+    as_message,
+    as_messages,
+    as_response,
+    as_tool,
+    chunk_parts,
+    partial_calls,
+    tool_result,
+)
+
+__all__ = ["CHAIN", "PRE", "STREAM", "BridgedRun", "Event"]
+
+#: Where an event goes: the chain handlers (called without an invocation), the
+#: streaming handlers, or ``on_tool_pre_execution`` (called in the tool's context).
+CHAIN: Final = 0
+STREAM: Final = 1
+PRE: Final = 2
+Event: TypeAlias = tuple[int, str, tuple[Any, ...]]
+
+_C = ChainCallbackHandler
+_S = StreamingChatResponseHandler
+
+
+def _chain_event(method: Any, *args: Any) -> Event:
+    return CHAIN, method.__name__, args
+
+
+def _stream_event(method: Any, *args: Any) -> Event:
+    return STREAM, method.__name__, args
+
+
+@final
+class _ModelCall:
+    """One model attempt in flight: what its stream said so far."""
+
+    __slots__ = ("handle", "identified", "ids", "names", "streamed")
+
+    def __init__(self) -> None:
+        self.handle = StreamingHandle()
+        self.streamed = False
+        self.identified: set[int] = set()
+        self.names: dict[int, str] = {}
+        self.ids: dict[int, str] = {}
+
+
+@final
+class BridgedRun:
+    """The state of one run a framework executes (see the module)."""
+
+    def __init__(
+        self,
+        invocation: Invocation,
+        *,
+        messages: Sequence[BaseMessage] = (),
+        tools: Sequence[Tool] = (),
+        model: str = "model",
+        framework: str = "LangChain",
+    ) -> None:
+        self.chain = LLMChain(
+            FrameworkModel(model, framework),
+            tools=tools,
+            custom_context=invocation.custom_context,
+        )
+        self.chain = attrs.evolve(
+            self.chain, messages=as_messages(messages), invocation=invocation
+        )
+        self.tools: dict[str, Tool] = {tool.name: tool for tool in tools}
+        self.calls: dict[Any, _ModelCall] = {}
+        self.failed: tuple[LangHooksError, float] | None = None
+        #: The calls of the last answer, and each one's result once it has one.
+        self.batch: dict[str, ToolResult | None] = {}
+        self.tool_runs: dict[Any, tuple[ToolCall, Tool, Invocation]] = {}
+        self.ended = False
+        self.lock: Final = threading.RLock()
+
+    @property
+    def invocation(self) -> Invocation:
+        """The run's invocation."""
+        invocation = self.chain.invocation
+        assert invocation is not None  # set in __init__
+        return invocation
+
+    # --- the run ------------------------------------------------------------------
+
+    def start(self) -> list[Event]:
+        """The run began."""
+        return [_chain_event(_C.on_run_start, self.chain)]
+
+    def complete(
+        self,
+        status: Literal["ok", "interrupted"] = "ok",
+        interrupt_data: Mapping[str, Any] | None = None,
+    ) -> list[Event]:
+        """The run finished (its last event); nothing when it already ended."""
+        if self.ended:
+            return []
+        events = self.close_batch()
+        self.ended = True
+        result = run_result(
+            status=status, chain=self.chain, interrupt_data=interrupt_data
+        )
+        events.append(_chain_event(_C.on_run_complete, self.chain, result))
+        return events
+
+    def fail(self, error: BaseException) -> list[Event]:
+        """The run gave up (its last event); nothing when it already ended."""
+        if self.ended:
+            return []
+        self.ended = True
+        return [_chain_event(_C.on_error, self.chain, as_error(error))]
+
+    def use_tools(self, tools: Sequence[Tool]) -> None:
+        """The tools the model may call from now on."""
+        known = {tool.name: tool for tool in tools}
+        if known.keys() != self.tools.keys():
+            self.tools = known
+            self.chain = attrs.evolve(self.chain, tools=tuple(known.values()))
+
+    def tool(self, name: str) -> Tool | None:
+        """The tool of that name, if the run knows it."""
+        return self.tools.get(name)
+
+    # --- model calls ----------------------------------------------------------------
+
+    def model_start(
+        self, key: Any, messages: Sequence[BaseMessage] | None
+    ) -> list[Event]:
+        """A model attempt begins (a retry when the last one failed)."""
+        events = self.close_batch()
+        if self.failed is not None:
+            error, at = self.failed
+            self.failed = None
+            waited = max(0.0, time.monotonic() - at)
+            events.append(_chain_event(_C.on_llm_retry, self.chain, error, waited))
+        if messages is not None:
+            self.chain = attrs.evolve(self.chain, messages=as_messages(messages))
+        self.calls[key] = _ModelCall()
+        request = ChatRequest(messages=self.chain.messages, tools=self.chain.tools)
+        events.append(
+            _chain_event(_C.on_llm_call_start, self.chain, self.chain.model, request)
+        )
+        return events
+
+    def token(self, key: Any, chunk: BaseMessage | None, text: str) -> list[Event]:
+        """One streamed chunk of attempt ``key``."""
+        call = self.calls.get(key)
+        if call is None or call.handle.is_cancelled:
+            return []
+        events: list[Event] = []
+        if chunk is None:
+            pieces: Sequence[tuple[str, str]] = [("text", text)] if text else []
+        else:
+            pieces = list(chunk_parts(chunk))
+        for kind, piece in pieces:
+            call.streamed = True
+            if kind == "thinking":
+                delta = MessageDelta(thinking=piece)
+                events.append(
+                    _stream_event(
+                        _S.on_partial_thinking,
+                        PartialThinking(text=piece),
+                        PartialThinkingContext(handle=call.handle),
+                    )
+                )
+            else:
+                delta = MessageDelta(text=piece)
+                events.append(
+                    _stream_event(
+                        _S.on_partial_response,
+                        PartialResponse(text=piece),
+                        PartialResponseContext(handle=call.handle),
+                    )
+                )
+            events.append(_chain_event(_C.on_llm_new_delta, self.chain, (delta,)))
+        if isinstance(chunk, AIMessageChunk):
+            for fragment in partial_calls(chunk):
+                events.extend(self._fragment(call, fragment))
+        return events
+
+    def _fragment(self, call: _ModelCall, fragment: PartialToolCall) -> list[Event]:
+        index = fragment.index
+        if fragment.name != "?":
+            call.names.setdefault(index, fragment.name)
+        if fragment.id:
+            call.ids.setdefault(index, fragment.id)
+        name = call.names.get(index)
+        if name is None:
+            return []  # a fragment before its call's name: nothing to say yet
+        call.streamed = True
+        partial = attrs.evolve(fragment, name=name, id=fragment.id or call.ids.get(index))
+        events = [
+            _chain_event(
+                _C.on_llm_new_delta, self.chain, (MessageDelta(tool_call=partial),)
+            ),
+            _stream_event(
+                _S.on_partial_tool_call,
+                partial,
+                PartialToolCallContext(handle=call.handle),
+            ),
+        ]
+        tool = self.tools.get(name)
+        if index not in call.identified and tool is not None:
+            call.identified.add(index)
+            pending = ToolCall(
+                call_id=partial.id or f"pending-{index}", name=name, index=index
+            )
+            events.append(_chain_event(_C.on_tool_call_identified, self.chain, pending, tool))
+        return events
+
+    def model_end(self, key: Any, message: BaseMessage) -> list[Event]:
+        """Attempt ``key`` answered ``message``."""
+        call = self.calls.pop(key, None)
+        if call is None or not isinstance(message, AIMessage):
+            return []
+        response = as_response(message, self.chain.model.model)  # type: ignore[attr-defined]  # always a FrameworkModel
+        answer = response.message
+        events: list[Event] = []
+        if not call.handle.is_cancelled:
+            events.extend(
+                _stream_event(_S.on_complete_tool_call, CompleteToolCall(index=c.index, tool_call=c))
+                for c in answer.tool_calls
+            )
+            events.append(_stream_event(_S.on_complete_response, response))
+        if call.streamed:
+            end = MessageDelta(status=answer.status, usage=response.token_usage)
+            events.append(_chain_event(_C.on_llm_new_delta, self.chain, (end,)))
+        events.append(_chain_event(_C.on_llm_call_complete, self.chain, response))
+        if not call.streamed:
+            events.append(_chain_event(_C.on_llm_new_message, self.chain, answer))
+        for tool_call in answer.tool_calls:
+            tool = self.tools.get(tool_call.name)
+            if tool_call.index not in call.identified and tool is not None:
+                events.append(
+                    _chain_event(_C.on_tool_call_identified, self.chain, tool_call, tool)
+                )
+        self.chain = self.chain.add_message(answer)
+        events.append(_chain_event(_C.on_message_processed, self.chain, answer))
+        if response.token_usage is not None:
+            events.append(
+                _chain_event(_C.on_llm_token_usage, self.chain, response.token_usage)
+            )
+        self.batch = {c.call_id: None for c in answer.tool_calls}
+        return events
+
+    def model_error(self, key: Any, error: BaseException) -> list[Event]:
+        """Attempt ``key`` failed (it may be retried: the next attempt says so)."""
+        call = self.calls.pop(key, None)
+        if call is None:
+            return []
+        failure = as_error(error)
+        self.failed = (failure, time.monotonic())
+        events = [_chain_event(_C.on_llm_error, self.chain, failure)]
+        if not call.handle.is_cancelled:
+            events.append(_stream_event(_S.on_error, failure))
+        return events
+
+    # --- tools --------------------------------------------------------------------
+
+    def tool_start(
+        self, key: Any, call: ToolCall, *, announce: bool = True
+    ) -> list[Event]:
+        """A tool call begins running (``announce``: say it will run first)."""
+        tool = self.tools.get(call.name) or as_tool({"name": call.name})
+        invocation = Invocation(
+            name=tool.name,
+            parent_id=self.invocation.id,
+            custom_context=self.chain.custom_context,
+        )
+        self.tool_runs[key] = (call, tool, invocation)
+        events: list[Event] = []
+        if announce:
+            events.append(_chain_event(_C.on_tool_execution_started, self.chain, call, tool))
+        events.append((PRE, "on_tool_pre_execution", (self.chain, call, tool)))
+        return events
+
+    def tool_invocation(self, key: Any) -> Invocation | None:
+        """The invocation of tool run ``key``, while it runs."""
+        entry = self.tool_runs.get(key)
+        return None if entry is None else entry[2]
+
+    def tool_end(self, key: Any, output: object) -> list[Event]:
+        """Tool run ``key`` returned ``output``."""
+        entry = self.tool_runs.pop(key, None)
+        if entry is None:
+            return []
+        call = entry[0]
+        if isinstance(output, ToolMessage):
+            result = attrs.evolve(tool_result(output), tool_call_id=call.call_id, name=call.name)
+        else:
+            result, _ = result_of(call, output if isinstance(output, str) else str(output), None)
+        method = _C.on_tool_execution_failed if result.is_error else _C.on_tool_execution_completed
+        events = [_chain_event(method, self.chain, call, result)]
+        return events + self.settle(call.call_id, result)
+
+    def tool_error(self, key: Any, error: BaseException) -> list[Event]:
+        """Tool run ``key`` raised ``error``."""
+        entry = self.tool_runs.pop(key, None)
+        if entry is None or not isinstance(error, Exception):
+            return []
+        call = entry[0]
+        result, _ = result_of(call, None, error)
+        events = [
+            _chain_event(_C.on_tool_execution_failed, self.chain, call, result),
+            _chain_event(_C.on_tool_execution_exception, self.chain, call, error),
+        ]
+        return events + self.settle(call.call_id, result)
+
+    def settle(self, call_id: str, result: ToolResult) -> list[Event]:
+        """Record a call's result; the batch's tool message when it was the last."""
+        if call_id not in self.batch:
+            return []
+        self.batch[call_id] = result
+        if any(value is None for value in self.batch.values()):
+            return []
+        return self.close_batch()
+
+    def close_batch(self) -> list[Event]:
+        """Add the tool message of the batch's results so far (calls that never
+        reported one, such as calls another middleware answered, are left out)."""
+        results = tuple(r for r in self.batch.values() if r is not None)
+        self.batch = {}
+        if not results:
+            return []
+        message = Message.tool(results)
+        self.chain = self.chain.add_message(message)
+        return [
+            _chain_event(_C.on_tool_response_created, self.chain, message),
+            _chain_event(_C.on_message_processed, self.chain, message),
+        ]
+
+    def interrupted(self, results: Sequence[ToolResult]) -> list[Event]:
+        """Once per batch, with every interrupted call's stand-in."""
+        return [_chain_event(_C.on_tool_interrupted, self.chain, tuple(results))]
+
+    def event(self, method: Any, *args: Any) -> Event:
+        """A chain event on the current snapshot."""
+        return _chain_event(method, self.chain, *args)
+
+
+def new_invocation(
+    name: str, parent: Invocation | None, custom_context: Mapping[str, Any] | None
+) -> Invocation:
+    """A run's invocation: a child of ``parent`` (the run a nested call is part of)."""
+    return Invocation(
+        name=name,
+        parent_id=None if parent is None else parent.id,
+        custom_context=custom_context,
+    )
+
+
+def message_of(message: BaseMessage) -> Message:
+    """One framework message as a langhooks message."""
+    return as_message(message)
