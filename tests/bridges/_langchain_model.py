@@ -14,7 +14,7 @@ from typing import Any
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.chat_models import generate_from_stream
-from langchain_core.messages import AIMessageChunk, BaseMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
@@ -33,7 +33,7 @@ class ScriptedChatModel(BaseChatModel):
 
     turns: list[Any] = Field(default_factory=list)
     streaming: bool = False
-    position: list[int] = Field(default_factory=lambda: [0, 0])  # turn, failures
+    failed: set[int] = Field(default_factory=set)  # the turns that failed once
 
     @property
     def _llm_type(self) -> str:
@@ -54,12 +54,13 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        turn: Turn = self.turns[self.position[0]]
-        if turn.fail_first and self.position[1] == 0:
-            self.position[1] = 1
+        # The turn is the number of answers so far: a run resumed in another
+        # process continues the script where it paused.
+        number = sum(isinstance(m, AIMessage) for m in messages)
+        turn: Turn = self.turns[number]
+        if turn.fail_first and number not in self.failed:
+            self.failed.add(number)
             raise LangHooksError(turn.fail_first, "scripted: slow down", retryable=True)
-        self.position[0] += 1
-        self.position[1] = 0
         pieces: list[AIMessageChunk] = []
         if turn.thinking:
             block = {"type": "reasoning", "reasoning": turn.thinking}

@@ -26,7 +26,7 @@ from ..._wrap._compose import (
     CompositeStreamingHandler,
 )
 from ..._wrap._wrappers import HandlerWithoutInvocation
-from ._run import CHAIN, PRE, BridgedRun, Event
+from ._run import PRE, BridgedRun, Event
 
 __all__ = ["Handlers"]
 
@@ -119,7 +119,3 @@ class Handlers:
         answer = self.chain.on_tool_call_review(*args)
         return (await answer) if inspect.isawaitable(answer) else answer
 
-
-def is_chain_target(target: int) -> bool:
-    """Whether an event goes to the chain handlers."""
-    return target == CHAIN

@@ -42,7 +42,7 @@ from ..._core._stream_handler import (
 )
 from ..._core._tools import Tool
 from ...chain._chain import LLMChain
-from ...chain._tool_results import result_of
+from ...chain._tool_results import interrupt_data, result_of
 from ._convert import (
     FrameworkModel,
     as_error,
@@ -359,7 +359,12 @@ class BridgedRun:
         self.batch[call_id] = result
         if any(value is None for value in self.batch.values()):
             return []
-        return self.close_batch()
+        waiting = [r for r in self.batch.values() if r is not None and r.is_interrupt]
+        if not waiting:
+            return self.close_batch()
+        events = self.interrupted(waiting)
+        events += self.close_batch()
+        return events + self.complete("interrupted", interrupt_data(waiting))
 
     def close_batch(self) -> list[Event]:
         """Add the tool message of the batch's results so far (calls that never

@@ -1,0 +1,602 @@
+"""``LangHooksMiddleware``: langhooks handlers in ``create_agent``, review included.
+
+Where each event comes from:
+
+- ``before_agent`` starts the run (``on_run_start``); ``after_agent`` ends it
+  (``on_run_complete``); a model step that gives up ends it with ``on_error``.
+- ``wrap_model_call`` adds a callback handler to the model call's config for the
+  call's duration, so each attempt's start, tokens, answer and failure become the
+  model events (a retry middleware inside this one shows as ``on_llm_retry``).
+- ``after_model`` reviews every call of the answer before any runs (the batch
+  contract): the fold of the handlers' ``on_tool_call_review``, then
+  ``on_tool_execution_failed`` for the denied calls and ``on_tool_execution_started``
+  for those that will run. The settled decisions are saved in the agent's state
+  (``langhooks_batch``), so they survive a checkpoint.
+- ``wrap_tool_call`` honours the decision: runs the call (with rewritten arguments),
+  returns the denial as an error tool message, or pauses the run with LangGraph's
+  ``interrupt()`` before the tool runs. On ``Command(resume=...)`` only that call's
+  task runs again: ``interrupt()`` returns the human's ``Decision``, the reviewers
+  are asked again with ``review.human_decision`` set (as ``LLMChain`` does) and the
+  call runs once.
+
+The run's id is kept in the state (``langhooks_run``): a resume in another process
+continues the same run id, as ``LLMChain``'s resume does.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Annotated, Any, Final, NotRequired
+
+from langchain.agents.middleware.types import (
+    AgentMiddleware,
+    AgentState,
+    ModelRequest,
+    ModelResponse,
+    PrivateStateAttr,
+    ToolCallRequest,
+)
+from langchain_core.callbacks import (
+    AsyncCallbackHandler,
+    BaseCallbackHandler,
+    BaseCallbackManager,
+)
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.outputs import ChatGenerationChunk, LLMResult
+from langchain_core.runnables.config import ensure_config, var_child_runnable_config
+from langchain_core.tools import BaseTool
+from langgraph.errors import GraphBubbleUp, GraphInterrupt
+from langgraph.types import Command, Interrupt as GraphPause, interrupt
+
+from ... import codec
+from ..._core._chain_callbacks import (
+    Allow,
+    ChainCallbackHandler,
+    Deny,
+    Interrupt,
+    ReviewContext,
+    UpdateArguments,
+)
+from ..._core._invocation import Invocation, entered
+from ..._core._messages import ToolCall, ToolResult
+from ...chain._decision import Decision
+from ...chain._tool_results import error_result, interrupted_result
+from ._convert import as_message, as_tool
+from ._deliver import Handlers
+from ._run import BridgedRun, Event, new_invocation
+
+__all__ = ["LangHooksMiddleware", "resume_command"]
+
+_C = ChainCallbackHandler
+_RUN: Final = "langhooks_run"
+_BATCH: Final = "langhooks_batch"
+
+
+class LangHooksState(AgentState[Any]):
+    """The agent state the middleware adds: the run's id and the batch's decisions."""
+
+    langhooks_run: NotRequired[Annotated[dict[str, Any], PrivateStateAttr]]
+    langhooks_batch: NotRequired[Annotated[dict[str, Any], PrivateStateAttr]]
+
+
+def _decision(data: object) -> Any:
+    return codec.decode(data) if isinstance(data, Mapping) else Allow()
+
+
+def _human(answer: object) -> Decision:
+    """The human's answer to an interrupt, as a ``Decision``."""
+    if isinstance(answer, Mapping):
+        answer = codec.decode(answer)
+    if not isinstance(answer, Decision):
+        raise TypeError(
+            f"resume an interrupted call with a langhooks Decision (see "
+            f"resume_command), got {answer!r}"
+        )
+    return answer
+
+
+def resume_command(
+    interrupts: Sequence[GraphPause], decisions: Mapping[str, Decision]
+) -> Command[Any]:
+    """The ``Command`` that resumes a paused agent with human decisions.
+
+    Args:
+        interrupts: the paused run's interrupts (``result["__interrupt__"]``).
+        decisions: a ``Decision`` per interrupted call id.
+
+    Returns:
+        ``Command(resume={interrupt id: encoded decision})``, JSON-able, so any
+        checkpointer stores it.
+
+    Raises:
+        ValueError: an interrupt has no decision, or is not one of this
+            middleware's.
+    """
+    answers: dict[str, Any] = {}
+    for pause in interrupts:
+        value = pause.value
+        call_id = value.get("tool_call_id") if isinstance(value, Mapping) else None
+        if call_id not in decisions:
+            raise ValueError(
+                f"no decision for the interrupted call {call_id!r}; pass one per "
+                f"call id of the interrupts"
+            )
+        answers[pause.id] = codec.encode(decisions[call_id])
+    return Command(resume=answers)
+
+
+@contextmanager
+def _observed(observer: BaseCallbackHandler) -> Iterator[None]:
+    """Add ``observer`` to the callbacks of what runs in the block (the model call
+    the node makes without a config of its own)."""
+    config = ensure_config()
+    callbacks = config.get("callbacks")
+    if isinstance(callbacks, BaseCallbackManager):
+        manager = callbacks.copy()
+        manager.add_handler(observer, inherit=True)
+        merged: Any = manager
+    else:
+        merged = [*(callbacks or ()), observer]
+    token = var_child_runnable_config.set({**config, "callbacks": merged})
+    try:
+        yield
+    finally:
+        var_child_runnable_config.reset(token)
+
+
+class _Observer(BaseCallbackHandler):
+    """The model calls of one step, for one run (sync)."""
+
+    raise_error = True
+    run_inline = True
+
+    def __init__(self, run: BridgedRun, handlers: Handlers) -> None:
+        self.run = run
+        self.handlers = handlers
+
+    def on_chat_model_start(
+        self, serialized: Any, messages: list[list[BaseMessage]], *, run_id: Any, **kw: Any
+    ) -> None:
+        self.handlers.deliver(self.run, self.run.model_start(run_id, messages[0]))
+
+    def on_llm_new_token(
+        self, token: str, *, chunk: Any = None, run_id: Any, **kw: Any
+    ) -> None:
+        message = chunk.message if isinstance(chunk, ChatGenerationChunk) else None
+        self.handlers.deliver(self.run, self.run.token(run_id, message, token))
+
+    def on_llm_end(self, response: LLMResult, *, run_id: Any, **kw: Any) -> None:
+        message = response.generations[0][0].message  # type: ignore[attr-defined]  # a chat model's generation
+        self.handlers.deliver(self.run, self.run.model_end(run_id, message))
+
+    def on_llm_error(self, error: BaseException, *, run_id: Any, **kw: Any) -> None:
+        self.handlers.deliver(self.run, self.run.model_error(run_id, error))
+
+
+class _AsyncObserver(AsyncCallbackHandler):
+    """The model calls of one step, for one run (async)."""
+
+    raise_error = True
+    run_inline = True
+
+    def __init__(self, run: BridgedRun, handlers: Handlers) -> None:
+        self.run = run
+        self.handlers = handlers
+
+    async def on_chat_model_start(
+        self, serialized: Any, messages: list[list[BaseMessage]], *, run_id: Any, **kw: Any
+    ) -> None:
+        await self.handlers.adeliver(self.run, self.run.model_start(run_id, messages[0]))
+
+    async def on_llm_new_token(
+        self, token: str, *, chunk: Any = None, run_id: Any, **kw: Any
+    ) -> None:
+        message = chunk.message if isinstance(chunk, ChatGenerationChunk) else None
+        await self.handlers.adeliver(self.run, self.run.token(run_id, message, token))
+
+    async def on_llm_end(self, response: LLMResult, *, run_id: Any, **kw: Any) -> None:
+        message = response.generations[0][0].message  # type: ignore[attr-defined]  # a chat model's generation
+        await self.handlers.adeliver(self.run, self.run.model_end(run_id, message))
+
+    async def on_llm_error(
+        self, error: BaseException, *, run_id: Any, **kw: Any
+    ) -> None:
+        await self.handlers.adeliver(self.run, self.run.model_error(run_id, error))
+
+
+class _Plan:
+    """What ``wrap_tool_call`` does with one call: a result to return instead of
+    running it, or the call to run."""
+
+    __slots__ = ("call", "result")
+
+    def __init__(self, call: ToolCall, result: ToolResult | None) -> None:
+        self.call = call
+        self.result = result
+
+
+def _settled(call: ToolCall, decision: object) -> _Plan:
+    if isinstance(decision, UpdateArguments):
+        return _Plan(ToolCall(call_id=call.call_id, name=call.name, arguments=decision.arguments, index=call.index), None)
+    if isinstance(decision, Deny):
+        text = f"The tool call was denied: {decision.reason}"
+        return _Plan(call, error_result(call, text, is_error=False))
+    if isinstance(decision, Interrupt):
+        return _Plan(call, interrupted_result(call, decision.message, decision.data))
+    return _Plan(call, None)
+
+
+def _message(result: ToolResult, status: str) -> ToolMessage:
+    return ToolMessage(
+        content=result.content[0].content if result.content else "",
+        name=result.name,
+        tool_call_id=result.tool_call_id,
+        status=status,
+    )
+
+
+def _call_of(request: ToolCallRequest) -> ToolCall:
+    raw = request.tool_call
+    return ToolCall(call_id=raw["id"] or "call", name=raw["name"], arguments=raw["args"])
+
+
+class LangHooksMiddleware(AgentMiddleware[LangHooksState, Any, Any]):
+    """langhooks handlers for ``create_agent(model, tools, middleware=[...])``.
+
+    Every event of ``LangHooksCallbackHandler``, plus review: ``on_tool_call_review``
+    decides every call of a model turn before any runs; ``Allow`` runs it,
+    ``UpdateArguments`` runs it with the new arguments, ``Deny`` answers the model
+    with the denial (an error tool message), ``Interrupt`` pauses the run with
+    LangGraph's ``interrupt()`` (the agent needs a checkpointer). Resume with
+    ``agent.invoke(resume_command(result["__interrupt__"], {call_id: Decision}),
+    config)``, in this process or another. An approved call runs once.
+
+    Sync handlers serve ``invoke``/``stream`` and ``ainvoke``/``astream``; async
+    handlers serve the async entry points only.
+    """
+
+    state_schema = LangHooksState
+
+    def __init__(self, *handlers: object) -> None:
+        """Attach langhooks handlers.
+
+        Raises:
+            TypeError: a handler is not a langhooks handler.
+        """
+        super().__init__()
+        self._async_handlers: Final = Handlers(
+            handlers, "LangHooksMiddleware", allow_async=True
+        )
+        self._sync_handlers: Final = (
+            None
+            if self._async_handlers.is_async
+            else Handlers(handlers, "LangHooksMiddleware", allow_async=False)
+        )
+        self._runs: Final[dict[str, BridgedRun]] = {}
+        self._lock: Final = threading.Lock()
+
+    @property
+    def _sync(self) -> Handlers:
+        if self._sync_handlers is None:
+            raise TypeError(
+                "LangHooksMiddleware has async handlers: run the agent with "
+                "ainvoke/astream, or give it sync handlers"
+            )
+        return self._sync_handlers
+
+    # --- the run --------------------------------------------------------------------
+
+    def _begin(self, state: Mapping[str, Any]) -> tuple[BridgedRun, dict[str, Any], list[Event]]:
+        invocation = new_invocation("run", None, None)
+        run = BridgedRun(invocation, messages=state.get("messages", ()))
+        with self._lock:
+            self._runs[invocation.id] = run
+        saved = {"id": invocation.id, "started_at": invocation.started_at.isoformat()}
+        return run, {_RUN: saved, _BATCH: {}}, run.start()
+
+    def _current(self, state: Mapping[str, Any]) -> tuple[BridgedRun, list[Event]]:
+        """The run the state belongs to; started again when this process has not
+        seen it (a resume, here or in another process)."""
+        saved = state.get(_RUN) or {}
+        key = saved.get("id")
+        with self._lock:
+            run = self._runs.get(key) if key else None
+            if run is not None:
+                return run, []
+            invocation = (
+                Invocation(
+                    id=key,
+                    name="run",
+                    started_at=datetime.fromisoformat(saved["started_at"]),
+                )
+                if key
+                else new_invocation("run", None, None)
+            )
+            run = BridgedRun(invocation, messages=state.get("messages", ()))
+            self._runs[invocation.id] = run
+        batch = state.get(_BATCH) or {}
+        run.batch = {
+            call_id: None
+            for call_id, data in batch.items()
+            if isinstance(_decision(data), Interrupt)
+        }
+        return run, run.start()
+
+    def _forget(self, run: BridgedRun) -> None:
+        if run.ended:
+            with self._lock:
+                self._runs.pop(run.invocation.id, None)
+
+    def before_agent(self, state: LangHooksState, runtime: Any) -> dict[str, Any] | None:
+        run, update, events = self._begin(state)
+        self._sync.deliver(run, events)
+        return update
+
+    async def abefore_agent(
+        self, state: LangHooksState, runtime: Any
+    ) -> dict[str, Any] | None:
+        run, update, events = self._begin(state)
+        await self._async_handlers.adeliver(run, events)
+        return update
+
+    def after_agent(self, state: LangHooksState, runtime: Any) -> dict[str, Any] | None:
+        run, events = self._current(state)
+        self._sync.deliver(run, events + run.complete())
+        self._forget(run)
+        return None
+
+    async def aafter_agent(
+        self, state: LangHooksState, runtime: Any
+    ) -> dict[str, Any] | None:
+        run, events = self._current(state)
+        await self._async_handlers.adeliver(run, events + run.complete())
+        self._forget(run)
+        return None
+
+    # --- model calls ------------------------------------------------------------------
+
+    def _model_step(self, request: ModelRequest[Any]) -> tuple[BridgedRun, list[Event]]:
+        run, events = self._current(request.state)
+        run.use_tools([as_tool(t) for t in request.tools if isinstance(t, BaseTool)])
+        return run, events
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any]:
+        run, events = self._model_step(request)
+        handlers = self._sync
+        handlers.deliver(run, events)
+        try:
+            with _observed(_Observer(run, handlers)):
+                return handler(request)
+        except GraphBubbleUp:
+            raise
+        except Exception as error:
+            handlers.deliver(run, run.fail(error))
+            self._forget(run)
+            raise
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any]:
+        run, events = self._model_step(request)
+        handlers = self._async_handlers
+        await handlers.adeliver(run, events)
+        try:
+            with _observed(_AsyncObserver(run, handlers)):
+                return await handler(request)
+        except GraphBubbleUp:
+            raise
+        except Exception as error:
+            await handlers.adeliver(run, run.fail(error))
+            self._forget(run)
+            raise
+
+    # --- review -----------------------------------------------------------------------
+
+    def _calls(self, state: Mapping[str, Any]) -> list[ToolCall]:
+        messages = state.get("messages") or ()
+        last = messages[-1] if messages else None
+        if not isinstance(last, AIMessage) or not last.tool_calls:
+            return []
+        return list(as_message(last).tool_calls)
+
+    def _review_event(self, run: BridgedRun, call: ToolCall, human: str | None) -> Event | None:
+        tool = run.tool(call.name)
+        if tool is None:
+            return None  # LangChain answers a call of an unknown tool itself
+        context = ReviewContext(
+            human_decision=human,  # type: ignore[arg-type]  # "approve" | "edit" | None
+            custom_context=run.chain.custom_context,
+        )
+        return run.event(_C.on_tool_call_review, call, tool, context)
+
+    def _announce(self, run: BridgedRun, plans: Sequence[_Plan]) -> list[Event]:
+        events: list[Event] = []
+        for plan in plans:
+            if plan.result is not None and not plan.result.is_interrupt:
+                events.append(run.event(_C.on_tool_execution_failed, plan.call, plan.result))
+        for plan in plans:
+            tool = run.tool(plan.call.name)
+            if plan.result is None and tool is not None:
+                events.append(run.event(_C.on_tool_execution_started, plan.call, tool))
+        return events
+
+    def after_model(self, state: LangHooksState, runtime: Any) -> dict[str, Any] | None:
+        run, events = self._current(state)
+        handlers = self._sync
+        handlers.deliver(run, events)
+        decisions: dict[str, Any] = {}
+        plans = []
+        for call in self._calls(state):
+            event = self._review_event(run, call, None)
+            if event is not None:
+                decision = handlers.review(event)
+                decisions[call.call_id] = codec.encode(decision or Allow())
+                plans.append(_settled(call, decision))
+        handlers.deliver(run, self._announce(run, plans))
+        return {_BATCH: decisions}
+
+    async def aafter_model(
+        self, state: LangHooksState, runtime: Any
+    ) -> dict[str, Any] | None:
+        run, events = self._current(state)
+        handlers = self._async_handlers
+        await handlers.adeliver(run, events)
+        decisions: dict[str, Any] = {}
+        plans = []
+        for call in self._calls(state):
+            event = self._review_event(run, call, None)
+            if event is not None:
+                decision = await handlers.areview(event)
+                decisions[call.call_id] = codec.encode(decision or Allow())
+                plans.append(_settled(call, decision))
+        await handlers.adeliver(run, self._announce(run, plans))
+        return {_BATCH: decisions}
+
+    # --- tool calls -------------------------------------------------------------------
+
+    def _pause_value(self, plan: _Plan) -> dict[str, Any]:
+        """What the interrupt of a call tells the human (and the caller)."""
+        assert plan.result is not None and plan.result.interrupt_data is not None
+        return {
+            **plan.result.interrupt_data,
+            "message": plan.result.display_text or "",
+            "name": plan.call.name,
+            "arguments": dict(plan.call.arguments),
+        }
+
+    def _after_human(
+        self, run: BridgedRun, call: ToolCall, human: Decision
+    ) -> tuple[ToolCall, _Plan | None, Event | None]:
+        """After a human's answer: the call to review again and its review event,
+        or the plan of a rejected call."""
+        if human.kind == "reject":
+            rejected = error_result(call, human.reason, is_error=False)
+            return call, _Plan(call, rejected), None
+        if human.arguments is not None:
+            call = ToolCall(
+                call_id=call.call_id,
+                name=call.name,
+                arguments=human.arguments,
+                index=call.index,
+            )
+        kind = "edit" if human.kind == "edit" else "approve"
+        return call, None, self._review_event(run, call, kind)
+
+    def _tool_step(
+        self, request: ToolCallRequest
+    ) -> tuple[BridgedRun, list[Event], ToolCall, _Plan]:
+        run, events = self._current(request.state)
+        call = _call_of(request)
+        batch = request.state.get(_BATCH) or {}
+        return run, events, call, _settled(call, _decision(batch.get(call.call_id)))
+
+    def _answered(self, run: BridgedRun, plan: _Plan, *, rejected: bool) -> tuple[list[Event], ToolMessage]:
+        """The events and the tool message of a call that does not run."""
+        assert plan.result is not None
+        events: list[Event] = []
+        if rejected:  # a denial was reported when review settled it
+            events.append(run.event(_C.on_tool_execution_failed, plan.call, plan.result))
+        return events + run.settle(plan.call.call_id, plan.result), _message(plan.result, "error")
+
+    def _runner(self, request: ToolCallRequest, plan: _Plan) -> ToolCallRequest:
+        return request.override(
+            tool_call={**request.tool_call, "args": dict(plan.call.arguments)}
+        )
+
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
+        handlers = self._sync
+        run, events, call, plan = self._tool_step(request)
+        handlers.deliver(run, events)
+        rejected = False
+        while plan.result is not None and plan.result.is_interrupt:
+            try:
+                answer = interrupt(self._pause_value(plan))
+            except GraphInterrupt:
+                with run.lock:
+                    handlers.deliver(run, run.settle(call.call_id, plan.result))
+                self._forget(run)
+                raise
+            call, refused, event = self._after_human(run, call, _human(answer))
+            if refused is not None:
+                plan, rejected = refused, True
+                break
+            plan = _settled(call, handlers.review(event) if event else None)
+            handlers.deliver(run, self._announce(run, [plan]))
+        if plan.result is not None:
+            with run.lock:
+                events, message = self._answered(run, plan, rejected=rejected)
+                handlers.deliver(run, events)
+            self._forget(run)
+            return message
+        key = call.call_id
+        with run.lock:
+            handlers.deliver(run, run.tool_start(key, plan.call, announce=False), key)
+        try:
+            with entered(run.tool_invocation(key) or run.invocation):
+                output = handler(self._runner(request, plan))
+        except GraphBubbleUp:
+            raise
+        except Exception as error:
+            with run.lock:
+                handlers.deliver(run, run.tool_error(key, error))
+            self._forget(run)
+            raise
+        with run.lock:
+            handlers.deliver(run, run.tool_end(key, output))
+        self._forget(run)
+        return output
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        handlers = self._async_handlers
+        run, events, call, plan = self._tool_step(request)
+        await handlers.adeliver(run, events)
+        rejected = False
+        while plan.result is not None and plan.result.is_interrupt:
+            try:
+                answer = interrupt(self._pause_value(plan))
+            except GraphInterrupt:
+                await handlers.adeliver(run, run.settle(call.call_id, plan.result))
+                self._forget(run)
+                raise
+            call, refused, event = self._after_human(run, call, _human(answer))
+            if refused is not None:
+                plan, rejected = refused, True
+                break
+            plan = _settled(call, await handlers.areview(event) if event else None)
+            await handlers.adeliver(run, self._announce(run, [plan]))
+        if plan.result is not None:
+            events, message = self._answered(run, plan, rejected=rejected)
+            await handlers.adeliver(run, events)
+            self._forget(run)
+            return message
+        key = call.call_id
+        await handlers.adeliver(run, run.tool_start(key, plan.call, announce=False), key)
+        try:
+            with entered(run.tool_invocation(key) or run.invocation):
+                output = await handler(self._runner(request, plan))
+        except GraphBubbleUp:
+            raise
+        except Exception as error:
+            await handlers.adeliver(run, run.tool_error(key, error))
+            self._forget(run)
+            raise
+        await handlers.adeliver(run, run.tool_end(key, output))
+        self._forget(run)
+        return output
