@@ -495,6 +495,9 @@ class LangHooksMiddleware(AgentMiddleware[LangHooksState, Any, Any]):
         self, request: ToolCallRequest
     ) -> tuple[BridgedRun, list[Event], ToolCall, _Plan]:
         run, events = self._current(request.state)
+        if not run.tools:  # a resume: this process has not seen a model call yet
+            known = [*getattr(request.runtime, "tools", ()), request.tool]
+            run.use_tools([as_tool(t) for t in known if isinstance(t, BaseTool)])
         call = _call_of(request)
         batch = request.state.get(_BATCH) or {}
         return run, events, call, _settled(call, _decision(batch.get(call.call_id)))
