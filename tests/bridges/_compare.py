@@ -16,9 +16,12 @@ from typing import Any
 
 from langhooks.events import EventRecord
 
-__all__ = ["Entry", "documented", "project", "statuses", "table"]
+__all__ = ["ROWS", "Entry", "documented", "project", "statuses", "table"]
 
 Entry = tuple[str, str]
+
+#: What the suite found, per framework and mode ("langchain sync"), for the table.
+ROWS: dict[str, dict[str, str]] = {}
 
 _DOCS = Path(__file__).parents[2] / "docs" / "guide" / "bridges.md"
 

@@ -23,7 +23,7 @@ from langhooks.events import EventRecorder, read_events
 from tests._services import need_postgres
 
 from . import drivers
-from ._compare import Entry, documented, project, statuses, table
+from ._compare import ROWS, Entry, documented, project, statuses
 from ._driver import Driver, Place
 from ._script import Reviewer, ledger_count
 
@@ -104,15 +104,12 @@ class TestConformance:
         tmp_path: Path,
         tmp_path_factory: pytest.TempPathFactory,
         postgres: str,
-        capsys: pytest.CaptureFixture[str],
     ) -> None:
         """The framework's events equal LLMChain's but for the documented rows."""
         ours = reference(tmp_path_factory, postgres, use_async)
         theirs = run_script(name, tmp_path, postgres, use_async=use_async)
         found = statuses(ours, theirs)
-        with capsys.disabled():
-            print(f"\n{name} ({'async' if use_async else 'sync'}) vs llmchain:")
-            print(table({name: found}))
+        ROWS[f"{name} {'async' if use_async else 'sync'}"] = found
         differences = {(name, e): s for e, s in found.items() if s != "same"}
         docs = {k: v for k, v in documented().items() if k[0] == name}
         assert differences == docs

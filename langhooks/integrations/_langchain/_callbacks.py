@@ -18,7 +18,7 @@ from uuid import UUID
 from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGenerationChunk, LLMResult
-from langgraph.errors import GraphBubbleUp
+from langgraph.errors import GraphBubbleUp, GraphInterrupt
 
 from ..._core._invocation import current_invocation
 from ..._core._messages import ToolCall
@@ -63,6 +63,8 @@ class _Tracker:
         self.owner: dict[UUID, tuple[BridgedRun, bool]] = {}
         self.roots: dict[UUID, BridgedRun] = {}
         self.nested: dict[UUID, BridgedRun] = {}
+        # the runs that ran tools (a tool node): their end closes the batch
+        self.tool_parents: set[UUID] = set()
 
     def chain_start(
         self,
@@ -85,23 +87,37 @@ class _Tracker:
         self.owner[run_id] = (run, inside or _nested_node(metadata))
         return run, []
 
-    def chain_end(self, outputs: object, run_id: UUID) -> tuple[BridgedRun | None, list[Event]]:
-        self.owner.pop(run_id, None)
+    def chain_end(
+        self, outputs: object, run_id: UUID
+    ) -> tuple[BridgedRun | None, list[Event]]:
+        entry = self.owner.pop(run_id, None)
         run = self.roots.pop(run_id, None)
         if run is None:
+            if entry is not None and run_id in self.tool_parents:
+                self.tool_parents.discard(run_id)
+                return entry[0], entry[0].close_batch()
             return None, []
         data = _interrupt_data(outputs)
+        if data is None and run.paused is not None:
+            data = run.paused
         if data is not None:
             return run, run.complete("interrupted", data)
         return run, run.complete()
 
-    def chain_error(self, error: BaseException, run_id: UUID) -> tuple[BridgedRun | None, list[Event]]:
-        self.owner.pop(run_id, None)
+    def chain_error(
+        self, error: BaseException, run_id: UUID
+    ) -> tuple[BridgedRun | None, list[Event]]:
+        entry = self.owner.pop(run_id, None)
+        self.tool_parents.discard(run_id)
         run = self.roots.pop(run_id, None)
+        if isinstance(error, GraphInterrupt):  # a node paused the graph
+            paused = entry[0] if entry is not None else run
+            if paused is not None:
+                paused.paused = _interrupt_data({"__interrupt__": error.args[0]}) or {}
         if run is None:
             return None, []
-        if isinstance(error, GraphBubbleUp):  # an interrupt inside a sub-graph call
-            return run, run.complete("interrupted", {})
+        if isinstance(error, GraphBubbleUp):
+            return run, run.complete("interrupted", run.paused or {})
         return run, run.fail(error)
 
     def model_start(
@@ -155,6 +171,7 @@ class _Tracker:
             return None, []
         run = parent[0]
         self.owner[run_id] = (run, True)
+        self.tool_parents.add(parent_run_id)  # type: ignore[arg-type]  # not None here
         call = ToolCall(
             call_id=tool_call_id or str(run_id),
             name=str(serialized.get("name") or "tool"),

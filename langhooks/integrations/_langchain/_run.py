@@ -118,6 +118,8 @@ class BridgedRun:
         self.batch: dict[str, ToolResult | None] = {}
         self.tool_runs: dict[Any, tuple[ToolCall, Tool, Invocation]] = {}
         self.ended = False
+        #: What a node's ``interrupt()`` said, when the graph paused.
+        self.paused: Mapping[str, Any] | None = None
         self.lock: Final = threading.RLock()
 
     @property
@@ -353,8 +355,13 @@ class BridgedRun:
         return events + self.settle(call.call_id, result)
 
     def settle(self, call_id: str, result: ToolResult) -> list[Event]:
-        """Record a call's result; the batch's tool message when it was the last."""
+        """Record a call's result; the batch's tool message when it was the last.
+
+        A call the run did not see asked for (a resumed graph in a new process)
+        joins the batch, which its tool node's end closes.
+        """
         if call_id not in self.batch:
+            self.batch[call_id] = result
             return []
         self.batch[call_id] = result
         if any(value is None for value in self.batch.values()):
