@@ -25,6 +25,7 @@ except ImportError as _missing:  # pragma: no cover  # tested in a subprocess
 
 from ._langchain._callbacks import (
     AsyncLangHooksCallbackHandler,
+    BridgeWarning,
     LangHooksCallbackHandler,
 )
 from ._langchain._convert import FrameworkModel
@@ -32,6 +33,7 @@ from ._langchain._middleware import LangHooksMiddleware, resume_command
 
 __all__ = [
     "AsyncLangHooksCallbackHandler",
+    "BridgeWarning",
     "FrameworkModel",
     "LangHooksCallbackHandler",
     "LangHooksMiddleware",

@@ -11,6 +11,7 @@ its tokens never reach the parent's stream.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, final
 from uuid import UUID
@@ -20,13 +21,19 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGenerationChunk, LLMResult
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
 
+from ..._core._chain_callbacks import Allow, ChainCallbackHandler, ReviewContext
 from ..._core._invocation import current_invocation
-from ..._core._messages import ToolCall
+from ..._core._messages import LangHooksError, ToolCall
 from ._convert import schema_tools
 from ._deliver import Handlers
 from ._run import BridgedRun, Event, new_invocation
 
-__all__ = ["AsyncLangHooksCallbackHandler", "LangHooksCallbackHandler"]
+__all__ = ["AsyncLangHooksCallbackHandler", "BridgeWarning", "LangHooksCallbackHandler"]
+
+
+class BridgeWarning(UserWarning):
+    """A bridge could not do what a handler asked (a review decision a callback
+    cannot honour): the call was refused instead."""
 
 _HOOKS: Final = ("before_agent", "before_model", "after_model", "after_agent")
 
@@ -179,6 +186,29 @@ class _Tracker:
         )
         return run, run.tool_start(run_id, call)
 
+    def review(self, run: BridgedRun, run_id: UUID) -> Event | None:
+        """The review of tool run ``run_id``, asked when the tool starts."""
+        entry = run.tool_runs.get(run_id)
+        if entry is None:
+            return None
+        call, tool, _ = entry
+        context = ReviewContext(custom_context=run.chain.custom_context)
+        return run.event(ChainCallbackHandler.on_tool_call_review, call, tool, context)
+
+
+def _refuse(decision: object, call_name: str) -> None:
+    """Fail closed on a decision a callback cannot honour: warn, then raise so
+    LangChain does not run the tool."""
+    if decision is None or isinstance(decision, Allow):
+        return
+    why = (
+        f"LangHooksCallbackHandler cannot honour {decision!r} for a call of "
+        f"{call_name!r}: a callback cannot change a run, so the call is refused "
+        f"instead (use LangHooksMiddleware with create_agent to review)"
+    )
+    warnings.warn(why, BridgeWarning, stacklevel=3)
+    raise LangHooksError("invalid_request", why)
+
 
 class _Base:
     """What both handlers' ``__init__`` does."""
@@ -205,8 +235,12 @@ class LangHooksCallbackHandler(_Base, BaseCallbackHandler):
     ``on_tool_pre_execution`` and ``on_tool_execution_completed`` / ``_failed`` /
     ``_exception``, and a batch's results ``on_tool_response_created``.
 
-    Review is not asked: a callback cannot change a run. For review, use
-    ``LangHooksMiddleware`` with ``create_agent``.
+    Review: a callback cannot change a run, so a handler that decides reviews
+    (one that overrides ``on_tool_call_review``; langhooks' own observers only
+    record) is asked as each tool starts, and any decision but ``Allow`` fails
+    closed: a ``BridgeWarning`` names why and the tool does not run (LangChain
+    gets a ``LangHooksError``). For review, use ``LangHooksMiddleware`` with
+    ``create_agent``.
 
     The handler runs inline (``run_inline``) and lets a langhooks handler's
     exception propagate (``raise_error``): LangChain then ends the run with it.
@@ -306,6 +340,9 @@ class LangHooksCallbackHandler(_Base, BaseCallbackHandler):
         )
         if run is not None:
             self._handlers.deliver(run, events, run_id)
+            event = self._tracker.review(run, run_id) if self._handlers.reviewers else None
+            if event is not None:
+                _refuse(self._handlers.review(event), event[2][1].name)
 
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         run = self._tracker.run_of(run_id)
@@ -428,6 +465,9 @@ class AsyncLangHooksCallbackHandler(_Base, AsyncCallbackHandler):
         )
         if run is not None:
             await self._handlers.adeliver(run, events, run_id)
+            event = self._tracker.review(run, run_id) if self._handlers.reviewers else None
+            if event is not None:
+                _refuse(await self._handlers.areview(event), event[2][1].name)
 
     async def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         run = self._tracker.run_of(run_id)

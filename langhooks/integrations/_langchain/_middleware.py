@@ -12,7 +12,9 @@ Where each event comes from:
   ``on_tool_execution_failed`` for the denied calls and ``on_tool_execution_started``
   for those that will run. The settled decisions are saved in the agent's state
   (``langhooks_batch``), so they survive a checkpoint.
-- ``wrap_tool_call`` honours the decision: runs the call (with rewritten arguments),
+- ``wrap_tool_call`` honours the decision: runs the call (with rewritten arguments;
+  a tool that raises answers the model with an error tool message, as under
+  ``LLMChain``, and the run goes on),
   returns the denial as an error tool message, or pauses the run with LangGraph's
   ``interrupt()`` before the tool runs. On ``Command(resume=...)`` only that call's
   task runs again: ``interrupt()`` returns the human's ``Decision``, the reviewers
@@ -63,7 +65,7 @@ from ..._core._chain_callbacks import (
 from ..._core._invocation import Invocation, entered
 from ..._core._messages import ToolCall, ToolResult
 from ...chain._decision import Decision
-from ...chain._tool_results import error_result, interrupted_result
+from ...chain._tool_results import error_result, interrupted_result, result_of
 from ._convert import as_message, as_tool
 from ._deliver import Handlers
 from ._run import BridgedRun, Event, new_invocation
@@ -236,6 +238,12 @@ def _message(result: ToolResult, status: str) -> ToolMessage:
         tool_call_id=result.tool_call_id,
         status=status,
     )
+
+
+def _failure(call: ToolCall, error: Exception) -> ToolMessage:
+    """What the model is told of a tool that raised (as ``LLMChain`` tells it)."""
+    result, _ = result_of(call, None, error)
+    return _message(result, "error")
 
 
 def _call_of(request: ToolCallRequest) -> ToolCall:
@@ -556,7 +564,7 @@ class LangHooksMiddleware(AgentMiddleware[LangHooksState, Any, Any]):
             with run.lock:
                 handlers.deliver(run, run.tool_error(key, error))
             self._forget(run)
-            raise
+            return _failure(call, error)
         with run.lock:
             handlers.deliver(run, run.tool_end(key, output))
         self._forget(run)
@@ -599,7 +607,7 @@ class LangHooksMiddleware(AgentMiddleware[LangHooksState, Any, Any]):
         except Exception as error:
             await handlers.adeliver(run, run.tool_error(key, error))
             self._forget(run)
-            raise
+            return _failure(call, error)
         await handlers.adeliver(run, run.tool_end(key, output))
         self._forget(run)
         return output

@@ -1,9 +1,8 @@
 """LangChain 1.x: ``create_agent`` with ``LangHooksMiddleware``.
 
-The model is ``tests/bridges/_langchain_model.ScriptedChatModel`` (streaming); a
-tool's exception becomes an error tool message through LangChain's own
-``ToolErrorMiddleware`` (outside ours, so the bridge sees the exception), and the
-failed model call is retried by ``ModelRetryMiddleware`` (inside ours). The paused
+The model is ``tests/bridges/_langchain_model.ScriptedChatModel`` (streaming); the
+failed model call is retried by ``ModelRetryMiddleware`` (inside ours, so the bridge
+sees each attempt). The paused
 run is checkpointed with ``PostgresSaver`` (``AsyncPostgresSaver`` for the async
 runs) in the test's own schema.
 """
@@ -21,16 +20,12 @@ need_module("langchain", "langchain")
 need_module("langgraph.checkpoint.postgres", "langchain")
 
 from langchain.agents import create_agent  # noqa: E402
-from langchain.agents.middleware import (  # noqa: E402
-    ModelRetryMiddleware,
-    ToolErrorMiddleware,
-)
+from langchain.agents.middleware import ModelRetryMiddleware  # noqa: E402
 from langchain_core.tools import StructuredTool  # noqa: E402
 from langgraph.checkpoint.postgres import PostgresSaver  # noqa: E402
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver  # noqa: E402
 
 from langhooks.chain import Decision  # noqa: E402
-from langhooks.chain._tool_results import short_description  # noqa: E402
 from langhooks.integrations.langchain import (  # noqa: E402
     LangHooksMiddleware,
     resume_command,
@@ -60,9 +55,6 @@ def _agent(place: Place, handlers: Sequence[Any], checkpointer: Any) -> Any:
         ScriptedChatModel(turns=list(TURNS), streaming=True),
         [_tool(t, place) for t in script_tools()],
         middleware=[
-            ToolErrorMiddleware(
-                on_error=lambda e, _r: f"Error: the tool failed: {short_description(e)}"
-            ),
             LangHooksMiddleware(*handlers),
             ModelRetryMiddleware(
                 max_retries=1, initial_delay=0.0, jitter=False, on_failure="error"

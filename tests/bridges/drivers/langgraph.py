@@ -35,7 +35,7 @@ from langhooks.integrations.langchain import (  # noqa: E402
 
 from .._driver import Place  # noqa: E402
 from .._langchain_model import ScriptedChatModel  # noqa: E402
-from .._script import PROMPT, TURNS, script_tools  # noqa: E402
+from .._script import PROMPT, TURNS, Reviewer, script_tools  # noqa: E402
 from .langchain import _tool  # noqa: E402
 
 
@@ -107,17 +107,24 @@ def _config(place: Place, callback: Any) -> dict[str, Any]:
 _INPUT = {"messages": [{"role": "user", "content": PROMPT}]}
 
 
+def _observers(handlers: Sequence[Any]) -> list[Any]:
+    return [h for h in handlers if not isinstance(h, Reviewer)]
+
+
 class LangGraphDriver:
     """A LangGraph graph + LangHooksCallbackHandler (see ``tests/bridges/_driver.py``)."""
 
     name = "langgraph"
+
+    # The graph reviews in its own node; the script's Reviewer would make the
+    # observation-only callback refuse the calls it does not allow (fail closed).
 
     def start(self, place: Place, handlers: Sequence[Any], *, use_async: bool) -> None:
         if use_async:
             result = asyncio.run(self._astart(place, handlers))
         else:
             with _saver(place) as saver:
-                callback = LangHooksCallbackHandler(*handlers)
+                callback = LangHooksCallbackHandler(*_observers(handlers))
                 result = _graph(place, saver).invoke(_INPUT, _config(place, callback))
         (pause,) = result["__interrupt__"]
         assert pause.value["tool_call_id"] == "call_4", pause
@@ -125,7 +132,7 @@ class LangGraphDriver:
     async def _astart(self, place: Place, handlers: Sequence[Any]) -> Any:
         async with AsyncPostgresSaver.from_conn_string(place.postgres) as saver:
             await saver.setup()
-            callback = AsyncLangHooksCallbackHandler(*handlers)
+            callback = AsyncLangHooksCallbackHandler(*_observers(handlers))
             return await _graph(place, saver, use_async=True).ainvoke(_INPUT, _config(place, callback))
 
     def resume(self, place: Place, handlers: Sequence[Any], *, use_async: bool) -> str:
@@ -133,7 +140,7 @@ class LangGraphDriver:
             result = asyncio.run(self._aresume(place, handlers))
         else:
             with _saver(place) as saver:
-                callback = LangHooksCallbackHandler(*handlers)
+                callback = LangHooksCallbackHandler(*_observers(handlers))
                 result = _graph(place, saver).invoke(
                     Command(resume="approve"), _config(place, callback)
                 )
@@ -142,7 +149,7 @@ class LangGraphDriver:
 
     async def _aresume(self, place: Place, handlers: Sequence[Any]) -> Any:
         async with AsyncPostgresSaver.from_conn_string(place.postgres) as saver:
-            callback = AsyncLangHooksCallbackHandler(*handlers)
+            callback = AsyncLangHooksCallbackHandler(*_observers(handlers))
             return await _graph(place, saver, use_async=True).ainvoke(
                 Command(resume="approve"), _config(place, callback)
             )
