@@ -73,10 +73,11 @@ def table(rows: Mapping[str, Mapping[str, str]]) -> str:
     """The framework x event table, as text."""
     events = list(dict.fromkeys(e for row in rows.values() for e in row))
     width = max(len(e) for e in events)
-    lines = [f"{'event':<{width}}  " + "  ".join(f"{f:<10}" for f in rows)]
+    widths = {f: max(len(f), len("different")) for f in rows}
+    lines = [f"{'event':<{width}}  " + "  ".join(f"{f:<{widths[f]}}" for f in rows)]
     for event in events:
-        cells = "  ".join(f"{rows[f].get(event, '-'):<10}" for f in rows)
-        lines.append(f"{event:<{width}}  {cells}")
+        cells = "  ".join(f"{rows[f].get(event, '-'):<{widths[f]}}" for f in rows)
+        lines.append(f"{event:<{width}}  {cells}".rstrip())
     return "\n".join(lines)
 
 

@@ -20,8 +20,9 @@ them, so its bridge must offer review). It runs the script in two steps:
   test's own, or files in ``place.directory``) and continues it with a human's
   approval of the interrupted call, to the final answer.
 
-The handlers a driver is given in each process include an ``EventRecorder``; the
-suite reads both recordings and compares them, event by event, with ``LLMChain``'s.
+The handlers a driver is given in each process are an ``EventRecorder`` (first, so
+it hears every review before the reviewer settles it) and ``Reviewer``; the suite
+reads both recordings and compares them, event by event, with ``LLMChain``'s.
 A difference must be documented in ``docs/guide/bridges.md`` (the table under
 "Differences", one row per framework and event) or the suite fails.
 """

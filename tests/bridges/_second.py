@@ -24,7 +24,7 @@ def main(argv: list[str]) -> None:
     place = Place(Path(directory), postgres, thread)
     with (place.directory / "second.jsonl").open("w") as sink:
         recorder = EventRecorder(sink)
-        answer = driver.resume(place, [Reviewer(), recorder], use_async=mode == "async")
+        answer = driver.resume(place, [recorder, Reviewer()], use_async=mode == "async")
     print(answer)
 
 

@@ -64,7 +64,7 @@ def run_script(name: str, directory: Path, postgres: str, *, use_async: bool) ->
     driver = _driver(name)
     place = Place(directory, postgres, f"thread-{uuid.uuid4().hex}")
     with (directory / "first.jsonl").open("w") as sink:
-        driver.start(place, [Reviewer(), EventRecorder(sink)], use_async=use_async)
+        driver.start(place, [EventRecorder(sink), Reviewer()], use_async=use_async)
     assert ledger_count(place.ledger) == 0  # interrupted before it ran
     mode = "async" if use_async else "sync"
     second = subprocess.run(

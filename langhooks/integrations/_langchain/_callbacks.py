@@ -235,12 +235,11 @@ class LangHooksCallbackHandler(_Base, BaseCallbackHandler):
     ``on_tool_pre_execution`` and ``on_tool_execution_completed`` / ``_failed`` /
     ``_exception``, and a batch's results ``on_tool_response_created``.
 
-    Review: a callback cannot change a run, so a handler that decides reviews
-    (one that overrides ``on_tool_call_review``; langhooks' own observers only
-    record) is asked as each tool starts, and any decision but ``Allow`` fails
-    closed: a ``BridgeWarning`` names why and the tool does not run (LangChain
-    gets a ``LangHooksError``). For review, use ``LangHooksMiddleware`` with
-    ``create_agent``.
+    Review: a callback cannot change a run, so ``on_tool_call_review`` is asked
+    as each tool starts (when a handler overrides it), and any decision but
+    ``Allow`` fails closed: a ``BridgeWarning`` names why and the tool does not
+    run (LangChain gets a ``LangHooksError``). For review before any call runs,
+    with rewrite and interrupt, use ``LangHooksMiddleware`` with ``create_agent``.
 
     The handler runs inline (``run_inline``) and lets a langhooks handler's
     exception propagate (``raise_error``): LangChain then ends the run with it.
@@ -340,7 +339,7 @@ class LangHooksCallbackHandler(_Base, BaseCallbackHandler):
         )
         if run is not None:
             self._handlers.deliver(run, events, run_id)
-            event = self._tracker.review(run, run_id) if self._handlers.reviewers else None
+            event = self._tracker.review(run, run_id) if self._handlers.reviews else None
             if event is not None:
                 _refuse(self._handlers.review(event), event[2][1].name)
 
@@ -465,7 +464,7 @@ class AsyncLangHooksCallbackHandler(_Base, AsyncCallbackHandler):
         )
         if run is not None:
             await self._handlers.adeliver(run, events, run_id)
-            event = self._tracker.review(run, run_id) if self._handlers.reviewers else None
+            event = self._tracker.review(run, run_id) if self._handlers.reviews else None
             if event is not None:
                 _refuse(await self._handlers.areview(event), event[2][1].name)
 

@@ -51,19 +51,6 @@ def _checked(handlers: Iterable[object], owner: str, *, allow_async: bool) -> li
     return checked
 
 
-def _decides(handler: object) -> bool:
-    method = getattr(type(handler), "on_tool_call_review", None)
-    module = getattr(method, "__module__", "") or ""
-    base = (
-        AsyncChainCallbackHandler
-        if isinstance(handler, AsyncChainCallbackHandler)
-        else ChainCallbackHandler
-    )
-    return method is not getattr(base, "on_tool_call_review") and not (
-        module == "langhooks" or module.startswith("langhooks.")
-    )
-
-
 @final
 class Handlers:
     """A bridge's handlers: a composite per interface, sync or async."""
@@ -92,11 +79,9 @@ class Handlers:
                 [HandlerWithoutInvocation.wrap(h) for h in stream]
             )
         self.targets: Final = (self.chain, self.stream, self.pre)
-        #: The handlers whose review decides (langhooks' own observers, such as
-        #: EventRecorder, record a review but never decide one).
-        self.reviewers: Final = tuple(
-            h for h in chain if _decides(h)
-        )
+        #: Whether a handler overrides ``on_tool_call_review`` (a reviewer, or an
+        #: observer of reviews such as ``EventRecorder``).
+        self.reviews: Final = bool(self.chain._reviewers)
 
     def deliver(self, run: BridgedRun, events: list[Event], key: Any = None) -> None:
         """Call each event on its handlers, in order (sync handlers only)."""
