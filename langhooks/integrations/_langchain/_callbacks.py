@@ -24,7 +24,7 @@ from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from ..._core._chain_callbacks import Allow, ChainCallbackHandler, ReviewContext
 from ..._core._invocation import current_invocation
 from ..._core._messages import LangHooksError, ToolCall
-from ._convert import schema_tools
+from ._convert import model_name, schema_tools
 from ._deliver import Handlers
 from ._run import BridgedRun, Event, new_invocation
 
@@ -142,6 +142,7 @@ class _Tracker:
             run = parent[0]
             if tools:
                 run.use_tools(tools)
+            run.use_model(model_name(None, invocation_params))
             self.owner[run_id] = (run, False)
             return run, run.model_start(run_id, conversation)
         # A model called on its own, or as a nested part of a run: a run of its own.
@@ -151,6 +152,7 @@ class _Tracker:
             messages=conversation,
             tools=tools,
         )
+        run.use_model(model_name(None, invocation_params))
         self.nested[run_id] = run
         self.owner[run_id] = (run, False)
         return run, run.start() + run.model_start(run_id, conversation)

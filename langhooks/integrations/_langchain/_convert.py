@@ -46,6 +46,7 @@ __all__ = [
     "as_response",
     "as_tool",
     "chunk_parts",
+    "model_name",
     "schema_tools",
     "tool_result",
 ]
@@ -106,6 +107,17 @@ class FrameworkModel:
 
     def __repr__(self) -> str:
         return f"FrameworkModel({self.model!r}, framework={self.framework!r})"
+
+
+def model_name(model: object, params: Mapping[str, Any] | None = None) -> str | None:
+    """What a LangChain model (or a model call's invocation params) calls itself."""
+    for source in (params or {}, vars(model) if hasattr(model, "__dict__") else {}):
+        for key in ("model_name", "model", "model_id"):
+            value = source.get(key)
+            if isinstance(value, str) and value:
+                return value
+    kind = (params or {}).get("_type") or getattr(model, "_llm_type", None)
+    return str(kind) if kind else None
 
 
 def _text_of(content: str | list[str | dict[str, Any]]) -> Iterator[tuple[str, str]]:

@@ -66,7 +66,7 @@ from ..._core._invocation import Invocation, entered
 from ..._core._messages import ToolCall, ToolResult
 from ...chain._decision import Decision
 from ...chain._tool_results import error_result, interrupted_result, result_of
-from ._convert import as_message, as_tool
+from ._convert import as_message, as_tool, model_name
 from ._deliver import Handlers
 from ._run import BridgedRun, Event, new_invocation
 
@@ -369,6 +369,7 @@ class LangHooksMiddleware(AgentMiddleware[LangHooksState, Any, Any]):
     def _model_step(self, request: ModelRequest[Any]) -> tuple[BridgedRun, list[Event]]:
         run, events = self._current(request.state)
         run.use_tools([as_tool(t) for t in request.tools if isinstance(t, BaseTool)])
+        run.use_model(model_name(request.model))
         return run, events
 
     def wrap_model_call(

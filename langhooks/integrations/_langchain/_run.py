@@ -165,6 +165,14 @@ class BridgedRun:
             self.tools = known
             self.chain = attrs.evolve(self.chain, tools=tuple(known.values()))
 
+    def use_model(self, name: str | None) -> None:
+        """The name of the model the framework calls from now on."""
+        model = self.chain.model
+        if name and isinstance(model, FrameworkModel) and model.model != name:
+            self.chain = attrs.evolve(
+                self.chain, model=FrameworkModel(name, model.framework)
+            )
+
     def tool(self, name: str) -> Tool | None:
         """The tool of that name, if the run knows it."""
         return self.tools.get(name)

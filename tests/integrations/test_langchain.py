@@ -1,0 +1,387 @@
+"""The LangChain / LangGraph bridge beyond the conformance script: each entry point,
+nested runs, failures, the human's other answers, and what a run downstream gives."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from typing_extensions import override
+
+from langhooks import (
+    AsyncChainCallbackHandler,
+    ChainCallbackHandler,
+    Deny,
+    Interrupt,
+    LangHooksError,
+    ReviewContext,
+    ReviewDecision,
+    Tool,
+    ToolCall,
+    UpdateArguments,
+)
+from langhooks.events import EventRecorder, read_events, replay_events
+from langhooks.testing import RecordingChainHandler, RecordingStreamingHandler
+from tests.bridges._support import need_module
+
+need_module("langchain", "langchain")
+
+from langchain.agents import create_agent  # noqa: E402
+from langchain_core.messages import AIMessage, HumanMessage  # noqa: E402
+from langchain_core.tools import tool  # noqa: E402
+from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
+from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
+from langgraph.prebuilt import ToolNode  # noqa: E402
+from langgraph.types import Command  # noqa: E402
+
+from langhooks.chain import Decision  # noqa: E402
+from langhooks.integrations.langchain import (  # noqa: E402
+    AsyncLangHooksCallbackHandler,
+    BridgeWarning,
+    FrameworkModel,
+    LangHooksCallbackHandler,
+    LangHooksMiddleware,
+    resume_command,
+)
+from langhooks.models import ChatRequest  # noqa: E402
+from tests.bridges._langchain_model import ScriptedChatModel  # noqa: E402
+from tests.bridges._script import Turn  # noqa: E402
+
+LEDGER: list[str] = []
+
+
+@tool
+def pay(to: str) -> str:
+    """Pay someone."""
+    LEDGER.append(to)
+    return f"paid {to}"
+
+
+@tool
+def ask_helper(question: str) -> str:
+    """Ask a helper model (a nested model call)."""
+    helper = ScriptedChatModel(turns=[Turn(text="helper says hi")], streaming=True)
+    return str(helper.invoke([HumanMessage(question)]).content)
+
+
+def _pay(call_id: str = "c1", to: str = "Bob") -> Turn:
+    return Turn(calls=(ToolCall(call_id=call_id, name="pay", arguments={"to": to}),))
+
+
+def _names(recorder: RecordingChainHandler) -> list[str]:
+    return [name for name, _ in recorder.events]
+
+
+def _graph(model: ScriptedChatModel, tools: Sequence[Any]) -> Any:
+    bound = model.bind_tools(tools)
+
+    def call_model(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [bound.invoke(state["messages"])]}
+
+    async def acall_model(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [await bound.ainvoke(state["messages"])]}
+
+    def route(state: MessagesState) -> str:
+        last = state["messages"][-1]
+        return "tools" if isinstance(last, AIMessage) and last.tool_calls else END
+
+    sync_builder = StateGraph(MessagesState)
+    sync_builder.add_node("model", call_model)
+    sync_builder.add_node("tools", ToolNode(list(tools)))
+    sync_builder.add_edge(START, "model")
+    sync_builder.add_conditional_edges("model", route, ["tools", END])
+    sync_builder.add_edge("tools", "model")
+    return sync_builder.compile()
+
+
+_INPUT = {"messages": [{"role": "user", "content": "go"}]}
+
+
+class Refuser(ChainCallbackHandler):
+    """Denies every call."""
+
+    @override
+    def on_tool_call_review(
+        self, chain: Any, call: ToolCall, tool: Tool, review: ReviewContext, /
+    ) -> ReviewDecision:
+        return Deny("no")
+
+
+class Pauser(ChainCallbackHandler):
+    """Interrupts a call until a human decided, then lets it through."""
+
+    def __init__(self) -> None:
+        self.seen: list[str | None] = []
+
+    @override
+    def on_tool_call_review(
+        self, chain: Any, call: ToolCall, tool: Tool, review: ReviewContext, /
+    ) -> ReviewDecision | None:
+        self.seen.append(review.human_decision)
+        return Interrupt("ok?") if review.human_decision is None else None
+
+
+class TestCallbackHandler:
+    """LangHooksCallbackHandler observes any Runnable or graph."""
+
+    def test_a_graph_run_streams_identifies_and_ends_once(self) -> None:
+        """A graph's run gives the run, model and tool events, one terminal."""
+        chain = RecordingChainHandler()
+        stream = RecordingStreamingHandler()
+        model = ScriptedChatModel(
+            turns=[Turn(thinking="hm", text="Paying now.", calls=_pay().calls), Turn(text="Done.")],
+            streaming=True,
+        )
+        _graph(model, [pay]).invoke(_INPUT, {"callbacks": [LangHooksCallbackHandler(chain, stream)]})
+        names = _names(chain)
+        assert names[0] == "on_run_start" and names[-1] == "on_run_complete"
+        assert names.count("on_run_complete") == 1
+        assert "on_tool_call_identified" in names
+        assert "on_tool_response_created" in names
+        assert stream.text == "Paying now.Done."
+        assert [a[0].text for a in stream.of("on_partial_thinking")] == ["hm"]
+        assert len(stream.of("on_complete_response")) == 2
+
+    def test_stream_mode_messages_makes_the_model_stream(self) -> None:
+        """Under stream_mode="messages" a model that would answer whole streams, and
+        the handler hears the deltas."""
+        chain = RecordingChainHandler()
+        model = ScriptedChatModel(turns=[Turn(text="one two")])
+        graph = _graph(model, [pay])
+        config: Any = {"callbacks": [LangHooksCallbackHandler(chain)]}
+        list(graph.stream(_INPUT, config, stream_mode="messages"))
+        assert "on_llm_new_delta" in _names(chain)
+        assert "on_llm_new_message" not in _names(chain)
+
+    def test_a_whole_answer_is_a_new_message(self) -> None:
+        """A model that does not stream gives on_llm_new_message, no delta."""
+        chain = RecordingChainHandler()
+        model = ScriptedChatModel(turns=[Turn(text="whole")])
+        _graph(model, [pay]).invoke(_INPUT, {"callbacks": [LangHooksCallbackHandler(chain)]})
+        assert "on_llm_new_message" in _names(chain)
+        assert "on_llm_new_delta" not in _names(chain)
+
+    def test_async_handlers_are_awaited_under_astream(self) -> None:
+        """AsyncLangHooksCallbackHandler awaits async handlers in ainvoke/astream."""
+        heard: list[str] = []
+
+        class Async(AsyncChainCallbackHandler):
+            @override
+            async def on_run_start(self, chain: Any, /) -> None:
+                heard.append("start")
+
+            @override
+            async def on_run_complete(self, chain: Any, result: Any, /) -> None:
+                heard.append(result.status)
+
+        model = ScriptedChatModel(turns=[Turn(text="hi")], streaming=True)
+        graph = _graph(model, [pay])
+
+        async def main() -> None:
+            config: Any = {"callbacks": [AsyncLangHooksCallbackHandler(Async())]}
+            async for _ in graph.astream(_INPUT, config):
+                pass
+
+        asyncio.run(main())
+        assert heard == ["start", "ok"]
+
+    def test_a_nested_model_call_is_its_own_run(self) -> None:
+        """A model called inside a tool is a run of its own, a child of the run's,
+        and its tokens stay out of the run's stream."""
+        buffer = io.StringIO()
+        model = ScriptedChatModel(
+            turns=[
+                Turn(calls=(ToolCall(call_id="c1", name="ask_helper", arguments={"question": "?"}),)),
+                Turn(text="Done."),
+            ],
+            streaming=True,
+        )
+        _graph(model, [ask_helper]).invoke(
+            _INPUT, {"callbacks": [LangHooksCallbackHandler(EventRecorder(buffer))]}
+        )
+        records = list(read_events(buffer.getvalue().splitlines()))
+        runs = {r.run_id for r in records if r.event == "on_run_start"}
+        assert len(runs) == 2
+        outer = records[0].run_id
+        (inner,) = runs - {outer}
+        inner_start = next(r for r in records if r.run_id == inner)
+        assert inner_start.parent_id == outer
+        deltas = [r for r in records if r.event == "on_llm_new_delta" and r.run_id == outer]
+        texts = "".join(r.payload["deltas"][0].get("text", "") for r in deltas)
+        assert "helper" not in texts
+
+    def test_a_model_alone_is_a_run(self) -> None:
+        """A chat model invoked on its own with the handler is a run."""
+        chain = RecordingChainHandler()
+        model = ScriptedChatModel(turns=[Turn(text="alone")])
+        model.invoke([HumanMessage("x")], {"callbacks": [LangHooksCallbackHandler(chain)]})
+        assert _names(chain)[0] == "on_run_start"
+        assert _names(chain)[-1] == "on_run_complete"
+
+    def test_a_failed_run_ends_with_on_error(self) -> None:
+        """A model error nobody retries ends the run with on_llm_error, on_error."""
+        chain = RecordingChainHandler()
+        model = ScriptedChatModel(turns=[Turn(fail_first="rate_limited")], streaming=True)
+        with pytest.raises(LangHooksError):
+            _graph(model, [pay]).invoke(_INPUT, {"callbacks": [LangHooksCallbackHandler(chain)]})
+        names = _names(chain)
+        assert names[-2:] == ["on_llm_error", "on_error"]
+
+    def test_a_decision_it_cannot_honour_fails_closed(self) -> None:
+        """A denial refuses the call with a warning naming why; the tool never runs."""
+        LEDGER.clear()
+        model = ScriptedChatModel(turns=[_pay(), Turn(text="Done.")], streaming=True)
+        handler = LangHooksCallbackHandler(Refuser())
+        with pytest.warns(BridgeWarning, match="cannot honour Deny"), pytest.raises(LangHooksError):
+            _graph(model, [pay]).invoke(_INPUT, {"callbacks": [handler]})
+        assert LEDGER == []
+
+    def test_handlers_are_checked(self) -> None:
+        """A non-handler, or an async one in the sync handler, is a TypeError."""
+        with pytest.raises(TypeError, match="takes langhooks handlers"):
+            LangHooksCallbackHandler(object())
+        with pytest.raises(TypeError, match="AsyncLangHooksCallbackHandler"):
+            LangHooksCallbackHandler(AsyncChainCallbackHandler())
+
+
+def _agent(model: ScriptedChatModel, *handlers: Any, saver: Any = None) -> Any:
+    return create_agent(
+        model, [pay], middleware=[LangHooksMiddleware(*handlers)], checkpointer=saver
+    )
+
+
+_THREAD: Any = {"configurable": {"thread_id": "t1"}}
+
+
+class TestMiddleware:
+    """LangHooksMiddleware reviews, pauses and resumes create_agent runs."""
+
+    def test_a_human_rejection_answers_without_running(self) -> None:
+        """Rejecting an interrupted call answers the model, and the tool never runs."""
+        LEDGER.clear()
+        recorder = RecordingChainHandler()
+        agent = _agent(ScriptedChatModel(turns=[_pay(), Turn(text="ok")], streaming=True),
+                       recorder, Pauser(), saver=InMemorySaver())
+        paused = agent.invoke(_INPUT, _THREAD)["__interrupt__"]
+        result = agent.invoke(resume_command(paused, {"c1": Decision.reject("not today")}), _THREAD)
+        assert LEDGER == []
+        tool_message = result["messages"][-2]
+        assert tool_message.content == "not today" and tool_message.status == "error"
+        failed = recorder.of("on_tool_execution_failed")
+        assert [f[2].is_error for f in failed] == [False]
+
+    def test_a_human_edit_is_reviewed_again_and_runs(self) -> None:
+        """An edit runs with the human's arguments after review sees "edit"."""
+        LEDGER.clear()
+        pauser = Pauser()
+        agent = _agent(ScriptedChatModel(turns=[_pay(), Turn(text="ok")], streaming=True),
+                       pauser, saver=InMemorySaver())
+        paused = agent.invoke(_INPUT, _THREAD)["__interrupt__"]
+        agent.invoke(resume_command(paused, {"c1": Decision.edit({"to": "Ann"})}), _THREAD)
+        assert LEDGER == ["Ann"]
+        assert pauser.seen == [None, "edit"]
+
+    def test_a_rewrite_runs_with_the_new_arguments(self) -> None:
+        """UpdateArguments runs the call with the reviewer's arguments."""
+        LEDGER.clear()
+
+        class Rewriter(ChainCallbackHandler):
+            @override
+            def on_tool_call_review(
+                self, chain: Any, call: ToolCall, tool: Tool, review: ReviewContext, /
+            ) -> ReviewDecision:
+                return UpdateArguments({"to": "Eve"})
+
+        agent = _agent(ScriptedChatModel(turns=[_pay(), Turn(text="ok")]), Rewriter())
+        agent.invoke(_INPUT)
+        assert LEDGER == ["Eve"]
+
+    def test_async_handlers_need_the_async_entry_points(self) -> None:
+        """An async handler serves ainvoke; invoke says what to do instead."""
+        heard: list[str] = []
+
+        class Async(AsyncChainCallbackHandler):
+            @override
+            async def on_run_complete(self, chain: Any, result: Any, /) -> None:
+                heard.append(result.status)
+
+        agent = _agent(ScriptedChatModel(turns=[Turn(text="hi")], streaming=True), Async())
+        with pytest.raises(TypeError, match="ainvoke"):
+            agent.invoke(_INPUT)
+        asyncio.run(agent.ainvoke(_INPUT))
+        assert heard == ["ok"]
+
+    def test_a_model_step_that_gives_up_ends_with_on_error(self) -> None:
+        """A model failure that is not retried ends the run with on_error, once."""
+        recorder = RecordingChainHandler()
+        agent = _agent(ScriptedChatModel(turns=[Turn(fail_first="rate_limited")]), recorder)
+        with pytest.raises(LangHooksError):
+            agent.invoke(_INPUT)
+        assert _names(recorder)[-2:] == ["on_llm_error", "on_error"]
+
+    def test_resume_needs_a_decision_per_interrupt(self) -> None:
+        """resume_command refuses an interrupt without a decision; a resume that is
+        not a Decision is a TypeError."""
+        agent = _agent(ScriptedChatModel(turns=[_pay(), Turn(text="ok")]), Pauser(),
+                       saver=InMemorySaver())
+        paused = agent.invoke(_INPUT, _THREAD)["__interrupt__"]
+        with pytest.raises(ValueError, match="no decision"):
+            resume_command(paused, {})
+        with pytest.raises(TypeError, match="Decision"):
+            agent.invoke(Command(resume="yes"), _THREAD)
+
+    def test_a_resume_in_this_process_keeps_the_run_id(self) -> None:
+        """The resumed run has the paused run's id, as LLMChain's resume does."""
+        buffer = io.StringIO()
+        agent = _agent(ScriptedChatModel(turns=[_pay(), Turn(text="ok")]),
+                       EventRecorder(buffer), Pauser(), saver=InMemorySaver())
+        paused = agent.invoke(_INPUT, _THREAD)["__interrupt__"]
+        agent.invoke(resume_command(paused, {"c1": Decision.approve()}), _THREAD)
+        runs = {r.run_id for r in read_events(buffer.getvalue().splitlines())}
+        assert len(runs) == 1
+
+
+class TestDownstream:
+    """What works on an LLMChain run works on a bridged one."""
+
+    def test_a_recording_replays_to_the_same_events(self) -> None:
+        """EventRecorder's recording of an agent run replays to equal events."""
+        buffer = io.StringIO()
+        agent = _agent(
+            ScriptedChatModel(turns=[_pay(), Turn(text="ok")], streaming=True),
+            EventRecorder(buffer),
+        )
+        agent.invoke(_INPUT)
+        live = list(read_events(buffer.getvalue().splitlines()))
+        again = io.StringIO()
+        with warnings.catch_warnings():
+            replay_events(live, EventRecorder(again))
+        replayed = list(read_events(again.getvalue().splitlines()))
+
+        def without_model(payload: Any) -> dict[str, Any]:
+            # A replayed chain's model is the recording's stand-in, as for LLMChain.
+            return {k: v for k, v in payload.items() if k != "model"}
+
+        assert [(r.event, without_model(r.payload)) for r in replayed] == [
+            (r.event, without_model(r.payload)) for r in live
+        ]
+        model = next(r.payload["model"] for r in live if r.event == "on_llm_call_start")
+        assert model["class"] == "FrameworkModel" and model["name"] == "scripted"
+
+
+class TestFrameworkModel:
+    """The model handlers see for a framework's model."""
+
+    def test_it_cannot_be_streamed(self) -> None:
+        """stream and astream refuse, saying why."""
+        model = FrameworkModel("gpt", "LangChain")
+        request = ChatRequest(messages=())
+        with pytest.raises(LangHooksError, match="LangChain calls"):
+            model.stream(request, RecordingStreamingHandler())
+        with pytest.raises(LangHooksError, match="LangChain calls"):
+            asyncio.run(model.astream(request, RecordingStreamingHandler()))
+        assert repr(model) == "FrameworkModel('gpt', framework='LangChain')"
