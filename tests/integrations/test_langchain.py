@@ -385,3 +385,67 @@ class TestFrameworkModel:
         with pytest.raises(LangHooksError, match="LangChain calls"):
             asyncio.run(model.astream(request, RecordingStreamingHandler()))
         assert repr(model) == "FrameworkModel('gpt', framework='LangChain')"
+
+
+def _span_tree(spans: Sequence[Any]) -> list[tuple[int, str, tuple[tuple[str, Any], ...]]]:
+    """Each span as (depth, name, its GenAI attributes but ids and model names)."""
+    by_id = {s.context.span_id: s for s in spans}
+
+    def depth(span: Any) -> int:
+        parent = span.parent
+        return 0 if parent is None or parent.span_id not in by_id else 1 + depth(by_id[parent.span_id])
+
+    skipped = ("id", "model", "conversation", "provider", "time_to_first_chunk")
+    out = []
+    for span in sorted(spans, key=lambda s: s.start_time):
+        attributes = tuple(
+            sorted(
+                (k, v)
+                for k, v in (span.attributes or {}).items()
+                if k.startswith("gen_ai.") and not any(word in k for word in skipped)
+            )
+        )
+        name = span.name.split(" ")[0] if span.name.startswith("chat") else span.name
+        out.append((depth(span), name, attributes))
+    return out
+
+
+class TestOpenTelemetry:
+    """OpenTelemetryHandler gives a bridged run the span tree of an LLMChain run."""
+
+    def test_the_span_tree_is_llmchains(self) -> None:
+        """invoke_agent, chat, execute_tool, chat: the same tree and attributes."""
+        need_module("opentelemetry.sdk", "opentelemetry")
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+            InMemorySpanExporter,
+        )
+
+        from langhooks import Message
+        from langhooks.chain import LLMChain
+        from langhooks.integrations.opentelemetry import OpenTelemetryHandler
+        from langhooks.models import ScriptedChatModel as LangHooksModel
+        from langhooks.models import ScriptedTurn
+
+        def traced() -> tuple[InMemorySpanExporter, OpenTelemetryHandler]:
+            exporter = InMemorySpanExporter()
+            provider = TracerProvider()
+            provider.add_span_processor(SimpleSpanProcessor(exporter))
+            return exporter, OpenTelemetryHandler(tracer_provider=provider)
+
+        turns = [_pay(), Turn(text="Done.")]
+        ours, handler = traced()
+        model = LangHooksModel(
+            [ScriptedTurn(tool_calls=t.calls, text=t.text, usage=t.usage) for t in turns]
+        )
+        tool_ = Tool(
+            "pay", lambda arguments, _c: f"paid {arguments['to']}", description="Pay someone."
+        )
+        LLMChain(model, tools=[tool_], callbacks=[handler]).add_message(Message.user("go")).run()
+        theirs, handler = traced()
+        _agent(ScriptedChatModel(turns=turns, streaming=True), handler).invoke(_INPUT)
+        assert _span_tree(theirs.get_finished_spans()) == _span_tree(ours.get_finished_spans())
+        assert [s.name.split(" ")[0] for s in sorted(theirs.get_finished_spans(), key=lambda s: s.start_time)] == [
+            "invoke_agent", "chat", "execute_tool", "chat"
+        ]
