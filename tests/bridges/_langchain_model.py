@@ -43,7 +43,11 @@ class ScriptedChatModel(BaseChatModel):
         return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
 
     def _generate(
-        self, messages: list[BaseMessage], stop: list[str] | None = None, *a: Any, **k: Any
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        *a: Any,
+        **k: Any,
     ) -> ChatResult:
         return generate_from_stream(self._stream(messages, stop))
 
@@ -69,7 +73,9 @@ class ScriptedChatModel(BaseChatModel):
         for index, call in enumerate(turn.calls):
             head = {"name": call.name, "id": call.call_id, "args": "", "index": index}
             body = {"args": json.dumps(dict(call.arguments)), "index": index}
-            pieces += [AIMessageChunk(content="", tool_call_chunks=[c]) for c in (head, body)]
+            pieces += [
+                AIMessageChunk(content="", tool_call_chunks=[c]) for c in (head, body)
+            ]
         usage = turn.usage
         pieces.append(
             AIMessageChunk(

@@ -72,7 +72,9 @@ class Turn:
     thinking: str = ""
     calls: tuple[ToolCall, ...] = ()
     fail_first: str | None = None
-    usage: TokenUsage = TokenUsage(input_tokens=10, output_tokens=5)
+    usage: TokenUsage = attrs.field(
+        factory=lambda: TokenUsage(input_tokens=10, output_tokens=5)
+    )
 
 
 TURNS: Final = (
@@ -167,7 +169,9 @@ def _schema(**properties: str) -> dict[str, Any]:
 def script_tools() -> tuple[ScriptTool, ...]:
     """The script's four tools."""
     return (
-        ScriptTool("get_weather", "The weather in a city.", _schema(city="string"), _weather),
+        ScriptTool(
+            "get_weather", "The weather in a city.", _schema(city="string"), _weather
+        ),
         ScriptTool("delete_file", "Delete a file.", _schema(path="string"), _delete),
         ScriptTool(
             "transfer_money",
@@ -197,7 +201,9 @@ class Reviewer(ChainCallbackHandler):
         if call.name == "get_weather" and call.arguments["city"] != "Paris":
             return UpdateArguments({"city": str(call.arguments["city"]).title()})
         if call.name == "transfer_money" and review.human_decision is None:
-            return Interrupt("approve the transfer", {"amount": call.arguments["amount"]})
+            return Interrupt(
+                "approve the transfer", {"amount": call.arguments["amount"]}
+            )
         return Allow()
 
 

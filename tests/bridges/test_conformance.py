@@ -55,7 +55,9 @@ def _driver(name: str) -> Driver:
     return driver
 
 
-def run_script(name: str, directory: Path, postgres: str, *, use_async: bool) -> list[Entry]:
+def run_script(
+    name: str, directory: Path, postgres: str, *, use_async: bool
+) -> list[Entry]:
     """Run the script through driver ``name`` in two processes; its entries.
 
     Also checks what every driver must do: the run paused, resumed in another
@@ -68,9 +70,20 @@ def run_script(name: str, directory: Path, postgres: str, *, use_async: bool) ->
     assert ledger_count(place.ledger) == 0  # interrupted before it ran
     mode = "async" if use_async else "sync"
     second = subprocess.run(
-        [sys.executable, "-m", "tests.bridges._second", name, str(directory),
-         postgres, place.thread, mode],
-        capture_output=True, text=True, check=False, cwd=Path(__file__).parents[2],
+        [
+            sys.executable,
+            "-m",
+            "tests.bridges._second",
+            name,
+            str(directory),
+            postgres,
+            place.thread,
+            mode,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).parents[2],
     )
     assert second.returncode == 0, second.stderr
     assert second.stdout.strip() == "All done."
@@ -85,10 +98,14 @@ def run_script(name: str, directory: Path, postgres: str, *, use_async: bool) ->
 _REFERENCE: dict[bool, list[Entry]] = {}
 
 
-def reference(tmp_path_factory: pytest.TempPathFactory, postgres: str, use_async: bool) -> list[Entry]:
+def reference(
+    tmp_path_factory: pytest.TempPathFactory, postgres: str, use_async: bool
+) -> list[Entry]:
     if use_async not in _REFERENCE:
         directory = tmp_path_factory.mktemp("llmchain")
-        _REFERENCE[use_async] = run_script("llmchain", directory, postgres, use_async=use_async)
+        _REFERENCE[use_async] = run_script(
+            "llmchain", directory, postgres, use_async=use_async
+        )
     return _REFERENCE[use_async]
 
 

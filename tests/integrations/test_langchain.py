@@ -133,12 +133,18 @@ class TestCallbackHandler:
         chain = RecordingChainHandler()
         stream = RecordingStreamingHandler()
         model = ScriptedChatModel(
-            turns=[Turn(thinking="hm", text="Paying now.", calls=_pay().calls), Turn(text="Done.")],
+            turns=[
+                Turn(thinking="hm", text="Paying now.", calls=_pay().calls),
+                Turn(text="Done."),
+            ],
             streaming=True,
         )
-        _graph(model, [pay]).invoke(_INPUT, {"callbacks": [LangHooksCallbackHandler(chain, stream)]})
+        _graph(model, [pay]).invoke(
+            _INPUT, {"callbacks": [LangHooksCallbackHandler(chain, stream)]}
+        )
         names = _names(chain)
-        assert names[0] == "on_run_start" and names[-1] == "on_run_complete"
+        assert names[0] == "on_run_start"
+        assert names[-1] == "on_run_complete"
         assert names.count("on_run_complete") == 1
         assert "on_tool_call_identified" in names
         assert "on_tool_response_created" in names
@@ -161,7 +167,9 @@ class TestCallbackHandler:
         """A model that does not stream gives on_llm_new_message, no delta."""
         chain = RecordingChainHandler()
         model = ScriptedChatModel(turns=[Turn(text="whole")])
-        _graph(model, [pay]).invoke(_INPUT, {"callbacks": [LangHooksCallbackHandler(chain)]})
+        _graph(model, [pay]).invoke(
+            _INPUT, {"callbacks": [LangHooksCallbackHandler(chain)]}
+        )
         assert "on_llm_new_message" in _names(chain)
         assert "on_llm_new_delta" not in _names(chain)
 
@@ -195,7 +203,13 @@ class TestCallbackHandler:
         buffer = io.StringIO()
         model = ScriptedChatModel(
             turns=[
-                Turn(calls=(ToolCall(call_id="c1", name="ask_helper", arguments={"question": "?"}),)),
+                Turn(
+                    calls=(
+                        ToolCall(
+                            call_id="c1", name="ask_helper", arguments={"question": "?"}
+                        ),
+                    )
+                ),
                 Turn(text="Done."),
             ],
             streaming=True,
@@ -210,7 +224,9 @@ class TestCallbackHandler:
         (inner,) = runs - {outer}
         inner_start = next(r for r in records if r.run_id == inner)
         assert inner_start.parent_id == outer
-        deltas = [r for r in records if r.event == "on_llm_new_delta" and r.run_id == outer]
+        deltas = [
+            r for r in records if r.event == "on_llm_new_delta" and r.run_id == outer
+        ]
         texts = "".join(r.payload["deltas"][0].get("text", "") for r in deltas)
         assert "helper" not in texts
 
@@ -218,16 +234,22 @@ class TestCallbackHandler:
         """A chat model invoked on its own with the handler is a run."""
         chain = RecordingChainHandler()
         model = ScriptedChatModel(turns=[Turn(text="alone")])
-        model.invoke([HumanMessage("x")], {"callbacks": [LangHooksCallbackHandler(chain)]})
+        model.invoke(
+            [HumanMessage("x")], {"callbacks": [LangHooksCallbackHandler(chain)]}
+        )
         assert _names(chain)[0] == "on_run_start"
         assert _names(chain)[-1] == "on_run_complete"
 
     def test_a_failed_run_ends_with_on_error(self) -> None:
         """A model error nobody retries ends the run with on_llm_error, on_error."""
         chain = RecordingChainHandler()
-        model = ScriptedChatModel(turns=[Turn(fail_first="rate_limited")], streaming=True)
+        model = ScriptedChatModel(
+            turns=[Turn(fail_first="rate_limited")], streaming=True
+        )
         with pytest.raises(LangHooksError):
-            _graph(model, [pay]).invoke(_INPUT, {"callbacks": [LangHooksCallbackHandler(chain)]})
+            _graph(model, [pay]).invoke(
+                _INPUT, {"callbacks": [LangHooksCallbackHandler(chain)]}
+            )
         names = _names(chain)
         assert names[-2:] == ["on_llm_error", "on_error"]
 
@@ -236,7 +258,10 @@ class TestCallbackHandler:
         LEDGER.clear()
         model = ScriptedChatModel(turns=[_pay(), Turn(text="Done.")], streaming=True)
         handler = LangHooksCallbackHandler(Refuser())
-        with pytest.warns(BridgeWarning, match="cannot honour Deny"), pytest.raises(LangHooksError):
+        with (
+            pytest.warns(BridgeWarning, match="cannot honour Deny"),
+            pytest.raises(LangHooksError),
+        ):
             _graph(model, [pay]).invoke(_INPUT, {"callbacks": [handler]})
         assert LEDGER == []
 
@@ -264,13 +289,20 @@ class TestMiddleware:
         """Rejecting an interrupted call answers the model, and the tool never runs."""
         LEDGER.clear()
         recorder = RecordingChainHandler()
-        agent = _agent(ScriptedChatModel(turns=[_pay(), Turn(text="ok")], streaming=True),
-                       recorder, Pauser(), saver=InMemorySaver())
+        agent = _agent(
+            ScriptedChatModel(turns=[_pay(), Turn(text="ok")], streaming=True),
+            recorder,
+            Pauser(),
+            saver=InMemorySaver(),
+        )
         paused = agent.invoke(_INPUT, _THREAD)["__interrupt__"]
-        result = agent.invoke(resume_command(paused, {"c1": Decision.reject("not today")}), _THREAD)
+        result = agent.invoke(
+            resume_command(paused, {"c1": Decision.reject("not today")}), _THREAD
+        )
         assert LEDGER == []
         tool_message = result["messages"][-2]
-        assert tool_message.content == "not today" and tool_message.status == "error"
+        assert tool_message.content == "not today"
+        assert tool_message.status == "error"
         failed = recorder.of("on_tool_execution_failed")
         assert [f[2].is_error for f in failed] == [False]
 
@@ -278,10 +310,15 @@ class TestMiddleware:
         """An edit runs with the human's arguments after review sees "edit"."""
         LEDGER.clear()
         pauser = Pauser()
-        agent = _agent(ScriptedChatModel(turns=[_pay(), Turn(text="ok")], streaming=True),
-                       pauser, saver=InMemorySaver())
+        agent = _agent(
+            ScriptedChatModel(turns=[_pay(), Turn(text="ok")], streaming=True),
+            pauser,
+            saver=InMemorySaver(),
+        )
         paused = agent.invoke(_INPUT, _THREAD)["__interrupt__"]
-        agent.invoke(resume_command(paused, {"c1": Decision.edit({"to": "Ann"})}), _THREAD)
+        agent.invoke(
+            resume_command(paused, {"c1": Decision.edit({"to": "Ann"})}), _THREAD
+        )
         assert LEDGER == ["Ann"]
         assert pauser.seen == [None, "edit"]
 
@@ -309,7 +346,9 @@ class TestMiddleware:
             async def on_run_complete(self, chain: Any, result: Any, /) -> None:
                 heard.append(result.status)
 
-        agent = _agent(ScriptedChatModel(turns=[Turn(text="hi")], streaming=True), Async())
+        agent = _agent(
+            ScriptedChatModel(turns=[Turn(text="hi")], streaming=True), Async()
+        )
         with pytest.raises(TypeError, match="ainvoke"):
             agent.invoke(_INPUT)
         asyncio.run(agent.ainvoke(_INPUT))
@@ -318,7 +357,9 @@ class TestMiddleware:
     def test_a_model_step_that_gives_up_ends_with_on_error(self) -> None:
         """A model failure that is not retried ends the run with on_error, once."""
         recorder = RecordingChainHandler()
-        agent = _agent(ScriptedChatModel(turns=[Turn(fail_first="rate_limited")]), recorder)
+        agent = _agent(
+            ScriptedChatModel(turns=[Turn(fail_first="rate_limited")]), recorder
+        )
         with pytest.raises(LangHooksError):
             agent.invoke(_INPUT)
         assert _names(recorder)[-2:] == ["on_llm_error", "on_error"]
@@ -326,8 +367,11 @@ class TestMiddleware:
     def test_resume_needs_a_decision_per_interrupt(self) -> None:
         """resume_command refuses an interrupt without a decision; a resume that is
         not a Decision is a TypeError."""
-        agent = _agent(ScriptedChatModel(turns=[_pay(), Turn(text="ok")]), Pauser(),
-                       saver=InMemorySaver())
+        agent = _agent(
+            ScriptedChatModel(turns=[_pay(), Turn(text="ok")]),
+            Pauser(),
+            saver=InMemorySaver(),
+        )
         paused = agent.invoke(_INPUT, _THREAD)["__interrupt__"]
         with pytest.raises(ValueError, match="no decision"):
             resume_command(paused, {})
@@ -337,8 +381,12 @@ class TestMiddleware:
     def test_a_resume_in_this_process_keeps_the_run_id(self) -> None:
         """The resumed run has the paused run's id, as LLMChain's resume does."""
         buffer = io.StringIO()
-        agent = _agent(ScriptedChatModel(turns=[_pay(), Turn(text="ok")]),
-                       EventRecorder(buffer), Pauser(), saver=InMemorySaver())
+        agent = _agent(
+            ScriptedChatModel(turns=[_pay(), Turn(text="ok")]),
+            EventRecorder(buffer),
+            Pauser(),
+            saver=InMemorySaver(),
+        )
         paused = agent.invoke(_INPUT, _THREAD)["__interrupt__"]
         agent.invoke(resume_command(paused, {"c1": Decision.approve()}), _THREAD)
         runs = {r.run_id for r in read_events(buffer.getvalue().splitlines())}
@@ -370,7 +418,8 @@ class TestDownstream:
             (r.event, without_model(r.payload)) for r in live
         ]
         model = next(r.payload["model"] for r in live if r.event == "on_llm_call_start")
-        assert model["class"] == "FrameworkModel" and model["name"] == "scripted"
+        assert model["class"] == "FrameworkModel"
+        assert model["name"] == "scripted"
 
 
 class TestFrameworkModel:
@@ -387,13 +436,19 @@ class TestFrameworkModel:
         assert repr(model) == "FrameworkModel('gpt', framework='LangChain')"
 
 
-def _span_tree(spans: Sequence[Any]) -> list[tuple[int, str, tuple[tuple[str, Any], ...]]]:
+def _span_tree(
+    spans: Sequence[Any],
+) -> list[tuple[int, str, tuple[tuple[str, Any], ...]]]:
     """Each span as (depth, name, its GenAI attributes but ids and model names)."""
     by_id = {s.context.span_id: s for s in spans}
 
     def depth(span: Any) -> int:
         parent = span.parent
-        return 0 if parent is None or parent.span_id not in by_id else 1 + depth(by_id[parent.span_id])
+        return (
+            0
+            if parent is None or parent.span_id not in by_id
+            else 1 + depth(by_id[parent.span_id])
+        )
 
     skipped = ("id", "model", "conversation", "provider", "time_to_first_chunk")
     out = []
@@ -437,15 +492,25 @@ class TestOpenTelemetry:
         turns = [_pay(), Turn(text="Done.")]
         ours, handler = traced()
         model = LangHooksModel(
-            [ScriptedTurn(tool_calls=t.calls, text=t.text, usage=t.usage) for t in turns]
+            [
+                ScriptedTurn(tool_calls=t.calls, text=t.text, usage=t.usage)
+                for t in turns
+            ]
         )
         tool_ = Tool(
-            "pay", lambda arguments, _c: f"paid {arguments['to']}", description="Pay someone."
+            "pay",
+            lambda arguments, _c: f"paid {arguments['to']}",
+            description="Pay someone.",
         )
-        LLMChain(model, tools=[tool_], callbacks=[handler]).add_message(Message.user("go")).run()
+        LLMChain(model, tools=[tool_], callbacks=[handler]).add_message(
+            Message.user("go")
+        ).run()
         theirs, handler = traced()
         _agent(ScriptedChatModel(turns=turns, streaming=True), handler).invoke(_INPUT)
-        assert _span_tree(theirs.get_finished_spans()) == _span_tree(ours.get_finished_spans())
-        assert [s.name.split(" ")[0] for s in sorted(theirs.get_finished_spans(), key=lambda s: s.start_time)] == [
-            "invoke_agent", "chat", "execute_tool", "chat"
-        ]
+        assert _span_tree(theirs.get_finished_spans()) == _span_tree(
+            ours.get_finished_spans()
+        )
+        assert [
+            s.name.split(" ")[0]
+            for s in sorted(theirs.get_finished_spans(), key=lambda s: s.start_time)
+        ] == ["invoke_agent", "chat", "execute_tool", "chat"]

@@ -18,7 +18,13 @@ from uuid import UUID
 
 from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from langchain_core.messages import BaseMessage
-from langchain_core.outputs import ChatGenerationChunk, LLMResult
+from langchain_core.outputs import (
+    ChatGeneration,
+    ChatGenerationChunk,
+    GenerationChunk,
+    LLMResult,
+)
+from typing_extensions import override
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
 
 from ..._core._chain_callbacks import Allow, ChainCallbackHandler, ReviewContext
@@ -34,6 +40,7 @@ __all__ = ["AsyncLangHooksCallbackHandler", "BridgeWarning", "LangHooksCallbackH
 class BridgeWarning(UserWarning):
     """A bridge could not do what a handler asked (a review decision a callback
     cannot honour): the call was refused instead."""
+
 
 _HOOKS: Final = ("before_agent", "before_model", "after_model", "after_agent")
 
@@ -65,7 +72,10 @@ def _interrupt_data(outputs: object) -> Mapping[str, Any] | None:
 class _Tracker:
     """Which bridged run each LangChain run belongs to (see the module)."""
 
-    def __init__(self) -> None:
+    def __init__(self, bound: BridgedRun | None = None) -> None:
+        #: The run every model call without a known parent belongs to (the
+        #: middleware's, which adds this handler to one model step).
+        self.bound = bound
         # run id -> (its bridged run, whether it is inside a tool or nested part)
         self.owner: dict[UUID, tuple[BridgedRun, bool]] = {}
         self.roots: dict[UUID, BridgedRun] = {}
@@ -136,6 +146,8 @@ class _Tracker:
         invocation_params: Mapping[str, Any] | None,
     ) -> tuple[BridgedRun, list[Event]]:
         parent = self.owner.get(parent_run_id) if parent_run_id else None
+        if parent is None and self.bound is not None:
+            parent = (self.bound, False)
         tools = schema_tools(invocation_params)
         conversation = messages[0] if messages else []
         if parent is not None and not (parent[1] or _nested_node(metadata)):
@@ -157,11 +169,20 @@ class _Tracker:
         self.owner[run_id] = (run, False)
         return run, run.start() + run.model_start(run_id, conversation)
 
-    def model_done(self, run_id: UUID, events: list[Event], run: BridgedRun) -> list[Event]:
+    def model_done(
+        self, run_id: UUID, events: list[Event], run: BridgedRun
+    ) -> list[Event]:
         self.owner.pop(run_id, None)
         if self.nested.pop(run_id, None) is not None:
-            events = events + (run.fail(run.failed[0]) if run.failed else run.complete())
+            events = events + (
+                run.fail(run.failed[0]) if run.failed else run.complete()
+            )
         return events
+
+    def tool_done(self, run_id: UUID) -> BridgedRun | None:
+        """The run of tool run ``run_id``, which ended."""
+        entry = self.owner.pop(run_id, None)
+        return None if entry is None else entry[0]
 
     def run_of(self, run_id: UUID) -> BridgedRun | None:
         entry = self.owner.get(run_id)
@@ -212,17 +233,17 @@ def _refuse(decision: object, call_name: str) -> None:
     raise LangHooksError("invalid_request", why)
 
 
-class _Base:
-    """What both handlers' ``__init__`` does."""
-
-    def _setup(self, handlers: Sequence[object], *, allow_async: bool) -> None:
-        self._handlers: Final = Handlers(
-            handlers, type(self).__name__, allow_async=allow_async
-        )
-        self._tracker: Final = _Tracker()
+def _answer(response: LLMResult) -> BaseMessage | None:
+    """The message a chat model's result carries (None for a text LLM's)."""
+    generation = response.generations[0][0] if response.generations else None
+    return generation.message if isinstance(generation, ChatGeneration) else None
 
 
-class LangHooksCallbackHandler(_Base, BaseCallbackHandler):
+def _chunk_message(chunk: object) -> BaseMessage | None:
+    return chunk.message if isinstance(chunk, ChatGenerationChunk) else None
+
+
+class LangHooksCallbackHandler(BaseCallbackHandler):
     """langhooks handlers as a LangChain callback handler (observation only).
 
     ``runnable.invoke(input, {"callbacks": [LangHooksCallbackHandler(h1, h2)]})``
@@ -257,32 +278,61 @@ class LangHooksCallbackHandler(_Base, BaseCallbackHandler):
             TypeError: a handler is not a langhooks handler, or is an async one
                 (use ``AsyncLangHooksCallbackHandler``).
         """
-        super().__init__()
-        self._setup(handlers, allow_async=False)
+        self._handlers: Final = Handlers(
+            handlers, type(self).__name__, allow_async=False
+        )
+        self._tracker: Final = _Tracker()
 
+    @classmethod
+    def _for_run(cls, run: BridgedRun, handlers: Handlers) -> LangHooksCallbackHandler:
+        """A handler whose model calls belong to ``run`` (a middleware's step)."""
+        observer = cls.__new__(cls)
+        observer._handlers = handlers  # type: ignore[misc]  # __init__ skipped on purpose
+        observer._tracker = _Tracker(run)  # type: ignore[misc]  # the same
+        return observer
+
+    @override
     def on_chain_start(
         self,
-        serialized: dict[str, Any] | None,
-        inputs: Any,
+        serialized: dict[str, Any],
+        inputs: dict[str, Any],
         *,
         run_id: UUID,
         parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
         run, events = self._tracker.chain_start(inputs, run_id, parent_run_id, metadata)
         self._handlers.deliver(run, events)
 
-    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+    @override
+    def on_chain_end(
+        self,
+        outputs: dict[str, Any],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
         run, events = self._tracker.chain_end(outputs, run_id)
         if run is not None:
             self._handlers.deliver(run, events)
 
-    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+    @override
+    def on_chain_error(
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
         run, events = self._tracker.chain_error(error, run_id)
         if run is not None:
             self._handlers.deliver(run, events)
 
+    @override
     def on_chat_model_start(
         self,
         serialized: dict[str, Any],
@@ -290,41 +340,62 @@ class LangHooksCallbackHandler(_Base, BaseCallbackHandler):
         *,
         run_id: UUID,
         parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
         metadata: dict[str, Any] | None = None,
-        invocation_params: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
         run, events = self._tracker.model_start(
-            messages, run_id, parent_run_id, metadata, invocation_params
+            messages, run_id, parent_run_id, metadata, kwargs.get("invocation_params")
         )
         self._handlers.deliver(run, events)
 
+    @override
     def on_llm_new_token(
         self,
-        token: str,
+        token: str | list[str | dict[str, Any]],
         *,
-        chunk: ChatGenerationChunk | None = None,
+        chunk: GenerationChunk | ChatGenerationChunk | None = None,
         run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
         **kwargs: Any,
     ) -> None:
         run = self._tracker.run_of(run_id)
         if run is not None:
-            message = chunk.message if isinstance(chunk, ChatGenerationChunk) else None
-            self._handlers.deliver(run, run.token(run_id, message, token))
+            text = token if isinstance(token, str) else ""
+            self._handlers.deliver(run, run.token(run_id, _chunk_message(chunk), text))
 
-    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+    @override
+    def on_llm_end(
+        self,
+        response: LLMResult,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
         run = self._tracker.run_of(run_id)
         if run is not None:
-            message = response.generations[0][0].message  # type: ignore[attr-defined]  # a chat model's generation
-            events = run.model_end(run_id, message)
+            events = run.model_end(run_id, _answer(response))
             self._handlers.deliver(run, self._tracker.model_done(run_id, events, run))
 
-    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+    @override
+    def on_llm_error(
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
         run = self._tracker.run_of(run_id)
         if run is not None:
             events = run.model_error(run_id, error)
             self._handlers.deliver(run, self._tracker.model_done(run_id, events, run))
 
+    @override
     def on_tool_start(
         self,
         serialized: dict[str, Any],
@@ -332,33 +403,49 @@ class LangHooksCallbackHandler(_Base, BaseCallbackHandler):
         *,
         run_id: UUID,
         parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
         inputs: dict[str, Any] | None = None,
-        tool_call_id: str | None = None,
         **kwargs: Any,
     ) -> None:
         run, events = self._tracker.tool_start(
-            serialized, inputs, run_id, parent_run_id, tool_call_id
+            serialized, inputs, run_id, parent_run_id, kwargs.get("tool_call_id")
         )
-        if run is not None:
-            self._handlers.deliver(run, events, run_id)
-            event = self._tracker.review(run, run_id) if self._handlers.reviews else None
-            if event is not None:
-                _refuse(self._handlers.review(event), event[2][1].name)
+        if run is None:
+            return
+        self._handlers.deliver(run, events, run_id)
+        event = self._tracker.review(run, run_id) if self._handlers.reviews else None
+        if event is not None:
+            _refuse(self._handlers.review(event), event[2][1].name)
 
-    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        run = self._tracker.run_of(run_id)
-        self._tracker.owner.pop(run_id, None)
+    @override
+    def on_tool_end(
+        self,
+        output: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        run = self._tracker.tool_done(run_id)
         if run is not None:
             self._handlers.deliver(run, run.tool_end(run_id, output))
 
-    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        run = self._tracker.run_of(run_id)
-        self._tracker.owner.pop(run_id, None)
+    @override
+    def on_tool_error(
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        run = self._tracker.tool_done(run_id)
         if run is not None:
             self._handlers.deliver(run, run.tool_error(run_id, error))
 
 
-class AsyncLangHooksCallbackHandler(_Base, AsyncCallbackHandler):
+class AsyncLangHooksCallbackHandler(AsyncCallbackHandler):
     """The async twin of ``LangHooksCallbackHandler``, for ``ainvoke`` /
     ``astream``: takes sync and async langhooks handlers and awaits the async ones.
     """
@@ -372,34 +459,65 @@ class AsyncLangHooksCallbackHandler(_Base, AsyncCallbackHandler):
         Raises:
             TypeError: a handler is not a langhooks handler.
         """
-        super().__init__()
-        self._setup(handlers, allow_async=True)
+        self._handlers: Final = Handlers(
+            handlers, type(self).__name__, allow_async=True
+        )
+        self._tracker: Final = _Tracker()
 
+    @classmethod
+    def _for_run(
+        cls, run: BridgedRun, handlers: Handlers
+    ) -> AsyncLangHooksCallbackHandler:
+        """A handler whose model calls belong to ``run`` (a middleware's step)."""
+        observer = cls.__new__(cls)
+        observer._handlers = handlers  # type: ignore[misc]  # __init__ skipped on purpose
+        observer._tracker = _Tracker(run)  # type: ignore[misc]  # the same
+        return observer
+
+    @override
     async def on_chain_start(
         self,
-        serialized: dict[str, Any] | None,
-        inputs: Any,
+        serialized: dict[str, Any],
+        inputs: dict[str, Any],
         *,
         run_id: UUID,
         parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
         run, events = self._tracker.chain_start(inputs, run_id, parent_run_id, metadata)
         await self._handlers.adeliver(run, events)
 
-    async def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+    @override
+    async def on_chain_end(
+        self,
+        outputs: dict[str, Any],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
         run, events = self._tracker.chain_end(outputs, run_id)
         if run is not None:
             await self._handlers.adeliver(run, events)
 
+    @override
     async def on_chain_error(
-        self, error: BaseException, *, run_id: UUID, **kwargs: Any
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
     ) -> None:
         run, events = self._tracker.chain_error(error, run_id)
         if run is not None:
             await self._handlers.adeliver(run, events)
 
+    @override
     async def on_chat_model_start(
         self,
         serialized: dict[str, Any],
@@ -407,41 +525,59 @@ class AsyncLangHooksCallbackHandler(_Base, AsyncCallbackHandler):
         *,
         run_id: UUID,
         parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
         metadata: dict[str, Any] | None = None,
-        invocation_params: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
         run, events = self._tracker.model_start(
-            messages, run_id, parent_run_id, metadata, invocation_params
+            messages, run_id, parent_run_id, metadata, kwargs.get("invocation_params")
         )
         await self._handlers.adeliver(run, events)
 
+    @override
     async def on_llm_new_token(
         self,
-        token: str,
+        token: str | list[str | dict[str, Any]],
         *,
-        chunk: ChatGenerationChunk | None = None,
+        chunk: GenerationChunk | ChatGenerationChunk | None = None,
         run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
         **kwargs: Any,
     ) -> None:
         run = self._tracker.run_of(run_id)
         if run is not None:
-            message = chunk.message if isinstance(chunk, ChatGenerationChunk) else None
-            await self._handlers.adeliver(run, run.token(run_id, message, token))
+            text = token if isinstance(token, str) else ""
+            await self._handlers.adeliver(
+                run, run.token(run_id, _chunk_message(chunk), text)
+            )
 
+    @override
     async def on_llm_end(
-        self, response: LLMResult, *, run_id: UUID, **kwargs: Any
+        self,
+        response: LLMResult,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
     ) -> None:
         run = self._tracker.run_of(run_id)
         if run is not None:
-            message = response.generations[0][0].message  # type: ignore[attr-defined]  # a chat model's generation
-            events = run.model_end(run_id, message)
+            events = run.model_end(run_id, _answer(response))
             await self._handlers.adeliver(
                 run, self._tracker.model_done(run_id, events, run)
             )
 
+    @override
     async def on_llm_error(
-        self, error: BaseException, *, run_id: UUID, **kwargs: Any
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
     ) -> None:
         run = self._tracker.run_of(run_id)
         if run is not None:
@@ -450,6 +586,7 @@ class AsyncLangHooksCallbackHandler(_Base, AsyncCallbackHandler):
                 run, self._tracker.model_done(run_id, events, run)
             )
 
+    @override
     async def on_tool_start(
         self,
         serialized: dict[str, Any],
@@ -457,29 +594,45 @@ class AsyncLangHooksCallbackHandler(_Base, AsyncCallbackHandler):
         *,
         run_id: UUID,
         parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
         inputs: dict[str, Any] | None = None,
-        tool_call_id: str | None = None,
         **kwargs: Any,
     ) -> None:
         run, events = self._tracker.tool_start(
-            serialized, inputs, run_id, parent_run_id, tool_call_id
+            serialized, inputs, run_id, parent_run_id, kwargs.get("tool_call_id")
         )
-        if run is not None:
-            await self._handlers.adeliver(run, events, run_id)
-            event = self._tracker.review(run, run_id) if self._handlers.reviews else None
-            if event is not None:
-                _refuse(await self._handlers.areview(event), event[2][1].name)
+        if run is None:
+            return
+        await self._handlers.adeliver(run, events, run_id)
+        event = self._tracker.review(run, run_id) if self._handlers.reviews else None
+        if event is not None:
+            _refuse(await self._handlers.areview(event), event[2][1].name)
 
-    async def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        run = self._tracker.run_of(run_id)
-        self._tracker.owner.pop(run_id, None)
+    @override
+    async def on_tool_end(
+        self,
+        output: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        run = self._tracker.tool_done(run_id)
         if run is not None:
             await self._handlers.adeliver(run, run.tool_end(run_id, output))
 
+    @override
     async def on_tool_error(
-        self, error: BaseException, *, run_id: UUID, **kwargs: Any
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
     ) -> None:
-        run = self._tracker.run_of(run_id)
-        self._tracker.owner.pop(run_id, None)
+        run = self._tracker.tool_done(run_id)
         if run is not None:
             await self._handlers.adeliver(run, run.tool_error(run_id, error))

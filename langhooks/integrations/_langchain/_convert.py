@@ -17,6 +17,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from typing_extensions import override
 
 from ..._core._messages import (
     ChatResponse,
@@ -105,6 +107,7 @@ class FrameworkModel:
             f"cannot stream it (build an LLMChain with a langhooks model instead)",
         )
 
+    @override
     def __repr__(self) -> str:
         return f"FrameworkModel({self.model!r}, framework={self.framework!r})"
 
@@ -179,12 +182,15 @@ def as_message(message: BaseMessage) -> Message:
     message of one result)."""
     if isinstance(message, AIMessage):
         return Message(
-            role="assistant", content=_content(message.content), tool_calls=_calls(message)
+            role="assistant",
+            content=_content(message.content),
+            tool_calls=_calls(message),
         )
     if isinstance(message, ToolMessage):
         return Message.tool([tool_result(message)])
-    role = "system" if message.type == "system" else "user"
-    return Message(role=role, content=_content(message.content))
+    if message.type == "system":
+        return Message(role="system", content=_content(message.content))
+    return Message(role="user", content=_content(message.content))
 
 
 def as_messages(messages: Sequence[BaseMessage]) -> tuple[Message, ...]:
@@ -272,24 +278,17 @@ def _run_tool(tool: BaseTool) -> Any:
 
 
 def as_tool(tool: BaseTool | Mapping[str, Any]) -> Tool:
-    """A LangChain tool (or a bound tool's schema) as the ``Tool`` handlers see."""
+    """A LangChain tool (or a bound tool's schema) as the ``Tool`` handlers see:
+    its name, description and parameters as the model is given them."""
     if isinstance(tool, BaseTool):
-        schema = tool.tool_call_schema
-        parameters = (
-            schema.model_json_schema()
-            if hasattr(schema, "model_json_schema")
-            else dict(schema)
-        )
-        return Tool(
-            tool.name,
-            _run_tool(tool),
-            description=tool.description,
-            parameters_schema=parameters,
-        )
-    function = tool.get("function", tool)
+        function: Mapping[str, Any] = convert_to_openai_tool(tool)["function"]
+        run = _run_tool(tool)
+    else:
+        function = tool.get("function", tool)
+        run = _schema_only
     return Tool(
         str(function["name"]),
-        _schema_only,
+        run,
         description=str(function.get("description", "")),
         parameters_schema=dict(function.get("parameters") or {}),
     )

@@ -71,10 +71,12 @@ class Handlers:
                 [HandlerWithoutInvocation.wrap(h) for h in stream]
             )
         else:
+            # _checked refused the async handlers
+            sync = [h for h in chain if isinstance(h, ChainCallbackHandler)]
             self.chain = CompositeChainHandler(
-                [HandlerWithoutInvocation.wrap(h) for h in chain]
+                [HandlerWithoutInvocation.wrap(h) for h in sync]
             )
-            self.pre = CompositeChainHandler(chain)
+            self.pre = CompositeChainHandler(sync)
             self.stream = CompositeStreamingHandler(
                 [HandlerWithoutInvocation.wrap(h) for h in stream]
             )
@@ -121,4 +123,3 @@ class Handlers:
         assert name == "on_tool_call_review"
         answer = self.chain.on_tool_call_review(*args)
         return (await answer) if inspect.isawaitable(answer) else answer
-

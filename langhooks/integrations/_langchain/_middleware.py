@@ -33,6 +33,8 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Annotated, Any, Final, NotRequired
 
+from typing_extensions import override
+
 from langchain.agents.middleware.types import (
     AgentMiddleware,
     AgentState,
@@ -41,17 +43,13 @@ from langchain.agents.middleware.types import (
     PrivateStateAttr,
     ToolCallRequest,
 )
-from langchain_core.callbacks import (
-    AsyncCallbackHandler,
-    BaseCallbackHandler,
-    BaseCallbackManager,
-)
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-from langchain_core.outputs import ChatGenerationChunk, LLMResult
+from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
+from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.runnables.config import ensure_config, var_child_runnable_config
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
-from langgraph.types import Command, Interrupt as GraphPause, interrupt
+from langgraph.types import Command, interrupt
+from langgraph.types import Interrupt as GraphPause
 
 from ... import codec
 from ..._core._chain_callbacks import (
@@ -66,6 +64,7 @@ from ..._core._invocation import Invocation, entered
 from ..._core._messages import ToolCall, ToolResult
 from ...chain._decision import Decision
 from ...chain._tool_results import error_result, interrupted_result, result_of
+from ._callbacks import AsyncLangHooksCallbackHandler, LangHooksCallbackHandler
 from ._convert import as_message, as_tool, model_name
 from ._deliver import Handlers
 from ._run import BridgedRun, Event, new_invocation
@@ -121,7 +120,7 @@ def resume_command(
     for pause in interrupts:
         value = pause.value
         call_id = value.get("tool_call_id") if isinstance(value, Mapping) else None
-        if call_id not in decisions:
+        if not isinstance(call_id, str) or call_id not in decisions:
             raise ValueError(
                 f"no decision for the interrupted call {call_id!r}; pass one per "
                 f"call id of the interrupts"
@@ -149,66 +148,6 @@ def _observed(observer: BaseCallbackHandler) -> Iterator[None]:
         var_child_runnable_config.reset(token)
 
 
-class _Observer(BaseCallbackHandler):
-    """The model calls of one step, for one run (sync)."""
-
-    raise_error = True
-    run_inline = True
-
-    def __init__(self, run: BridgedRun, handlers: Handlers) -> None:
-        self.run = run
-        self.handlers = handlers
-
-    def on_chat_model_start(
-        self, serialized: Any, messages: list[list[BaseMessage]], *, run_id: Any, **kw: Any
-    ) -> None:
-        self.handlers.deliver(self.run, self.run.model_start(run_id, messages[0]))
-
-    def on_llm_new_token(
-        self, token: str, *, chunk: Any = None, run_id: Any, **kw: Any
-    ) -> None:
-        message = chunk.message if isinstance(chunk, ChatGenerationChunk) else None
-        self.handlers.deliver(self.run, self.run.token(run_id, message, token))
-
-    def on_llm_end(self, response: LLMResult, *, run_id: Any, **kw: Any) -> None:
-        message = response.generations[0][0].message  # type: ignore[attr-defined]  # a chat model's generation
-        self.handlers.deliver(self.run, self.run.model_end(run_id, message))
-
-    def on_llm_error(self, error: BaseException, *, run_id: Any, **kw: Any) -> None:
-        self.handlers.deliver(self.run, self.run.model_error(run_id, error))
-
-
-class _AsyncObserver(AsyncCallbackHandler):
-    """The model calls of one step, for one run (async)."""
-
-    raise_error = True
-    run_inline = True
-
-    def __init__(self, run: BridgedRun, handlers: Handlers) -> None:
-        self.run = run
-        self.handlers = handlers
-
-    async def on_chat_model_start(
-        self, serialized: Any, messages: list[list[BaseMessage]], *, run_id: Any, **kw: Any
-    ) -> None:
-        await self.handlers.adeliver(self.run, self.run.model_start(run_id, messages[0]))
-
-    async def on_llm_new_token(
-        self, token: str, *, chunk: Any = None, run_id: Any, **kw: Any
-    ) -> None:
-        message = chunk.message if isinstance(chunk, ChatGenerationChunk) else None
-        await self.handlers.adeliver(self.run, self.run.token(run_id, message, token))
-
-    async def on_llm_end(self, response: LLMResult, *, run_id: Any, **kw: Any) -> None:
-        message = response.generations[0][0].message  # type: ignore[attr-defined]  # a chat model's generation
-        await self.handlers.adeliver(self.run, self.run.model_end(run_id, message))
-
-    async def on_llm_error(
-        self, error: BaseException, *, run_id: Any, **kw: Any
-    ) -> None:
-        await self.handlers.adeliver(self.run, self.run.model_error(run_id, error))
-
-
 class _Plan:
     """What ``wrap_tool_call`` does with one call: a result to return instead of
     running it, or the call to run."""
@@ -222,7 +161,15 @@ class _Plan:
 
 def _settled(call: ToolCall, decision: object) -> _Plan:
     if isinstance(decision, UpdateArguments):
-        return _Plan(ToolCall(call_id=call.call_id, name=call.name, arguments=decision.arguments, index=call.index), None)
+        return _Plan(
+            ToolCall(
+                call_id=call.call_id,
+                name=call.name,
+                arguments=decision.arguments,
+                index=call.index,
+            ),
+            None,
+        )
     if isinstance(decision, Deny):
         text = f"The tool call was denied: {decision.reason}"
         return _Plan(call, error_result(call, text, is_error=False))
@@ -248,7 +195,9 @@ def _failure(call: ToolCall, error: Exception) -> ToolMessage:
 
 def _call_of(request: ToolCallRequest) -> ToolCall:
     raw = request.tool_call
-    return ToolCall(call_id=raw["id"] or "call", name=raw["name"], arguments=raw["args"])
+    return ToolCall(
+        call_id=raw["id"] or "call", name=raw["name"], arguments=raw["args"]
+    )
 
 
 class LangHooksMiddleware(AgentMiddleware[LangHooksState, Any, Any]):
@@ -297,7 +246,9 @@ class LangHooksMiddleware(AgentMiddleware[LangHooksState, Any, Any]):
 
     # --- the run --------------------------------------------------------------------
 
-    def _begin(self, state: Mapping[str, Any]) -> tuple[BridgedRun, dict[str, Any], list[Event]]:
+    def _begin(
+        self, state: Mapping[str, Any]
+    ) -> tuple[BridgedRun, dict[str, Any], list[Event]]:
         invocation = new_invocation("run", None, None)
         run = BridgedRun(invocation, messages=state.get("messages", ()))
         with self._lock:
@@ -338,11 +289,15 @@ class LangHooksMiddleware(AgentMiddleware[LangHooksState, Any, Any]):
             with self._lock:
                 self._runs.pop(run.invocation.id, None)
 
-    def before_agent(self, state: LangHooksState, runtime: Any) -> dict[str, Any] | None:
+    @override
+    def before_agent(
+        self, state: LangHooksState, runtime: Any
+    ) -> dict[str, Any] | None:
         run, update, events = self._begin(state)
         self._sync.deliver(run, events)
         return update
 
+    @override
     async def abefore_agent(
         self, state: LangHooksState, runtime: Any
     ) -> dict[str, Any] | None:
@@ -350,12 +305,14 @@ class LangHooksMiddleware(AgentMiddleware[LangHooksState, Any, Any]):
         await self._async_handlers.adeliver(run, events)
         return update
 
+    @override
     def after_agent(self, state: LangHooksState, runtime: Any) -> dict[str, Any] | None:
         run, events = self._current(state)
         self._sync.deliver(run, events + run.complete())
         self._forget(run)
         return None
 
+    @override
     async def aafter_agent(
         self, state: LangHooksState, runtime: Any
     ) -> dict[str, Any] | None:
@@ -372,6 +329,7 @@ class LangHooksMiddleware(AgentMiddleware[LangHooksState, Any, Any]):
         run.use_model(model_name(request.model))
         return run, events
 
+    @override
     def wrap_model_call(
         self,
         request: ModelRequest[Any],
@@ -381,7 +339,7 @@ class LangHooksMiddleware(AgentMiddleware[LangHooksState, Any, Any]):
         handlers = self._sync
         handlers.deliver(run, events)
         try:
-            with _observed(_Observer(run, handlers)):
+            with _observed(LangHooksCallbackHandler._for_run(run, handlers)):
                 return handler(request)
         except GraphBubbleUp:
             raise
@@ -390,6 +348,7 @@ class LangHooksMiddleware(AgentMiddleware[LangHooksState, Any, Any]):
             self._forget(run)
             raise
 
+    @override
     async def awrap_model_call(
         self,
         request: ModelRequest[Any],
@@ -399,7 +358,7 @@ class LangHooksMiddleware(AgentMiddleware[LangHooksState, Any, Any]):
         handlers = self._async_handlers
         await handlers.adeliver(run, events)
         try:
-            with _observed(_AsyncObserver(run, handlers)):
+            with _observed(AsyncLangHooksCallbackHandler._for_run(run, handlers)):
                 return await handler(request)
         except GraphBubbleUp:
             raise
@@ -417,7 +376,9 @@ class LangHooksMiddleware(AgentMiddleware[LangHooksState, Any, Any]):
             return []
         return list(as_message(last).tool_calls)
 
-    def _review_event(self, run: BridgedRun, call: ToolCall, human: str | None) -> Event | None:
+    def _review_event(
+        self, run: BridgedRun, call: ToolCall, human: str | None
+    ) -> Event | None:
         tool = run.tool(call.name)
         if tool is None:
             return None  # LangChain answers a call of an unknown tool itself
@@ -431,13 +392,16 @@ class LangHooksMiddleware(AgentMiddleware[LangHooksState, Any, Any]):
         events: list[Event] = []
         for plan in plans:
             if plan.result is not None and not plan.result.is_interrupt:
-                events.append(run.event(_C.on_tool_execution_failed, plan.call, plan.result))
+                events.append(
+                    run.event(_C.on_tool_execution_failed, plan.call, plan.result)
+                )
         for plan in plans:
             tool = run.tool(plan.call.name)
             if plan.result is None and tool is not None:
                 events.append(run.event(_C.on_tool_execution_started, plan.call, tool))
         return events
 
+    @override
     def after_model(self, state: LangHooksState, runtime: Any) -> dict[str, Any] | None:
         run, events = self._current(state)
         handlers = self._sync
@@ -453,6 +417,7 @@ class LangHooksMiddleware(AgentMiddleware[LangHooksState, Any, Any]):
         handlers.deliver(run, self._announce(run, plans))
         return {_BATCH: decisions}
 
+    @override
     async def aafter_model(
         self, state: LangHooksState, runtime: Any
     ) -> dict[str, Any] | None:
@@ -474,7 +439,8 @@ class LangHooksMiddleware(AgentMiddleware[LangHooksState, Any, Any]):
 
     def _pause_value(self, plan: _Plan) -> dict[str, Any]:
         """What the interrupt of a call tells the human (and the caller)."""
-        assert plan.result is not None and plan.result.interrupt_data is not None
+        assert plan.result is not None
+        assert plan.result.interrupt_data is not None
         return {
             **plan.result.interrupt_data,
             "message": plan.result.display_text or "",
@@ -511,19 +477,26 @@ class LangHooksMiddleware(AgentMiddleware[LangHooksState, Any, Any]):
         batch = request.state.get(_BATCH) or {}
         return run, events, call, _settled(call, _decision(batch.get(call.call_id)))
 
-    def _answered(self, run: BridgedRun, plan: _Plan, *, rejected: bool) -> tuple[list[Event], ToolMessage]:
+    def _answered(
+        self, run: BridgedRun, plan: _Plan, *, rejected: bool
+    ) -> tuple[list[Event], ToolMessage]:
         """The events and the tool message of a call that does not run."""
         assert plan.result is not None
         events: list[Event] = []
         if rejected:  # a denial was reported when review settled it
-            events.append(run.event(_C.on_tool_execution_failed, plan.call, plan.result))
-        return events + run.settle(plan.call.call_id, plan.result), _message(plan.result, "error")
+            events.append(
+                run.event(_C.on_tool_execution_failed, plan.call, plan.result)
+            )
+        return events + run.settle(plan.call.call_id, plan.result), _message(
+            plan.result, "error"
+        )
 
     def _runner(self, request: ToolCallRequest, plan: _Plan) -> ToolCallRequest:
         return request.override(
             tool_call={**request.tool_call, "args": dict(plan.call.arguments)}
         )
 
+    @override
     def wrap_tool_call(
         self,
         request: ToolCallRequest,
@@ -571,6 +544,7 @@ class LangHooksMiddleware(AgentMiddleware[LangHooksState, Any, Any]):
         self._forget(run)
         return output
 
+    @override
     async def awrap_tool_call(
         self,
         request: ToolCallRequest,
@@ -599,7 +573,9 @@ class LangHooksMiddleware(AgentMiddleware[LangHooksState, Any, Any]):
             self._forget(run)
             return message
         key = call.call_id
-        await handlers.adeliver(run, run.tool_start(key, plan.call, announce=False), key)
+        await handlers.adeliver(
+            run, run.tool_start(key, plan.call, announce=False), key
+        )
         try:
             with entered(run.tool_invocation(key) or run.invocation):
                 output = await handler(self._runner(request, plan))

@@ -244,7 +244,9 @@ class BridgedRun:
         if name is None:
             return []  # a fragment before its call's name: nothing to say yet
         call.streamed = True
-        partial = attrs.evolve(fragment, name=name, id=fragment.id or call.ids.get(index))
+        partial = attrs.evolve(
+            fragment, name=name, id=fragment.id or call.ids.get(index)
+        )
         events = [
             _chain_event(
                 _C.on_llm_new_delta, self.chain, (MessageDelta(tool_call=partial),)
@@ -261,10 +263,12 @@ class BridgedRun:
             pending = ToolCall(
                 call_id=partial.id or f"pending-{index}", name=name, index=index
             )
-            events.append(_chain_event(_C.on_tool_call_identified, self.chain, pending, tool))
+            events.append(
+                _chain_event(_C.on_tool_call_identified, self.chain, pending, tool)
+            )
         return events
 
-    def model_end(self, key: Any, message: BaseMessage) -> list[Event]:
+    def model_end(self, key: Any, message: BaseMessage | None) -> list[Event]:
         """Attempt ``key`` answered ``message``."""
         call = self.calls.pop(key, None)
         if call is None or not isinstance(message, AIMessage):
@@ -274,7 +278,10 @@ class BridgedRun:
         events: list[Event] = []
         if not call.handle.is_cancelled:
             events.extend(
-                _stream_event(_S.on_complete_tool_call, CompleteToolCall(index=c.index, tool_call=c))
+                _stream_event(
+                    _S.on_complete_tool_call,
+                    CompleteToolCall(index=c.index, tool_call=c),
+                )
                 for c in answer.tool_calls
             )
             events.append(_stream_event(_S.on_complete_response, response))
@@ -288,7 +295,9 @@ class BridgedRun:
             tool = self.tools.get(tool_call.name)
             if tool_call.index not in call.identified and tool is not None:
                 events.append(
-                    _chain_event(_C.on_tool_call_identified, self.chain, tool_call, tool)
+                    _chain_event(
+                        _C.on_tool_call_identified, self.chain, tool_call, tool
+                    )
                 )
         self.chain = self.chain.add_message(answer)
         events.append(_chain_event(_C.on_message_processed, self.chain, answer))
@@ -326,7 +335,9 @@ class BridgedRun:
         self.tool_runs[key] = (call, tool, invocation)
         events: list[Event] = []
         if announce:
-            events.append(_chain_event(_C.on_tool_execution_started, self.chain, call, tool))
+            events.append(
+                _chain_event(_C.on_tool_execution_started, self.chain, call, tool)
+            )
         events.append((PRE, "on_tool_pre_execution", (self.chain, call, tool)))
         return events
 
@@ -342,10 +353,18 @@ class BridgedRun:
             return []
         call = entry[0]
         if isinstance(output, ToolMessage):
-            result = attrs.evolve(tool_result(output), tool_call_id=call.call_id, name=call.name)
+            result = attrs.evolve(
+                tool_result(output), tool_call_id=call.call_id, name=call.name
+            )
         else:
-            result, _ = result_of(call, output if isinstance(output, str) else str(output), None)
-        method = _C.on_tool_execution_failed if result.is_error else _C.on_tool_execution_completed
+            result, _ = result_of(
+                call, output if isinstance(output, str) else str(output), None
+            )
+        method = (
+            _C.on_tool_execution_failed
+            if result.is_error
+            else _C.on_tool_execution_completed
+        )
         events = [_chain_event(method, self.chain, call, result)]
         return events + self.settle(call.call_id, result)
 

@@ -112,7 +112,7 @@ def _observers(handlers: Sequence[Any]) -> list[Any]:
 
 
 class LangGraphDriver:
-    """A LangGraph graph + LangHooksCallbackHandler (see ``tests/bridges/_driver.py``)."""
+    """A LangGraph graph + LangHooksCallbackHandler (see ``_driver.py``)."""
 
     name = "langgraph"
 
@@ -133,7 +133,9 @@ class LangGraphDriver:
         async with AsyncPostgresSaver.from_conn_string(place.postgres) as saver:
             await saver.setup()
             callback = AsyncLangHooksCallbackHandler(*_observers(handlers))
-            return await _graph(place, saver, use_async=True).ainvoke(_INPUT, _config(place, callback))
+            return await _graph(place, saver, use_async=True).ainvoke(
+                _INPUT, _config(place, callback)
+            )
 
     def resume(self, place: Place, handlers: Sequence[Any], *, use_async: bool) -> str:
         if use_async:
