@@ -15,13 +15,13 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.chat_models import generate_from_stream
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages.tool import tool_call_chunk
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
+from typing_extensions import override
 
-from langhooks import LangHooksError
-
-from ._script import Turn
+from ._script import Turn, retryable
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -36,12 +36,15 @@ class ScriptedChatModel(BaseChatModel):
     failed: set[int] = Field(default_factory=set)  # the turns that failed once
 
     @property
+    @override
     def _llm_type(self) -> str:
         return "scripted"
 
+    @override
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
         return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
 
+    @override
     def _generate(
         self,
         messages: list[BaseMessage],
@@ -51,6 +54,7 @@ class ScriptedChatModel(BaseChatModel):
     ) -> ChatResult:
         return generate_from_stream(self._stream(messages, stop))
 
+    @override
     def _stream(
         self,
         messages: list[BaseMessage],
@@ -64,15 +68,17 @@ class ScriptedChatModel(BaseChatModel):
         turn: Turn = self.turns[number]
         if turn.fail_first and number not in self.failed:
             self.failed.add(number)
-            raise LangHooksError(turn.fail_first, "scripted: slow down", retryable=True)
+            raise retryable(turn.fail_first)
         pieces: list[AIMessageChunk] = []
         if turn.thinking:
             block = {"type": "reasoning", "reasoning": turn.thinking}
             pieces.append(AIMessageChunk(content=[block]))
         pieces += [AIMessageChunk(content=w) for w in _words(turn.text)]
         for index, call in enumerate(turn.calls):
-            head = {"name": call.name, "id": call.call_id, "args": "", "index": index}
-            body = {"args": json.dumps(dict(call.arguments)), "index": index}
+            head = tool_call_chunk(
+                name=call.name, id=call.call_id, args="", index=index
+            )
+            body = tool_call_chunk(args=json.dumps(dict(call.arguments)), index=index)
             pieces += [
                 AIMessageChunk(content="", tool_call_chunks=[c]) for c in (head, body)
             ]

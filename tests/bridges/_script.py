@@ -42,6 +42,7 @@ from langhooks import (
     ToolCall,
     UpdateArguments,
 )
+from langhooks._core._messages import ErrorType
 
 __all__ = [
     "PROMPT",
@@ -71,7 +72,7 @@ class Turn:
     text: str = ""
     thinking: str = ""
     calls: tuple[ToolCall, ...] = ()
-    fail_first: str | None = None
+    fail_first: ErrorType | None = None
     usage: TokenUsage = attrs.field(
         factory=lambda: TokenUsage(input_tokens=10, output_tokens=5)
     )
@@ -207,6 +208,6 @@ class Reviewer(ChainCallbackHandler):
         return Allow()
 
 
-def retryable(kind: str) -> LangHooksError:
+def retryable(kind: ErrorType) -> LangHooksError:
     """The error a scripted model raises for ``Turn.fail_first``."""
     return LangHooksError(kind, "scripted: slow down", retryable=True)

@@ -452,7 +452,7 @@ def _span_tree(
 
     skipped = ("id", "model", "conversation", "provider", "time_to_first_chunk")
     out = []
-    for span in sorted(spans, key=lambda s: s.start_time):
+    for span in sorted(spans, key=lambda s: s.start_time or 0):
         attributes = tuple(
             sorted(
                 (k, v)
@@ -512,5 +512,7 @@ class TestOpenTelemetry:
         )
         assert [
             s.name.split(" ")[0]
-            for s in sorted(theirs.get_finished_spans(), key=lambda s: s.start_time)
+            for s in sorted(
+                theirs.get_finished_spans(), key=lambda s: s.start_time or 0
+            )
         ] == ["invoke_agent", "chat", "execute_tool", "chat"]

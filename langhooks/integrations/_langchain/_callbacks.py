@@ -12,7 +12,7 @@ its tokens never reach the parent's stream.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Final, final
 from uuid import UUID
 
@@ -24,8 +24,8 @@ from langchain_core.outputs import (
     GenerationChunk,
     LLMResult,
 )
-from typing_extensions import override
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
+from typing_extensions import override
 
 from ..._core._chain_callbacks import Allow, ChainCallbackHandler, ReviewContext
 from ..._core._invocation import current_invocation

@@ -33,8 +33,6 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Annotated, Any, Final, NotRequired
 
-from typing_extensions import override
-
 from langchain.agents.middleware.types import (
     AgentMiddleware,
     AgentState,
@@ -50,6 +48,7 @@ from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.types import Command, interrupt
 from langgraph.types import Interrupt as GraphPause
+from typing_extensions import override
 
 from ... import codec
 from ..._core._chain_callbacks import (
@@ -200,7 +199,7 @@ def _call_of(request: ToolCallRequest) -> ToolCall:
     )
 
 
-class LangHooksMiddleware(AgentMiddleware[LangHooksState, Any, Any]):
+class LangHooksMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """langhooks handlers for ``create_agent(model, tools, middleware=[...])``.
 
     Every event of ``LangHooksCallbackHandler``, plus review: ``on_tool_call_review``
@@ -215,6 +214,7 @@ class LangHooksMiddleware(AgentMiddleware[LangHooksState, Any, Any]):
     handlers serve the async entry points only.
     """
 
+    # The state it keeps beside the agent's (LangChain merges the schemas).
     state_schema = LangHooksState
 
     def __init__(self, *handlers: object) -> None:
@@ -291,7 +291,7 @@ class LangHooksMiddleware(AgentMiddleware[LangHooksState, Any, Any]):
 
     @override
     def before_agent(
-        self, state: LangHooksState, runtime: Any
+        self, state: AgentState[Any], runtime: Any
     ) -> dict[str, Any] | None:
         run, update, events = self._begin(state)
         self._sync.deliver(run, events)
@@ -299,14 +299,16 @@ class LangHooksMiddleware(AgentMiddleware[LangHooksState, Any, Any]):
 
     @override
     async def abefore_agent(
-        self, state: LangHooksState, runtime: Any
+        self, state: AgentState[Any], runtime: Any
     ) -> dict[str, Any] | None:
         run, update, events = self._begin(state)
         await self._async_handlers.adeliver(run, events)
         return update
 
     @override
-    def after_agent(self, state: LangHooksState, runtime: Any) -> dict[str, Any] | None:
+    def after_agent(
+        self, state: AgentState[Any], runtime: Any
+    ) -> dict[str, Any] | None:
         run, events = self._current(state)
         self._sync.deliver(run, events + run.complete())
         self._forget(run)
@@ -314,7 +316,7 @@ class LangHooksMiddleware(AgentMiddleware[LangHooksState, Any, Any]):
 
     @override
     async def aafter_agent(
-        self, state: LangHooksState, runtime: Any
+        self, state: AgentState[Any], runtime: Any
     ) -> dict[str, Any] | None:
         run, events = self._current(state)
         await self._async_handlers.adeliver(run, events + run.complete())
@@ -402,7 +404,9 @@ class LangHooksMiddleware(AgentMiddleware[LangHooksState, Any, Any]):
         return events
 
     @override
-    def after_model(self, state: LangHooksState, runtime: Any) -> dict[str, Any] | None:
+    def after_model(
+        self, state: AgentState[Any], runtime: Any
+    ) -> dict[str, Any] | None:
         run, events = self._current(state)
         handlers = self._sync
         handlers.deliver(run, events)
@@ -419,7 +423,7 @@ class LangHooksMiddleware(AgentMiddleware[LangHooksState, Any, Any]):
 
     @override
     async def aafter_model(
-        self, state: LangHooksState, runtime: Any
+        self, state: AgentState[Any], runtime: Any
     ) -> dict[str, Any] | None:
         run, events = self._current(state)
         handlers = self._async_handlers

@@ -16,16 +16,14 @@ from langhooks.chain import Decision, LLMChain, RetryPolicy, RunResult
 from langhooks.models import ScriptedChatModel, ScriptedTurn
 
 from .._driver import Place
-from .._script import PROMPT, TURNS, Turn, script_tools
+from .._script import PROMPT, TURNS, Turn, retryable, script_tools
 
 
 def _model(turns: Sequence[Turn]) -> ScriptedChatModel:
     items: list[ScriptedTurn | LangHooksError] = []
     for turn in turns:
         if turn.fail_first:
-            items.append(
-                LangHooksError(turn.fail_first, "scripted: slow down", retryable=True)
-            )
+            items.append(retryable(turn.fail_first))
         items.append(
             ScriptedTurn(
                 text=turn.text,
@@ -53,9 +51,7 @@ class LLMChainDriver:
         chain = LLMChain(
             _model(TURNS), tools=_tools(place), callbacks=handlers, retry=_RETRY
         ).add_message(_user())
-        result: RunResult[LLMChain] = (
-            asyncio.run(chain.arun()) if use_async else chain.run()
-        )
+        result: RunResult = asyncio.run(chain.arun()) if use_async else chain.run()
         assert result.status == "interrupted", result
         assert result.interrupt_data["tool_call_id"] == "call_4"
         state = result.chain.to_state()
@@ -86,7 +82,7 @@ class LLMChainDriver:
 
 async def _aresume(
     chain: LLMChain, calls: Sequence[Any], decisions: Sequence[Decision]
-) -> RunResult[LLMChain]:
+) -> RunResult:
     result = await chain.aexecute_tool_calls_with_decisions(calls, decisions)
     assert result.status == "ok", result
     return await result.chain.arun()
