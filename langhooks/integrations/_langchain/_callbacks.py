@@ -12,7 +12,7 @@ its tokens never reach the parent's stream.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, final
 from uuid import UUID
 
@@ -24,7 +24,7 @@ from langchain_core.outputs import (
     GenerationChunk,
     LLMResult,
 )
-from langgraph.errors import GraphBubbleUp, GraphInterrupt
+from langgraph.errors import GraphInterrupt
 from typing_extensions import override
 
 from ..._core._chain_callbacks import Allow, ChainCallbackHandler, ReviewContext
@@ -55,17 +55,13 @@ def _nested_node(metadata: Mapping[str, Any] | None) -> bool:
     return "|" in str(metadata.get("checkpoint_ns", ""))
 
 
-def _interrupt_data(outputs: object) -> Mapping[str, Any] | None:
-    """The interrupts a graph's output reports, if it paused."""
-    if not isinstance(outputs, Mapping):
-        return None
-    pending = outputs.get("__interrupt__")
-    if not pending:
-        return None
-    values = [getattr(item, "value", item) for item in pending]
+def _interrupt_data(pending: Sequence[object]) -> Mapping[str, Any]:
+    """``RunResult.interrupt_data`` for a graph's interrupts, as ``LLMChain`` gives
+    it: one interrupt's value (a mapping), or ``{"interrupts": (value, ...)}``."""
+    values = tuple(getattr(item, "value", item) for item in pending)
     if len(values) == 1 and isinstance(values[0], Mapping):
         return dict(values[0])
-    return {"interrupts": tuple(values)}
+    return {"interrupts": values}
 
 
 @final
@@ -114,11 +110,8 @@ class _Tracker:
                 self.tool_parents.discard(run_id)
                 return entry[0], entry[0].close_batch()
             return None, []
-        data = _interrupt_data(outputs)
-        if data is None and run.paused is not None:
-            data = run.paused
-        if data is not None:
-            return run, run.complete("interrupted", data)
+        if run.paused is not None:
+            return run, run.complete("interrupted", run.paused)
         return run, run.complete()
 
     def chain_error(
@@ -127,14 +120,11 @@ class _Tracker:
         entry = self.owner.pop(run_id, None)
         self.tool_parents.discard(run_id)
         run = self.roots.pop(run_id, None)
-        if isinstance(error, GraphInterrupt):  # a node paused the graph
-            paused = entry[0] if entry is not None else run
-            if paused is not None:
-                paused.paused = _interrupt_data({"__interrupt__": error.args[0]}) or {}
+        if isinstance(error, GraphInterrupt) and entry is not None:
+            # A node paused the graph; the graph itself ends as usual.
+            entry[0].paused = _interrupt_data(error.args[0] if error.args else ())
         if run is None:
             return None, []
-        if isinstance(error, GraphBubbleUp):
-            return run, run.complete("interrupted", run.paused or {})
         return run, run.fail(error)
 
     def model_start(
@@ -209,12 +199,9 @@ class _Tracker:
         )
         return run, run.tool_start(run_id, call)
 
-    def review(self, run: BridgedRun, run_id: UUID) -> Event | None:
+    def review(self, run: BridgedRun, run_id: UUID) -> Event:
         """The review of tool run ``run_id``, asked when the tool starts."""
-        entry = run.tool_runs.get(run_id)
-        if entry is None:
-            return None
-        call, tool, _ = entry
+        call, tool, _ = run.tool_runs[run_id]
         context = ReviewContext(custom_context=run.chain.custom_context)
         return run.event(ChainCallbackHandler.on_tool_call_review, call, tool, context)
 
@@ -414,8 +401,8 @@ class LangHooksCallbackHandler(BaseCallbackHandler):
         if run is None:
             return
         self._handlers.deliver(run, events, run_id)
-        event = self._tracker.review(run, run_id) if self._handlers.reviews else None
-        if event is not None:
+        if self._handlers.reviews:
+            event = self._tracker.review(run, run_id)
             _refuse(self._handlers.review(event), event[2][1].name)
 
     @override
@@ -605,8 +592,8 @@ class AsyncLangHooksCallbackHandler(AsyncCallbackHandler):
         if run is None:
             return
         await self._handlers.adeliver(run, events, run_id)
-        event = self._tracker.review(run, run_id) if self._handlers.reviews else None
-        if event is not None:
+        if self._handlers.reviews:
+            event = self._tracker.review(run, run_id)
             _refuse(await self._handlers.areview(event), event[2][1].name)
 
     @override

@@ -12,7 +12,6 @@ from typing import Any, Final, final
 
 from langchain_core.messages import (
     AIMessage,
-    AIMessageChunk,
     BaseMessage,
     ToolMessage,
 )
@@ -26,7 +25,6 @@ from ..._core._messages import (
     FinishReason,
     LangHooksError,
     Message,
-    PartialToolCall,
     TokenUsage,
     ToolCall,
     ToolResult,
@@ -241,18 +239,6 @@ def as_response(message: AIMessage, fallback_model: str) -> ChatResponse:
         token_usage=_usage(message),
         finish_reason=_finish(message, converted.tool_calls),
     )
-
-
-def partial_calls(chunk: AIMessageChunk) -> Iterator[PartialToolCall]:
-    """The tool-call fragments of one streamed chunk (a fragment without a name
-    yet gets the name its index had, filled in by the caller)."""
-    for fragment in chunk.tool_call_chunks:
-        yield PartialToolCall(
-            index=fragment.get("index") or 0,
-            id=fragment.get("id"),
-            name=fragment.get("name") or "?",
-            partial_arguments=fragment.get("args") or "",
-        )
 
 
 def as_error(error: BaseException) -> LangHooksError:

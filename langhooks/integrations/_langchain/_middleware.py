@@ -41,7 +41,7 @@ from langchain.agents.middleware.types import (
     PrivateStateAttr,
     ToolCallRequest,
 )
-from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
+from langchain_core.callbacks import BaseCallbackHandler, CallbackManager
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.runnables.config import ensure_config, var_child_runnable_config
 from langchain_core.tools import BaseTool
@@ -133,14 +133,9 @@ def _observed(observer: BaseCallbackHandler) -> Iterator[None]:
     """Add ``observer`` to the callbacks of what runs in the block (the model call
     the node makes without a config of its own)."""
     config = ensure_config()
-    callbacks = config.get("callbacks")
-    if isinstance(callbacks, BaseCallbackManager):
-        manager = callbacks.copy()
-        manager.add_handler(observer, inherit=True)
-        merged: Any = manager
-    else:
-        merged = [*(callbacks or ()), observer]
-    token = var_child_runnable_config.set({**config, "callbacks": merged})
+    manager = CallbackManager.configure(inheritable_callbacks=config.get("callbacks"))
+    manager.add_handler(observer, inherit=True)
+    token = var_child_runnable_config.set({**config, "callbacks": manager})
     try:
         yield
     finally:

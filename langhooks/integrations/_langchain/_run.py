@@ -17,6 +17,8 @@ from typing import Any, Final, Literal, TypeAlias, final
 
 import attrs
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
+from langchain_core.messages.tool import ToolCallChunk
+from langgraph.errors import GraphBubbleUp
 
 from ..._core._chain_callbacks import ChainCallbackHandler
 from ..._core._invocation import Invocation
@@ -46,12 +48,10 @@ from ...chain._tool_results import interrupt_data, result_of
 from ._convert import (
     FrameworkModel,
     as_error,
-    as_message,
     as_messages,
     as_response,
     as_tool,
     chunk_parts,
-    partial_calls,
     tool_result,
 )
 
@@ -230,22 +230,25 @@ class BridgedRun:
                 )
             events.append(_chain_event(_C.on_llm_new_delta, self.chain, (delta,)))
         if isinstance(chunk, AIMessageChunk):
-            for fragment in partial_calls(chunk):
+            for fragment in chunk.tool_call_chunks:
                 events.extend(self._fragment(call, fragment))
         return events
 
-    def _fragment(self, call: _ModelCall, fragment: PartialToolCall) -> list[Event]:
-        index = fragment.index
-        if fragment.name != "?":
-            call.names.setdefault(index, fragment.name)
-        if fragment.id:
-            call.ids.setdefault(index, fragment.id)
+    def _fragment(self, call: _ModelCall, fragment: ToolCallChunk) -> list[Event]:
+        index = fragment.get("index") or 0
+        if fragment.get("name"):
+            call.names.setdefault(index, str(fragment["name"]))
+        if fragment.get("id"):
+            call.ids.setdefault(index, str(fragment["id"]))
         name = call.names.get(index)
         if name is None:
             return []  # a fragment before its call's name: nothing to say yet
         call.streamed = True
-        partial = attrs.evolve(
-            fragment, name=name, id=fragment.id or call.ids.get(index)
+        partial = PartialToolCall(
+            index=index,
+            id=call.ids.get(index),
+            name=name,
+            partial_arguments=fragment.get("args") or "",
         )
         events = [
             _chain_event(
@@ -372,7 +375,9 @@ class BridgedRun:
         """Tool run ``key`` raised ``error``."""
         entry = self.tool_runs.pop(key, None)
         if entry is None or not isinstance(error, Exception):
-            return []
+            return []  # a KeyboardInterrupt or the like: no tool result
+        if isinstance(error, GraphBubbleUp):
+            return []  # the tool paused the graph (interrupt()): not a failure
         call = entry[0]
         result, _ = result_of(call, None, error)
         events = [
@@ -432,8 +437,3 @@ def new_invocation(
         parent_id=None if parent is None else parent.id,
         custom_context=custom_context,
     )
-
-
-def message_of(message: BaseMessage) -> Message:
-    """One framework message as a langhooks message."""
-    return as_message(message)
