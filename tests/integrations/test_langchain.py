@@ -282,10 +282,38 @@ def _agent(model: ScriptedChatModel, *handlers: Any, saver: Any = None) -> Any:
 _THREAD: Any = {"configurable": {"thread_id": "t1"}}
 
 
+def _run(agent: Any, value: Any, config: Any, mode: str) -> Any:
+    """``agent.invoke`` or, for mode "async", ``agent.ainvoke`` in an event loop."""
+    if mode == "async":
+        return asyncio.run(agent.ainvoke(value, config))
+    return agent.invoke(value, config)
+
+
+MODES = pytest.mark.parametrize("mode", ["sync", "async"])
+
+
+class Approver(ChainCallbackHandler):
+    """Interrupts a call, then answers the human's approval with ``then``."""
+
+    def __init__(self, *then: ReviewDecision | None) -> None:
+        self.then = list(then)
+        self.seen: list[str | None] = []
+
+    @override
+    def on_tool_call_review(
+        self, chain: Any, call: ToolCall, tool: Tool, review: ReviewContext, /
+    ) -> ReviewDecision | None:
+        self.seen.append(review.human_decision)
+        if review.human_decision is None:
+            return Interrupt("ok?")
+        return self.then.pop(0) if self.then else None
+
+
 class TestMiddleware:
     """LangHooksMiddleware reviews, pauses and resumes create_agent runs."""
 
-    def test_a_human_rejection_answers_without_running(self) -> None:
+    @MODES
+    def test_a_human_rejection_answers_without_running(self, mode: str) -> None:
         """Rejecting an interrupted call answers the model, and the tool never runs."""
         LEDGER.clear()
         recorder = RecordingChainHandler()
@@ -295,10 +323,9 @@ class TestMiddleware:
             Pauser(),
             saver=InMemorySaver(),
         )
-        paused = agent.invoke(_INPUT, _THREAD)["__interrupt__"]
-        result = agent.invoke(
-            resume_command(paused, {"c1": Decision.reject("not today")}), _THREAD
-        )
+        paused = _run(agent, _INPUT, _THREAD, mode)["__interrupt__"]
+        reject = resume_command(paused, {"c1": Decision.reject("not today")})
+        result = _run(agent, reject, _THREAD, mode)
         assert LEDGER == []
         tool_message = result["messages"][-2]
         assert tool_message.content == "not today"
@@ -306,7 +333,8 @@ class TestMiddleware:
         failed = recorder.of("on_tool_execution_failed")
         assert [f[2].is_error for f in failed] == [False]
 
-    def test_a_human_edit_is_reviewed_again_and_runs(self) -> None:
+    @MODES
+    def test_a_human_edit_is_reviewed_again_and_runs(self, mode: str) -> None:
         """An edit runs with the human's arguments after review sees "edit"."""
         LEDGER.clear()
         pauser = Pauser()
@@ -315,14 +343,38 @@ class TestMiddleware:
             pauser,
             saver=InMemorySaver(),
         )
-        paused = agent.invoke(_INPUT, _THREAD)["__interrupt__"]
-        agent.invoke(
-            resume_command(paused, {"c1": Decision.edit({"to": "Ann"})}), _THREAD
-        )
+        paused = _run(agent, _INPUT, _THREAD, mode)["__interrupt__"]
+        edit = resume_command(paused, {"c1": Decision.edit({"to": "Ann"})})
+        _run(agent, edit, _THREAD, mode)
         assert LEDGER == ["Ann"]
         assert pauser.seen == [None, "edit"]
 
-    def test_a_rewrite_runs_with_the_new_arguments(self) -> None:
+    @MODES
+    def test_review_may_still_deny_or_pause_after_a_human(self, mode: str) -> None:
+        """After an approval the reviewers decide again: a second interrupt pauses
+        the run again, and a denial then answers without running."""
+        LEDGER.clear()
+        recorder = RecordingChainHandler()
+        approver = Approver(Interrupt("sure?"), Deny("changed my mind"))
+        agent = _agent(
+            ScriptedChatModel(turns=[_pay(), Turn(text="ok")]),
+            recorder,
+            approver,
+            saver=InMemorySaver(),
+        )
+        paused = _run(agent, _INPUT, _THREAD, mode)["__interrupt__"]
+        again = _run(
+            agent, resume_command(paused, {"c1": Decision.approve()}), _THREAD, mode
+        )
+        paused = again["__interrupt__"]
+        _run(agent, resume_command(paused, {"c1": Decision.approve()}), _THREAD, mode)
+        assert LEDGER == []
+        assert approver.seen == [None, "approve", "approve"]
+        (failed,) = recorder.of("on_tool_execution_failed")
+        assert "changed my mind" in failed[2].content[0].content
+
+    @MODES
+    def test_a_rewrite_runs_with_the_new_arguments(self, mode: str) -> None:
         """UpdateArguments runs the call with the reviewer's arguments."""
         LEDGER.clear()
 
@@ -334,8 +386,52 @@ class TestMiddleware:
                 return UpdateArguments({"to": "Eve"})
 
         agent = _agent(ScriptedChatModel(turns=[_pay(), Turn(text="ok")]), Rewriter())
-        agent.invoke(_INPUT)
+        _run(agent, _INPUT, None, mode)
         assert LEDGER == ["Eve"]
+
+    @MODES
+    def test_a_raising_tool_is_an_error_result_and_the_run_goes_on(
+        self, mode: str
+    ) -> None:
+        """A tool that raises answers the model with the error, as LLMChain does."""
+        recorder = RecordingChainHandler()
+        turns = [
+            Turn(calls=(ToolCall(call_id="c1", name="broken", arguments={}),)),
+            Turn(text="ok"),
+        ]
+
+        @tool
+        def broken() -> str:
+            """Always fails."""
+            raise RuntimeError("boom")
+
+        agent = create_agent(
+            ScriptedChatModel(turns=turns),
+            [broken],
+            middleware=[LangHooksMiddleware(recorder)],
+        )
+        result = _run(agent, _INPUT, None, mode)
+        assert (
+            result["messages"][-2].content
+            == "Error: the tool failed: RuntimeError: boom"
+        )
+        names = _names(recorder)
+        assert names.index("on_tool_execution_exception") < names.index(
+            "on_run_complete"
+        )
+
+    @MODES
+    def test_a_call_of_an_unknown_tool_is_not_reviewed(self, mode: str) -> None:
+        """A call naming no tool is answered by LangChain and reported as failed."""
+        recorder = RecordingChainHandler(review=lambda *a: Deny("never asked"))
+        turns = [
+            Turn(calls=(ToolCall(call_id="c1", name="nope", arguments={}),)),
+            Turn(text="ok"),
+        ]
+        agent = _agent(ScriptedChatModel(turns=turns), recorder)
+        _run(agent, _INPUT, None, mode)
+        assert recorder.of("on_tool_call_review") == []
+        assert [f[1].name for f in recorder.of("on_tool_execution_failed")] == ["nope"]
 
     def test_async_handlers_need_the_async_entry_points(self) -> None:
         """An async handler serves ainvoke; invoke says what to do instead."""
@@ -354,14 +450,15 @@ class TestMiddleware:
         asyncio.run(agent.ainvoke(_INPUT))
         assert heard == ["ok"]
 
-    def test_a_model_step_that_gives_up_ends_with_on_error(self) -> None:
+    @MODES
+    def test_a_model_step_that_gives_up_ends_with_on_error(self, mode: str) -> None:
         """A model failure that is not retried ends the run with on_error, once."""
         recorder = RecordingChainHandler()
         agent = _agent(
             ScriptedChatModel(turns=[Turn(fail_first="rate_limited")]), recorder
         )
         with pytest.raises(LangHooksError):
-            agent.invoke(_INPUT)
+            _run(agent, _INPUT, None, mode)
         assert _names(recorder)[-2:] == ["on_llm_error", "on_error"]
 
     def test_resume_needs_a_decision_per_interrupt(self) -> None:
@@ -378,7 +475,8 @@ class TestMiddleware:
         with pytest.raises(TypeError, match="Decision"):
             agent.invoke(Command(resume="yes"), _THREAD)
 
-    def test_a_resume_in_this_process_keeps_the_run_id(self) -> None:
+    @MODES
+    def test_a_resume_in_this_process_keeps_the_run_id(self, mode: str) -> None:
         """The resumed run has the paused run's id, as LLMChain's resume does."""
         buffer = io.StringIO()
         agent = _agent(
@@ -387,8 +485,8 @@ class TestMiddleware:
             Pauser(),
             saver=InMemorySaver(),
         )
-        paused = agent.invoke(_INPUT, _THREAD)["__interrupt__"]
-        agent.invoke(resume_command(paused, {"c1": Decision.approve()}), _THREAD)
+        paused = _run(agent, _INPUT, _THREAD, mode)["__interrupt__"]
+        _run(agent, resume_command(paused, {"c1": Decision.approve()}), _THREAD, mode)
         runs = {r.run_id for r in read_events(buffer.getvalue().splitlines())}
         assert len(runs) == 1
 
