@@ -4,7 +4,9 @@ nested runs, failures, the human's other answers, and what a run downstream give
 from __future__ import annotations
 
 import asyncio
+import inspect
 import io
+import uuid
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -31,12 +33,14 @@ from tests.bridges._support import need_module
 need_module("langchain", "langchain")
 
 from langchain.agents import create_agent  # noqa: E402
+from langchain.agents.middleware import AgentMiddleware, AgentState  # noqa: E402
 from langchain_core.messages import AIMessage, HumanMessage  # noqa: E402
+from langchain_core.outputs import LLMResult  # noqa: E402
 from langchain_core.tools import tool  # noqa: E402
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
 from langgraph.prebuilt import ToolNode  # noqa: E402
-from langgraph.types import Command  # noqa: E402
+from langgraph.types import Command, interrupt  # noqa: E402
 
 from langhooks.chain import Decision  # noqa: E402
 from langhooks.integrations.langchain import (  # noqa: E402
@@ -76,7 +80,7 @@ def _names(recorder: RecordingChainHandler) -> list[str]:
     return [name for name, _ in recorder.events]
 
 
-def _graph(model: ScriptedChatModel, tools: Sequence[Any]) -> Any:
+def _graph(model: ScriptedChatModel, tools: Sequence[Any], saver: Any = None) -> Any:
     bound = model.bind_tools(tools)
 
     def call_model(state: MessagesState) -> dict[str, Any]:
@@ -95,10 +99,11 @@ def _graph(model: ScriptedChatModel, tools: Sequence[Any]) -> Any:
     sync_builder.add_edge(START, "model")
     sync_builder.add_conditional_edges("model", route, ["tools", END])
     sync_builder.add_edge("tools", "model")
-    return sync_builder.compile()
+    return sync_builder.compile(checkpointer=saver)
 
 
 _INPUT = {"messages": [{"role": "user", "content": "go"}]}
+_THREAD: Any = {"configurable": {"thread_id": "t1"}}
 
 
 class Refuser(ChainCallbackHandler):
@@ -265,6 +270,132 @@ class TestCallbackHandler:
             _graph(model, [pay]).invoke(_INPUT, {"callbacks": [handler]})
         assert LEDGER == []
 
+    def test_a_model_in_another_middleware_hook_is_nested(self) -> None:
+        """A model another middleware calls in its before_model is a run of its
+        own, not part of the agent's."""
+        buffer = io.StringIO()
+
+        class Summarize(AgentMiddleware[AgentState[Any], Any, Any]):
+            @override
+            def before_model(
+                self, state: AgentState[Any], runtime: Any
+            ) -> dict[str, Any] | None:
+                helper = ScriptedChatModel(turns=[Turn(text="summary")])
+                helper.invoke([HumanMessage("summarize")])
+                return None
+
+        agent = create_agent(
+            ScriptedChatModel(turns=[Turn(text="Done.")]), [], middleware=[Summarize()]
+        )
+        agent.invoke(
+            _INPUT, {"callbacks": [LangHooksCallbackHandler(EventRecorder(buffer))]}
+        )
+        records = list(read_events(buffer.getvalue().splitlines()))
+        starts = [r for r in records if r.event == "on_run_start"]
+        assert len(starts) == 2
+        assert starts[1].parent_id == starts[0].run_id
+
+    def test_a_subgraph_model_is_nested(self) -> None:
+        """A model in a sub-graph is a run of its own."""
+        buffer = io.StringIO()
+        inner = _graph(ScriptedChatModel(turns=[Turn(text="inner")]), [pay])
+        outer = StateGraph(MessagesState)
+        outer.add_node("inner", inner)
+        outer.add_edge(START, "inner")
+        outer.add_edge("inner", END)
+        outer.compile().invoke(
+            _INPUT, {"callbacks": [LangHooksCallbackHandler(EventRecorder(buffer))]}
+        )
+        records = list(read_events(buffer.getvalue().splitlines()))
+        assert len({r.run_id for r in records if r.event == "on_run_start"}) == 2
+
+    def test_a_tool_that_pauses_the_graph_ends_the_run_interrupted(self) -> None:
+        """A tool calling interrupt() pauses the graph: the run ends "interrupted"
+        with the interrupt's value, and the tool did not fail."""
+
+        @tool
+        def confirm(what: str) -> str:
+            """Ask the user."""
+            return str(interrupt({"question": what}))
+
+        chain = RecordingChainHandler()
+        turns = [
+            Turn(
+                calls=(ToolCall(call_id="c1", name="confirm", arguments={"what": "?"}),)
+            ),
+            Turn(text="ok"),
+        ]
+        graph = _graph(ScriptedChatModel(turns=turns), [confirm], InMemorySaver())
+        config: Any = {**_THREAD, "callbacks": [LangHooksCallbackHandler(chain)]}
+        graph.invoke(_INPUT, config)
+        ((_, result),) = chain.of("on_run_complete")
+        assert result.status == "interrupted"
+        assert result.interrupt_data == {"question": "?"}
+        assert chain.of("on_tool_execution_failed") == []
+
+    def test_a_cancelled_stream_stops_its_partials(self) -> None:
+        """After cancel(), the streaming handler hears nothing more of that call."""
+
+        class Canceller(RecordingStreamingHandler):
+            @override
+            def on_partial_response(self, partial: Any, context: Any) -> None:
+                super().on_partial_response(partial, context)
+                context.handle.cancel()
+
+        stream = Canceller()
+        chain = RecordingChainHandler()
+        model = ScriptedChatModel(turns=[Turn(text="one two three")], streaming=True)
+        _graph(model, [pay]).invoke(
+            _INPUT, {"callbacks": [LangHooksCallbackHandler(chain, stream)]}
+        )
+        assert stream.text == "one "
+        assert stream.of("on_complete_response") == []
+        assert _names(chain)[-1] == "on_run_complete"
+
+    def test_a_tool_a_node_calls_is_reported(self) -> None:
+        """A tool a node calls itself (not through a ToolNode) is reported, with
+        its plain output."""
+        chain = RecordingChainHandler()
+
+        def node(state: MessagesState) -> dict[str, Any]:
+            pay.invoke({"to": "Zoe"})
+            return {"messages": [AIMessage("paid")]}
+
+        builder = StateGraph(MessagesState)
+        builder.add_node("node", node)
+        builder.add_edge(START, "node")
+        builder.compile().invoke(
+            _INPUT, {"callbacks": [LangHooksCallbackHandler(chain)]}
+        )
+        ((_, call, result),) = chain.of("on_tool_execution_completed")
+        assert call.arguments == {"to": "Zoe"}
+        assert result.content[0].content == "paid Zoe"
+
+    @pytest.mark.asyncio
+    async def test_events_of_runs_it_never_saw_are_ignored(self) -> None:
+        """Ends of runs the handler never saw start (it was attached mid-run) say
+        nothing."""
+        chain = RecordingChainHandler()
+        unknown = uuid.uuid4()
+        for handler in (
+            LangHooksCallbackHandler(chain),
+            AsyncLangHooksCallbackHandler(chain),
+        ):
+            calls = [
+                handler.on_chain_end({}, run_id=unknown),
+                handler.on_chain_error(RuntimeError("x"), run_id=unknown),
+                handler.on_llm_new_token("x", run_id=unknown),
+                handler.on_llm_end(LLMResult(generations=[]), run_id=unknown),
+                handler.on_llm_error(RuntimeError("x"), run_id=unknown),
+                handler.on_tool_start({"name": "pay"}, "", run_id=unknown),
+                handler.on_tool_end("x", run_id=unknown),
+                handler.on_tool_error(RuntimeError("x"), run_id=unknown),
+            ]
+            for call in calls:
+                if inspect.isawaitable(call):
+                    await call
+        assert chain.events == []
+
     def test_handlers_are_checked(self) -> None:
         """A non-handler, or an async one in the sync handler, is a TypeError."""
         with pytest.raises(TypeError, match="takes langhooks handlers"):
@@ -277,9 +408,6 @@ def _agent(model: ScriptedChatModel, *handlers: Any, saver: Any = None) -> Any:
     return create_agent(
         model, [pay], middleware=[LangHooksMiddleware(*handlers)], checkpointer=saver
     )
-
-
-_THREAD: Any = {"configurable": {"thread_id": "t1"}}
 
 
 def _run(agent: Any, value: Any, config: Any, mode: str) -> Any:
@@ -432,6 +560,64 @@ class TestMiddleware:
         _run(agent, _INPUT, None, mode)
         assert recorder.of("on_tool_call_review") == []
         assert [f[1].name for f in recorder.of("on_tool_execution_failed")] == ["nope"]
+
+    @MODES
+    def test_a_tool_that_pauses_the_graph_pauses_the_run(self, mode: str) -> None:
+        """A tool's own interrupt() makes its call wait: the run ends "interrupted"."""
+
+        @tool
+        def confirm(what: str) -> str:
+            """Ask the user."""
+            return str(interrupt({"message": "sure?", "what": what}))
+
+        recorder = RecordingChainHandler()
+        turns = [
+            Turn(
+                calls=(ToolCall(call_id="c1", name="confirm", arguments={"what": "x"}),)
+            ),
+            Turn(text="ok"),
+        ]
+        agent = create_agent(
+            ScriptedChatModel(turns=turns),
+            [confirm],
+            middleware=[LangHooksMiddleware(recorder)],
+            checkpointer=InMemorySaver(),
+        )
+        _run(agent, _INPUT, _THREAD, mode)
+        ((_, result),) = recorder.of("on_run_complete")
+        assert result.status == "interrupted"
+        ((_, waiting),) = recorder.of("on_tool_interrupted")
+        assert waiting[0].display_text == "sure?"
+
+    @MODES
+    def test_a_pause_inside_the_model_step_ends_the_run_interrupted(
+        self, mode: str
+    ) -> None:
+        """A middleware inside this one that pauses the model step ends the run
+        "interrupted", once."""
+
+        class Gate(AgentMiddleware[AgentState[Any], Any, Any]):
+            @override
+            def wrap_model_call(self, request: Any, handler: Any) -> Any:
+                interrupt({"message": "go on?"})
+                return handler(request)
+
+            @override
+            async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+                interrupt({"message": "go on?"})
+                return await handler(request)
+
+        recorder = RecordingChainHandler()
+        agent = create_agent(
+            ScriptedChatModel(turns=[Turn(text="ok")]),
+            [],
+            middleware=[LangHooksMiddleware(recorder), Gate()],
+            checkpointer=InMemorySaver(),
+        )
+        _run(agent, _INPUT, _THREAD, mode)
+        ((_, result),) = recorder.of("on_run_complete")
+        assert result.status == "interrupted"
+        assert result.interrupt_data == {"message": "go on?"}
 
     def test_async_handlers_need_the_async_entry_points(self) -> None:
         """An async handler serves ainvoke; invoke says what to do instead."""

@@ -12,7 +12,7 @@ its tokens never reach the parent's stream.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Final, final
 from uuid import UUID
 
@@ -32,7 +32,7 @@ from ..._core._invocation import current_invocation
 from ..._core._messages import LangHooksError, ToolCall
 from ._convert import model_name, schema_tools
 from ._deliver import Handlers
-from ._run import BridgedRun, Event, new_invocation
+from ._run import BridgedRun, Event, new_invocation, pause_data
 
 __all__ = ["AsyncLangHooksCallbackHandler", "BridgeWarning", "LangHooksCallbackHandler"]
 
@@ -45,23 +45,18 @@ class BridgeWarning(UserWarning):
 _HOOKS: Final = ("before_agent", "before_model", "after_model", "after_agent")
 
 
-def _nested_node(metadata: Mapping[str, Any] | None) -> bool:
-    """Whether a run's metadata says it runs in a middleware hook or a sub-graph."""
+def _nested_node(metadata: Mapping[str, Any] | None, *, chain: bool) -> bool:
+    """Whether a run's metadata says it runs in a middleware hook or a sub-graph
+    (a sub-graph's chains have a ``checkpoint_ns``; a model call's
+    ``langgraph_checkpoint_ns`` then has more than one part)."""
     if not metadata:
         return False
     node = str(metadata.get("langgraph_node", ""))
     if "." in node and node.rsplit(".", 1)[1] in _HOOKS:
         return True
-    return "|" in str(metadata.get("checkpoint_ns", ""))
-
-
-def _interrupt_data(pending: Sequence[object]) -> Mapping[str, Any]:
-    """``RunResult.interrupt_data`` for a graph's interrupts, as ``LLMChain`` gives
-    it: one interrupt's value (a mapping), or ``{"interrupts": (value, ...)}``."""
-    values = tuple(getattr(item, "value", item) for item in pending)
-    if len(values) == 1 and isinstance(values[0], Mapping):
-        return dict(values[0])
-    return {"interrupts": values}
+    if chain:
+        return bool(metadata.get("checkpoint_ns"))
+    return "|" in str(metadata.get("langgraph_checkpoint_ns", ""))
 
 
 @final
@@ -97,7 +92,7 @@ class _Tracker:
             self.owner[run_id] = (run, False)
             return run, run.start()
         run, inside = parent
-        self.owner[run_id] = (run, inside or _nested_node(metadata))
+        self.owner[run_id] = (run, inside or _nested_node(metadata, chain=True))
         return run, []
 
     def chain_end(
@@ -122,7 +117,7 @@ class _Tracker:
         run = self.roots.pop(run_id, None)
         if isinstance(error, GraphInterrupt) and entry is not None:
             # A node paused the graph; the graph itself ends as usual.
-            entry[0].paused = _interrupt_data(error.args[0] if error.args else ())
+            entry[0].paused = pause_data(error.args[0] if error.args else ())
         if run is None:
             return None, []
         return run, run.fail(error)
@@ -140,7 +135,9 @@ class _Tracker:
             parent = (self.bound, False)
         tools = schema_tools(invocation_params)
         conversation = messages[0] if messages else []
-        if parent is not None and not (parent[1] or _nested_node(metadata)):
+        if parent is not None and not (
+            parent[1] or _nested_node(metadata, chain=False)
+        ):
             run = parent[0]
             if tools:
                 run.use_tools(tools)

@@ -9,7 +9,6 @@ model call's stream. A handler of both kinds hears the chain events (as in
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterable, Sequence
 from typing import Any, Final, final
 
@@ -99,17 +98,13 @@ class Handlers:
         self, run: BridgedRun, events: list[Event], key: Any = None
     ) -> None:
         """Call each event on its handlers, in order, awaiting async ones."""
-        targets = self.targets
+        targets = self.targets  # async composites: every event is awaited
         for target, name, args in events:
             if target == PRE:
                 with entered(run.tool_invocation(key) or run.invocation):
-                    answer = getattr(targets[target], name)(*args)
-                    if inspect.isawaitable(answer):
-                        await answer
+                    await getattr(targets[target], name)(*args)
             else:
-                answer = getattr(targets[target], name)(*args)
-                if inspect.isawaitable(answer):
-                    await answer
+                await getattr(targets[target], name)(*args)
 
     def review(self, event: Event) -> Any:
         """Ask the reviewers about one call (sync): the settled decision."""
@@ -121,5 +116,4 @@ class Handlers:
         """Ask the reviewers about one call, awaiting async ones."""
         _, name, args = event
         assert name == "on_tool_call_review"
-        answer = self.chain.on_tool_call_review(*args)
-        return (await answer) if inspect.isawaitable(answer) else answer
+        return await self.chain.on_tool_call_review(*args)

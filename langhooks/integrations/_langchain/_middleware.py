@@ -66,7 +66,7 @@ from ...chain._tool_results import error_result, interrupted_result, result_of
 from ._callbacks import AsyncLangHooksCallbackHandler, LangHooksCallbackHandler
 from ._convert import as_message, as_tool, model_name
 from ._deliver import Handlers
-from ._run import BridgedRun, Event, new_invocation
+from ._run import BridgedRun, Event, new_invocation, pause_data
 
 __all__ = ["LangHooksMiddleware", "resume_command"]
 
@@ -338,7 +338,13 @@ class LangHooksMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         try:
             with _observed(LangHooksCallbackHandler._for_run(run, handlers)):
                 return handler(request)
-        except GraphBubbleUp:
+        except GraphInterrupt as pause:  # a middleware inside this one paused
+            handlers.deliver(
+                run, run.complete("interrupted", pause_data(pause.args[0]))
+            )
+            self._forget(run)
+            raise
+        except GraphBubbleUp:  # pragma: no cover  # a Command for a parent graph
             raise
         except Exception as error:
             handlers.deliver(run, run.fail(error))
@@ -357,7 +363,13 @@ class LangHooksMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         try:
             with _observed(AsyncLangHooksCallbackHandler._for_run(run, handlers)):
                 return await handler(request)
-        except GraphBubbleUp:
+        except GraphInterrupt as pause:  # a middleware inside this one paused
+            await handlers.adeliver(
+                run, run.complete("interrupted", pause_data(pause.args[0]))
+            )
+            self._forget(run)
+            raise
+        except GraphBubbleUp:  # pragma: no cover  # a Command for a parent graph
             raise
         except Exception as error:
             await handlers.adeliver(run, run.fail(error))
@@ -490,6 +502,16 @@ class LangHooksMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             plan.result, "error"
         )
 
+    def _paused(
+        self, run: BridgedRun, call: ToolCall, pause: GraphInterrupt
+    ) -> list[Event]:
+        """A tool paused the graph with its own ``interrupt()``: its call waits."""
+        run.tool_runs.pop(call.call_id, None)
+        data = pause_data(pause.args[0])
+        message = str(data.get("message", "")) if "interrupts" not in data else ""
+        waiting = interrupted_result(call, message, data)
+        return run.settle(call.call_id, waiting)
+
     def _runner(self, request: ToolCallRequest, plan: _Plan) -> ToolCallRequest:
         return request.override(
             tool_call={**request.tool_call, "args": dict(plan.call.arguments)}
@@ -531,7 +553,12 @@ class LangHooksMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         try:
             with entered(run.tool_invocation(key) or run.invocation):
                 output = handler(self._runner(request, plan))
-        except GraphBubbleUp:
+        except GraphInterrupt as pause:  # the tool itself paused the graph
+            with run.lock:
+                handlers.deliver(run, self._paused(run, plan.call, pause))
+            self._forget(run)
+            raise
+        except GraphBubbleUp:  # pragma: no cover  # a Command for a parent graph
             raise
         except Exception as error:
             with run.lock:
@@ -578,7 +605,11 @@ class LangHooksMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         try:
             with entered(run.tool_invocation(key) or run.invocation):
                 output = await handler(self._runner(request, plan))
-        except GraphBubbleUp:
+        except GraphInterrupt as pause:  # the tool itself paused the graph
+            await handlers.adeliver(run, self._paused(run, plan.call, pause))
+            self._forget(run)
+            raise
+        except GraphBubbleUp:  # pragma: no cover  # a Command for a parent graph
             raise
         except Exception as error:
             await handlers.adeliver(run, run.tool_error(key, error))

@@ -55,7 +55,15 @@ from ._convert import (
     tool_result,
 )
 
-__all__ = ["CHAIN", "PRE", "STREAM", "BridgedRun", "Event"]
+__all__ = [
+    "CHAIN",
+    "PRE",
+    "STREAM",
+    "BridgedRun",
+    "Event",
+    "new_invocation",
+    "pause_data",
+]
 
 #: Where an event goes: the chain handlers (called without an invocation), the
 #: streaming handlers, or ``on_tool_pre_execution`` (called in the tool's context).
@@ -437,3 +445,12 @@ def new_invocation(
         parent_id=None if parent is None else parent.id,
         custom_context=custom_context,
     )
+
+
+def pause_data(pending: Sequence[object]) -> Mapping[str, Any]:
+    """``RunResult.interrupt_data`` for a graph's interrupts, as ``LLMChain`` gives
+    it: one interrupt's value (a mapping), or ``{"interrupts": (value, ...)}``."""
+    values = tuple(getattr(item, "value", item) for item in pending)
+    if len(values) == 1 and isinstance(values[0], Mapping):
+        return dict(values[0])
+    return {"interrupts": values}
