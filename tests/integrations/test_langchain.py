@@ -34,7 +34,13 @@ need_module("langchain", "langchain")
 
 from langchain.agents import create_agent  # noqa: E402
 from langchain.agents.middleware import AgentMiddleware, AgentState  # noqa: E402
-from langchain_core.messages import AIMessage, HumanMessage  # noqa: E402
+from langchain_core.messages import (  # noqa: E402
+    AIMessage,
+    AIMessageChunk,
+    HumanMessage,
+    SystemMessage,
+)
+from langchain_core.messages.tool import tool_call_chunk  # noqa: E402
 from langchain_core.outputs import LLMResult  # noqa: E402
 from langchain_core.tools import tool  # noqa: E402
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
@@ -42,7 +48,17 @@ from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
 from langgraph.prebuilt import ToolNode  # noqa: E402
 from langgraph.types import Command, interrupt  # noqa: E402
 
+from langhooks import Invocation, ToolContext  # noqa: E402
 from langhooks.chain import Decision  # noqa: E402
+from langhooks.integrations._langchain._callbacks import _nested_node  # noqa: E402
+from langhooks.integrations._langchain._convert import (  # noqa: E402
+    as_error,
+    as_message,
+    as_response,
+    as_tool,
+    model_name,
+)
+from langhooks.integrations._langchain._run import BridgedRun, pause_data  # noqa: E402
 from langhooks.integrations.langchain import (  # noqa: E402
     AsyncLangHooksCallbackHandler,
     BridgeWarning,
@@ -395,6 +411,67 @@ class TestCallbackHandler:
                 if inspect.isawaitable(call):
                     await call
         assert chain.events == []
+
+    def test_async_runs_report_failures(self) -> None:
+        """Under astream a raising tool and a failing model are reported, and a
+        handler that does not review is not asked."""
+        heard: list[str] = []
+
+        class Failures(ChainCallbackHandler):
+            @override
+            def on_tool_execution_exception(
+                self, chain: Any, call: ToolCall, exception: BaseException, /
+            ) -> None:
+                heard.append(f"tool: {exception}")
+
+            @override
+            def on_error(self, chain: Any, error: LangHooksError, /) -> None:
+                heard.append(f"run: {error.type}")
+
+        @tool
+        def broken() -> str:
+            """Always fails."""
+            raise RuntimeError("boom")
+
+        turns = [
+            Turn(calls=(ToolCall(call_id="c1", name="broken", arguments={}),)),
+            Turn(fail_first="rate_limited"),
+        ]
+        model = ScriptedChatModel(turns=turns, streaming=True).bind_tools([broken])
+
+        async def call_model(state: MessagesState) -> dict[str, Any]:
+            return {"messages": [await model.ainvoke(state["messages"])]}
+
+        def route(state: MessagesState) -> str:
+            last = state["messages"][-1]
+            return "tools" if isinstance(last, AIMessage) and last.tool_calls else END
+
+        builder = StateGraph(MessagesState)
+        builder.add_node("model", call_model)
+        builder.add_node("tools", ToolNode([broken], handle_tool_errors=True))
+        builder.add_edge(START, "model")
+        builder.add_conditional_edges("model", route, ["tools", END])
+        builder.add_edge("tools", "model")
+        graph = builder.compile()
+        handler = AsyncLangHooksCallbackHandler(Failures(), RecordingStreamingHandler())
+
+        async def main() -> None:
+            async for _ in graph.astream(_INPUT, {"callbacks": [handler]}):
+                pass
+
+        with pytest.raises(LangHooksError):
+            asyncio.run(main())
+        assert heard == ["tool: boom", "run: rate_limited"]
+
+    def test_a_handler_that_does_not_review_is_not_asked(self) -> None:
+        """Tools run unreviewed when no handler overrides on_tool_call_review."""
+        stream = RecordingStreamingHandler()
+        model = ScriptedChatModel(turns=[_pay("c1", "Sam"), Turn(text="ok")])
+        LEDGER.clear()
+        _graph(model, [pay]).invoke(
+            _INPUT, {"callbacks": [LangHooksCallbackHandler(stream)]}
+        )
+        assert LEDGER == ["Sam"]
 
     def test_handlers_are_checked(self) -> None:
         """A non-handler, or an async one in the sync handler, is a TypeError."""
@@ -800,3 +877,104 @@ class TestOpenTelemetry:
                 theirs.get_finished_spans(), key=lambda s: s.start_time or 0
             )
         ] == ["invoke_agent", "chat", "execute_tool", "chat"]
+
+
+class TestTranslation:
+    """LangChain's values as langhooks values, and the guards of a bridged run."""
+
+    def test_content_blocks_become_text_and_thinking(self) -> None:
+        """Strings, text, reasoning and thinking blocks map; others are dropped."""
+        message = AIMessage(
+            content=[
+                "a",
+                "",
+                {"type": "text", "text": "b"},
+                {"type": "reasoning", "reasoning": "r"},
+                {"type": "thinking", "thinking": "t"},
+                {"type": "image", "url": "x"},
+            ]
+        )
+        converted = as_message(message)
+        assert converted.text == "ab"
+        assert converted.thinking == "rt"
+        assert as_message(SystemMessage("s")).role == "system"
+        assert as_message(HumanMessage("h")).role == "user"
+
+    def test_a_response_says_why_it_stopped(self) -> None:
+        """finish_reason and stop_reason map to FinishReason; usage may be absent."""
+        cases = {"length": "length", "content_filter": "content_filter", None: "stop"}
+        for reason, expected in cases.items():
+            message = AIMessage("x", response_metadata={"finish_reason": reason})
+            response = as_response(message, "m")
+            assert response.finish_reason == expected
+            assert response.token_usage is None
+            assert response.model_name == "m"
+
+    def test_errors_are_classified(self) -> None:
+        """An exception with an HTTP status is classified; others are stream errors."""
+
+        class Limited(Exception):
+            status_code = 429
+
+        assert as_error(Limited("slow")).type == "rate_limited"
+        assert as_error(RuntimeError("x")).type == "stream_error"
+        error = LangHooksError("timeout", "t")
+        assert as_error(error) is error
+
+    def test_a_tool_runs_through_langchain(self) -> None:
+        """A LangChain tool's Tool runs it; a schema-only tool says it cannot."""
+        context = ToolContext(call=ToolCall(call_id="c", name="pay"))
+        assert as_tool(pay).function({"to": "Al"}, context) == "paid Al"
+
+        @tool
+        def listing() -> list[int]:
+            """A list."""
+            return [1, 2]
+
+        assert as_tool(listing).function({}, context) == "[1, 2]"
+        schema_only = as_tool({"name": "far", "parameters": {}})
+        with pytest.raises(LangHooksError, match="only known by its schema"):
+            schema_only.function(
+                {}, ToolContext(call=ToolCall(call_id="c", name="far"))
+            )
+        assert model_name(object(), {"model": "gpt"}) == "gpt"
+        assert model_name(object(), None) is None
+
+    def test_the_metadata_of_a_run_outside_a_graph_is_not_nested(self) -> None:
+        """Without LangGraph metadata a run is nobody's nested part."""
+        assert not _nested_node(None, chain=True)
+
+    def test_interrupt_data_of_several_interrupts(self) -> None:
+        """Several interrupts are listed, as LLMChain lists several calls."""
+        assert pause_data(["a", "b"]) == {"interrupts": ("a", "b")}
+
+    def test_the_guards_of_a_run(self) -> None:
+        """Events for attempts or tools the run does not know say nothing, and a
+        run ends once."""
+        run = BridgedRun(Invocation(name="run"))
+        assert run.token("x", None, "t") == []
+        assert run.model_end("x", AIMessage("a")) == []
+        assert run.model_error("x", RuntimeError()) == []
+        assert run.tool_end("x", "out") == []
+        assert run.tool_error("x", RuntimeError()) == []
+        run.model_start("k", [])
+        assert run.model_end("k", None) == []  # a text LLM's answer
+        run.model_start("k", [])
+        assert run.tool_error("k", KeyboardInterrupt()) == []
+        # a chunk without a message (a text LLM's token), then a nameless fragment
+        names = [name for _, name, _ in run.token("k", None, "hi")]
+        assert names == ["on_partial_response", "on_llm_new_delta"]
+        early = AIMessageChunk(
+            content="", tool_call_chunks=[tool_call_chunk(args="{", index=0)]
+        )
+        assert run.token("k", early, "") == []
+        run.model_start("quiet", [])
+        ended = [name for _, name, _ in run.model_end("quiet", AIMessage("done"))]
+        assert "on_llm_token_usage" not in ended  # the answer reported no usage
+        run.model_start("gone", [])
+        run.calls["gone"].handle.cancel()
+        failed = [name for _, name, _ in run.model_error("gone", RuntimeError())]
+        assert failed == ["on_llm_error"]  # nothing to the cancelled stream
+        assert [name for _, name, _ in run.fail(RuntimeError("x"))] == ["on_error"]
+        assert run.fail(RuntimeError("x")) == []
+        assert run.complete() == []

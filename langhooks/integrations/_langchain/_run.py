@@ -187,9 +187,7 @@ class BridgedRun:
 
     # --- model calls ----------------------------------------------------------------
 
-    def model_start(
-        self, key: Any, messages: Sequence[BaseMessage] | None
-    ) -> list[Event]:
+    def model_start(self, key: Any, messages: Sequence[BaseMessage]) -> list[Event]:
         """A model attempt begins (a retry when the last one failed)."""
         events = self.close_batch()
         if self.failed is not None:
@@ -197,8 +195,7 @@ class BridgedRun:
             self.failed = None
             waited = max(0.0, time.monotonic() - at)
             events.append(_chain_event(_C.on_llm_retry, self.chain, error, waited))
-        if messages is not None:
-            self.chain = attrs.evolve(self.chain, messages=as_messages(messages))
+        self.chain = attrs.evolve(self.chain, messages=as_messages(messages))
         self.calls[key] = _ModelCall()
         request = ChatRequest(messages=self.chain.messages, tools=self.chain.tools)
         events.append(
