@@ -118,7 +118,7 @@ def _graph(model: ScriptedChatModel, tools: Sequence[Any], saver: Any = None) ->
     return sync_builder.compile(checkpointer=saver)
 
 
-_INPUT = {"messages": [{"role": "user", "content": "go"}]}
+_INPUT: Any = {"messages": [{"role": "user", "content": "go"}]}
 _THREAD: Any = {"configurable": {"thread_id": "t1"}}
 
 
