@@ -50,7 +50,6 @@ from langgraph.types import Command, interrupt
 from langgraph.types import Interrupt as GraphPause
 from typing_extensions import override
 
-from ... import codec
 from ..._core._chain_callbacks import (
     Allow,
     ChainCallbackHandler,
@@ -61,6 +60,7 @@ from ..._core._chain_callbacks import (
 )
 from ..._core._invocation import Invocation, entered
 from ..._core._messages import ToolCall, ToolResult
+from ..._persist._codec_api import decode, encode
 from ...chain._decision import Decision
 from ...chain._tool_results import error_result, interrupted_result, result_of
 from ._callbacks import AsyncLangHooksCallbackHandler, LangHooksCallbackHandler
@@ -83,13 +83,13 @@ class LangHooksState(AgentState[Any]):
 
 
 def _decision(data: object) -> Any:
-    return codec.decode(data) if isinstance(data, Mapping) else Allow()
+    return decode(data) if isinstance(data, Mapping) else Allow()
 
 
 def _human(answer: object) -> Decision:
     """The human's answer to an interrupt, as a ``Decision``."""
     if isinstance(answer, Mapping):
-        answer = codec.decode(answer)
+        answer = decode(answer)
     if not isinstance(answer, Decision):
         raise TypeError(
             f"resume an interrupted call with a langhooks Decision (see "
@@ -124,7 +124,7 @@ def resume_command(
                 f"no decision for the interrupted call {call_id!r}; pass one per "
                 f"call id of the interrupts"
             )
-        answers[pause.id] = codec.encode(decisions[call_id])
+        answers[pause.id] = encode(decisions[call_id])
     return Command(resume=answers)
 
 
@@ -423,7 +423,7 @@ class LangHooksMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             event = self._review_event(run, call, None)
             if event is not None:
                 decision = handlers.review(event)
-                decisions[call.call_id] = codec.encode(decision or Allow())
+                decisions[call.call_id] = encode(decision or Allow())
                 plans.append(_settled(call, decision))
         handlers.deliver(run, self._announce(run, plans))
         return {_BATCH: decisions}
@@ -441,7 +441,7 @@ class LangHooksMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             event = self._review_event(run, call, None)
             if event is not None:
                 decision = await handlers.areview(event)
-                decisions[call.call_id] = codec.encode(decision or Allow())
+                decisions[call.call_id] = encode(decision or Allow())
                 plans.append(_settled(call, decision))
         await handlers.adeliver(run, self._announce(run, plans))
         return {_BATCH: decisions}
