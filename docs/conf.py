@@ -97,6 +97,8 @@ nitpick_ignore_regex = [("py:class", r"redis\..*"), ("py:class", r"starlette\..*
 nitpick_ignore_regex += [("py:exc", r"redis\..*")]
 # psycopg's connections and pools (the postgres extra): no inventory shipped either.
 nitpick_ignore_regex += [("py:class", r"psycopg(_pool)?\..*")]
+# The LangChain bridge's bases and arguments are LangChain's and LangGraph's types.
+nitpick_ignore_regex += [("py:class", r"(langchain|langchain_core|langgraph)\..*")]
 # The chain type variables of the generic interfaces and results (ChainView's text
 # and the interfaces' say what they stand for).
 nitpick_ignore_regex += [("py:(class|obj)", r"(.*\.)?ChainT_(co|contra)")]

@@ -210,7 +210,7 @@ class LangHooksMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """
 
     # The state it keeps beside the agent's (LangChain merges the schemas).
-    state_schema = LangHooksState
+    state_schema: type[AgentState[Any]] = LangHooksState
 
     def __init__(self, *handlers: object) -> None:
         """Attach langhooks handlers.
