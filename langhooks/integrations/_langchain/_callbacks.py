@@ -30,7 +30,7 @@ from typing_extensions import override
 from ..._core._chain_callbacks import Allow, ChainCallbackHandler, ReviewContext
 from ..._core._invocation import current_invocation
 from ..._core._messages import LangHooksError, ToolCall
-from ._convert import model_name, schema_tools
+from ._convert import model_name
 from ._deliver import Handlers
 from ._run import BridgedRun, Event, new_invocation, pause_data
 
@@ -63,7 +63,8 @@ def _nested_node(metadata: Mapping[str, Any] | None, *, chain: bool) -> bool:
 class _Tracker:
     """Which bridged run each LangChain run belongs to (see the module)."""
 
-    def __init__(self, bound: BridgedRun | None = None) -> None:
+    def __init__(self, hears: frozenset[str], bound: BridgedRun | None = None) -> None:
+        self.hears = hears
         #: The run every model call without a known parent belongs to (the
         #: middleware's, which adds this handler to one model step).
         self.bound = bound
@@ -87,6 +88,7 @@ class _Tracker:
             run = BridgedRun(
                 new_invocation("run", current_invocation(), None),
                 messages=[m for m in messages or () if isinstance(m, BaseMessage)],
+                hears=self.hears,
             )
             self.roots[run_id] = run
             self.owner[run_id] = (run, False)
@@ -133,7 +135,7 @@ class _Tracker:
         parent = self.owner.get(parent_run_id) if parent_run_id else None
         if parent is None and self.bound is not None:
             parent = (self.bound, False)
-        tools = schema_tools(invocation_params)
+        tools = (invocation_params or {}).get("tools") or ()
         conversation = messages[0] if messages else []
         if parent is not None and not (
             parent[1] or _nested_node(metadata, chain=False)
@@ -149,8 +151,9 @@ class _Tracker:
         run = BridgedRun(
             new_invocation("model", outer or current_invocation(), None),
             messages=conversation,
-            tools=tools,
+            hears=self.hears,
         )
+        run.use_tools(tools)
         run.use_model(model_name(None, invocation_params))
         self.nested[run_id] = run
         self.owner[run_id] = (run, False)
@@ -265,14 +268,14 @@ class LangHooksCallbackHandler(BaseCallbackHandler):
         self._handlers: Final = Handlers(
             handlers, type(self).__name__, allow_async=False
         )
-        self._tracker: Final = _Tracker()
+        self._tracker: Final = _Tracker(self._handlers.hears)
 
     @classmethod
     def _for_run(cls, run: BridgedRun, handlers: Handlers) -> LangHooksCallbackHandler:
         """A handler whose model calls belong to ``run`` (a middleware's step)."""
         observer = cls.__new__(cls)
         observer._handlers = handlers  # type: ignore[misc]  # __init__ skipped on purpose
-        observer._tracker = _Tracker(run)  # type: ignore[misc]  # the same
+        observer._tracker = _Tracker(handlers.hears, run)  # type: ignore[misc]  # the same
         return observer
 
     @override
@@ -446,7 +449,7 @@ class AsyncLangHooksCallbackHandler(AsyncCallbackHandler):
         self._handlers: Final = Handlers(
             handlers, type(self).__name__, allow_async=True
         )
-        self._tracker: Final = _Tracker()
+        self._tracker: Final = _Tracker(self._handlers.hears)
 
     @classmethod
     def _for_run(
@@ -455,7 +458,7 @@ class AsyncLangHooksCallbackHandler(AsyncCallbackHandler):
         """A handler whose model calls belong to ``run`` (a middleware's step)."""
         observer = cls.__new__(cls)
         observer._handlers = handlers  # type: ignore[misc]  # __init__ skipped on purpose
-        observer._tracker = _Tracker(run)  # type: ignore[misc]  # the same
+        observer._tracker = _Tracker(handlers.hears, run)  # type: ignore[misc]  # the same
         return observer
 
     @override

@@ -7,7 +7,7 @@ middleware alike.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any, Final, final
 
 from langchain_core.messages import (
@@ -42,12 +42,10 @@ __all__ = [
     "FrameworkModel",
     "as_error",
     "as_message",
-    "as_messages",
     "as_response",
     "as_tool",
     "chunk_parts",
     "model_name",
-    "schema_tools",
     "tool_result",
 ]
 
@@ -191,19 +189,6 @@ def as_message(message: BaseMessage) -> Message:
     return Message(role="user", content=_content(message.content))
 
 
-def as_messages(messages: Sequence[BaseMessage]) -> tuple[Message, ...]:
-    """A conversation, with consecutive tool messages joined into one (a batch's
-    results, as ``LLMChain`` keeps them)."""
-    out: list[Message] = []
-    for message in messages:
-        converted = as_message(message)
-        if converted.role == "tool" and out and out[-1].role == "tool":
-            last = out.pop()
-            converted = Message.tool([*last.tool_results, *converted.tool_results])
-        out.append(converted)
-    return tuple(out)
-
-
 def _usage(message: AIMessage) -> TokenUsage | None:
     usage = message.usage_metadata
     if not usage:
@@ -286,9 +271,3 @@ def _schema_only(_arguments: Mapping[str, Any], context: ToolContext) -> str:
         f"tool {context.call.name!r} is only known by its schema to langhooks; "
         f"the framework runs it",
     )
-
-
-def schema_tools(invocation_params: Mapping[str, Any] | None) -> tuple[Tool, ...]:
-    """The tools bound to a model call, from its callback's invocation params."""
-    tools = (invocation_params or {}).get("tools") or ()
-    return tuple(as_tool(t) for t in tools if isinstance(t, Mapping))

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Final, final
 
 from ..._core._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
+from ..._core._handler import overridden_events
 from ..._core._invocation import entered
 from ..._core._streaming import (
     AsyncStreamingChatResponseHandler,
@@ -80,6 +81,8 @@ class Handlers:
                 [HandlerWithoutInvocation.wrap(h) for h in stream]
             )
         self.targets: Final = (self.chain, self.stream, self.pre)
+        #: The events some handler overrides (a composite takes them all).
+        self.hears: Final = frozenset().union(*map(overridden_events, checked))
         #: Whether a handler overrides ``on_tool_call_review`` (a reviewer, or an
         #: observer of reviews such as ``EventRecorder``).
         self.reviews: Final = bool(self.chain._reviewers)

@@ -64,7 +64,7 @@ from ..._persist._codec_api import decode, encode
 from ...chain._decision import Decision
 from ...chain._tool_results import error_result, interrupted_result, result_of
 from ._callbacks import AsyncLangHooksCallbackHandler, LangHooksCallbackHandler
-from ._convert import as_message, as_tool, model_name
+from ._convert import as_message, model_name
 from ._deliver import Handlers
 from ._run import BridgedRun, Event, new_invocation, pause_data
 
@@ -245,7 +245,11 @@ class LangHooksMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self, state: Mapping[str, Any]
     ) -> tuple[BridgedRun, dict[str, Any], list[Event]]:
         invocation = new_invocation("run", None, None)
-        run = BridgedRun(invocation, messages=state.get("messages", ()))
+        run = BridgedRun(
+            invocation,
+            messages=state.get("messages", ()),
+            hears=self._async_handlers.hears,
+        )
         with self._lock:
             self._runs[invocation.id] = run
         saved = {"id": invocation.id, "started_at": invocation.started_at.isoformat()}
@@ -269,7 +273,11 @@ class LangHooksMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 if key
                 else new_invocation("run", None, None)
             )
-            run = BridgedRun(invocation, messages=state.get("messages", ()))
+            run = BridgedRun(
+                invocation,
+                messages=state.get("messages", ()),
+                hears=self._async_handlers.hears,
+            )
             self._runs[invocation.id] = run
         batch = state.get(_BATCH) or {}
         run.batch = {
@@ -322,7 +330,7 @@ class LangHooksMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _model_step(self, request: ModelRequest[Any]) -> tuple[BridgedRun, list[Event]]:
         run, events = self._current(request.state)
-        run.use_tools([as_tool(t) for t in request.tools if isinstance(t, BaseTool)])
+        run.use_tools([t for t in request.tools if isinstance(t, BaseTool)])
         run.use_model(model_name(request.model))
         return run, events
 
@@ -483,7 +491,7 @@ class LangHooksMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         run, events = self._current(request.state)
         if not run.tools:  # a resume: this process has not seen a model call yet
             known = [*getattr(request.runtime, "tools", ()), request.tool]
-            run.use_tools([as_tool(t) for t in known if isinstance(t, BaseTool)])
+            run.use_tools([t for t in known if isinstance(t, BaseTool)])
         call = _call_of(request)
         batch = request.state.get(_BATCH) or {}
         return run, events, call, _settled(call, _decision(batch.get(call.call_id)))

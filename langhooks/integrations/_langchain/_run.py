@@ -18,6 +18,7 @@ from typing import Any, Final, Literal, TypeAlias, final
 import attrs
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
 from langchain_core.messages.tool import ToolCallChunk
+from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 
 from ..._core._chain_callbacks import ChainCallbackHandler
@@ -27,11 +28,11 @@ from ..._core._messages import (
     LangHooksError,
     Message,
     MessageDelta,
-    PartialResponse,
     PartialThinking,
     PartialToolCall,
     ToolCall,
     ToolResult,
+    trusted_partial_response,
 )
 from ..._core._model import ChatRequest
 from ..._core._result import run_result
@@ -48,7 +49,7 @@ from ...chain._tool_results import interrupt_data, result_of
 from ._convert import (
     FrameworkModel,
     as_error,
-    as_messages,
+    as_message,
     as_response,
     as_tool,
     chunk_parts,
@@ -74,6 +75,9 @@ Event: TypeAlias = tuple[int, str, tuple[Any, ...]]
 
 _C = ChainCallbackHandler
 _S = StreamingChatResponseHandler
+_PARTIALS: Final = frozenset(
+    {"on_partial_response", "on_partial_thinking", "on_partial_tool_call"}
+)
 
 
 def _chain_event(method: Any, *args: Any) -> Event:
@@ -88,10 +92,22 @@ def _stream_event(method: Any, *args: Any) -> Event:
 class _ModelCall:
     """One model attempt in flight: what its stream said so far."""
 
-    __slots__ = ("handle", "identified", "ids", "names", "streamed")
+    __slots__ = (
+        "handle",
+        "identified",
+        "ids",
+        "names",
+        "streamed",
+        "text_context",
+        "thinking_context",
+        "tool_context",
+    )
 
     def __init__(self) -> None:
-        self.handle = StreamingHandle()
+        self.handle = handle = StreamingHandle()
+        self.text_context = PartialResponseContext(handle=handle)
+        self.thinking_context = PartialThinkingContext(handle=handle)
+        self.tool_context = PartialToolCallContext(handle=handle)
         self.streamed = False
         self.identified: set[int] = set()
         self.names: dict[int, str] = {}
@@ -110,16 +126,24 @@ class BridgedRun:
         tools: Sequence[Tool] = (),
         model: str = "model",
         framework: str = "LangChain",
+        hears: frozenset[str] | None = None,
     ) -> None:
+        #: Each framework message converted so far, by its id (with the message,
+        #: so the id stays its own): a model call's conversation is mostly the
+        #: last one's, and converting it again each turn would cost the square.
+        self.converted: dict[int, tuple[BaseMessage, Message]] = {}
         self.chain = LLMChain(
             FrameworkModel(model, framework),
             tools=tools,
+            messages=self.conversation(messages),
             custom_context=invocation.custom_context,
-        )
-        self.chain = attrs.evolve(
-            self.chain, messages=as_messages(messages), invocation=invocation
+            invocation=invocation,
         )
         self.tools: dict[str, Tool] = {tool.name: tool for tool in tools}
+        # What the handlers listen to, so a token builds only the values some
+        # handler receives (None: everything).
+        self.deltas: Final = hears is None or "on_llm_new_delta" in hears
+        self.partials: Final = hears is None or not hears.isdisjoint(_PARTIALS)
         self.calls: dict[Any, _ModelCall] = {}
         self.failed: tuple[LangHooksError, float] | None = None
         #: The calls of the last answer, and each one's result once it has one.
@@ -166,12 +190,31 @@ class BridgedRun:
         self.ended = True
         return [_chain_event(_C.on_error, self.chain, as_error(error))]
 
-    def use_tools(self, tools: Sequence[Tool]) -> None:
-        """The tools the model may call from now on."""
-        known = {tool.name: tool for tool in tools}
-        if known.keys() != self.tools.keys():
-            self.tools = known
-            self.chain = attrs.evolve(self.chain, tools=tuple(known.values()))
+    def use_tools(self, tools: Sequence[BaseTool | Mapping[str, Any]]) -> None:
+        """The tools the model may call from now on (LangChain tools or the
+        schemas bound to a model call); converted only when they change."""
+        named = {_tool_name(tool): tool for tool in tools}
+        if named.keys() == self.tools.keys():
+            return
+        self.tools = {name: as_tool(tool) for name, tool in named.items()}
+        self.chain = attrs.evolve(self.chain, tools=tuple(self.tools.values()))
+
+    def conversation(self, messages: Sequence[BaseMessage]) -> tuple[Message, ...]:
+        """``messages`` as langhooks messages, converting only the new ones (and
+        joining consecutive tool messages, as ``LLMChain`` keeps a batch's)."""
+        cache = self.converted
+        out: list[Message] = []
+        for message in messages:
+            entry = cache.get(id(message))
+            if entry is None or entry[0] is not message:
+                entry = (message, as_message(message))
+                cache[id(message)] = entry
+            converted = entry[1]
+            if converted.role == "tool" and out and out[-1].role == "tool":
+                joined = (*out.pop().tool_results, *converted.tool_results)
+                converted = Message.tool(joined)
+            out.append(converted)
+        return tuple(out)
 
     def use_model(self, name: str | None) -> None:
         """The name of the model the framework calls from now on."""
@@ -195,7 +238,9 @@ class BridgedRun:
             self.failed = None
             waited = max(0.0, time.monotonic() - at)
             events.append(_chain_event(_C.on_llm_retry, self.chain, error, waited))
-        self.chain = attrs.evolve(self.chain, messages=as_messages(messages))
+        conversation = self.conversation(messages)
+        if conversation != self.chain.messages:
+            self.chain = attrs.evolve(self.chain, messages=conversation)
         self.calls[key] = _ModelCall()
         request = ChatRequest(messages=self.chain.messages, tools=self.chain.tools)
         events.append(
@@ -215,25 +260,29 @@ class BridgedRun:
             pieces = list(chunk_parts(chunk))
         for kind, piece in pieces:
             call.streamed = True
-            if kind == "thinking":
-                delta = MessageDelta(thinking=piece)
-                events.append(
-                    _stream_event(
-                        _S.on_partial_thinking,
-                        PartialThinking(text=piece),
-                        PartialThinkingContext(handle=call.handle),
+            thinking = kind == "thinking"
+            if self.partials:
+                if thinking:
+                    partial: Any = PartialThinking(text=piece)
+                    events.append(
+                        (
+                            STREAM,
+                            "on_partial_thinking",
+                            (partial, call.thinking_context),
+                        )
                     )
-                )
-            else:
-                delta = MessageDelta(text=piece)
-                events.append(
-                    _stream_event(
-                        _S.on_partial_response,
-                        PartialResponse(text=piece),
-                        PartialResponseContext(handle=call.handle),
+                else:
+                    partial = trusted_partial_response(piece)
+                    events.append(
+                        (STREAM, "on_partial_response", (partial, call.text_context))
                     )
+            if self.deltas:
+                delta = (
+                    MessageDelta(thinking=piece)
+                    if thinking
+                    else MessageDelta(text=piece)
                 )
-            events.append(_chain_event(_C.on_llm_new_delta, self.chain, (delta,)))
+                events.append((CHAIN, "on_llm_new_delta", (self.chain, (delta,))))
         if isinstance(chunk, AIMessageChunk):
             for fragment in chunk.tool_call_chunks:
                 events.extend(self._fragment(call, fragment))
@@ -255,16 +304,14 @@ class BridgedRun:
             name=name,
             partial_arguments=fragment.get("args") or "",
         )
-        events = [
-            _chain_event(
-                _C.on_llm_new_delta, self.chain, (MessageDelta(tool_call=partial),)
-            ),
-            _stream_event(
-                _S.on_partial_tool_call,
-                partial,
-                PartialToolCallContext(handle=call.handle),
-            ),
-        ]
+        events: list[Event] = []
+        if self.deltas:
+            delta = MessageDelta(tool_call=partial)
+            events.append(_chain_event(_C.on_llm_new_delta, self.chain, (delta,)))
+        if self.partials:
+            events.append(
+                _stream_event(_S.on_partial_tool_call, partial, call.tool_context)
+            )
         tool = self.tools.get(name)
         if index not in call.identified and tool is not None:
             call.identified.add(index)
@@ -283,6 +330,7 @@ class BridgedRun:
             return []
         response = as_response(message, self.chain.model.model)  # type: ignore[attr-defined]  # always a FrameworkModel
         answer = response.message
+        self.converted[id(message)] = (message, answer)
         events: list[Event] = []
         if not call.handle.is_cancelled:
             events.extend(
@@ -442,6 +490,12 @@ def new_invocation(
         parent_id=None if parent is None else parent.id,
         custom_context=custom_context,
     )
+
+
+def _tool_name(tool: BaseTool | Mapping[str, Any]) -> str:
+    if isinstance(tool, BaseTool):
+        return tool.name
+    return str(tool.get("function", tool).get("name"))
 
 
 def pause_data(pending: Sequence[object]) -> Mapping[str, Any]:
