@@ -132,6 +132,11 @@ class BridgedRun:
         #: so the id stays its own): a model call's conversation is mostly the
         #: last one's, and converting it again each turn would cost the square.
         self.converted: dict[int, tuple[BaseMessage, Message]] = {}
+        self.batches: dict[
+            tuple[int, ...], tuple[tuple[BaseMessage, ...], Message]
+        ] = {}
+        #: The framework's tool message behind each result of the batch.
+        self.sources: dict[str, ToolMessage] = {}
         self.chain = LLMChain(
             FrameworkModel(model, framework),
             tools=tools,
@@ -200,21 +205,41 @@ class BridgedRun:
         self.chain = attrs.evolve(self.chain, tools=tuple(self.tools.values()))
 
     def conversation(self, messages: Sequence[BaseMessage]) -> tuple[Message, ...]:
-        """``messages`` as langhooks messages, converting only the new ones (and
-        joining consecutive tool messages, as ``LLMChain`` keeps a batch's)."""
-        cache = self.converted
+        """``messages`` as langhooks messages, converting only the new ones, with
+        each run of tool messages joined into one (a batch's, as ``LLMChain``
+        keeps it; the batch's own message when this run reported it)."""
         out: list[Message] = []
+        tools: list[BaseMessage] = []
         for message in messages:
-            entry = cache.get(id(message))
-            if entry is None or entry[0] is not message:
-                entry = (message, as_message(message))
-                cache[id(message)] = entry
-            converted = entry[1]
-            if converted.role == "tool" and out and out[-1].role == "tool":
-                joined = (*out.pop().tool_results, *converted.tool_results)
-                converted = Message.tool(joined)
-            out.append(converted)
+            if isinstance(message, ToolMessage):
+                tools.append(message)
+                continue
+            if tools:
+                out.append(self._batch_message(tools))
+                tools = []
+            out.append(self._converted(message))
+        if tools:
+            out.append(self._batch_message(tools))
         return tuple(out)
+
+    def _converted(self, message: BaseMessage) -> Message:
+        entry = self.converted.get(id(message))
+        if entry is None or entry[0] is not message:
+            entry = (message, as_message(message))
+            self.converted[id(message)] = entry
+        return entry[1]
+
+    def _batch_message(self, tools: Sequence[BaseMessage]) -> Message:
+        key = tuple(map(id, tools))
+        known = self.batches.get(key)
+        if known is not None and all(
+            a is b for a, b in zip(known[0], tools, strict=True)
+        ):
+            return known[1]
+        results = [r for m in tools for r in self._converted(m).tool_results]
+        message = Message.tool(results)
+        self.batches[key] = (tuple(tools), message)
+        return message
 
     def use_model(self, name: str | None) -> None:
         """The name of the model the framework calls from now on."""
@@ -239,7 +264,10 @@ class BridgedRun:
             waited = max(0.0, time.monotonic() - at)
             events.append(_chain_event(_C.on_llm_retry, self.chain, error, waited))
         conversation = self.conversation(messages)
-        if conversation != self.chain.messages:
+        known = self.chain.messages
+        if len(conversation) != len(known) or any(
+            a is not b for a, b in zip(conversation, known, strict=True)
+        ):
             self.chain = attrs.evolve(self.chain, messages=conversation)
         self.calls[key] = _ModelCall()
         request = ChatRequest(messages=self.chain.messages, tools=self.chain.tools)
@@ -409,6 +437,7 @@ class BridgedRun:
             return []
         call = entry[0]
         if isinstance(output, ToolMessage):
+            self.sources[call.call_id] = output
             result = attrs.evolve(
                 tool_result(output), tool_call_id=call.call_id, name=call.name
             )
@@ -466,6 +495,10 @@ class BridgedRun:
         if not results:
             return []
         message = Message.tool(results)
+        sources = [self.sources.pop(r.tool_call_id, None) for r in results]
+        if all(sources):  # the next call's conversation has this very message
+            tools = tuple(m for m in sources if m is not None)
+            self.batches[tuple(map(id, tools))] = (tools, message)
         self.chain = self.chain.add_message(message)
         return [
             _chain_event(_C.on_tool_response_created, self.chain, message),
