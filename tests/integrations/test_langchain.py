@@ -696,6 +696,30 @@ class TestMiddleware:
         assert result.status == "interrupted"
         assert result.interrupt_data == {"message": "go on?"}
 
+    def test_stream_and_astream_give_the_same_events(self) -> None:
+        """stream (stream_mode="messages") and astream hear what invoke hears."""
+
+        def events(run: Any) -> list[str]:
+            recorder = RecordingChainHandler()
+            agent = _agent(
+                ScriptedChatModel(turns=[_pay(), Turn(text="ok")], streaming=True),
+                recorder,
+            )
+            run(agent)
+            return _names(recorder)
+
+        async def consume(agent: Any) -> None:
+            async for _ in agent.astream(_INPUT):
+                pass
+
+        invoked = events(lambda agent: agent.invoke(_INPUT))
+        streamed = events(
+            lambda agent: list(agent.stream(_INPUT, stream_mode="messages"))
+        )
+        astreamed = events(lambda agent: asyncio.run(consume(agent)))
+        assert invoked == streamed == astreamed
+        assert invoked.count("on_run_complete") == 1
+
     def test_async_handlers_need_the_async_entry_points(self) -> None:
         """An async handler serves ainvoke; invoke says what to do instead."""
         heard: list[str] = []
