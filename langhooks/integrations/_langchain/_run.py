@@ -137,16 +137,20 @@ class BridgedRun:
         ] = {}
         #: The framework's tool message behind each result of the batch.
         self.sources: dict[str, ToolMessage] = {}
-        self.chain = LLMChain(
+        #: The conversation; the snapshot catches up with it when an event that
+        #: some handler hears needs it (one copy for several messages).
+        self.messages = self.conversation(messages)
+        self._chain = LLMChain(
             FrameworkModel(model, framework),
             tools=tools,
-            messages=self.conversation(messages),
+            messages=self.messages,
             custom_context=invocation.custom_context,
             invocation=invocation,
         )
         self.tools: dict[str, Tool] = {tool.name: tool for tool in tools}
-        # What the handlers listen to, so a token builds only the values some
-        # handler receives (None: everything).
+        # What the handlers listen to, so a run builds only the events and values
+        # some handler receives (None: everything).
+        self.hears: Final = hears
         self.deltas: Final = hears is None or "on_llm_new_delta" in hears
         self.partials: Final = hears is None or not hears.isdisjoint(_PARTIALS)
         self.calls: dict[Any, _ModelCall] = {}
@@ -160,9 +164,26 @@ class BridgedRun:
         self.lock: Final = threading.RLock()
 
     @property
+    def chain(self) -> LLMChain:
+        """The run's snapshot, with every message so far."""
+        chain = self._chain
+        if chain.messages is not self.messages:
+            chain = self._chain = attrs.evolve(chain, messages=self.messages)
+        return chain
+
+    def _add(self, message: Message) -> None:
+        self.messages = (*self.messages, message)
+
+    def _emit(self, events: list[Event], method: Any, *args: Any) -> None:
+        """Append chain event ``method`` on the current snapshot, when some
+        handler hears it."""
+        if self.hears is None or method.__name__ in self.hears:
+            events.append((CHAIN, method.__name__, (self.chain, *args)))
+
+    @property
     def invocation(self) -> Invocation:
         """The run's invocation."""
-        invocation = self.chain.invocation
+        invocation = self._chain.invocation
         assert invocation is not None  # set in __init__
         return invocation
 
@@ -202,7 +223,7 @@ class BridgedRun:
         if named.keys() == self.tools.keys():
             return
         self.tools = {name: as_tool(tool) for name, tool in named.items()}
-        self.chain = attrs.evolve(self.chain, tools=tuple(self.tools.values()))
+        self._chain = attrs.evolve(self._chain, tools=tuple(self.tools.values()))
 
     def conversation(self, messages: Sequence[BaseMessage]) -> tuple[Message, ...]:
         """``messages`` as langhooks messages, converting only the new ones, with
@@ -243,10 +264,10 @@ class BridgedRun:
 
     def use_model(self, name: str | None) -> None:
         """The name of the model the framework calls from now on."""
-        model = self.chain.model
+        model = self._chain.model
         if name and isinstance(model, FrameworkModel) and model.model != name:
-            self.chain = attrs.evolve(
-                self.chain, model=FrameworkModel(name, model.framework)
+            self._chain = attrs.evolve(
+                self._chain, model=FrameworkModel(name, model.framework)
             )
 
     def tool(self, name: str) -> Tool | None:
@@ -262,18 +283,18 @@ class BridgedRun:
             error, at = self.failed
             self.failed = None
             waited = max(0.0, time.monotonic() - at)
-            events.append(_chain_event(_C.on_llm_retry, self.chain, error, waited))
+            self._emit(events, _C.on_llm_retry, error, waited)
         conversation = self.conversation(messages)
-        known = self.chain.messages
+        known = self.messages
         if len(conversation) != len(known) or any(
             a is not b for a, b in zip(conversation, known, strict=True)
         ):
-            self.chain = attrs.evolve(self.chain, messages=conversation)
+            self.messages = conversation
         self.calls[key] = _ModelCall()
-        request = ChatRequest(messages=self.chain.messages, tools=self.chain.tools)
-        events.append(
-            _chain_event(_C.on_llm_call_start, self.chain, self.chain.model, request)
-        )
+        if self.hears is None or "on_llm_call_start" in self.hears:
+            chain = self.chain
+            request = ChatRequest(messages=chain.messages, tools=chain.tools)
+            self._emit(events, _C.on_llm_call_start, chain.model, request)
         return events
 
     def token(self, key: Any, chunk: BaseMessage | None, text: str) -> list[Event]:
@@ -369,26 +390,20 @@ class BridgedRun:
                 for c in answer.tool_calls
             )
             events.append(_stream_event(_S.on_complete_response, response))
-        if call.streamed:
+        if call.streamed and self.deltas:
             end = MessageDelta(status=answer.status, usage=response.token_usage)
-            events.append(_chain_event(_C.on_llm_new_delta, self.chain, (end,)))
-        events.append(_chain_event(_C.on_llm_call_complete, self.chain, response))
+            self._emit(events, _C.on_llm_new_delta, (end,))
+        self._emit(events, _C.on_llm_call_complete, response)
         if not call.streamed:
-            events.append(_chain_event(_C.on_llm_new_message, self.chain, answer))
+            self._emit(events, _C.on_llm_new_message, answer)
         for tool_call in answer.tool_calls:
             tool = self.tools.get(tool_call.name)
             if tool_call.index not in call.identified and tool is not None:
-                events.append(
-                    _chain_event(
-                        _C.on_tool_call_identified, self.chain, tool_call, tool
-                    )
-                )
-        self.chain = self.chain.add_message(answer)
-        events.append(_chain_event(_C.on_message_processed, self.chain, answer))
+                self._emit(events, _C.on_tool_call_identified, tool_call, tool)
+        self._add(answer)
+        self._emit(events, _C.on_message_processed, answer)
         if response.token_usage is not None:
-            events.append(
-                _chain_event(_C.on_llm_token_usage, self.chain, response.token_usage)
-            )
+            self._emit(events, _C.on_llm_token_usage, response.token_usage)
         self.batch = {c.call_id: None for c in answer.tool_calls}
         return events
 
@@ -414,15 +429,14 @@ class BridgedRun:
         invocation = Invocation(
             name=tool.name,
             parent_id=self.invocation.id,
-            custom_context=self.chain.custom_context,
+            custom_context=self._chain.custom_context,
         )
         self.tool_runs[key] = (call, tool, invocation)
         events: list[Event] = []
         if announce:
-            events.append(
-                _chain_event(_C.on_tool_execution_started, self.chain, call, tool)
-            )
-        events.append((PRE, "on_tool_pre_execution", (self.chain, call, tool)))
+            self._emit(events, _C.on_tool_execution_started, call, tool)
+        if self.hears is None or "on_tool_pre_execution" in self.hears:
+            events.append((PRE, "on_tool_pre_execution", (self.chain, call, tool)))
         return events
 
     def tool_invocation(self, key: Any) -> Invocation | None:
@@ -450,7 +464,8 @@ class BridgedRun:
             if result.is_error
             else _C.on_tool_execution_completed
         )
-        events = [_chain_event(method, self.chain, call, result)]
+        events: list[Event] = []
+        self._emit(events, method, call, result)
         return events + self.settle(call.call_id, result)
 
     def tool_error(self, key: Any, error: BaseException) -> list[Event]:
@@ -499,11 +514,11 @@ class BridgedRun:
         if all(sources):  # the next call's conversation has this very message
             tools = tuple(m for m in sources if m is not None)
             self.batches[tuple(map(id, tools))] = (tools, message)
-        self.chain = self.chain.add_message(message)
-        return [
-            _chain_event(_C.on_tool_response_created, self.chain, message),
-            _chain_event(_C.on_message_processed, self.chain, message),
-        ]
+        self._add(message)
+        events: list[Event] = []
+        self._emit(events, _C.on_tool_response_created, message)
+        self._emit(events, _C.on_message_processed, message)
+        return events
 
     def interrupted(self, results: Sequence[ToolResult]) -> list[Event]:
         """Once per batch, with every interrupted call's stand-in."""
