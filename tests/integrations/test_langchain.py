@@ -806,6 +806,37 @@ class TestDownstream:
         assert model["class"] == "FrameworkModel"
         assert model["name"] == "scripted"
 
+    def test_the_redis_publisher_streams_the_run(self) -> None:
+        """RedisEventPublisher writes a bridged run's records, which follow()
+        re-drives into another handler, to the run's end."""
+        need_module("redis", "redis")
+        import redis
+
+        from langhooks.integrations.redis import RedisEventPublisher, follow
+        from tests._services import need_redis
+
+        client = redis.Redis.from_url(need_redis())
+        prefix = f"langhooks-test:{uuid.uuid4().hex}:"
+        try:
+            publisher = RedisEventPublisher(client, prefix=prefix)
+            buffer = io.StringIO()
+            agent = _agent(
+                ScriptedChatModel(turns=[_pay(), Turn(text="ok")], streaming=True),
+                publisher,
+                EventRecorder(buffer),
+            )
+            agent.invoke(_INPUT)
+            assert publisher.flush(timeout=10)
+            live = list(read_events(buffer.getvalue().splitlines()))
+            followed = RecordingChainHandler()
+            follow(client, live[0].run_id or "", followed, prefix=prefix, block_ms=100)
+            assert _names(followed) == [r.event for r in live]
+        finally:
+            keys = list(client.scan_iter(match=f"{prefix}*"))
+            if keys:
+                client.delete(*keys)
+            client.close()
+
 
 class TestFrameworkModel:
     """The model handlers see for a framework's model."""
