@@ -34,6 +34,7 @@ need_module("langchain", "langchain")
 
 from langchain.agents import create_agent  # noqa: E402
 from langchain.agents.middleware import AgentMiddleware, AgentState  # noqa: E402
+from langchain_core.callbacks import BaseCallbackManager  # noqa: E402
 from langchain_core.messages import (  # noqa: E402
     AIMessage,
     AIMessageChunk,
@@ -42,6 +43,7 @@ from langchain_core.messages import (  # noqa: E402
 )
 from langchain_core.messages.tool import tool_call_chunk  # noqa: E402
 from langchain_core.outputs import LLMResult  # noqa: E402
+from langchain_core.runnables.config import ensure_config  # noqa: E402
 from langchain_core.tools import tool  # noqa: E402
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
@@ -58,6 +60,7 @@ from langhooks.integrations._langchain._convert import (  # noqa: E402
     as_tool,
     model_name,
 )
+from langhooks.integrations._langchain._middleware import _observed  # noqa: E402
 from langhooks.integrations._langchain._run import BridgedRun, pause_data  # noqa: E402
 from langhooks.integrations.langchain import (  # noqa: E402
     AsyncLangHooksCallbackHandler,
@@ -695,6 +698,24 @@ class TestMiddleware:
         ((_, result),) = recorder.of("on_run_complete")
         assert result.status == "interrupted"
         assert result.interrupt_data == {"message": "go on?"}
+
+    def test_a_run_nobody_reviews_asks_nothing(self) -> None:
+        """Without a reviewer every call is allowed, sync and async, and no review
+        event is built."""
+        LEDGER.clear()
+        stream = RecordingStreamingHandler()
+        for mode in ("sync", "async"):
+            agent = _agent(ScriptedChatModel(turns=[_pay(), Turn(text="ok")]), stream)
+            _run(agent, _INPUT, None, mode)
+        assert LEDGER == ["Bob", "Bob"]
+
+    def test_model_callbacks_are_added_outside_a_graph_too(self) -> None:
+        """The model step's callbacks are added whatever the config holds."""
+        observer = LangHooksCallbackHandler()
+        with _observed(observer):
+            callbacks = ensure_config()["callbacks"]
+        assert isinstance(callbacks, BaseCallbackManager)
+        assert observer in callbacks.handlers
 
     def test_stream_and_astream_give_the_same_events(self) -> None:
         """stream (stream_mode="messages") and astream hear what invoke hears."""

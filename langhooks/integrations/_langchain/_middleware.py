@@ -41,7 +41,11 @@ from langchain.agents.middleware.types import (
     PrivateStateAttr,
     ToolCallRequest,
 )
-from langchain_core.callbacks import BaseCallbackHandler, CallbackManager
+from langchain_core.callbacks import (
+    BaseCallbackHandler,
+    BaseCallbackManager,
+    CallbackManager,
+)
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.runnables.config import ensure_config, var_child_runnable_config
 from langchain_core.tools import BaseTool
@@ -64,7 +68,7 @@ from ..._persist._codec_api import decode, encode
 from ...chain._decision import Decision
 from ...chain._tool_results import error_result, interrupted_result, result_of
 from ._callbacks import AsyncLangHooksCallbackHandler, LangHooksCallbackHandler
-from ._convert import as_message, model_name
+from ._convert import model_name
 from ._deliver import Handlers
 from ._run import BridgedRun, Event, new_invocation, pause_data
 
@@ -133,7 +137,12 @@ def _observed(observer: BaseCallbackHandler) -> Iterator[None]:
     """Add ``observer`` to the callbacks of what runs in the block (the model call
     the node makes without a config of its own)."""
     config = ensure_config()
-    manager = CallbackManager.configure(inheritable_callbacks=config.get("callbacks"))
+    callbacks = config.get("callbacks")
+    manager = (
+        callbacks.copy()  # a graph node's: far cheaper than configure()
+        if isinstance(callbacks, BaseCallbackManager)
+        else CallbackManager.configure(inheritable_callbacks=callbacks)
+    )
     manager.add_handler(observer, inherit=True)
     token = var_child_runnable_config.set({**config, "callbacks": manager})
     try:
@@ -386,24 +395,24 @@ class LangHooksMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     # --- review -----------------------------------------------------------------------
 
-    def _calls(self, state: Mapping[str, Any]) -> list[ToolCall]:
+    def _calls(self, run: BridgedRun, state: Mapping[str, Any]) -> list[ToolCall]:
+        """The calls of the answer to review (a call of an unknown tool is left
+        to LangChain, which answers it)."""
         messages = state.get("messages") or ()
         last = messages[-1] if messages else None
         if not isinstance(last, AIMessage) or not last.tool_calls:
             return []
-        return list(as_message(last).tool_calls)
+        calls = run.conversation([last])[0].tool_calls
+        return [call for call in calls if run.tool(call.name) is not None]
 
     def _review_event(
         self, run: BridgedRun, call: ToolCall, human: str | None
-    ) -> Event | None:
-        tool = run.tool(call.name)
-        if tool is None:
-            return None  # LangChain answers a call of an unknown tool itself
+    ) -> Event:
         context = ReviewContext(
             human_decision=human,  # type: ignore[arg-type]  # "approve" | "edit" | None
             custom_context=run.chain.custom_context,
         )
-        return run.event(_C.on_tool_call_review, call, tool, context)
+        return run.event(_C.on_tool_call_review, call, run.tools[call.name], context)
 
     def _announce(self, run: BridgedRun, plans: Sequence[_Plan]) -> list[Event]:
         events: list[Event] = []
@@ -425,14 +434,14 @@ class LangHooksMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         run, events = self._current(state)
         handlers = self._sync
         handlers.deliver(run, events)
-        decisions: dict[str, Any] = {}
+        decisions: dict[str, Any] = {}  # Allow when absent
         plans = []
-        for call in self._calls(state):
-            event = self._review_event(run, call, None)
-            if event is not None:
-                decision = handlers.review(event)
-                decisions[call.call_id] = encode(decision or Allow())
-                plans.append(_settled(call, decision))
+        for call in self._calls(run, state):
+            decision = None
+            if handlers.reviews:  # the fold settles a decision for every call
+                decision = handlers.review(self._review_event(run, call, None))
+                decisions[call.call_id] = encode(decision)
+            plans.append(_settled(call, decision))
         handlers.deliver(run, self._announce(run, plans))
         return {_BATCH: decisions}
 
@@ -443,14 +452,14 @@ class LangHooksMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         run, events = self._current(state)
         handlers = self._async_handlers
         await handlers.adeliver(run, events)
-        decisions: dict[str, Any] = {}
+        decisions: dict[str, Any] = {}  # Allow when absent
         plans = []
-        for call in self._calls(state):
-            event = self._review_event(run, call, None)
-            if event is not None:
-                decision = await handlers.areview(event)
-                decisions[call.call_id] = encode(decision or Allow())
-                plans.append(_settled(call, decision))
+        for call in self._calls(run, state):
+            decision = None
+            if handlers.reviews:  # the fold settles a decision for every call
+                decision = await handlers.areview(self._review_event(run, call, None))
+                decisions[call.call_id] = encode(decision)
+            plans.append(_settled(call, decision))
         await handlers.adeliver(run, self._announce(run, plans))
         return {_BATCH: decisions}
 
@@ -469,12 +478,11 @@ class LangHooksMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _after_human(
         self, run: BridgedRun, call: ToolCall, human: Decision
-    ) -> tuple[ToolCall, _Plan | None, Event | None]:
-        """After a human's answer: the call to review again and its review event,
-        or the plan of a rejected call."""
+    ) -> _Plan | tuple[ToolCall, Event]:
+        """After a human's answer: the plan of a rejected call, or the call to
+        review again and its review event."""
         if human.kind == "reject":
-            rejected = error_result(call, human.reason, is_error=False)
-            return call, _Plan(call, rejected), None
+            return _Plan(call, error_result(call, human.reason, is_error=False))
         if human.arguments is not None:
             call = ToolCall(
                 call_id=call.call_id,
@@ -483,7 +491,7 @@ class LangHooksMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 index=call.index,
             )
         kind = "edit" if human.kind == "edit" else "approve"
-        return call, None, self._review_event(run, call, kind)
+        return call, self._review_event(run, call, kind)
 
     def _tool_step(
         self, request: ToolCallRequest
@@ -543,11 +551,12 @@ class LangHooksMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                     handlers.deliver(run, run.settle(call.call_id, plan.result))
                 self._forget(run)
                 raise
-            call, refused, event = self._after_human(run, call, _human(answer))
-            if refused is not None:
-                plan, rejected = refused, True
+            after = self._after_human(run, call, _human(answer))
+            if isinstance(after, _Plan):
+                plan, rejected = after, True
                 break
-            plan = _settled(call, handlers.review(event) if event else None)
+            call, event = after
+            plan = _settled(call, handlers.review(event))
             handlers.deliver(run, self._announce(run, [plan]))
         if plan.result is not None:
             with run.lock:
@@ -595,11 +604,12 @@ class LangHooksMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 await handlers.adeliver(run, run.settle(call.call_id, plan.result))
                 self._forget(run)
                 raise
-            call, refused, event = self._after_human(run, call, _human(answer))
-            if refused is not None:
-                plan, rejected = refused, True
+            after = self._after_human(run, call, _human(answer))
+            if isinstance(after, _Plan):
+                plan, rejected = after, True
                 break
-            plan = _settled(call, await handlers.areview(event) if event else None)
+            call, event = after
+            plan = _settled(call, await handlers.areview(event))
             await handlers.adeliver(run, self._announce(run, [plan]))
         if plan.result is not None:
             events, message = self._answered(run, plan, rejected=rejected)
