@@ -1,6 +1,7 @@
 """LangChain callbacks as langhooks events: ``LangHooksCallbackHandler`` and its
 async twin, for ``runnable.invoke(input, {"callbacks": [...]})`` on any Runnable or
-LangGraph graph. Observation only: nothing here can change what the run does.
+LangGraph graph. A callback cannot change what the run does: a review decision
+other than ``Allow`` refuses the call (fails closed) instead of being honoured.
 
 ``_Tracker`` keeps the bookkeeping both share: which bridged run each LangChain run
 id belongs to. The root run (no parent) is a langhooks run; a chat model called

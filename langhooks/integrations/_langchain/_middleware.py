@@ -12,14 +12,16 @@ Where each event comes from:
   ``on_tool_execution_failed`` for the denied calls and ``on_tool_execution_started``
   for those that will run. The settled decisions are saved in the agent's state
   (``langhooks_batch``), so they survive a checkpoint.
-- ``wrap_tool_call`` honours the decision: runs the call (with rewritten arguments;
-  a tool that raises answers the model with an error tool message, as under
-  ``LLMChain``, and the run goes on),
-  returns the denial as an error tool message, or pauses the run with LangGraph's
-  ``interrupt()`` before the tool runs. On ``Command(resume=...)`` only that call's
-  task runs again: ``interrupt()`` returns the human's ``Decision``, the reviewers
-  are asked again with ``review.human_decision`` set (as ``LLMChain`` does) and the
-  call runs once.
+- ``wrap_tool_call`` honours the decision: runs the call (with rewritten
+  arguments; a tool that raises answers the model with an error tool message, as
+  under ``LLMChain``, and the run goes on), returns the denial as an error tool
+  message, or pauses the run with LangGraph's ``interrupt()`` before the tool runs.
+  ``create_agent`` runs each call as a task of its own, so on
+  ``Command(resume=...)`` only that call's task runs again: ``interrupt()``
+  returns the human's ``Decision``, the reviewers are asked again with
+  ``review.human_decision`` set (as ``LLMChain`` does) and the call runs once.
+  (Pausing in ``after_model`` instead would run the whole review again on resume,
+  and telling a resume from a first pass there needs LangGraph's private state.)
 
 The run's id is kept in the state (``langhooks_run``): a resume in another process
 continues the same run id, as ``LLMChain``'s resume does.
