@@ -1,5 +1,9 @@
 """The chain a bridged run shows its handlers, and what stands in for the
-framework's model and tools (which langhooks does not run)."""
+framework's model and tools (which langhooks does not run).
+
+A bridged run's chain is an ``LLMChain`` snapshot (never run): every chain event's
+first argument, evolved as the run goes, so ``EventRecorder``, the OpenTelemetry
+handler and the Redis publisher read it as they read a chain run's."""
 
 from __future__ import annotations
 
@@ -17,39 +21,9 @@ from ..._core._streaming import (
     StreamingHandle,
 )
 from ..._core._tools import Tool, ToolContext
+from ...chain._chain import LLMChain
 
-__all__ = ["BridgedChain", "FrameworkModel", "stand_in_tool", "stand_in_tools"]
-
-
-@final
-@attrs.frozen(kw_only=True)
-class BridgedChain:
-    """A ``ChainView`` of a run another framework drives: every chain event's
-    first argument in a bridged run, evolved as the run goes (never mutated).
-
-    Attributes:
-        messages: the conversation as the bridge saw it: the run's input, then
-            each assistant and tool message as it completed.
-        tools: stand-ins for the framework's tools (their names, descriptions
-            and schemas; langhooks cannot run them).
-        custom_context: the caller data given to the bridge.
-        invocation: the run's ``Invocation``.
-        current_failure_count: always 0 (the framework counts its own retries).
-        max_retry_count: the framework's retry bound where it has one, else 0.
-        pending_tool_calls: the calls an interrupted run left waiting.
-    """
-
-    messages: tuple[Message, ...] = ()
-    tools: tuple[Tool, ...] = ()
-    custom_context: Mapping[str, Any] = attrs.field(factory=dict)
-    invocation: Invocation | None = None
-    current_failure_count: int = 0
-    max_retry_count: int = 0
-    pending_tool_calls: tuple[ToolCall, ...] = ()
-
-    def with_message(self, message: Message) -> BridgedChain:
-        """This chain with ``message`` added."""
-        return attrs.evolve(self, messages=(*self.messages, message))
+__all__ = ["FrameworkModel", "stand_in_tool", "stand_in_tools", "start_chain"]
 
 
 @final
@@ -121,3 +95,16 @@ def stand_in_tools(
 ) -> tuple[Tool, ...]:
     """Stand-ins for ``(name, description, schema)`` triples."""
     return tuple(stand_in_tool(*tool) for tool in tools)
+
+
+def start_chain(
+    model: FrameworkModel,
+    *,
+    messages: Sequence[Message],
+    tools: Sequence[Tool],
+    custom_context: Mapping[str, Any],
+    invocation: Invocation,
+) -> LLMChain:
+    """The chain a bridged run starts from."""
+    chain = LLMChain(model, tools=tools, custom_context=custom_context)
+    return attrs.evolve(chain, messages=tuple(messages), invocation=invocation)

@@ -1,7 +1,7 @@
 """One bridged run: a framework's hook calls become the contract's events, in order.
 
 A bridge (one per framework) turns what its framework reports into calls of
-``FrameworkRun``'s methods; ``FrameworkRun`` keeps the ``BridgedChain`` and fires
+``FrameworkRun``'s methods; ``FrameworkRun`` keeps the run's chain (an ``LLMChain`` snapshot) and fires
 chain events on the chain handlers and stream events on the streaming handlers,
 as ``LLMChain`` and a model stream would: partials in stream order, a call
 identified once, review before any call runs, exactly one terminal call and
@@ -57,9 +57,14 @@ from ..._core._streaming import (
 from ..._core._tools import Tool
 from ..._wrap._compose import AsyncCompositeChainHandler, AsyncCompositeStreamingHandler
 from ..._wrap._wrappers import HandlerWithoutInvocation
-from ...chain._tool_results import interrupt_data, interrupted_result
+from ...chain._tool_results import (
+    interrupt_data,
+    interrupted_result,
+    pending_results,
+)
 from ...models._errors import error_from_exception
-from ._chain import BridgedChain, FrameworkModel, stand_in_tool
+from ...chain._chain import LLMChain
+from ._chain import FrameworkModel, stand_in_tool, start_chain
 
 __all__ = ["BridgeHandlers", "FrameworkRun"]
 
@@ -69,11 +74,12 @@ _STREAM: Final = (StreamingChatResponseHandler, AsyncStreamingChatResponseHandle
 
 @final
 class BridgeHandlers:
-    """A bridge's handlers, sorted once: chain handlers (called without the
-    current invocation, as ``LLMChain`` calls them) and streaming handlers.
-
-    A handler of both interfaces is in both. Sync and async handlers mix (the
-    composites are async and call a sync handler inline).
+    """A bridge's handlers, sorted once, each called as ``LLMChain`` would call
+    it: chain handlers hear the chain events, without the current invocation
+    (``on_tool_pre_execution`` with the tool's); a handler that is only a
+    streaming handler hears each model call's stream. A handler of both kinds
+    hears the chain events, as in ``LLMChain(callbacks=[...])``. Sync and async
+    handlers mix (the composites are async and call a sync handler inline).
     """
 
     __slots__ = ("chain", "has_chain", "has_stream", "pre", "stream")
@@ -95,13 +101,15 @@ class BridgeHandlers:
                 )
             if isinstance(handler, _CHAIN):
                 chain.append(handler)
-            if isinstance(handler, _STREAM):
+            else:
                 stream.append(handler)
         self.chain: Final = AsyncCompositeChainHandler(
             HandlerWithoutInvocation.wrap(h) for h in chain
         )
         self.pre: Final = AsyncCompositeChainHandler(chain)
-        self.stream: Final = AsyncCompositeStreamingHandler(stream)
+        self.stream: Final = AsyncCompositeStreamingHandler(
+            HandlerWithoutInvocation.wrap(h) for h in stream
+        )
         self.has_chain: Final = bool(chain)
         self.has_stream: Final = bool(stream)
 
@@ -124,7 +132,8 @@ class FrameworkRun:
     """The events of one framework run, fired on a bridge's handlers.
 
     Attributes:
-        chain: the run's ``BridgedChain`` as it stands.
+        chain: the run's chain (an ``LLMChain`` snapshot, never run) as it
+            stands.
         ended: whether the terminal call (``on_run_complete``/``on_error``) was
             made; nothing fires after it.
     """
@@ -137,15 +146,17 @@ class FrameworkRun:
         messages: Sequence[Message] = (),
         custom_context: Mapping[str, Any] | None = None,
         invocation: Invocation,
+        model: FrameworkModel,
     ) -> None:
         self._h: Final = handlers
         self._tools = {tool.name: tool for tool in tools}
         self._lock: Final = asyncio.Lock()
         self._call: _ModelCall | None = None
-        self.chain = BridgedChain(
-            messages=tuple(messages),
-            tools=tuple(tools),
-            custom_context=dict(custom_context or {}),
+        self.chain: LLMChain = start_chain(
+            model,
+            messages=messages,
+            tools=tools,
+            custom_context=custom_context or {},
             invocation=invocation,
         )
         self.started = False
@@ -189,13 +200,8 @@ class FrameworkRun:
         if self.ended:
             return
         self.ended = True
-        pending = self.chain.pending_tool_calls
-        waiting = tuple(
-            r
-            for r in (self.chain.messages[-1].tool_results if self.chain.messages else ())
-            if r.is_interrupt
-        )
-        if pending and waiting:
+        waiting = pending_results(self.chain)
+        if waiting:
             result = run_result(
                 status="interrupted",
                 chain=self.chain,
@@ -330,7 +336,7 @@ class FrameworkRun:
             await chain.on_llm_call_complete(self.chain, response)
             if not call.streamed:
                 await chain.on_llm_new_message(self.chain, message)
-            self.chain = self.chain.with_message(message)
+            self.chain = self.chain.add_message(message)
             await chain.on_message_processed(self.chain, message)
             if response.token_usage is not None:
                 await chain.on_llm_token_usage(self.chain, response.token_usage)
@@ -423,10 +429,7 @@ class FrameworkRun:
             if waiting:
                 await self._h.chain.on_tool_interrupted(self.chain, waiting)
             message = Message.tool((*results, *waiting))
-            self.chain = attrs.evolve(
-                self.chain.with_message(message),
-                pending_tool_calls=tuple(call for call, _ in interrupts),
-            )
+            self.chain = self.chain.add_message(message)
             await self._h.chain.on_tool_response_created(self.chain, message)
             await self._h.chain.on_message_processed(self.chain, message)
 

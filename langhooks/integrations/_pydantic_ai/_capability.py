@@ -21,6 +21,7 @@ from pydantic_ai import (
     ApprovalRequired,
     CallDeferred,
     CallToolsNode,
+    ModelRetry,
     ToolApproved,
     ToolDenied,
     ToolFailed,
@@ -136,6 +137,7 @@ class LangHooksCapability(AbstractCapability[Any]):
                 parent_id=None if parent is None else parent.id,
                 custom_context=self._custom_context,
             ),
+            model=_model(ctx.model),
         )
         clone._state = _RunState(run)
         return clone
@@ -187,10 +189,7 @@ class LangHooksCapability(AbstractCapability[Any]):
             failed, state.failed = state.failed, None
             await state.run.model_retry(failed, 0.0)
         state.stream_calls = {}
-        model = request_context.model
-        await state.run.model_start(
-            FrameworkModel(model.model_name, f"pydantic-ai:{model.system}")
-        )
+        await state.run.model_start(_model(request_context.model))
         return request_context
 
     @override
@@ -363,9 +362,13 @@ class LangHooksCapability(AbstractCapability[Any]):
             try:
                 value = await handler(args)
             except (ToolRetryError, ToolFailedError) as failure:
-                result = _failed(call, str(failure))
+                cause = _underlying(failure)
+                result = _failed(call, str(failure), cause)
                 batch.results[call.call_id] = result
-                await run.tool_failed(call, result)
+                if cause is None:
+                    await run.tool_failed(call, result)
+                else:
+                    await run.tool_raised(call, result, cause)
                 raise
             except (ApprovalRequired, CallDeferred):
                 raise  # the tool itself deferred the call: pydantic-ai's to answer
@@ -379,6 +382,26 @@ class LangHooksCapability(AbstractCapability[Any]):
         batch.results[call.call_id] = result
         await run.tool_completed(call, result)
         return value
+
+
+_SIGNALS: Final = (ToolRetryError, ToolFailedError, ToolFailed, ModelRetry)
+
+
+def _underlying(failure: BaseException) -> Exception | None:
+    """The exception a tool's ``ToolFailed`` or ``ModelRetry`` was raised from,
+    if any (``raise ToolFailed(...) from error``): the tool raised it."""
+    seen: set[int] = set()
+    exc: BaseException | None = failure
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if not isinstance(exc, _SIGNALS) and isinstance(exc, Exception):
+            return exc
+        exc = exc.__cause__
+    return None
+
+
+def _model(model: Any) -> FrameworkModel:
+    return FrameworkModel(model.model_name, f"pydantic-ai:{model.system}")
 
 
 def _failed(call: ToolCall, text: str, exception: Exception | None = None) -> ToolResult:
