@@ -13,7 +13,7 @@ from typing import Any, NoReturn, final
 import attrs
 
 from ..._core._invocation import Invocation
-from ..._core._messages import ChatResponse, LangHooksError, Message, ToolCall
+from ..._core._messages import ChatResponse, LangHooksError, Message
 from ..._core._model import ChatRequest
 from ..._core._streaming import (
     AsyncStreamingChatResponseHandler,

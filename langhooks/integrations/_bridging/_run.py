@@ -1,9 +1,9 @@
 """One bridged run: a framework's hook calls become the contract's events, in order.
 
 A bridge (one per framework) turns what its framework reports into calls of
-``FrameworkRun``'s methods; ``FrameworkRun`` keeps the run's chain (an ``LLMChain`` snapshot) and fires
-chain events on the chain handlers and stream events on the streaming handlers,
-as ``LLMChain`` and a model stream would: partials in stream order, a call
+``FrameworkRun``'s methods; ``FrameworkRun`` keeps the run's chain (an ``LLMChain``
+snapshot) and fires chain events on the chain handlers and stream events on the
+streaming handlers, as ``LLMChain`` and a model stream would: partials in stream order, a call
 identified once, review before any call runs, exactly one terminal call and
 nothing after it. Every method is async (both frameworks call their hooks on an
 event loop); a sync handler is called inline.
@@ -57,13 +57,13 @@ from ..._core._streaming import (
 from ..._core._tools import Tool
 from ..._wrap._compose import AsyncCompositeChainHandler, AsyncCompositeStreamingHandler
 from ..._wrap._wrappers import HandlerWithoutInvocation
+from ...chain._chain import LLMChain
 from ...chain._tool_results import (
     interrupt_data,
     interrupted_result,
     pending_results,
 )
 from ...models._errors import error_from_exception
-from ...chain._chain import LLMChain
 from ._chain import FrameworkModel, stand_in_tool, start_chain
 
 __all__ = ["BridgeHandlers", "FrameworkRun"]
@@ -254,7 +254,9 @@ class FrameworkRun:
                 )
             if self._h.has_stream:
                 context = PartialResponseContext(handle=call.handle)
-                await self._h.stream.on_partial_response(PartialResponse(text=text), context)
+                await self._h.stream.on_partial_response(
+                    PartialResponse(text=text), context
+                )
 
     async def thinking(self, text: str) -> None:
         """A piece of thinking text (ignored when empty)."""
@@ -268,7 +270,9 @@ class FrameworkRun:
                 )
             if self._h.has_stream:
                 context = PartialThinkingContext(handle=call.handle)
-                await self._h.stream.on_partial_thinking(PartialThinking(text=text), context)
+                await self._h.stream.on_partial_thinking(
+                    PartialThinking(text=text), context
+                )
 
     async def tool_fragment(
         self, index: int, call_id: str | None, name: str | None, arguments: str
@@ -292,7 +296,11 @@ class FrameworkRun:
             if self._h.has_stream:
                 context = PartialToolCallContext(handle=call.handle)
                 await self._h.stream.on_partial_tool_call(partial, context)
-        await self._identify(call, index, ToolCall(call_id=call_id or f"pending-{index}", name=name, index=index))
+        await self._identify(
+            call,
+            index,
+            ToolCall(call_id=call_id or f"pending-{index}", name=name, index=index),
+        )
 
     async def tool_complete(self, tool_call: ToolCall) -> None:
         """A streamed call is complete: ``on_complete_tool_call`` (identifying it
@@ -306,7 +314,9 @@ class FrameworkRun:
             async with self._lock:
                 await self._h.stream.on_complete_tool_call(complete)
 
-    async def _identify(self, call: _ModelCall, index: int, tool_call: ToolCall) -> None:
+    async def _identify(
+        self, call: _ModelCall, index: int, tool_call: ToolCall
+    ) -> None:
         if index in call.identified:
             return
         call.identified.add(index)
@@ -324,7 +334,9 @@ class FrameworkRun:
         async with self._lock:
             if call.streamed and not call.handle.is_cancelled:
                 if self._h.has_chain:
-                    end = MessageDelta(status=message.status, usage=response.token_usage)
+                    end = MessageDelta(
+                        status=message.status, usage=response.token_usage
+                    )
                     await self._h.chain.on_llm_new_delta(self.chain, (end,))
                 if self._h.has_stream:
                     await self._h.stream.on_complete_response(response)
@@ -411,12 +423,12 @@ class FrameworkRun:
         """``on_tool_execution_failed`` then ``on_tool_execution_exception``."""
         async with self._lock:
             await self._h.chain.on_tool_execution_failed(self.chain, call, result)
-            await self._h.chain.on_tool_execution_exception(
-                self.chain, call, exception
-            )
+            await self._h.chain.on_tool_execution_exception(self.chain, call, exception)
 
     async def tools_done(
-        self, results: Sequence[ToolResult], interrupts: Sequence[tuple[ToolCall, Interrupt]] = ()
+        self,
+        results: Sequence[ToolResult],
+        interrupts: Sequence[tuple[ToolCall, Interrupt]] = (),
     ) -> None:
         """The batch is settled: ``on_tool_interrupted`` (when calls wait for a
         human), then the tool message (``on_tool_response_created``,

@@ -117,7 +117,7 @@ class LangHooksRunHooks(RunHooks[Any]):
         self._attempts = 0
         self._failed: Any = None
 
-    # --- installing on an agent --------------------------------------------------------
+    # --- installing on an agent ------------------------------------------------
 
     def install(
         self, agent: Agent[Any], *, model_provider: ModelProvider | None = None
@@ -151,7 +151,9 @@ class LangHooksRunHooks(RunHooks[Any]):
                 return await own(context, arguments, call_id)
             return bool(own)
 
-        guard = ToolInputGuardrail(self._guard, name="langhooks_review")
+        guard: ToolInputGuardrail[Any] = ToolInputGuardrail(
+            self._guard, name="langhooks_review"
+        )
         installed = dataclasses.replace(
             tool,
             needs_approval=needs_approval,
@@ -159,7 +161,9 @@ class LangHooksRunHooks(RunHooks[Any]):
         )
         formatter = resolve_function_tool_failure_error_function(tool)
         if formatter is not None:
-            set_function_tool_failure_error_function(installed, self._keeping(formatter))
+            set_function_tool_failure_error_function(
+                installed, self._keeping(formatter)
+            )
         self._installed.add(tool.name)
         return installed
 
@@ -207,7 +211,7 @@ class LangHooksRunHooks(RunHooks[Any]):
         if self._current is not None:
             await self._current.fail(exc)
 
-    # --- the run's events --------------------------------------------------------------
+    # --- the run's events ------------------------------------------------------
 
     def _run_for(self, agent: Any) -> FrameworkRun:
         """The current run, or a new one when none is going on."""
@@ -276,7 +280,9 @@ class LangHooksRunHooks(RunHooks[Any]):
             self._failed = await self._current.model_error(exc)
 
     @override
-    async def on_llm_end(self, context: Any, agent: Any, response: ModelResponse) -> None:
+    async def on_llm_end(
+        self, context: Any, agent: Any, response: ModelResponse
+    ) -> None:
         run = self._run_for(agent)
         self._attempts = 0
         message = message_of(response)
@@ -313,7 +319,10 @@ class LangHooksRunHooks(RunHooks[Any]):
         plan = batch.plans[call.call_id]
         if isinstance(plan, UpdateArguments):
             logger.warning(
-                "langhooks: tool call %s (%s): %s", call.call_id, call.name, CANNOT_REWRITE
+                "langhooks: tool call %s (%s): %s",
+                call.call_id,
+                call.name,
+                CANNOT_REWRITE,
             )
             plan = batch.plans[call.call_id] = Deny(CANNOT_REWRITE)
         if isinstance(plan, Deny):
@@ -355,7 +364,9 @@ class LangHooksRunHooks(RunHooks[Any]):
             batch.calls.append(call)
             plan = await run.review(call, "approve")
             if isinstance(plan, Interrupt):  # a human already answered
-                plan = Deny(f"review interrupted a call a human approved: {plan.message}")
+                plan = Deny(
+                    f"review interrupted a call a human approved: {plan.message}"
+                )
             batch.plans[call_id] = plan
             await self._refuse(run, batch, call)
             await self._announce(run, batch, call)
@@ -372,7 +383,9 @@ class LangHooksRunHooks(RunHooks[Any]):
                 await run.tool_pre_execution(call)
 
     @override
-    async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: object) -> None:
+    async def on_tool_end(
+        self, context: Any, agent: Any, tool: Any, result: object
+    ) -> None:
         run, call = self._tool_call(agent, context, tool)
         batch = self._batch
         if call is None or batch is None:
@@ -397,7 +410,9 @@ class LangHooksRunHooks(RunHooks[Any]):
             await self._close_batch(run)
             await run.complete()
 
-    def _tool_call(self, agent: Any, context: Any, tool: Any) -> tuple[FrameworkRun, ToolCall | None]:
+    def _tool_call(
+        self, agent: Any, context: Any, tool: Any
+    ) -> tuple[FrameworkRun, ToolCall | None]:
         run = self._run_for(agent)
         call_id = getattr(context, "tool_call_id", None)
         batch = self._batch
@@ -409,7 +424,9 @@ class LangHooksRunHooks(RunHooks[Any]):
         batch, self._batch = self._batch, None
         if batch is None or not batch.calls:
             return
-        results = [batch.results[c.call_id] for c in batch.calls if c.call_id in batch.results]
+        results = [
+            batch.results[c.call_id] for c in batch.calls if c.call_id in batch.results
+        ]
         await run.tools_done(results, batch.interrupts)
 
 
@@ -423,7 +440,9 @@ def _model(agent: Any) -> FrameworkModel:
     )
 
 
-def apply_decisions(state: RunState[Any, Any], decisions: Mapping[str, Decision]) -> None:
+def apply_decisions(
+    state: RunState[Any, Any], decisions: Mapping[str, Decision]
+) -> None:
     """Answer an interrupted run's calls, by tool call id, on its ``RunState``.
 
     ``Decision.approve()`` approves, ``Decision.reject(reason)`` rejects with

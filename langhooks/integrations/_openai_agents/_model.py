@@ -36,7 +36,9 @@ class ListenedModel(Model):
         self._hooks = hooks
 
     @override
-    def get_retry_advice(self, request: ModelRetryAdviceRequest) -> ModelRetryAdvice | None:
+    def get_retry_advice(
+        self, request: ModelRetryAdviceRequest
+    ) -> ModelRetryAdvice | None:
         return self.model.get_retry_advice(request)
 
     @override
@@ -53,7 +55,7 @@ class ListenedModel(Model):
             raise
 
     @override
-    async def stream_response(  # type: ignore[override]  # the SDK's signature, forwarded
+    async def stream_response(
         self, *args: Any, **kwargs: Any
     ) -> AsyncIterator[TResponseStreamEvent]:
         await self._hooks._attempt()
@@ -74,14 +76,19 @@ async def _translate(run: Any, event: Any, calls: dict[int, int]) -> None:
     kind = getattr(event, "type", None)
     if kind == "response.output_text.delta":
         await run.text(event.delta)
-    elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+    elif kind in (
+        "response.reasoning_summary_text.delta",
+        "response.reasoning_text.delta",
+    ):
         await run.thinking(event.delta)
     elif kind == "response.output_item.added" and event.item.type == "function_call":
         index = calls.setdefault(event.output_index, len(calls))
         await run.tool_fragment(
             index, event.item.call_id, event.item.name, event.item.arguments or ""
         )
-    elif kind == "response.function_call_arguments.delta" and event.output_index in calls:
+    elif (
+        kind == "response.function_call_arguments.delta" and event.output_index in calls
+    ):
         await run.tool_fragment(calls[event.output_index], None, None, event.delta)
     elif kind == "response.output_item.done" and event.output_index in calls:
         item = event.item

@@ -80,9 +80,11 @@ def _denial(reason: str) -> str:
 
 
 def _text(value: object) -> str:
-    return value if isinstance(value, str) else pai.ToolReturnPart(
-        tool_name="_", content=value
-    ).model_response_str()
+    return (
+        value
+        if isinstance(value, str)
+        else pai.ToolReturnPart(tool_name="_", content=value).model_response_str()
+    )
 
 
 class LangHooksCapability(AbstractCapability[Any]):
@@ -94,7 +96,8 @@ class LangHooksCapability(AbstractCapability[Any]):
     ``iter``). ``on_tool_call_review`` decides each call: ``UpdateArguments`` runs
     it with the new arguments, ``Deny`` answers the model with the denial as the
     tool's failure, ``Interrupt`` defers it (``ApprovalRequired``): the run ends with
-    ``DeferredToolRequests`` (give the agent ``output_type=[..., DeferredToolRequests]``)
+    ``DeferredToolRequests`` (give the agent
+    ``output_type=[..., DeferredToolRequests]``)
     and resumes with ``deferred_tool_results=deferred_tool_results(decisions)``.
 
     Args:
@@ -203,10 +206,14 @@ class LangHooksCapability(AbstractCapability[Any]):
             elif isinstance(part, pai.ThinkingPart):
                 await run.thinking(part.content)
             elif isinstance(part, pai.ToolCallPart):
-                index = state.stream_calls.setdefault(event.index, len(state.stream_calls))
+                index = state.stream_calls.setdefault(
+                    event.index, len(state.stream_calls)
+                )
                 await run.tool_fragment(
-                    index, part.tool_call_id, part.tool_name, part.args_as_json_str()
-                    if part.args else ""
+                    index,
+                    part.tool_call_id,
+                    part.tool_name,
+                    part.args_as_json_str() if part.args else "",
                 )
         elif isinstance(event, pai.PartDeltaEvent):
             delta = event.delta
@@ -214,7 +221,10 @@ class LangHooksCapability(AbstractCapability[Any]):
                 await run.text(delta.content_delta)
             elif isinstance(delta, pai.ThinkingPartDelta):
                 await run.thinking(delta.content_delta or "")
-            elif isinstance(delta, pai.ToolCallPartDelta) and event.index in state.stream_calls:
+            elif (
+                isinstance(delta, pai.ToolCallPartDelta)
+                and event.index in state.stream_calls
+            ):
                 args = delta.args_delta
                 await run.tool_fragment(
                     state.stream_calls[event.index],
@@ -262,11 +272,17 @@ class LangHooksCapability(AbstractCapability[Any]):
         return node
 
     @override
-    async def after_node_run(self, ctx: RunContext[Any], *, node: Any, result: Any) -> Any:
+    async def after_node_run(
+        self, ctx: RunContext[Any], *, node: Any, result: Any
+    ) -> Any:
         state = self._run_state()
         batch, state.batch = state.batch, None
         if isinstance(node, CallToolsNode) and batch is not None and batch.calls:
-            ordered = [batch.results[c.call_id] for c in batch.calls if c.call_id in batch.results]
+            ordered = [
+                batch.results[c.call_id]
+                for c in batch.calls
+                if c.call_id in batch.results
+            ]
             await state.run.tools_done(ordered, batch.interrupts)
         return result
 
@@ -308,18 +324,25 @@ class LangHooksCapability(AbstractCapability[Any]):
             plan = batch.plans.get(call.call_id)
             if isinstance(plan, Deny):
                 result = ToolResult(
-                    tool_call_id=call.call_id, name=call.name, content=_denial(plan.reason)
+                    tool_call_id=call.call_id,
+                    name=call.name,
+                    content=_denial(plan.reason),
                 )
                 batch.results[call.call_id] = result
             if call.call_id in batch.results:
                 await run.tool_failed(call, batch.results[call.call_id])
         for call in batch.calls:
-            plan = batch.plans.get(call.call_id, False)
-            if plan is False or isinstance(plan, Deny | Interrupt):
+            if call.call_id not in batch.plans:
+                continue  # a human rejected it
+            plan = batch.plans[call.call_id]
+            if isinstance(plan, Deny | Interrupt):
                 continue
             if isinstance(plan, UpdateArguments):
                 call = ToolCall(
-                    call_id=call.call_id, name=call.name, arguments=plan.arguments, index=call.index
+                    call_id=call.call_id,
+                    name=call.name,
+                    arguments=plan.arguments,
+                    index=call.index,
                 )
             await run.tool_started(call)
 
@@ -378,7 +401,9 @@ class LangHooksCapability(AbstractCapability[Any]):
                 batch.results[call.call_id] = result
                 await run.tool_raised(call, result, exc)
                 raise
-        result = ToolResult(tool_call_id=call.call_id, name=call.name, content=_text(value))
+        result = ToolResult(
+            tool_call_id=call.call_id, name=call.name, content=_text(value)
+        )
         batch.results[call.call_id] = result
         await run.tool_completed(call, result)
         return value
@@ -404,7 +429,9 @@ def _model(model: Any) -> FrameworkModel:
     return FrameworkModel(model.model_name, f"pydantic-ai:{model.system}")
 
 
-def _failed(call: ToolCall, text: str, exception: Exception | None = None) -> ToolResult:
+def _failed(
+    call: ToolCall, text: str, exception: Exception | None = None
+) -> ToolResult:
     return ToolResult(
         tool_call_id=call.call_id,
         name=call.name,

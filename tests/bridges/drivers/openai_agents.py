@@ -23,9 +23,9 @@ need_module("agents", "openai-agents")
 from agents import (  # noqa: E402
     Agent,
     FunctionTool,
-    function_tool,
     ModelSettings,
     RunState,
+    function_tool,
     set_tracing_disabled,
 )
 from agents.items import TResponseOutputItem  # noqa: E402
@@ -111,7 +111,7 @@ def _tools(ledger: Path) -> list[FunctionTool]:
     def transfer_money(to: str, amount: int) -> str:
         return run["transfer_money"].run({"to": to, "amount": amount}, ledger)
 
-    def lookup_order(id: int) -> str:  # noqa: A002 - the script's argument name
+    def lookup_order(id: int) -> str:
         return run["lookup_order"].run({"id": id}, ledger)
 
     functions = (get_weather, delete_file, transfer_money, lookup_order)
@@ -155,7 +155,9 @@ class OpenAIAgentsDriver:
         )
         calls = [item.raw_item.call_id for item in result.interruptions]
         assert calls == ["call_4"], calls
-        (place.directory / "openai_agents.json").write_text(result.to_state().to_string())
+        (place.directory / "openai_agents.json").write_text(
+            result.to_state().to_string()
+        )
 
     def resume(self, place: Place, handlers: Sequence[Any], *, use_async: bool) -> str:
         hooks = LangHooksRunHooks(*handlers)
@@ -170,7 +172,9 @@ class OpenAIAgentsDriver:
         async def arun() -> Any:
             return await hooks.run(agent, await load())
 
-        result = _run(use_async, lambda: hooks.run_sync(agent, asyncio.run(load())), arun)
+        result = _run(
+            use_async, lambda: hooks.run_sync(agent, asyncio.run(load())), arun
+        )
         return str(result.final_output)
 
 

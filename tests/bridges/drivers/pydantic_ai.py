@@ -17,6 +17,8 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from typing_extensions import override
+
 from tests.bridges._support import need_module
 
 need_module("pydantic_ai", "pydantic-ai")
@@ -77,7 +79,9 @@ class _Script:
         for offset, call in enumerate(turn.calls, start=1):
             text = json.dumps(dict(call.arguments))
             half = len(text) // 2
-            yield {offset: DeltaToolCall(call.name, text[:half], tool_call_id=call.call_id)}
+            yield {
+                offset: DeltaToolCall(call.name, text[:half], tool_call_id=call.call_id)
+            }
             yield {offset: DeltaToolCall(json_args=text[half:])}
 
 
@@ -89,8 +93,13 @@ def _words(text: str) -> list[str]:
 class _RetryOnce(AbstractCapability[Any]):
     """Retries a failed model attempt once on the same model."""
 
+    @override
     async def on_model_request_error(
-        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, error: Exception
+        self,
+        ctx: RunContext[Any],
+        *,
+        request_context: ModelRequestContext,
+        error: Exception,
     ) -> ModelResponse:
         if request_context.attempt == 1:
             raise RetryModelRequest()
@@ -105,7 +114,9 @@ def _tool(tool: ScriptTool, ledger: Path) -> Tool[Any]:
             raise ToolFailed(f"Error: the tool failed: {exc}") from exc
 
     return Tool.from_schema(
-        _as_any(run), name=tool.name, description=tool.description,
+        _as_any(run),
+        name=tool.name,
+        description=tool.description,
         json_schema=dict(tool.parameters),
     )
 
@@ -114,7 +125,9 @@ def _as_any(function: Callable[..., str]) -> Any:
     return function
 
 
-def _agent(place: Place, handlers: Sequence[Any]) -> Agent[None, str | DeferredToolRequests]:
+def _agent(
+    place: Place, handlers: Sequence[Any]
+) -> Agent[None, str | DeferredToolRequests]:
     return Agent(
         FunctionModel(stream_function=_Script()),
         tools=[_tool(t, place.ledger) for t in script_tools()],
@@ -148,7 +161,9 @@ class PydanticAIDriver:
             "message_history": history,
             "deferred_tool_results": results,
         }
-        result = asyncio.run(agent.run(**kwargs)) if use_async else agent.run_sync(**kwargs)
+        result = (
+            asyncio.run(agent.run(**kwargs)) if use_async else agent.run_sync(**kwargs)
+        )
         assert isinstance(result.output, str), result.output
         return result.output
 
