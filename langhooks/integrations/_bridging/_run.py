@@ -3,10 +3,10 @@
 A bridge (one per framework) turns what its framework reports into calls of
 ``FrameworkRun``'s methods; ``FrameworkRun`` keeps the run's chain (an ``LLMChain``
 snapshot) and fires chain events on the chain handlers and stream events on the
-streaming handlers, as ``LLMChain`` and a model stream would: partials in stream order, a call
-identified once, review before any call runs, exactly one terminal call and
-nothing after it. Every method is async (both frameworks call their hooks on an
-event loop); a sync handler is called inline.
+streaming handlers, as ``LLMChain`` and a model stream would: partials in stream
+order, a call identified once, review before any call runs, exactly one terminal
+call and nothing after it. Every method is async (both frameworks call their hooks
+on an event loop); a sync handler is called inline.
 
 Dispatches are serialised by a lock: a framework that runs tools (or gathers its
 hooks) concurrently still gives each handler one event at a time.
