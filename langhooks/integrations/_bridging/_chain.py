@@ -23,7 +23,7 @@ from ..._core._streaming import (
 from ..._core._tools import Tool, ToolContext
 from ...chain._chain import LLMChain
 
-__all__ = ["FrameworkModel", "stand_in_tool", "stand_in_tools", "start_chain"]
+__all__ = ["FrameworkModel", "stand_in_tool", "start_chain"]
 
 
 @final
@@ -88,13 +88,6 @@ def stand_in_tool(
         description=description,
         parameters_schema=schema,
     )
-
-
-def stand_in_tools(
-    tools: Sequence[tuple[str, str, Mapping[str, Any] | None]],
-) -> tuple[Tool, ...]:
-    """Stand-ins for ``(name, description, schema)`` triples."""
-    return tuple(stand_in_tool(*tool) for tool in tools)
 
 
 def start_chain(

@@ -166,10 +166,6 @@ class FrameworkRun:
         """The stand-in of the framework's tool ``name`` (None if unknown)."""
         return self._tools.get(name)
 
-    def tool_names(self) -> tuple[str, ...]:
-        """The names of the framework's tools the bridge knows."""
-        return tuple(self._tools)
-
     def know_tool(self, name: str) -> None:
         """Make sure a tool called ``name`` is known (a stand-in without schema
         until the framework names its tools)."""
@@ -213,7 +209,8 @@ class FrameworkRun:
             await self._h.chain.on_run_complete(self.chain, result)
 
     async def fail(self, exc: BaseException) -> LangHooksError:
-        """The run gave up: ``on_error``, once (nothing if it already ended).
+        """The run gave up: ``on_error``, once (nothing if it already ended). A
+        model call still streaming failed with it (``on_llm_error`` first).
 
         Returns:
             The ``LangHooksError`` the handlers were given.
@@ -221,6 +218,8 @@ class FrameworkRun:
         error = as_error(exc)
         if self.ended:
             return error
+        if self._call is not None:
+            await self.model_error(error)
         self.ended = True
         async with self._lock:
             await self._h.chain.on_error(self.chain, error)

@@ -13,6 +13,7 @@ denied or deferred one by one (``wrap_tool_execute``). A run gets its own copy
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping
 from typing import Any, Final, final
 
@@ -205,7 +206,8 @@ class LangHooksCapability(AbstractCapability[Any]):
                 await run.text(part.content)
             elif isinstance(part, pai.ThinkingPart):
                 await run.thinking(part.content)
-            elif isinstance(part, pai.ToolCallPart):
+            elif isinstance(part, pai.ToolCallPart):  # pragma: no branch
+                # (other parts, files and native tools, have no partial)
                 index = state.stream_calls.setdefault(
                     event.index, len(state.stream_calls)
                 )
@@ -213,7 +215,7 @@ class LangHooksCapability(AbstractCapability[Any]):
                     index,
                     part.tool_call_id,
                     part.tool_name,
-                    part.args_as_json_str() if part.args else "",
+                    _fragment(part.args),
                 )
         elif isinstance(event, pai.PartDeltaEvent):
             delta = event.delta
@@ -221,23 +223,22 @@ class LangHooksCapability(AbstractCapability[Any]):
                 await run.text(delta.content_delta)
             elif isinstance(delta, pai.ThinkingPartDelta):
                 await run.thinking(delta.content_delta or "")
-            elif (
-                isinstance(delta, pai.ToolCallPartDelta)
-                and event.index in state.stream_calls
-            ):
+            elif isinstance(delta, pai.ToolCallPartDelta):  # pragma: no branch
+                # (other deltas, speech, have no partial)
                 args = delta.args_delta
                 await run.tool_fragment(
-                    state.stream_calls[event.index],
+                    state.stream_calls.setdefault(event.index, len(state.stream_calls)),
                     delta.tool_call_id,
                     delta.tool_name_delta,
                     args if isinstance(args, str) else "",
                 )
         elif isinstance(event, pai.PartEndEvent):
             part = event.part
-            if isinstance(part, pai.ToolCallPart) and event.index in state.stream_calls:
-                await run.tool_complete(
-                    tool_call_of(part, state.stream_calls[event.index])
+            if isinstance(part, pai.ToolCallPart):
+                index = state.stream_calls.setdefault(
+                    event.index, len(state.stream_calls)
                 )
+                await run.tool_complete(tool_call_of(part, index))
 
     @override
     async def after_model_request(
@@ -295,13 +296,13 @@ class LangHooksCapability(AbstractCapability[Any]):
         human = node.tool_call_results
         for index, part in enumerate(node.model_response.tool_calls):
             call = tool_call_of(part, index)
-            if human is None and run.tool(call.name):
-                batch.calls.append(call)
-                batch.plans[call.call_id] = await run.review(call)
+            if human is None:
+                if run.tool(call.name):  # not an output tool's call
+                    batch.calls.append(call)
+                    batch.plans[call.call_id] = await run.review(call)
                 continue
-            answer = None if human is None else human.get(call.call_id)
-            if answer is not None:
-                run.know_tool(call.name)  # resuming: before the step's tools
+            run.know_tool(call.name)  # resuming: before the step's tools
+            answer = human.get(call.call_id)
             if isinstance(answer, ToolDenied):
                 batch.calls.append(call)
                 batch.results[call.call_id] = ToolResult(
@@ -358,7 +359,8 @@ class LangHooksCapability(AbstractCapability[Any]):
     ) -> Any:
         state = self._run_state()
         batch = state.batch
-        if batch is None or call.tool_call_id not in batch.plans:
+        if batch is None or call.tool_call_id not in batch.plans:  # pragma: no cover
+            # (pydantic-ai runs only the calls of the step the bridge settled)
             return await handler(args)
         plan = batch.plans[call.tool_call_id]
         known = next(c for c in batch.calls if c.call_id == call.tool_call_id)
@@ -393,8 +395,11 @@ class LangHooksCapability(AbstractCapability[Any]):
                 else:
                     await run.tool_raised(call, result, cause)
                 raise
-            except (ApprovalRequired, CallDeferred):
-                raise  # the tool itself deferred the call: pydantic-ai's to answer
+            except (ApprovalRequired, CallDeferred) as deferred:
+                # The tool itself deferred the call: the run waits on it too.
+                data = dict(deferred.metadata or {})
+                batch.interrupts.append((call, Interrupt("deferred by the tool", data)))
+                raise
             except Exception as exc:
                 text = f"Error: the tool failed: {short_description(exc)}"
                 result = _failed(call, text, exc)
@@ -423,6 +428,13 @@ def _underlying(failure: BaseException) -> Exception | None:
             return exc
         exc = exc.__cause__
     return None
+
+
+def _fragment(args: object) -> str:
+    """A call's arguments as streamed so far (a str as it came, possibly cut)."""
+    if isinstance(args, str):
+        return args
+    return json.dumps(args, default=str) if args else ""
 
 
 def _model(model: Any) -> FrameworkModel:
