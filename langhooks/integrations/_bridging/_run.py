@@ -190,7 +190,7 @@ class FrameworkRun:
         async with self._lock:
             await self._h.chain.on_run_start(self.chain)
 
-    async def complete(self, output: str | None = None) -> None:
+    async def complete(self) -> None:
         """The run ended well: ``on_run_complete`` with status "ok", or
         "interrupted" when the last tool message holds interrupted calls."""
         if self.ended:

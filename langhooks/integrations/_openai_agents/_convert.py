@@ -65,11 +65,9 @@ def usage_of(response: ModelResponse) -> TokenUsage | None:
     )
 
 
-def input_messages(items: str | Iterable[Any]) -> list[Message]:
+def input_messages(items: Iterable[Any]) -> list[Message]:
     """The conversation a run starts from: its user, system and assistant
     messages (other items, such as earlier calls, are left out)."""
-    if isinstance(items, str):
-        return [Message.user(items)]
     out: list[Message] = []
     for item in items:
         role, content = _field(item, "role"), _field(item, "content")

@@ -147,9 +147,10 @@ class LangHooksRunHooks(RunHooks[Any]):
         ) -> bool:
             if self._interrupts(call_id):
                 return True
-            if callable(own):
-                return await own(context, arguments, call_id)
-            return bool(own)
+            wants = await own(context, arguments, call_id) if callable(own) else own
+            if wants:  # the tool's own approval: the run waits on it too
+                await self._held(call_id)
+            return bool(wants)
 
         guard: ToolInputGuardrail[Any] = ToolInputGuardrail(
             self._guard, name="langhooks_review"
@@ -171,9 +172,7 @@ class LangHooksRunHooks(RunHooks[Any]):
         self, formatter: Callable[[Any, Exception], str | Awaitable[str]]
     ) -> Callable[[Any, Exception], Awaitable[str]]:
         async def keep(context: Any, error: Exception) -> str:
-            call_id = getattr(context, "tool_call_id", None)
-            if isinstance(call_id, str):
-                self._errors[call_id] = error
+            self._errors[context.tool_call_id] = error
             text = formatter(context, error)
             return await text if inspect.isawaitable(text) else text
 
@@ -198,7 +197,10 @@ class LangHooksRunHooks(RunHooks[Any]):
         try:
             return Runner.run_sync(self.install(agent), input, hooks=self, **kwargs)
         except Exception as exc:
-            asyncio.run(self._fail(exc))
+            # On the thread's loop, which Runner.run_sync used and leaves open
+            # (asyncio.run would unset it, leaving it unclosed).
+            loop = asyncio.get_event_loop_policy().get_event_loop()
+            loop.run_until_complete(self._fail(exc))
             raise
 
     def run_streamed(
@@ -270,7 +272,8 @@ class LangHooksRunHooks(RunHooks[Any]):
             self._attempts = 1
             return
         self._attempts += 1
-        if self._failed is not None:
+        if self._failed is not None:  # pragma: no branch
+            # (the SDK calls its model again in one turn only after a failure)
             failed, self._failed = self._failed, None
             await run.model_retry(failed, 0.0)
             await run.model_start(run.chain.model)  # type: ignore[arg-type]  # a FrameworkModel
@@ -310,9 +313,7 @@ class LangHooksRunHooks(RunHooks[Any]):
             await self._refuse(run, batch, call)
         for call in batch.calls:
             await self._announce(run, batch, call)
-        if batch.interrupts and not batch.runnable:
-            await self._close_batch(run)
-            await run.complete()
+        await self._finish_if_waiting(run, batch)
 
     async def _refuse(self, run: FrameworkRun, batch: _Batch, call: ToolCall) -> None:
         """Report a call review denied (an ``UpdateArguments`` too: fail closed)."""
@@ -344,6 +345,24 @@ class LangHooksRunHooks(RunHooks[Any]):
 
     def _interrupts(self, call_id: str) -> bool:
         return call_id in self._interrupted
+
+    async def _held(self, call_id: str) -> None:
+        """A call the tool's own ``needs_approval`` holds for a human: an
+        interrupted call like those review interrupts."""
+        batch, run = self._batch, self._current
+        call = None if batch is None else batch.call(call_id)
+        if batch is None or run is None or call is None:  # pragma: no cover
+            return  # (the SDK asks only about the calls of the turn just settled)
+        batch.runnable.discard(call_id)
+        batch.interrupts.append((call, Interrupt("the tool needs approval")))
+        self._interrupted.add(call_id)
+        await self._finish_if_waiting(run, batch)
+
+    async def _finish_if_waiting(self, run: FrameworkRun, batch: _Batch) -> None:
+        """End the run as interrupted once every call that runs has ended."""
+        if batch.interrupts and batch.runnable <= batch.done:
+            await self._close_batch(run)
+            await run.complete()
 
     async def _guard(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
         """The review's answer for one call about to run: a denial is the
@@ -377,8 +396,9 @@ class LangHooksRunHooks(RunHooks[Any]):
 
     @override
     async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
-        run, call = self._tool_call(agent, context, tool)
-        if call is not None:
+        found = self._tool_call(context)
+        if found is not None:  # pragma: no branch - see _tool_call
+            run, _, call = found
             with invocation(call.name, custom_context=self._custom_context):
                 await run.tool_pre_execution(call)
 
@@ -386,10 +406,10 @@ class LangHooksRunHooks(RunHooks[Any]):
     async def on_tool_end(
         self, context: Any, agent: Any, tool: Any, result: object
     ) -> None:
-        run, call = self._tool_call(agent, context, tool)
-        batch = self._batch
-        if call is None or batch is None:
+        found = self._tool_call(context)
+        if found is None:  # pragma: no cover - see _tool_call
             return
+        run, batch, call = found
         error = self._errors.pop(call.call_id, None)
         text = result if isinstance(result, str) else str(result)
         if error is None:
@@ -406,19 +426,17 @@ class LangHooksRunHooks(RunHooks[Any]):
             await run.tool_raised(call, done, error)
         batch.results[call.call_id] = done
         batch.done.add(call.call_id)
-        if batch.interrupts and batch.runnable <= batch.done:
-            await self._close_batch(run)
-            await run.complete()
+        await self._finish_if_waiting(run, batch)
 
-    def _tool_call(
-        self, agent: Any, context: Any, tool: Any
-    ) -> tuple[FrameworkRun, ToolCall | None]:
-        run = self._run_for(agent)
+    def _tool_call(self, context: Any) -> tuple[FrameworkRun, _Batch, ToolCall] | None:
+        """The run, batch and settled call a tool hook is about (None for a
+        tool that is not a function tool of the turn: a hosted or computer one)."""
+        run, batch = self._current, self._batch
         call_id = getattr(context, "tool_call_id", None)
-        batch = self._batch
-        if batch is None or not isinstance(call_id, str):
-            return run, None
-        return run, batch.call(call_id)
+        call = None if batch is None else batch.call(call_id or "")
+        if run is None or batch is None or call is None:  # pragma: no cover
+            return None  # (function tools' calls are all settled first)
+        return run, batch, call
 
     async def _close_batch(self, run: FrameworkRun) -> None:
         batch, self._batch = self._batch, None
