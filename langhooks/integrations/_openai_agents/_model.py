@@ -10,7 +10,7 @@ translated into partials. Everything else is the wrapped model's.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, Protocol, final
 
 from agents.models.interface import Model
 from agents.retry import ModelRetryAdvice, ModelRetryAdviceRequest
@@ -22,16 +22,27 @@ from ._convert import arguments_of
 if TYPE_CHECKING:
     from agents.items import ModelResponse, TResponseStreamEvent
 
-    from ._hooks import LangHooksRunHooks
+    from .._bridging._run import FrameworkRun
 
-__all__ = ["ListenedModel"]
+__all__ = ["ListenedModel", "Listener"]
+
+
+class Listener(Protocol):
+    """What the wrapper reports to (``LangHooksRunHooks``)."""
+
+    @property
+    def _current(self) -> FrameworkRun | None: ...
+
+    async def _attempt(self) -> None: ...
+
+    async def _attempt_failed(self, exc: Exception) -> None: ...
 
 
 @final
 class ListenedModel(Model):
     """A ``Model`` that reports each attempt and its stream to a bridge."""
 
-    def __init__(self, model: Model, hooks: LangHooksRunHooks) -> None:
+    def __init__(self, model: Model, hooks: Listener) -> None:
         self.model = model
         self._hooks = hooks
 
