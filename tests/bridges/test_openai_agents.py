@@ -660,3 +660,19 @@ class TestConvert:
         message = message_of(response)
         assert (message.content, message.tool_calls) == ((), ())
         assert usage_of(response) is None
+
+
+class TestInstall:
+    """``install`` copies an agent once while it is unchanged."""
+
+    def test_the_same_agent_twice(self) -> None:
+        """Installing the same, unchanged agent again gives the same copy; a
+        changed one, a new copy."""
+        hooks = LangHooksRunHooks(Reviewing())
+        a = agent(ANSWER, ran=[])
+        first = hooks.install(a)
+        assert hooks.install(a) is first
+        a.tools = [*a.tools]
+        assert hooks.install(a) is first  # the same tool objects
+        a.tools = a.tools[:1]
+        assert hooks.install(a) is not first

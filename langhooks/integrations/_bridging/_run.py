@@ -150,6 +150,7 @@ class FrameworkRun:
     ) -> None:
         self._h: Final = handlers
         self._tools = {tool.name: tool for tool in tools}
+        self._sketched = False  # a tool known by name only (know_tool)
         self._lock: Final = asyncio.Lock()
         self._call: _ModelCall | None = None
         self.chain: LLMChain = start_chain(
@@ -170,13 +171,18 @@ class FrameworkRun:
         """Make sure a tool called ``name`` is known (a stand-in without schema
         until the framework names its tools)."""
         if name not in self._tools:
-            self.set_tools((*self._tools.values(), stand_in_tool(name, "", None)))
+            self._use((*self._tools.values(), stand_in_tool(name, "", None)))
+            self._sketched = True
 
-    def set_tools(self, tools: Iterable[Tool]) -> None:
-        """The framework's tools for the coming steps (kept when unchanged)."""
-        tools = tuple(tools)
-        if tuple(self._tools) == tuple(t.name for t in tools):
+    def set_tools(self, tools: Sequence[tuple[str, str, Mapping[str, Any]]]) -> None:
+        """The framework's tools for the coming steps, as ``(name, description,
+        schema)`` (the stand-ins are only made again when they changed)."""
+        if not self._sketched and tuple(self._tools) == tuple(t[0] for t in tools):
             return
+        self._sketched = False
+        self._use(tuple(stand_in_tool(*tool) for tool in tools))
+
+    def _use(self, tools: tuple[Tool, ...]) -> None:
         self._tools = {tool.name: tool for tool in tools}
         self.chain = attrs.evolve(self.chain, tools=tools)
 

@@ -111,6 +111,7 @@ class LangHooksRunHooks(RunHooks[Any]):
         self._custom_context: Final = dict(custom_context or {})
         self._installed: set[str] = set()
         self._current: FrameworkRun | None = None
+        self._last_install: tuple[tuple[Any, ...], Agent[Any]] | None = None
         self._batch: _Batch | None = None
         self._errors: dict[str, Exception] = {}
         self._interrupted: set[str] = set()  # the calls review sent to a human
@@ -130,6 +131,10 @@ class LangHooksRunHooks(RunHooks[Any]):
         (``needs_approval`` and an input guardrail) and keeps a raised exception
         for ``on_tool_execution_exception``.
         """
+        same = (agent, agent.model, *agent.tools)
+        last = self._last_install
+        if model_provider is None and last is not None and _same(last[0], same):
+            return last[1]  # the agent installed last, unchanged
         model = agent.model
         if not isinstance(model, Model):
             model = (model_provider or MultiProvider()).get_model(model)
@@ -137,7 +142,9 @@ class LangHooksRunHooks(RunHooks[Any]):
             self._install_tool(tool) if isinstance(tool, FunctionTool) else tool
             for tool in agent.tools
         ]
-        return agent.clone(model=ListenedModel(model, self), tools=tools)
+        installed = agent.clone(model=ListenedModel(model, self), tools=tools)
+        self._last_install = (same, installed)
+        return installed
 
     def _install_tool(self, tool: FunctionTool) -> FunctionTool:
         own = tool.needs_approval
@@ -446,6 +453,13 @@ class LangHooksRunHooks(RunHooks[Any]):
             batch.results[c.call_id] for c in batch.calls if c.call_id in batch.results
         ]
         await run.tools_done(results, batch.interrupts)
+
+
+def _same(left: tuple[Any, ...], right: tuple[Any, ...]) -> bool:
+    """Whether two tuples hold the same objects (identity, not equality)."""
+    return len(left) == len(right) and all(
+        a is b for a, b in zip(left, right, strict=True)
+    )
 
 
 def _model(agent: Any) -> FrameworkModel:

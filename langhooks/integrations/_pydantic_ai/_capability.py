@@ -29,6 +29,7 @@ from pydantic_ai import (
 )
 from pydantic_ai import messages as pai
 from pydantic_ai.capabilities import AbstractCapability, CapabilityOrdering
+from pydantic_ai.capabilities.abstract import leaf_capabilities
 from pydantic_ai.exceptions import ToolFailedError, ToolRetryError
 from pydantic_ai.tools import RunContext, ToolDefinition
 from typing_extensions import override
@@ -37,7 +38,7 @@ from ..._core._chain_callbacks import Deny, Interrupt, ReviewDecision, UpdateArg
 from ..._core._invocation import Invocation, current_invocation, entered, invocation
 from ..._core._messages import Message, ToolCall, ToolResult
 from ...chain._tool_results import short_description
-from .._bridging._chain import FrameworkModel, stand_in_tool
+from .._bridging._chain import FrameworkModel
 from .._bridging._run import BridgeHandlers, FrameworkRun, response_of
 from ._messages import (
     DECISION_KEY,
@@ -177,8 +178,7 @@ class LangHooksCapability(AbstractCapability[Any]):
         self, ctx: RunContext[Any], tool_defs: list[ToolDefinition]
     ) -> list[ToolDefinition]:
         self._run_state().run.set_tools(
-            stand_in_tool(d.name, d.description or "", d.parameters_json_schema)
-            for d in tool_defs
+            [(d.name, d.description or "", d.parameters_json_schema) for d in tool_defs]
         )
         return tool_defs
 
@@ -255,6 +255,21 @@ class LangHooksCapability(AbstractCapability[Any]):
             )
         )
         return response
+
+    @override
+    def _handles_model_request_error(
+        self, ctx: RunContext[Any], request_context: Any
+    ) -> bool:
+        # pydantic-ai opens a streamed request eagerly for a capability that
+        # handles its failure, which slows every run. Observing is only worth
+        # it when another capability may recover the attempt (a retry, a
+        # fallback): otherwise the failure ends the run and wrap_run reports it.
+        root = ctx.root_capability
+        return root is not None and any(
+            not isinstance(cap, LangHooksCapability)
+            and cap._handles_model_request_error(ctx, request_context)
+            for cap in leaf_capabilities(root)
+        )
 
     @override
     async def on_model_request_error(
