@@ -122,14 +122,14 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-def _agents_agent(words: int) -> Agent[Any]:
+def _agents_steps(words: int) -> list[ModelStep]:
     half = " ".join(_words(max(words // 2, 1)))
     reasoning = ResponseReasoningItem(
         id="r",
         type="reasoning",
         summary=[Summary(text="thinking", type="summary_text")],
     )
-    steps = [
+    return [
         ModelStep(
             output=[
                 reasoning,
@@ -139,25 +139,38 @@ def _agents_agent(words: int) -> Agent[Any]:
         ),
         ModelStep(output=[assistant_message(half)]),
     ]
-    return Agent(name="a", model=ScriptedModel(steps), tools=[add])
 
 
 def agents_cases(words: int) -> list[_harness.Case]:
-    async def plain_run() -> None:
-        await Runner.run(_agents_agent(words), "go")
+    """One long-lived agent per case (as an application keeps its agents); its
+    scripted model is given the conversation's two steps again before each run."""
+    steps = _agents_steps(words)
 
+    def agent() -> tuple[Agent[Any], ScriptedModel]:
+        model = ScriptedModel()
+        return Agent(name="a", model=model, tools=[add]), model
+
+    plain, plain_model = agent()
+    bridged, bridged_model = agent()
     hooks = LangHooksRunHooks(DeltaCounter())  # one run at a time, reused
 
+    async def plain_run() -> None:
+        plain_model.extend(steps)
+        await Runner.run(plain, "go")
+
     async def bridged_run() -> None:
-        await hooks.run(_agents_agent(words), "go")
+        bridged_model.extend(steps)
+        await hooks.run(bridged, "go")
 
     async def plain_streamed() -> None:
-        result = Runner.run_streamed(_agents_agent(words), "go")
+        plain_model.extend(steps)
+        result = Runner.run_streamed(plain, "go")
         async for _event in result.stream_events():
             pass
 
     async def bridged_streamed() -> None:
-        result = hooks.run_streamed(_agents_agent(words), "go")
+        bridged_model.extend(steps)
+        result = hooks.run_streamed(bridged, "go")
         async for _event in result.stream_events():
             pass
 

@@ -7,6 +7,8 @@ handler and the Redis publisher read it as they read a chain run's."""
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn, final
 
@@ -81,12 +83,19 @@ def _run_by_framework(arguments: Mapping[str, Any], context: ToolContext) -> str
 def stand_in_tool(
     name: str, description: str, schema: Mapping[str, Any] | None
 ) -> Tool:
-    """The ``Tool`` that stands for a framework's tool in handlers' events."""
+    """The ``Tool`` that stands for a framework's tool in handlers' events
+    (made once per name, description and schema: runs reuse it)."""
+    text = None if schema is None else json.dumps(schema, sort_keys=True, default=str)
+    return _stand_in(name, description, text)
+
+
+@functools.lru_cache(maxsize=512)
+def _stand_in(name: str, description: str, schema: str | None) -> Tool:
     return Tool(
         name,
         _run_by_framework,
         description=description,
-        parameters_schema=schema,
+        parameters_schema=None if schema is None else json.loads(schema),
     )
 
 
