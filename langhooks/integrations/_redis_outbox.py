@@ -22,6 +22,11 @@ records; a full buffer blocks the producer (back-pressure) for up to
 buffer stays full after such a timeout, further records are dropped at once instead
 of waiting again. A batch Redis refuses or that times out is lost as a whole and
 counted, shard by shard (a cluster node down loses only the batches of its shards).
+A node whose send failed is paused: for a while its records are lost at once, without
+a round trip, and then the next batch for it tries again (``Pauses``). Without the
+pause every batch for a dead node would wait out the client's own retries (about 4 s
+a call with redis-py 8's defaults), and the records of every live node, queued
+behind it on the one flusher thread, would reach Redis seconds late.
 Whatever a send raises (``RedisError``, a cluster's ``RedisClusterException``, or
 anything else) is a loss: the flusher thread never stops before ``close``. The
 first loss is logged once at WARNING. Nothing grows without bound and nothing is
@@ -37,10 +42,11 @@ from collections.abc import Sequence
 from typing import Final, final
 
 import attrs
+import redis.cluster
 
 from ._redis_wire import SyncClient
 
-__all__ = ["Outbox", "Pending"]
+__all__ = ["Outbox", "Pauses", "Pending"]
 
 logger: Final = logging.getLogger("langhooks")
 
@@ -84,6 +90,74 @@ class Pending:
 
 
 @final
+class Pauses:
+    """Which Redis nodes are paused after a failed send, and until when.
+
+    A node is the cluster node that owns a shard's slot (by the client's current
+    view of the cluster; after a failover the slot's new owner is another node and
+    is not paused), or the one server of a plain client. The first failure pauses a
+    node for ``first`` seconds; each failure of the send that ends a pause doubles
+    it, up to ``longest``; a send that succeeds ends it. On a cluster, the send that
+    ends a pause is preceded by a ``PING`` on the node's own connection, which
+    redis-py never retries, so a node still down costs one refused connection (or
+    ``socket_connect_timeout``) instead of the cluster client's retries.
+    """
+
+    def __init__(self, client: SyncClient, *, first: float, longest: float) -> None:
+        self._cluster: Final = (
+            client if isinstance(client, redis.cluster.RedisCluster) else None
+        )
+        self._first: Final = first
+        self._longest: Final = longest
+        # node name -> (paused until, the pause's length)
+        self._paused: dict[str, tuple[float, float]] = {}
+
+    def node(self, key: str) -> tuple[str, redis.cluster.ClusterNode | None]:
+        """The name of the node ``key`` lives on ("" for a plain client's one
+        server; the key itself when the client knows no owner), and the node."""
+        if self._cluster is None:
+            return "", None
+        try:
+            owner = self._cluster.get_node_from_key(key)  # type: ignore[no-untyped-call]
+        except Exception:  # the client knows no owner: the key stands for its node
+            return key, None
+        return str(owner.name), owner
+
+    def check(self, key: str) -> tuple[str, Exception | None]:
+        """Whether records for ``key`` may be sent now: the node's name, and the
+        reason they may not (the node is paused, or its probe failed) or None."""
+        name, owner = self.node(key)
+        pause = self._paused.get(name)
+        if pause is None:
+            return name, None
+        if time.monotonic() < pause[0]:
+            return name, NodePaused(name)
+        connection = None if owner is None else owner.redis_connection
+        if connection is not None:
+            try:
+                connection.ping()
+            except Exception as error:  # the node is still down
+                self.settled(name, error)
+                return name, error
+        return name, None
+
+    def settled(self, name: str, error: Exception | None) -> None:
+        """A send to node ``name`` (or its probe) ended: with ``error`` it is
+        paused, longer if it was paused before; without, it is not paused."""
+        if error is None:
+            self._paused.pop(name, None)
+            return
+        pause = self._paused.get(name)
+        length = self._first if pause is None else min(pause[1] * 2, self._longest)
+        self._paused[name] = (time.monotonic() + length, length)
+
+
+#: How long a node is paused after its first failed send, and at the most.
+PAUSE_FIRST: Final = 0.5
+PAUSE_LONGEST: Final = 8.0
+
+
+@final
 class Outbox:
     """Bounded buffer + flusher thread; see the module docstring for the policy."""
 
@@ -101,6 +175,7 @@ class Outbox:
     ) -> None:
         self._client: Final = client
         self._script: Final = client.register_script(_SEND)
+        self._pauses: Final = Pauses(client, first=PAUSE_FIRST, longest=PAUSE_LONGEST)
         self._publisher: Final = publisher
         self._maxlen: Final = maxlen
         self._expire_after: Final = expire_after
@@ -255,7 +330,10 @@ class Outbox:
             for pending in batch:
                 groups.setdefault(pending.firehose, []).append(pending)
             for firehose, group in groups.items():
-                error = self._send(firehose, group)
+                node, error = self._pauses.check(firehose)
+                if error is None:
+                    error = self._send(firehose, group)
+                    self._pauses.settled(node, error)
                 self._settle(group, error)
 
     def _settle(self, group: Sequence[Pending], error: Exception | None) -> None:
@@ -294,6 +372,7 @@ class Outbox:
             return batch
 
     def _send(self, firehose: str, batch: Sequence[Pending]) -> Exception | None:
+        """Send one shard's records in one script call; the error, if it failed."""
         keys: dict[str, int] = {firehose: 1}
         args: list[str | int] = [self._maxlen, self._expire_after, self._publisher]
         for pending in batch:
@@ -310,3 +389,13 @@ class Outbox:
             # failure inside redis-py during a failover: the thread must go on.
             return error
         return None
+
+
+class NodePaused(Exception):
+    """The reason a paused node's records are lost without a round trip."""
+
+    def __init__(self, node: str) -> None:
+        where = f"Redis node {node}" if node else "Redis"
+        super().__init__(
+            f"{where} failed just before; its records are dropped for a while"
+        )

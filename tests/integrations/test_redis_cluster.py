@@ -18,7 +18,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,7 @@ from langhooks import (
 )
 from langhooks.chain import Decision, LLMChain
 from langhooks.cli.serve import DemoModel, demo_agent
+from langhooks.integrations._redis_outbox import NodePaused, Pauses, Pending
 from langhooks.integrations._redis_wire import Keys, aread_stream, read_stream
 from langhooks.integrations.redis import (
     AsyncRedisRunStore,
@@ -592,6 +593,53 @@ class TestShardsOnOneNode:
             server.stop()
 
 
+class TestPauses:
+    """The outbox pauses a node whose send failed (see TestNodeKilled for a dead
+    node): a paused node's records are dropped without a round trip, and the
+    send that ends the pause is preceded by a ping on the node's own connection."""
+
+    def test_pause_grows_then_a_ping_ends_it(
+        self, client: redis.cluster.RedisCluster
+    ) -> None:
+        """Failures double the pause up to its longest; when it is over, a live
+        node answers the ping and records may be sent again; a success ends the
+        pause."""
+        pauses = Pauses(client, first=60.0, longest=90.0)
+        name, node = pauses.node("lh-pause:key")
+        assert node is not None
+        assert name == node.name
+        assert pauses.check("lh-pause:key") == (name, None)
+        pauses.settled(name, redis.ConnectionError("down"))
+        reason = pauses.check("lh-pause:key")[1]
+        assert isinstance(reason, NodePaused)
+        assert str(reason) == (
+            f"Redis node {name} failed just before; its records are dropped for a while"
+        )
+        pauses.settled(name, redis.ConnectionError("down"))
+        pauses.settled(name, redis.ConnectionError("down"))
+        assert pauses._paused[name][1] == 90.0
+        over = Pauses(client, first=0.0, longest=0.0)
+        over.settled(name, redis.ConnectionError("down"))
+        assert over.check("lh-pause:key") == (name, None)
+        over.settled(name, None)
+        assert over._paused == {}
+
+    def test_a_key_without_a_known_owner_is_its_own_node(
+        self, cluster: LocalCluster
+    ) -> None:
+        """When the client knows no owner of a key's slot, the key stands for its
+        node, and a pause over it needs no ping."""
+        client = cluster_client(cluster)
+        try:
+            client.nodes_manager.slots_cache.clear()
+            pauses = Pauses(client, first=0.0, longest=0.0)
+            assert pauses.node("lh-pause:key") == ("lh-pause:key", None)
+            pauses.settled("lh-pause:key", redis.ConnectionError("down"))
+            assert pauses.check("lh-pause:key") == ("lh-pause:key", None)
+        finally:
+            client.close()
+
+
 class TestNodeKilled:
     """A node dies (SIGKILL) while runs are published on a cluster of its own."""
 
@@ -600,8 +648,11 @@ class TestNodeKilled:
     ) -> None:
         """The runs complete, the records bound for the dead node are counted lost
         and logged once, the publisher's thread stays alive and flush(timeout=2)
-        returns; follow reads the live nodes and raises for the dead one after
-        block_ms; the consumer's run() goes on until stopped."""
+        returns; one send waits out the client's retries, then the dead node is
+        paused (its records dropped at once, its pings refused) so the live
+        nodes' records are not held behind it; follow reads the live nodes and
+        raises for the dead one after block_ms; the consumer's run() goes on
+        until stopped."""
         cluster = start_cluster(tmp_path)
         try:
             client = cluster_client(
@@ -616,6 +667,18 @@ class TestNodeKilled:
             victim = int(dead.rpartition(":")[2])
             publisher = RedisEventPublisher(client, prefix=prefix, flush_timeout=2)
             caplog.set_level(logging.WARNING, logger="langhooks")
+            # Count the sends that failed (each waits out redis-py's retries).
+            outbox = publisher._outbox
+            send = outbox._send
+            failed: list[str] = []
+
+            def counted(firehose: str, batch: Sequence[Pending]) -> Exception | None:
+                error = send(firehose, batch)
+                if error is not None:
+                    failed.append(firehose)
+                return error
+
+            outbox._send = counted  # type: ignore[method-assign]
 
             class Killer(ChainCallbackHandler):
                 @override
@@ -632,6 +695,10 @@ class TestNodeKilled:
             began = time.monotonic()
             publisher.flush(timeout=2)
             flushed = time.monotonic() - began
+            # Every record is settled (sent or lost) before the runs are read:
+            # what follow finds does not depend on how far the flusher got.
+            assert publisher.flush(timeout=120)  # a bound against a hang only
+            settled = time.monotonic() - began
             assert all(r.status == "ok" for r in results)
             thread = publisher._outbox._thread
             assert thread is not None
@@ -644,16 +711,30 @@ class TestNodeKilled:
             assert publisher.lost > 0
             assert [r for r in caplog.records if "lost" in r.getMessage()] != []
             assert len([r for r in caplog.records if "lost" in r.getMessage()]) == 1
+            # One send to the dead node failed; after it, the node was paused
+            # and probed with a ping, never sent to again.
+            assert failed == failed[:1]
+            assert len(failed) == 1
+            assert owners[keys.firehoses().index(failed[0])] == dead
             print(  # the figures for the report (pytest -s shows them)
                 f"\nnode killed: 24 runs in {ran:.2f}s, flush(timeout=2) returned in "
-                f"{flushed:.3f}s, lost {publisher.lost}, published "
-                f"{publisher.published}, runs on the dead node {len(on_dead)}"
+                f"{flushed:.3f}s, all settled in {settled:.3f}s, lost "
+                f"{publisher.lost}, published {publisher.published}, runs on the "
+                f"dead node {len(on_dead)}, failed sends {len(failed)}"
             )
             # The runs on live nodes after the kill are whole.
             for run_id in alive[-3:]:
                 followed = RecordingChainHandler()
                 follow(client, run_id, followed, prefix=prefix, block_ms=10)
                 assert followed.names[-1] == "on_run_complete"
+            # The dead node's pause: still down, its probe (a ping on the node's
+            # own connection, never retried) fails and pauses it again.
+            pauses = Pauses(client, first=0.0, longest=0.0)
+            firehose = keys.firehoses()[owners.index(dead)]
+            name, _ = pauses.node(firehose)
+            assert name == dead
+            pauses.settled(name, redis.ConnectionError("down"))
+            assert isinstance(pauses.check(firehose)[1], redis.ConnectionError)
             # A run on the dead node: follow reads again until block_ms, then raises.
             with pytest.raises(
                 (redis.RedisError, redis.exceptions.RedisClusterException)

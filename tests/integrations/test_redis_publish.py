@@ -53,6 +53,7 @@ from langhooks.cli.demo import (
     scripted_model,
 )
 from langhooks.events import EventRecord
+from langhooks.integrations._redis_outbox import NodePaused, Pauses
 from langhooks.integrations._redis_wire import aread_stream, read_stream
 from langhooks.integrations.redis import (
     RedisEventPublisher,
@@ -170,7 +171,7 @@ def entries(client: redis.Redis, key: str) -> list[tuple[EventRecord, dict[str, 
     got: Any = client.xrange(key)
     for _id, fields in got:
         data = {k.decode(): v.decode() for k, v in fields.items()}
-        out.append((codec.loads(data["record"]), data))
+        out.append((codec.loads(data["record"], type=EventRecord), data))
     return out
 
 
@@ -378,6 +379,22 @@ class TestRedisTrouble:
         warnings = [r for r in caplog.records if "lost" in r.getMessage()]
         assert len(warnings) == 1
         assert warnings[0].levelno == logging.WARNING
+
+    def test_server_down_is_paused(self) -> None:
+        """A plain server whose send failed is paused as one node (""): its
+        records are dropped at once until the pause is over; then the next send
+        goes to the server again, without a ping."""
+        with private_redis() as (server, client):
+            pauses = Pauses(client, first=60.0, longest=60.0)
+            assert pauses.node("k") == ("", None)
+            pauses.settled("", redis.ConnectionError("down"))
+            reason = pauses.check("k")[1]
+            assert isinstance(reason, NodePaused)
+            assert str(reason).startswith("Redis failed just before")
+            over = Pauses(client, first=0.0, longest=0.0)
+            over.settled("", redis.ConnectionError("down"))
+            assert over.check("k") == ("", None)
+            server.kill()
 
     def test_fail_run_ends_the_run(self) -> None:
         """With fail_run=True, the event after a loss ends the run with a
