@@ -47,6 +47,7 @@ from langhooks.integrations.openai_agents import (  # noqa: E402
 )
 
 from .._driver import Place  # noqa: E402
+from .._loops import close_sync_loop  # noqa: E402
 from .._script import PROMPT, TURNS, Turn, script_tools  # noqa: E402
 
 set_tracing_disabled(True)
@@ -137,7 +138,12 @@ def _agent(place: Place, turns: Sequence[Turn]) -> Agent[Any]:
 
 
 def _run(use_async: bool, run: Callable[[], Any], arun: Callable[[], Any]) -> Any:
-    return asyncio.run(arun()) if use_async else run()
+    if use_async:
+        return asyncio.run(arun())
+    try:
+        return run()
+    finally:
+        close_sync_loop()  # the one Runner.run_sync leaves open (see _loops)
 
 
 class OpenAIAgentsDriver:

@@ -53,6 +53,7 @@ from langhooks.integrations.pydantic_ai import (  # noqa: E402
 )
 
 from .._driver import Place  # noqa: E402
+from .._loops import close_sync_loop  # noqa: E402
 from .._script import PROMPT, TURNS, ScriptTool, script_tools  # noqa: E402
 
 Item = str | dict[int, DeltaToolCall] | dict[int, DeltaThinkingPart]
@@ -136,6 +137,14 @@ def _agent(
     )
 
 
+def _sync(agent: Agent[None, Any], *args: Any, **kwargs: Any) -> Any:
+    """``run_sync``, then the event loop it leaves open closed (see _loops)."""
+    try:
+        return agent.run_sync(*args, **kwargs)
+    finally:
+        close_sync_loop()
+
+
 class PydanticAIDriver:
     """The pydantic-ai driver (see ``tests/bridges/_driver.py``)."""
 
@@ -143,7 +152,7 @@ class PydanticAIDriver:
 
     def start(self, place: Place, handlers: Sequence[Any], *, use_async: bool) -> None:
         agent = _agent(place, handlers)
-        result = asyncio.run(agent.run(PROMPT)) if use_async else agent.run_sync(PROMPT)
+        result = asyncio.run(agent.run(PROMPT)) if use_async else _sync(agent, PROMPT)
         output = result.output
         assert isinstance(output, DeferredToolRequests), output
         assert [c.tool_call_id for c in output.approvals] == ["call_4"], output
@@ -162,7 +171,7 @@ class PydanticAIDriver:
             "deferred_tool_results": results,
         }
         result = (
-            asyncio.run(agent.run(**kwargs)) if use_async else agent.run_sync(**kwargs)
+            asyncio.run(agent.run(**kwargs)) if use_async else _sync(agent, **kwargs)
         )
         assert isinstance(result.output, str), result.output
         return result.output
