@@ -105,6 +105,9 @@ nitpick_ignore_regex += [("py:class", r"(mcp|mcp_types|anyio)\..*")]
 nitpick_ignore_regex += [("py:class", r"psycopg(_pool)?\..*")]
 # The provider SDKs' clients a model takes as client= (no inventories shipped).
 nitpick_ignore_regex += [("py:class", r"(google\.genai|cohere|mistralai)\..*")]
+# The agent frameworks the bridges attach to (pydantic-ai, the OpenAI Agents SDK):
+# no inventories shipped either.
+nitpick_ignore_regex += [("py:class", r"(agents|pydantic_ai)\..*")]
 # The chain type variables of the generic interfaces and results (ChainView's text
 # and the interfaces' say what they stand for).
 nitpick_ignore_regex += [("py:(class|obj)", r"(.*\.)?ChainT_(co|contra)")]
