@@ -29,14 +29,21 @@ from pydantic_ai import (
 )
 from pydantic_ai import messages as pai
 from pydantic_ai.capabilities import AbstractCapability, CapabilityOrdering
-from pydantic_ai.capabilities.abstract import leaf_capabilities
+from pydantic_ai.capabilities.abstract import (
+    WrapRunHandler,
+    WrapToolExecuteHandler,
+    leaf_capabilities,
+)
 from pydantic_ai.exceptions import ToolFailedError, ToolRetryError
+from pydantic_ai.messages import AgentStreamEvent
+from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.run import AgentRunResult
 from pydantic_ai.tools import RunContext, ToolDefinition
 from typing_extensions import override
 
 from ..._core._chain_callbacks import Deny, Interrupt, ReviewDecision, UpdateArguments
 from ..._core._invocation import Invocation, current_invocation, entered, invocation
-from ..._core._messages import Message, ToolCall, ToolResult
+from ..._core._messages import LangHooksError, Message, ToolCall, ToolResult
 from ...chain._tool_results import short_description
 from .._bridging._chain import FrameworkModel
 from .._bridging._run import BridgeHandlers, FrameworkRun, response_of
@@ -73,7 +80,7 @@ class _RunState:
     def __init__(self, run: FrameworkRun) -> None:
         self.run: Final = run
         self.batch: _Batch | None = None
-        self.failed: Any = None  # the last attempt's error, until the next attempt
+        self.failed: LangHooksError | None = None  # until the next attempt
         self.stream_calls: dict[int, int] = {}  # part index: call index
 
 
@@ -155,7 +162,9 @@ class LangHooksCapability(AbstractCapability[Any]):
     # --- the run ---------------------------------------------------------------------
 
     @override
-    async def wrap_run(self, ctx: RunContext[Any], *, handler: Any) -> Any:
+    async def wrap_run(
+        self, ctx: RunContext[Any], *, handler: WrapRunHandler
+    ) -> AgentRunResult[Any]:
         state = self._run_state()
         run = state.run
         history = messages_of(ctx.messages)
@@ -186,7 +195,7 @@ class LangHooksCapability(AbstractCapability[Any]):
 
     @override
     async def prepare_model_request(
-        self, ctx: RunContext[Any], request_context: Any
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> Any:
         state = self._run_state()
         if state.failed is not None:
@@ -197,7 +206,7 @@ class LangHooksCapability(AbstractCapability[Any]):
         return request_context
 
     @override
-    async def on_event(self, ctx: RunContext[Any], *, event: Any) -> None:
+    async def on_event(self, ctx: RunContext[Any], *, event: AgentStreamEvent) -> None:
         state = self._run_state()
         run = state.run
         if isinstance(event, pai.PartStartEvent):
@@ -242,7 +251,11 @@ class LangHooksCapability(AbstractCapability[Any]):
 
     @override
     async def after_model_request(
-        self, ctx: RunContext[Any], *, request_context: Any, response: pai.ModelResponse
+        self,
+        ctx: RunContext[Any],
+        *,
+        request_context: ModelRequestContext,
+        response: pai.ModelResponse,
     ) -> pai.ModelResponse:
         run = self._run_state().run
         message = message_of_response(response)
@@ -258,7 +271,7 @@ class LangHooksCapability(AbstractCapability[Any]):
 
     @override
     def _handles_model_request_error(
-        self, ctx: RunContext[Any], request_context: Any
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> bool:
         # pydantic-ai opens a streamed request eagerly for a capability that
         # handles its failure, which slows every run. Observing is only worth
@@ -273,7 +286,11 @@ class LangHooksCapability(AbstractCapability[Any]):
 
     @override
     async def on_model_request_error(
-        self, ctx: RunContext[Any], *, request_context: Any, error: Exception
+        self,
+        ctx: RunContext[Any],
+        *,
+        request_context: ModelRequestContext,
+        error: Exception,
     ) -> pai.ModelResponse:
         state = self._run_state()
         state.failed = await state.run.model_error(error)
@@ -370,7 +387,7 @@ class LangHooksCapability(AbstractCapability[Any]):
         call: pai.ToolCallPart,
         tool_def: ToolDefinition,
         args: dict[str, Any],
-        handler: Any,
+        handler: WrapToolExecuteHandler,
     ) -> Any:
         state = self._run_state()
         batch = state.batch
