@@ -676,3 +676,29 @@ class TestInstall:
         assert hooks.install(a) is first  # the same tool objects
         a.tools = a.tools[:1]
         assert hooks.install(a) is not first
+
+
+class TestSpans:
+    """``OpenTelemetryHandler`` on a bridged run makes ``LLMChain``'s span tree."""
+
+    def test_the_span_tree(self) -> None:
+        """``invoke_agent`` over two ``chat`` spans and one ``execute_tool``."""
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+            InMemorySpanExporter,
+        )
+
+        from langhooks.integrations.opentelemetry import OpenTelemetryHandler
+
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        hooks = LangHooksRunHooks(OpenTelemetryHandler(tracer_provider=provider))
+        a = agent(tool_step(("add", {"a": 1, "b": 2}, "c1")), ANSWER, ran=[])
+        asyncio.run(hooks.run(a, "add"))
+        spans = exporter.get_finished_spans()
+        (root,) = [s for s in spans if s.parent is None]
+        assert root.name == "invoke_agent langhooks"
+        children = sorted(s.name.split()[0] for s in spans if s.parent is not None)
+        assert children == ["chat", "chat", "execute_tool"]

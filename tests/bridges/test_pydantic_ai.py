@@ -721,3 +721,31 @@ class TestMessages:
             )
         ]
         assert messages_of(history) == []
+
+
+class TestSpans:
+    """``OpenTelemetryHandler`` on a bridged run makes ``LLMChain``'s span tree."""
+
+    def test_the_span_tree(self) -> None:
+        """``invoke_agent`` over two ``chat`` spans and one ``execute_tool``."""
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+            InMemorySpanExporter,
+        )
+
+        from langhooks.integrations.opentelemetry import OpenTelemetryHandler
+
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        handler = OpenTelemetryHandler(tracer_provider=provider)
+        model = FunctionModel(stream_function=turns(TOOL_TURN, ANSWER))
+        agent, _ = agent_with(handler, model=model)
+        agent.run_sync("add")
+        spans = exporter.get_finished_spans()
+        (root,) = [s for s in spans if s.parent is None]
+        assert root.name == "invoke_agent langhooks"
+        children = sorted(s.name.split()[0] for s in spans if s.parent is not None)
+        assert children == ["chat", "chat", "execute_tool"]
+        assert all(s.parent.span_id == root.context.span_id for s in spans if s.parent)
