@@ -702,3 +702,45 @@ class TestSpans:
         assert root.name == "invoke_agent langhooks"
         children = sorted(s.name.split()[0] for s in spans if s.parent is not None)
         assert children == ["chat", "chat", "execute_tool"]
+
+
+class TestToolContext:
+    """``on_tool_pre_execution`` runs where the tool runs."""
+
+    @pytest.mark.parametrize("is_async", [False, True], ids=["def", "async def"])
+    def test_the_tool_sees_its_invocation_and_what_the_hook_set(
+        self, is_async: bool
+    ) -> None:
+        """The call's invocation is current in the tool's code, and a context
+        variable the hook set reaches it (and nothing after it)."""
+        import contextvars
+
+        from langhooks import current_invocation
+
+        tenant: contextvars.ContextVar[str] = contextvars.ContextVar(
+            "tenant", default=""
+        )
+        seen: list[tuple[str | None, str]] = []
+
+        class SetsTenant(RecordingChainHandler):
+            @override
+            def on_tool_pre_execution(self, chain: Any, call: Any, tool: Any) -> None:
+                tenant.set("acme")
+
+        def whoami() -> str:
+            """Who is calling."""
+            current = current_invocation()
+            seen.append((None if current is None else current.name, tenant.get()))
+            return "ok"
+
+        async def awhoami() -> str:
+            """Who is calling."""
+            return whoami()
+
+        tool = function_tool(awhoami if is_async else whoami, name_override="whoami")
+
+        step = ModelStep(output=[function_call("whoami", {}, call_id="w1")])
+        a = Agent(name="a", model=ScriptedModel([step, ANSWER]), tools=[tool])
+        asyncio.run(LangHooksRunHooks(SetsTenant()).run(a, "who"))
+        assert seen == [("whoami", "acme")]
+        assert tenant.get() == ""

@@ -749,3 +749,39 @@ class TestSpans:
         children = sorted(s.name.split()[0] for s in spans if s.parent is not None)
         assert children == ["chat", "chat", "execute_tool"]
         assert all(s.parent.span_id == root.context.span_id for s in spans if s.parent)
+
+
+class TestToolContext:
+    """``on_tool_pre_execution`` runs where the tool runs."""
+
+    def test_the_tool_sees_its_invocation_and_what_the_hook_set(self) -> None:
+        """The call's invocation is current in the tool's code (a sync tool runs
+        in a worker thread), and a context variable the hook set reaches it."""
+        import contextvars
+
+        from langhooks import current_invocation
+
+        tenant: contextvars.ContextVar[str] = contextvars.ContextVar(
+            "tenant", default=""
+        )
+        seen: list[tuple[str | None, str]] = []
+
+        class SetsTenant(RecordingChainHandler):
+            @override
+            def on_tool_pre_execution(self, chain: Any, call: Any, tool: Any) -> None:
+                tenant.set("acme")
+
+        agent: Agent[None, str] = Agent(
+            FunctionModel(stream_function=turns([call(0, "whoami", {}, "w1")], ["ok"])),
+            capabilities=[LangHooksCapability(SetsTenant())],
+        )
+
+        @agent.tool_plain
+        def whoami() -> str:
+            """Who is calling."""
+            current = current_invocation()
+            seen.append((None if current is None else current.name, tenant.get()))
+            return "ok"
+
+        agent.run_sync("who")
+        assert seen == [("whoami", "acme")]

@@ -6,7 +6,8 @@
 (one call) gives the agent what the hooks cannot hear or decide by themselves: a
 model wrapper (each attempt, its failure, its raw stream) and, on each function
 tool, the review (``needs_approval`` for ``Interrupt``, an input guardrail for
-``Deny``) and a failure formatter that keeps the exception a tool raised.
+``Deny``), a failure formatter that keeps the exception a tool raised, and an
+invoker that fires ``on_tool_pre_execution`` in the tool's own task.
 
 A model turn's calls are reviewed together in ``on_llm_end``, before the SDK runs
 any; the SDK runs its tools concurrently and gathers its hooks, and the bridge's
@@ -172,8 +173,33 @@ class LangHooksRunHooks(RunHooks[Any]):
             set_function_tool_failure_error_function(
                 installed, self._keeping(formatter)
             )
+        # Assigned, not replaced: the SDK's own invoker (bound to the copy
+        # above, with its failure formatter) stays inside ours.
+        installed.on_invoke_tool = self._in_tool_context(installed.on_invoke_tool)
         self._installed.add(tool.name)
         return installed
+
+    def _in_tool_context(
+        self, invoke: Callable[[Any, str], Awaitable[Any]]
+    ) -> Callable[[Any, str], Awaitable[Any]]:
+        """The tool's invoker, run in the call's invocation after
+        ``on_tool_pre_execution``: in the tool's own task (and the thread a sync
+        tool runs in), so what the hook sets in a context variable reaches the
+        tool's code, and nothing after it."""
+
+        async def run_tool(context: Any, arguments: str) -> Any:
+            found = self._tool_call(context)
+            if found is None:  # pragma: no cover - see _tool_call
+                return await invoke(context, arguments)
+            run, _, call = found
+            with invocation(call.name, custom_context=self._custom_context):
+                await run.tool_pre_execution(call)
+                return await invoke(context, arguments)
+
+        marker = "__agents_sync_function_tool__"
+        if getattr(invoke, marker, False):  # the SDK refuses a timeout for those
+            setattr(run_tool, marker, True)
+        return run_tool
 
     def _keeping(
         self, formatter: Callable[[Any, Exception], str | Awaitable[str]]
@@ -403,6 +429,8 @@ class LangHooksRunHooks(RunHooks[Any]):
 
     @override
     async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
+        if tool.name in self._installed:
+            return  # said by the installed invoker, in the tool's own task
         found = self._tool_call(context)
         if found is not None:  # pragma: no branch - see _tool_call
             run, _, call = found
