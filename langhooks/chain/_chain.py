@@ -7,10 +7,9 @@ snapshots; ``chain.invocation`` is the run's ``Invocation``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from importlib import import_module
-from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast, final, get_args
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast, get_args
 
 import attrs
 
@@ -36,14 +35,7 @@ from ._snapshot import ChainSnapshot, handler_tuple
 if TYPE_CHECKING:
     from collections.abc import Generator
 
-__all__ = [
-    "ABANDONED",
-    "Handler",
-    "LLMChain",
-    "RunResult",
-    "StateCodec",
-    "use_state_codec",
-]
+__all__ = ["ABANDONED", "Handler", "LLMChain", "RunResult", "shared_messages"]
 
 #: A handler an ``LLMChain`` takes: of either chain interface, written for
 #: ``LLMChain``, for any chain (``ChainView``), or unparameterised; a handler
@@ -66,42 +58,18 @@ ABANDONED: Final = (
 )
 
 
-@final
-@attrs.frozen
-class StateCodec:
-    """How ``to_state`` and ``from_state`` turn a chain into JSON types and back.
-
-    The persistence layer (above the runtime) provides it with
-    ``use_state_codec`` when it is loaded; the runtime does not import it, and
-    loads it by name (``DEFAULT_STATE_CODEC``) only when a chain is saved or
-    loaded before anything else did.
-
-    Attributes:
-        encode: the chain's state as JSON types.
-        decode: a saved state's fields as ``LLMChain`` keyword arguments, with the
-            saved tool names and pending calls under "tools" and
-            "pending_tool_calls".
-    """
-
-    encode: Callable[[LLMChain], dict[str, Any]]
-    decode: Callable[[Mapping[str, Any]], dict[str, Any]]
-
-
-_STATE_CODEC: Final[list[StateCodec]] = []
-
-#: The module that provides the JSON codec of ``langhooks.codec``.
-DEFAULT_STATE_CODEC: Final = "langhooks._persist._state"
-
-
-def use_state_codec(codec: StateCodec) -> None:
-    """Make ``codec`` the one ``to_state`` and ``from_state`` use."""
-    _STATE_CODEC[:] = [codec]
-
-
-def _state_codec() -> StateCodec:
-    if not _STATE_CODEC:
-        import_module(DEFAULT_STATE_CODEC)  # it calls use_state_codec
-    return _STATE_CODEC[0]
+def shared_messages(earlier: Sequence[Message], later: Sequence[Message]) -> int:
+    """How many messages ``later`` starts with that ``earlier`` starts with too:
+    the length of their common beginning (a message compared by identity first,
+    then by value)."""
+    if len(later) >= len(earlier) and tuple(later[: len(earlier)]) == tuple(earlier):
+        return len(earlier)  # the usual case: appended to, compared in C
+    shared = 0
+    for old, new in zip(earlier, later, strict=False):
+        if old is not new and old != new:
+            break
+        shared += 1
+    return shared
 
 
 @attrs.frozen(kw_only=True)
@@ -151,7 +119,57 @@ class LLMChain(ChainSnapshot):
                 is not JSON; the message names the path to it.
             ValueError: a float in caller data is NaN or infinite.
         """
-        return _state_codec().encode(self)
+        from ._state_codec import encode_state  # the codec loads on first use
+
+        return encode_state(self)
+
+    def state_since(self, earlier: LLMChain | int) -> dict[str, Any]:
+        """What changed since ``earlier``: ``to_state()`` with only the messages
+        that ``earlier`` does not have, for callers who keep states themselves
+        and write each one as what changed (an append to a message log).
+
+        The result has ``"since"``: how many of the messages at the start it
+        leaves out, which are ``earlier``'s first ``since`` messages. When the
+        history was only added to, ``since`` is the number of messages
+        ``earlier`` has; when a message of ``earlier`` was changed or removed,
+        it is the position of the first one changed, so the caller keeps its
+        first ``since`` messages, drops the rest and appends ``"messages"``.
+        ``from_state`` takes the whole state again:
+        ``{**changes, "messages": kept[:changes["since"]] + changes["messages"]}``.
+
+        Args:
+            earlier: the chain whose state the caller keeps (an earlier chain
+                of this run, or the one ``from_state`` gave), or the number of
+                messages kept when the caller knows the history was only added
+                to since.
+
+        Returns:
+            The ``to_state()`` dict with ``"messages"`` from position ``since``
+            on, and ``"since"``.
+
+        Raises:
+            TypeError: ``earlier`` is not an ``LLMChain`` or an int, or caller
+                data is not JSON (as ``to_state``).
+            ValueError: an int larger than the number of messages, or < 0.
+        """
+        if isinstance(earlier, LLMChain):
+            since = shared_messages(earlier.messages, self.messages)
+        elif isinstance(earlier, bool) or not isinstance(earlier, int):
+            raise TypeError(
+                f"earlier must be an LLMChain or a number of messages, got {earlier!r}"
+            )
+        elif not 0 <= earlier <= len(self.messages):
+            raise ValueError(
+                f"earlier must be between 0 and the chain's {len(self.messages)} "
+                f"messages, got {earlier}"
+            )
+        else:
+            since = earlier
+        from ._state_codec import encode_state
+
+        state = encode_state(self, since)
+        state["since"] = since
+        return state
 
     @classmethod
     def from_state(
@@ -187,7 +205,9 @@ class LLMChain(ChainSnapshot):
                 or a saved tool missing from ``tools`` (the message names it).
             TypeError: ``state`` is not a mapping, or a bad model, tool or handler.
         """
-        fields = _state_codec().decode(state)
+        from ._state_codec import decode_state  # the codec loads on first use
+
+        fields = decode_state(state)
         saved_tools: list[str] = fields.pop("tools")
         pending: list[ToolCall] = fields.pop("pending_tool_calls")
         given = {tool.name for tool in tool_tuple(tools)}

@@ -11,9 +11,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import attrs
 import psycopg
 import pytest
 
+import langhooks as lh
 from langhooks import (
     Interrupt,
     Message,
@@ -24,7 +26,7 @@ from langhooks import (
     ToolContext,
 )
 from langhooks._persist._codec import decode_state as _decode_state
-from langhooks.chain import Decision, LLMChain, RunResult, _chain
+from langhooks.chain import Decision, LLMChain, RunResult
 from langhooks.codec import SCHEMA_VERSION, dumps, loads
 from langhooks.events import EventRecord, EventRecorder, read_events
 from langhooks.models import ChatRequest, ScriptedChatModel, ScriptedTurn
@@ -385,29 +387,66 @@ _GUIDE_STORE = (
 
 
 class TestStateCodec:
-    def test_the_runtime_loads_the_codec_by_name_on_first_use(
-        self, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        """With no codec set yet, the first to_state() loads the persistence layer's
-        module by name, which sets it: the runtime never imports the codec."""
-        monkeypatch.setattr(_chain, "_STATE_CODEC", [])
-        monkeypatch.delitem(sys.modules, _chain.DEFAULT_STATE_CODEC, raising=False)
+    def test_the_runtime_loads_the_codec_on_first_use(self) -> None:
+        """Importing the runtime does not load the state codec; the first
+        to_state() does, by a plain import (which the layer test sees)."""
+        code = (
+            "import sys\n"
+            "from langhooks.chain import LLMChain\n"
+            "from langhooks.models import ScriptedChatModel\n"
+            "assert 'langhooks.chain._state_codec' not in sys.modules\n"
+            "state = LLMChain(ScriptedChatModel([])).to_state()\n"
+            "assert state['type'] == 'LLMChainState'\n"
+            "assert 'langhooks.chain._state_codec' in sys.modules\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 0, done.stderr
+
+    def test_the_codec_and_the_runtime_agree(self) -> None:
+        """langhooks.codec's state functions are the runtime's own."""
         chain = LLMChain(ScriptedChatModel([]), messages=[Message.user("hi")])
         state = chain.to_state()
-        assert state["type"] == "LLMChainState"
-        assert _chain.DEFAULT_STATE_CODEC in sys.modules
+        assert _decode_state(state)["messages"] == list(chain.messages)
         assert LLMChain.from_state(state, chain.model).messages == chain.messages
 
-    def test_a_codec_set_is_the_one_used(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        """use_state_codec replaces the codec both methods use."""
-        chain = LLMChain(ScriptedChatModel([]))
-        saved = chain.to_state()
-        monkeypatch.setattr(_chain, "_STATE_CODEC", [])
-        _chain.use_state_codec(
-            _chain.StateCodec(
-                encode=lambda _chain: {"type": "mine"},
-                decode=lambda _state: _decode_state(saved),
-            )
+
+class TestStateSince:
+    """chain.state_since: what changed since an earlier chain, or a count."""
+
+    def _chain(self) -> LLMChain:
+        model = ScriptedChatModel([ScriptedTurn(text="Hi.")])
+        return LLMChain(model).add_message(lh.Message.user("hello")).run().chain
+
+    def test_appended_edited_and_counted(self) -> None:
+        earlier = self._chain()
+        later = earlier.add_messages([lh.Message.user("more")])
+        changes = later.state_since(earlier)
+        assert changes["since"] == 2
+        assert len(changes["messages"]) == 1
+        whole = {
+            **changes,
+            "messages": earlier.to_state()["messages"] + changes["messages"],
+        }
+        assert LLMChain.from_state(whole, later.model).messages == later.messages
+        edited = attrs.evolve(
+            later, messages=(lh.Message.user("hi"), *later.messages[1:])
         )
-        assert chain.to_state() == {"type": "mine"}
-        assert LLMChain.from_state({"type": "mine"}, chain.model).messages == ()
+        assert edited.state_since(earlier)["since"] == 0
+        assert later.state_since(1)["messages"] == later.to_state()["messages"][1:]
+
+    def test_bad_earlier(self) -> None:
+        chain = self._chain()
+        with pytest.raises(ValueError, match="between 0"):
+            chain.state_since(3)
+        with pytest.raises(TypeError, match="LLMChain or a number"):
+            chain.state_since(True)
+
+    def test_the_path_names_the_position_in_the_conversation(self) -> None:
+        """A message that cannot be encoded is named by its position in the
+        whole conversation, not among the changes."""
+        odd = lh.Message(role="user", content="odd", metadata={"when": object()})
+        chain = self._chain().add_messages([odd])
+        with pytest.raises(TypeError, match=r"messages\[2\]"):
+            chain.state_since(1)
