@@ -105,6 +105,8 @@ nitpick_ignore_regex += [("py:class", r"(mcp|mcp_types|anyio)\..*")]
 nitpick_ignore_regex += [("py:class", r"psycopg(_pool)?\..*")]
 # The provider SDKs' clients a model takes as client= (no inventories shipped).
 nitpick_ignore_regex += [("py:class", r"(google\.genai|cohere|mistralai)\..*")]
+# The LangChain bridge's bases and arguments are LangChain's and LangGraph's types.
+nitpick_ignore_regex += [("py:class", r"(langchain|langchain_core|langgraph)\..*")]
 # The agent frameworks the bridges attach to (pydantic-ai, the OpenAI Agents SDK):
 # no inventories shipped either.
 nitpick_ignore_regex += [("py:class", r"(agents|pydantic_ai)\..*")]
