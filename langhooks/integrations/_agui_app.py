@@ -27,10 +27,13 @@ from ._frontend_app import (
     Work,
     allowed,
     build_chain,
+    close_unanswered,
     error,
     fresh_run,
     known,
+    moves_on,
     resumed_run,
+    settle_stored,
     stream_events,
     waiting_calls,
 )
@@ -227,11 +230,13 @@ class _AguiApp:
         store: RunStore,
         heartbeat: float,
         authorize: Authorize | None,
+        expose_errors: bool,
     ) -> None:
         self._agent = agent
         self._store = store
         self._heartbeat = heartbeat
         self._authorize = authorize
+        self._expose_errors = expose_errors
 
     async def run(self, request: Request) -> Response:
         """POST /: a ``RunAgentInput``; the run as AG-UI events."""
@@ -252,7 +257,7 @@ class _AguiApp:
             )
             if refused is not None:
                 return refused
-            messages = conversation(given.messages)
+            messages = close_unanswered(conversation(given.messages))
             if resume is None:
                 return await self._start(given, messages, started_by(request))
             return await self._resumed(given, messages, *resume)
@@ -265,19 +270,29 @@ class _AguiApp:
         # A user's thread: another user's run waiting on the same thread id is
         # neither told of nor in the way.
         thread = {_THREAD: given.thread_id, **owner_metadata(owner)}
-        rows = await asyncio.to_thread(self._store.pending, metadata=thread, limit=1)
+        rows = await asyncio.to_thread(self._store.pending, metadata=thread)
         chain = build_chain(self._agent, messages)
+        if moves_on(chain, rows):
+            # A new message rejects the calls that wait, as chat products do.
+            try:
+                await settle_stored(self._store, rows, chain)
+            except LangHooksError as exc:
+                if exc.type != "conflict":  # pragma: no cover - a store failure
+                    raise
+                return self._refused(given, exc)
+            work = fresh_run(chain, self._store, thread, abandon=True)
+            return await self._stream(given, work)
         calls = rows[0].calls if rows else chain.pending_tool_calls
         if calls:
-            # A new message would leave them unanswered: the client chooses.
+            # Neither an answer nor a new message: the client chooses.
             return error(
                 409,
                 f"thread {given.thread_id!r} waits for answers to its interrupts, "
-                f"tool call(s) {waiting_calls(calls)}: send them as resume before a "
-                f'new message, each "resolved" with {{"approved": true}} to run it '
-                f'or {{"approved": false, "reason": "..."}} to decide against it, '
+                f"tool call(s) {waiting_calls(calls)}: send them as resume, each "
+                f'"resolved" with {{"approved": true}} to run it or '
+                f'{{"approved": false, "reason": "..."}} to decide against it, '
                 f'or "cancelled" to abandon it (the model reads the reason as the '
-                f"tool's result)",
+                f"tool's result), or send a new user message (it rejects them)",
             )
         return await self._stream(given, fresh_run(chain, self._store, thread))
 
@@ -314,11 +329,19 @@ class _AguiApp:
         return await self._stream(given, work)
 
     def _refused(self, given: agui.RunAgentInput, exc: LangHooksError) -> Response:
-        translator = AguiTranslator(thread_id=given.thread_id, run_id=given.run_id)
+        translator = AguiTranslator(
+            thread_id=given.thread_id,
+            run_id=given.run_id,
+            expose_errors=self._expose_errors,
+        )
         return _events_response(_once(translator.failed(exc)))
 
     async def _stream(self, given: agui.RunAgentInput, work: Work) -> Response:
-        translator = AguiTranslator(thread_id=given.thread_id, run_id=given.run_id)
+        translator = AguiTranslator(
+            thread_id=given.thread_id,
+            run_id=given.run_id,
+            expose_errors=self._expose_errors,
+        )
         live = LiveRun(work)
         events = stream_events(live, translator, self._heartbeat)
         return _events_response(events)
@@ -348,6 +371,7 @@ def create_agui_app(
     store: RunStore | None = None,
     heartbeat: float = 15.0,
     authorize: Authorize | None = None,
+    expose_errors: bool = False,
 ) -> Starlette:
     """An AG-UI server for an agent: ``POST /`` runs it and streams AG-UI events.
 
@@ -386,13 +410,18 @@ def create_agui_app(
             None serves only requests naming the app by ``localhost`` or an IP
             address. A POST from another origin is refused (403) before
             ``authorize`` is asked.
+        expose_errors: a run that fails ends with ``RUN_ERROR`` whose ``code``
+            is the error's type; its ``message`` says only that code and the
+            run id, unless this is True (then it is the error's own message,
+            which may hold server internals). The details are logged on the
+            ``langhooks.integrations.frontends`` logger with the run id.
 
     Returns:
         The app (a ``Starlette``), to serve with uvicorn or mount in another app.
 
     Raises:
-        TypeError: ``agent`` or ``authorize`` is not callable, or ``heartbeat``
-            is not a number.
+        TypeError: ``agent`` or ``authorize`` is not callable, ``heartbeat``
+            is not a number, or ``expose_errors`` is not a bool.
         ValueError: ``heartbeat`` is not positive.
     """
     if not callable(agent):
@@ -404,7 +433,13 @@ def create_agui_app(
     if not heartbeat > 0:
         raise ValueError(f"heartbeat must be positive, got {heartbeat!r}")
     check_authorize(authorize)
+    if not isinstance(expose_errors, bool):
+        raise TypeError(f"expose_errors must be a bool, got {expose_errors!r}")
     app = _AguiApp(
-        agent, MemoryRunStore() if store is None else store, heartbeat, authorize
+        agent,
+        MemoryRunStore() if store is None else store,
+        heartbeat,
+        authorize,
+        expose_errors,
     )
     return Starlette(routes=[Route("/", app.run, methods=["POST"])])

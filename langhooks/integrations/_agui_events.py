@@ -37,6 +37,7 @@ from ._frontend_records import (
     ToolProgressed,
     ToolsInterrupted,
     approval_id,
+    shown_error,
     result_id,
     tool_result_text,
 )
@@ -76,10 +77,15 @@ class AguiTranslator:
     Args:
         thread_id: the AG-UI thread (``RunAgentInput.threadId``).
         run_id: the AG-UI run (``RunAgentInput.runId``).
+        expose_errors: a failed run's ``RUN_ERROR`` says the error's message;
+            False says only its code and the run id (``shown_error``).
     """
 
-    def __init__(self, *, thread_id: str, run_id: str) -> None:
+    def __init__(
+        self, *, thread_id: str, run_id: str, expose_errors: bool = True
+    ) -> None:
         self._thread_id = thread_id
+        self._expose = expose_errors
         self._run_id = run_id
         self._reader = RunReader()
         self._answer = "answer"
@@ -153,9 +159,7 @@ class AguiTranslator:
             case _:  # RunFailed, the last kind of step
                 yield from self._switch(None)
                 yield from self._end_calls()
-                yield agui.RunErrorEvent(
-                    message=step.error.message, code=step.error.type
-                )
+                yield self._error(step.error)
 
     def ends(self, event: Mapping[str, Any]) -> bool:
         """Whether ``event`` is the last of its request (the run finished or
@@ -179,16 +183,18 @@ class AguiTranslator:
             )
         events.extend(self._switch(None))
         events.extend(self._end_calls())
-        if isinstance(exc, LangHooksError):
-            events.append(agui.RunErrorEvent(message=exc.message, code=exc.type))
-        else:
-            events.append(
-                agui.RunErrorEvent(
-                    message=f"the run failed: {type(exc).__name__}",
-                    code="internal_error",
-                )
-            )
+        events.append(self._error(exc))
         return [_dump(event) for event in events]
+
+    @property
+    def run_id(self) -> str | None:
+        """The langhooks run id of the records translated so far (None before
+        the run started)."""
+        return self._reader.started
+
+    def _error(self, exc: BaseException) -> agui.RunErrorEvent:
+        code, message = shown_error(exc, self._reader.started, expose=self._expose)
+        return agui.RunErrorEvent(message=message, code=code)
 
     def _thinking_id(self) -> str:
         return f"{self._answer}:thinking"

@@ -18,12 +18,14 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, final
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from .._core._messages import LangHooksError, Message, ToolCall
+from .._core._messages import LangHooksError, Message, ToolCall, ToolResult
 from .._persist._events import EventRecord, EventRecorder
 from ..chain import Decision, LLMChain
+from ..chain._chain import ABANDONED
 from ._web_auth import Action, Authorize, Guard, metadata_owner
 
 if TYPE_CHECKING:
+    from .._persist._runs import PendingRun
     from .._persist._stores import RunStore
 
 __all__ = [
@@ -33,10 +35,13 @@ __all__ = [
     "Work",
     "allowed",
     "build_chain",
+    "close_unanswered",
     "error",
     "fresh_run",
     "known",
+    "moves_on",
     "resumed_run",
+    "settle_stored",
     "stream_events",
     "waiting_calls",
 ]
@@ -92,11 +97,87 @@ def build_chain(agent: Agent, messages: Sequence[Message]) -> LLMChain:
     return chain
 
 
-def fresh_run(chain: LLMChain, store: RunStore, metadata: Mapping[str, Any]) -> Work:
-    """Run ``chain``; an interrupted run is saved in ``store`` with ``metadata``."""
+def close_unanswered(messages: Sequence[Message]) -> list[Message]:
+    """``messages`` with each tool call that has no result and messages after
+    it answered with ``ABANDONED`` (the conversation moved on without
+    deciding it: a model is never sent a call without its result). Calls at
+    the end of the conversation are left as they are: they still wait."""
+    out: list[Message] = []
+    for position, message in enumerate(messages):
+        out.append(message)
+        later = messages[position + 1 :]
+        calls = message.tool_calls
+        if not calls or not any(m.role != "tool" for m in later):
+            continue
+        answered: set[str] = set()
+        for after in later:
+            if after.role != "tool":
+                break
+            answered.update(r.tool_call_id for r in after.tool_results)
+        missing = [
+            ToolResult(tool_call_id=call.call_id, name=call.name, content=ABANDONED)
+            for call in calls
+            if call.call_id not in answered
+        ]
+        if missing:
+            out.append(Message.tool(missing))
+    return out
+
+
+def moves_on(chain: LLMChain, stored: Sequence[PendingRun]) -> bool:
+    """Whether a request is a new message that moves on past waiting calls: calls
+    wait (in the store, or in the posted conversation) and the conversation
+    ends with a user message."""
+    waiting = bool(stored) or bool(chain.pending_tool_calls)
+    last = chain.messages[-1] if chain.messages else None
+    return waiting and last is not None and last.role == "user"
+
+
+async def settle_stored(
+    store: RunStore, stored: Sequence[PendingRun], chain: LLMChain
+) -> None:
+    """Reject every waiting call of the ``stored`` runs with ``ABANDONED``, as
+    ``LLMChain.abandon_tool_calls`` does, through the store's claim (a call is
+    answered once: a concurrent answer makes this raise "conflict"). The runs
+    do not go on to the model; the new message's run answers instead. The
+    agent's handlers see the rejections, as ``abandon_tool_calls`` fires them.
+
+    Raises:
+        LangHooksError: "conflict" when another request answers them now.
+    """
+    for row in stored:
+        decisions = {call.call_id: Decision.reject(ABANDONED) for call in row.calls}
+        await asyncio.to_thread(
+            store.resume,
+            row.run_id,
+            decisions,
+            chain.model,
+            tools=chain.tools,
+            callbacks=chain.callbacks,
+            continue_run=False,
+        )
+
+
+def fresh_run(
+    chain: LLMChain,
+    store: RunStore,
+    metadata: Mapping[str, Any],
+    *,
+    abandon: bool = False,
+) -> Work:
+    """Run ``chain``; an interrupted run is saved in ``store`` with ``metadata``.
+    With ``abandon``, calls of ``chain`` that wait for a human are first
+    answered with ``ABANDONED`` (``abandon_tool_calls``: the agent's handlers
+    see the rejections; the client sees the new run)."""
 
     def work(recorder: EventRecorder) -> None:
-        result = chain.add_callback(recorder).run()
+        current = chain
+        if abandon and chain.pending_tool_calls:
+            settled = chain.abandon_tool_calls()
+            if settled.error is not None:
+                raise settled.error
+            current = settled.chain
+        result = current.add_callback(recorder).run()
         if result.status == "interrupted":
             store.save(result.chain, metadata=metadata)
 
@@ -215,6 +296,11 @@ class Translation(Protocol):
     def failed(self, exc: BaseException) -> list[dict[str, Any]]:
         """The events that end a request whose run raised ``exc``."""
 
+    @property
+    def run_id(self) -> str | None:
+        """The langhooks run id of the records translated so far (None before
+        the run started)."""
+
 
 async def stream_events(
     live: LiveRun, translation: Translation, heartbeat: float
@@ -225,7 +311,9 @@ async def stream_events(
         try:
             record = await live.next(heartbeat)
         except Exception as exc:
-            _log.exception("langhooks frontends: a run raised")
+            _log.exception(
+                "langhooks frontends: run %s raised", translation.run_id
+            )
             for event in translation.failed(exc):
                 yield event
             return
@@ -240,13 +328,21 @@ async def stream_events(
                 return
             yield None
             continue
+        if record.event == "on_error":
+            # The details stay here; the client is told what the app exposes.
+            _log.error(
+                "langhooks frontends: run %s failed: %s",
+                record.run_id,
+                record.payload.get("error"),
+            )
         events = translation.translate(record)
         ending = any(translation.ends(event) for event in events)
         if any(translation.waits(event) for event in events):
             problem = await live.settled()
             if problem is not None:
                 _log.error(
-                    "langhooks frontends: a run raised after it ended",
+                    "langhooks frontends: run %s raised after it ended",
+                    translation.run_id,
                     exc_info=problem,
                 )
                 events = translation.failed(problem)

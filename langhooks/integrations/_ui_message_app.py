@@ -23,10 +23,13 @@ from ._frontend_app import (
     Work,
     allowed,
     build_chain,
+    close_unanswered,
     error,
     fresh_run,
     known,
+    moves_on,
     resumed_run,
+    settle_stored,
     stream_events,
     waiting_calls,
 )
@@ -279,11 +282,16 @@ def _approvals(
 @final
 class _UiMessageApp:
     def __init__(
-        self, agent: Agent, store: RunStore, authorize: Authorize | None
+        self,
+        agent: Agent,
+        store: RunStore,
+        authorize: Authorize | None,
+        expose_errors: bool,
     ) -> None:
         self._agent = agent
         self._store = store
         self._authorize = authorize
+        self._expose_errors = expose_errors
 
     async def chat(self, request: Request) -> Response:
         """POST /: a chat's UI messages; the run as a UI message stream."""
@@ -302,7 +310,7 @@ class _UiMessageApp:
             )
             if refused is not None:
                 return refused
-            converted = conversation(messages)
+            converted = close_unanswered(conversation(messages))
         except BadRequest as bad:
             return error(bad.status, bad.message)
         chain = build_chain(self._agent, converted)
@@ -311,15 +319,26 @@ class _UiMessageApp:
         chat = {_CHAT: chat_id, **owner_metadata(started_by(request))}
         waiting = await asyncio.to_thread(self._store.pending, metadata=chat)
         if approvals is None:
+            if moves_on(chain, waiting):
+                # A new message rejects the calls that wait, as chat products do.
+                try:
+                    await settle_stored(self._store, waiting, chain)
+                except LangHooksError as exc:
+                    if exc.type != "conflict":  # pragma: no cover - a store failure
+                        raise
+                    return error(409, exc.message)
+                work = fresh_run(chain, self._store, chat, abandon=True)
+                return await self._stream(work)
             calls = waiting[0].calls if waiting else chain.pending_tool_calls
             if calls:
-                # A new message would leave them unanswered: the client chooses.
+                # The unanswered request posted back: neither answer nor message.
                 return error(
                     409,
                     f"chat {chat_id!r} waits for answers to its tool approvals, "
-                    f"tool call(s) {waiting_calls(calls)}: answer them first, each "
+                    f"tool call(s) {waiting_calls(calls)}: answer them, each "
                     f"approved to run it, or not approved (with a reason the model "
-                    f"reads as the tool's result) to decide against or abandon it",
+                    f"reads as the tool's result) to decide against it, or send a "
+                    f"new message (it rejects them)",
                 )
             return await self._stream(fresh_run(chain, self._store, chat))
         run_id, decisions = approvals
@@ -347,7 +366,8 @@ class _UiMessageApp:
         refused = await live.begun()
         if isinstance(refused, LangHooksError) and refused.type == "conflict":
             return error(409, refused.message)
-        chunks = stream_events(live, UiMessageTranslator(), _HEARTBEAT)
+        translator = UiMessageTranslator(expose_errors=self._expose_errors)
+        chunks = stream_events(live, translator, _HEARTBEAT)
         return StreamingResponse(
             _lines(chunks), media_type="text/event-stream", headers=_HEADERS
         )
@@ -369,6 +389,7 @@ def create_ui_message_app(
     agent: Agent,
     store: RunStore | None = None,
     authorize: Authorize | None = None,
+    expose_errors: bool = False,
 ) -> Starlette:
     """An endpoint for the AI SDK's ``useChat``: ``POST /`` runs the agent on the
     chat and streams the UI message stream protocol v1 (AI SDK 6).
@@ -404,17 +425,28 @@ def create_ui_message_app(
             None serves only requests naming the app by ``localhost`` or an IP
             address. A POST from another origin is refused (403) before
             ``authorize`` is asked.
+        expose_errors: a run that fails ends with an ``error`` chunk whose
+            ``errorText`` is ``"<code>: <message>"``, the code being the
+            error's type; the message says only that code and the run id,
+            unless this is True (then it is the error's own message, which may
+            hold server internals). The details are logged on the
+            ``langhooks.integrations.frontends`` logger with the run id.
 
     Returns:
         The app (a ``Starlette``), to serve with uvicorn or mount in another app.
 
     Raises:
-        TypeError: ``agent`` or ``authorize`` is not callable.
+        TypeError: ``agent`` or ``authorize`` is not callable, or
+            ``expose_errors`` is not a bool.
     """
     if not callable(agent):
         raise TypeError(
             f"agent must be a function from messages to an LLMChain, got {agent!r}"
         )
     check_authorize(authorize)
-    app = _UiMessageApp(agent, MemoryRunStore() if store is None else store, authorize)
+    if not isinstance(expose_errors, bool):
+        raise TypeError(f"expose_errors must be a bool, got {expose_errors!r}")
+    app = _UiMessageApp(
+        agent, MemoryRunStore() if store is None else store, authorize, expose_errors
+    )
     return Starlette(routes=[Route("/", app.chat, methods=["POST"])])

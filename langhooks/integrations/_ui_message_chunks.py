@@ -29,6 +29,7 @@ from ._frontend_records import (
     ToolProgressed,
     ToolsInterrupted,
     approval_id,
+    shown_error,
 )
 
 __all__ = ["UiMessageTranslator", "ui_message_chunks"]
@@ -60,9 +61,14 @@ class UiMessageTranslator:
     The whole run is one assistant message, whose id is the run's id (kept
     across a resume, so a continuation continues the same message); each model
     call is a step.
+
+    Args:
+        expose_errors: a failed run's ``error`` chunk says the error's message;
+            False says only its code and the run id (``shown_error``).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, expose_errors: bool = True) -> None:
+        self._expose = expose_errors
         self._reader = RunReader()
         self._answer = "answer"
         self._open: Literal["text", "reasoning"] | None = None
@@ -132,7 +138,7 @@ class UiMessageTranslator:
                 error = step.error
                 yield from self._switch(None)
                 yield from self._abandon_calls(error.message)
-                yield {"type": "error", "errorText": f"{error.type}: {error.message}"}
+                yield self._error(error)
 
     def ends(self, chunk: Mapping[str, Any]) -> bool:
         """Whether ``chunk`` is the last of its request."""
@@ -147,12 +153,18 @@ class UiMessageTranslator:
         """The chunks that end a request whose run raised ``exc``: the open
         parts closed, then ``error``."""
         chunks = [*self._switch(None), *self._abandon_calls("the run failed")]
-        if isinstance(exc, LangHooksError):
-            text = f"{exc.type}: {exc.message}"
-        else:
-            text = f"internal_error: the run failed: {type(exc).__name__}"
-        chunks.append({"type": "error", "errorText": text})
+        chunks.append(self._error(exc))
         return chunks
+
+    @property
+    def run_id(self) -> str | None:
+        """The langhooks run id of the records translated so far (None before
+        the run started)."""
+        return self._reader.started
+
+    def _error(self, exc: BaseException) -> Chunk:
+        code, message = shown_error(exc, self._reader.started, expose=self._expose)
+        return {"type": "error", "errorText": f"{code}: {message}"}
 
     def _part(self) -> str:
         return f"{self._answer}:{self._open}"
