@@ -14,13 +14,13 @@ import pydantic
 from ag_ui import core as agui
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from .._core._messages import LangHooksError, Message, ToolCall, ToolResult
 from .._persist._stores import MemoryRunStore
 from ..chain import Decision
-from ._agui_events import AguiTranslator
+from ._agui_events import AguiTranslator, thread_snapshot
 from ._frontend_app import (
     Agent,
     LiveRun,
@@ -36,6 +36,7 @@ from ._frontend_app import (
     settle_stored,
     stream_events,
     waiting_calls,
+    waiting_thread,
 )
 from ._frontend_records import MESSAGE_ID, RESULT_IDS, split_approval_id
 from ._web_auth import Authorize, check_authorize, owner_metadata, started_by
@@ -264,6 +265,18 @@ class _AguiApp:
         except BadRequest as bad:
             return error(bad.status, bad.message)
 
+    async def thread(self, request: Request) -> Response:
+        """GET /{thread_id}/messages: the thread's waiting run, to rebuild a
+        page from (a ``MESSAGES_SNAPSHOT`` with its ``interrupts``)."""
+        thread_id = request.path_params["thread_id"]
+        found = await waiting_thread(
+            self._authorize, request, self._store, self._agent, {_THREAD: thread_id}
+        )
+        if isinstance(found, Response):
+            return found
+        run_id, messages = found
+        return JSONResponse(thread_snapshot(messages, run_id), headers=_HEADERS)
+
     async def _start(
         self, given: agui.RunAgentInput, messages: list[Message], owner: str | None
     ) -> Response:
@@ -442,4 +455,9 @@ def create_agui_app(
         authorize,
         expose_errors,
     )
-    return Starlette(routes=[Route("/", app.run, methods=["POST"])])
+    return Starlette(
+        routes=[
+            Route("/", app.run, methods=["POST"]),
+            Route("/{thread_id}/messages", app.thread, methods=["GET"]),
+        ]
+    )

@@ -8,7 +8,7 @@ as well as by the client.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, Literal, final
 
 import attrs
@@ -20,7 +20,7 @@ except ImportError as error:  # pragma: no cover - the web extra installs it
         "langhooks.integrations.agui needs the web extra: pip install 'langhooks[web]'"
     ) from error
 
-from .._core._messages import LangHooksError, Message, ToolCall
+from .._core._messages import Message, ToolCall
 from .._persist._records import EventRecord
 from ._frontend_records import (
     ModelCallEnded,
@@ -37,12 +37,14 @@ from ._frontend_records import (
     ToolProgressed,
     ToolsInterrupted,
     approval_id,
-    shown_error,
+    numbered,
     result_id,
+    shown_error,
     tool_result_text,
+    waiting_results,
 )
 
-__all__ = ["AguiTranslator", "agui_events"]
+__all__ = ["AguiTranslator", "agui_events", "thread_snapshot"]
 
 _ENDS: Final = frozenset({"RUN_FINISHED", "RUN_ERROR"})
 
@@ -338,6 +340,30 @@ def _snapshot(messages: Iterable[tuple[str, Message]]) -> list[agui.Message]:
                     )
                 )
     return out
+
+
+def thread_snapshot(messages: Sequence[Message], run_id: str) -> dict[str, Any]:
+    """A waiting run's thread as the AG-UI read route answers it: the
+    ``MESSAGES_SNAPSHOT`` event of its conversation, with the ``interrupts`` a
+    resume answers (those ``RUN_FINISHED`` carried when the run stopped)."""
+    conversation = numbered(messages, run_id)
+    interrupts = [
+        agui.Interrupt(
+            id=approval_id(run_id, result.tool_call_id),
+            reason=TOOL_APPROVAL,
+            tool_call_id=result.tool_call_id,
+            message=result.display_text or tool_result_text(result),
+        )
+        for result in waiting_results(messages)
+    ]
+    snapshot = agui.MessagesSnapshotEvent(messages=_snapshot(conversation))
+    return {
+        **_dump(snapshot),
+        "interrupts": [
+            interrupt.model_dump(by_alias=True, exclude_none=True)
+            for interrupt in interrupts
+        ],
+    }
 
 
 def agui_events(

@@ -11,6 +11,7 @@ store, so a client that answers at once finds it.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol, final
@@ -22,7 +23,14 @@ from .._core._messages import LangHooksError, Message, ToolCall, ToolResult
 from .._persist._events import EventRecord, EventRecorder
 from ..chain import Decision, LLMChain
 from ..chain._chain import ABANDONED
-from ._web_auth import Action, Authorize, Guard, metadata_owner
+from ._web_auth import (
+    Action,
+    Authorize,
+    Guard,
+    metadata_owner,
+    owner_metadata,
+    started_by,
+)
 
 if TYPE_CHECKING:
     from .._persist._runs import PendingRun
@@ -44,6 +52,7 @@ __all__ = [
     "settle_stored",
     "stream_events",
     "waiting_calls",
+    "waiting_thread",
 ]
 
 _log: Final = logging.getLogger("langhooks.integrations.frontends")
@@ -80,6 +89,36 @@ async def allowed(
     return await Guard(authorize, owner_of).check(request, action, run_id)
 
 
+async def waiting_thread(
+    authorize: Authorize | None,
+    request: Request,
+    store: RunStore,
+    agent: Agent,
+    where: Mapping[str, Any],
+) -> tuple[str, list[Message]] | Response:
+    """The run waiting in ``store`` on the thread (or chat) ``where`` names, as
+    the read route answers it: its id and conversation, once ``authorize``
+    allowed "read" of the thread (run id None, as "start" is asked: the thread
+    is the user's own, another user's run under the same id is not found);
+    else the answer that refuses (404: nothing waits)."""
+    refused = await allowed(authorize, request, "read", None, store, where)
+    if refused is not None:
+        return refused
+    mine = {**where, **owner_metadata(started_by(request))}
+    rows = await asyncio.to_thread(store.pending, metadata=mine, limit=1)
+    if not rows:
+        return error(
+            404,
+            "nothing waits on this thread: the server keeps a "
+            "thread only while its tool calls wait for a human",
+        )
+    chain = build_chain(agent, [])
+    stored = await asyncio.to_thread(
+        store.load, rows[0].run_id, chain.model, tools=chain.tools
+    )
+    return rows[0].run_id, list(stored.messages)
+
+
 def waiting_calls(calls: Sequence[ToolCall]) -> str:
     """The calls a refusal names: ``name ('call id')``, comma-separated."""
     return ", ".join(f"{call.name} ({call.call_id!r})" for call in calls)
@@ -109,11 +148,11 @@ def close_unanswered(messages: Sequence[Message]) -> list[Message]:
         calls = message.tool_calls
         if not calls or not any(m.role != "tool" for m in later):
             continue
-        answered: set[str] = set()
-        for after in later:
-            if after.role != "tool":
-                break
-            answered.update(r.tool_call_id for r in after.tool_results)
+        answered = {
+            result.tool_call_id
+            for after in itertools.takewhile(lambda m: m.role == "tool", later)
+            for result in after.tool_results
+        }
         missing = [
             ToolResult(tool_call_id=call.call_id, name=call.name, content=ABANDONED)
             for call in calls
@@ -311,9 +350,7 @@ async def stream_events(
         try:
             record = await live.next(heartbeat)
         except Exception as exc:
-            _log.exception(
-                "langhooks frontends: run %s raised", translation.run_id
-            )
+            _log.exception("langhooks frontends: run %s raised", translation.run_id)
             for event in translation.failed(exc):
                 yield event
             return

@@ -36,10 +36,12 @@ __all__ = [
     "ToolProgressed",
     "ToolsInterrupted",
     "approval_id",
+    "numbered",
     "result_id",
     "shown_error",
     "split_approval_id",
     "tool_result_text",
+    "waiting_results",
 ]
 
 
@@ -197,6 +199,23 @@ def split_approval_id(value: str) -> tuple[str, str] | None:
     return run_id, call_id
 
 
+def numbered(
+    messages: Sequence[Message], run_id: str
+) -> tuple[tuple[str, Message], ...]:
+    """A stored run's conversation with the ids its translation gave each
+    message (``RunReader.message_id``): the frontend's own, else the run id
+    and the position."""
+    return tuple(
+        (
+            given
+            if isinstance(given := m.metadata.get(MESSAGE_ID), str)
+            else f"{run_id}:{position}",
+            m,
+        )
+        for position, m in enumerate(messages)
+    )
+
+
 def result_id(messages: Sequence[tuple[str, Message]], call_id: str) -> str:
     """The id of the result of ``call_id`` in a numbered conversation: the one
     its frontend gave it (``metadata["result_ids"]`` of its tool message), else
@@ -220,6 +239,7 @@ def shown_error(
     only the code and the run id (the details may hold server internals: a
     repr, an address; the app logs them under the run id). A "conflict" (an
     answer that came twice) is said as it is: its message is langhooks' own."""
+    code: str
     if isinstance(exc, LangHooksError):
         code, message = exc.type, exc.message
     else:
@@ -228,6 +248,18 @@ def shown_error(
         return code, message
     under = "" if run_id is None else f" under run id {run_id!r}"
     return code, f"the run failed ({code}); the server's log has the details{under}"
+
+
+def waiting_results(messages: Sequence[Message]) -> list[ToolResult]:
+    """The stand-in results of the calls of ``messages`` that wait for a human
+    (a settled call's stand-in is replaced by its result)."""
+    return [
+        result
+        for message in messages
+        if message.role == "tool"
+        for result in message.tool_results
+        if result.is_interrupt
+    ]
 
 
 def tool_result_text(result: ToolResult) -> str:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Final, final
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from .._core._messages import ContentPart, LangHooksError, Message, ToolCall, ToolResult
@@ -32,9 +32,10 @@ from ._frontend_app import (
     settle_stored,
     stream_events,
     waiting_calls,
+    waiting_thread,
 )
 from ._frontend_records import split_approval_id
-from ._ui_message_chunks import UiMessageTranslator
+from ._ui_message_chunks import UiMessageTranslator, chat_messages
 from ._web_auth import Authorize, check_authorize, owner_metadata, started_by
 from ._web_limits import BadRequest, json_body
 
@@ -361,6 +362,20 @@ class _UiMessageApp:
             )
         return await self._stream(resumed_run(chain, self._store, run_id, decisions))
 
+    async def messages(self, request: Request) -> Response:
+        """GET /{chat_id}/messages: the chat's waiting run as UI messages."""
+        chat_id = request.path_params["chat_id"]
+        found = await waiting_thread(
+            self._authorize, request, self._store, self._agent, {_CHAT: chat_id}
+        )
+        if isinstance(found, Response):
+            return found
+        run_id, messages = found
+        return JSONResponse(
+            {"id": chat_id, "messages": chat_messages(messages, run_id)},
+            headers={"Cache-Control": "no-store"},
+        )
+
     async def _stream(self, work: Work) -> Response:
         live = LiveRun(work)
         refused = await live.begun()
@@ -449,4 +464,9 @@ def create_ui_message_app(
     app = _UiMessageApp(
         agent, MemoryRunStore() if store is None else store, authorize, expose_errors
     )
-    return Starlette(routes=[Route("/", app.chat, methods=["POST"])])
+    return Starlette(
+        routes=[
+            Route("/", app.chat, methods=["POST"]),
+            Route("/{chat_id}/messages", app.messages, methods=["GET"]),
+        ]
+    )

@@ -400,7 +400,9 @@ class TestRefusals:
         """A thread with open interrupts posted back unanswered, with no new
         message, takes only their answers."""
         snapshot = interrupted(client, url)[-2]["messages"]
-        self.refused(client.post(url, json=run_input(snapshot, run="r2")), 409, "resume")
+        self.refused(
+            client.post(url, json=run_input(snapshot, run="r2")), 409, "resume"
+        )
 
     def test_an_unknown_interrupt(self, client: httpx.Client, url: str) -> None:
         """An interrupt this app never made."""

@@ -244,3 +244,33 @@ class TestANewMessageWhileCallsWait:
         assert "get_weather ('call_1')" in error
         assert "abandon_tool_calls(reason)" in error
         assert ran == []
+
+
+class _FailsOnRejection(ChainCallbackHandler):
+    """A handler that raises when a call is rejected."""
+
+    @override
+    def on_tool_execution_failed(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("internal detail: db-7")
+
+
+@pytest.mark.parametrize("app", ["agui", "ui"])
+def test_a_handler_that_fails_on_the_rejection(client: httpx.Client, app: str) -> None:
+    """A new message whose rejection a handler fails on ends with the error's
+    code ("handler_error"), the details kept on the server; nothing runs."""
+    ran: list[str] = []
+    interrupted = _interrupted_chain(ran).add_callback(_FailsOnRejection())
+
+    def agent(messages: Sequence[Message]) -> LLMChain:
+        return interrupted.add_message(Message.user("Something else?"))
+
+    if app == "agui":
+        with serving(create_agui_app(agent=agent)) as url:
+            events = answers(client.post(url, json=run_input()))
+        assert events[-1]["code"] == "handler_error"
+        assert "db-7" not in events[-1]["message"]
+    else:
+        with serving(create_ui_message_app(agent=agent)) as url:
+            out = chunks(client.post(url, json=chat([USER])))
+        assert out[-1]["errorText"].startswith("handler_error: the run failed")
+    assert ran == []
