@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol, final
 
 from starlette.requests import Request
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Agent",
+    "Answers",
     "LiveRun",
     "Translation",
     "Work",
@@ -387,3 +389,80 @@ async def stream_events(
             yield event
         if ending:
             return
+
+
+@final
+class _Answer:
+    """The events of one answer so far; followers get them all, then the rest
+    as they come."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.done = False
+        self._changed = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+
+    def add(self, event: dict[str, Any]) -> None:
+        self.events.append(event)
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def finish(self) -> None:
+        self.done = True
+        self._changed.set()
+
+    async def follow(self, heartbeat: float) -> AsyncIterator[dict[str, Any] | None]:
+        """Every event from the first; None for a heartbeat."""
+        sent = 0
+        while True:
+            while sent < len(self.events):
+                yield self.events[sent]
+                sent += 1
+            if self.done:
+                return
+            changed = self._changed
+            try:
+                await asyncio.wait_for(changed.wait(), heartbeat)
+            except TimeoutError:
+                yield None
+
+
+@final
+class Answers:
+    """Each chat's latest answer in this process, kept until the chat's next
+    one (at most ``limit`` chats, the oldest forgotten first): the run is
+    translated by a task of its own, so an answer goes on when its client is
+    gone, and a client that comes back follows it from its first event.
+
+    Args:
+        limit: how many chats' answers are kept.
+    """
+
+    def __init__(self, limit: int = 1000) -> None:
+        self._answers: OrderedDict[Hashable, _Answer] = OrderedDict()
+        self._limit = limit
+
+    def start(
+        self, key: Hashable, events: AsyncIterator[dict[str, Any] | None]
+    ) -> _Answer:
+        """Translate ``events`` into a new answer of chat ``key``."""
+        answer = _Answer()
+
+        async def drain() -> None:
+            try:
+                async for event in events:
+                    if event is not None:
+                        answer.add(event)
+            finally:
+                answer.finish()
+
+        answer.task = asyncio.ensure_future(drain())
+        self._answers.pop(key, None)
+        self._answers[key] = answer
+        while len(self._answers) > self._limit:
+            self._answers.popitem(last=False)
+        return answer
+
+    def get(self, key: Hashable) -> _Answer | None:
+        """The latest answer of chat ``key``, or None."""
+        return self._answers.get(key)

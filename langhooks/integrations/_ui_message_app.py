@@ -19,6 +19,7 @@ from .._persist._stores import MemoryRunStore
 from ..chain import Decision
 from ._frontend_app import (
     Agent,
+    Answers,
     LiveRun,
     Work,
     allowed,
@@ -293,6 +294,7 @@ class _UiMessageApp:
         self._store = store
         self._authorize = authorize
         self._expose_errors = expose_errors
+        self._answers = Answers()
 
     async def chat(self, request: Request) -> Response:
         """POST /: a chat's UI messages; the run as a UI message stream."""
@@ -318,6 +320,7 @@ class _UiMessageApp:
         # A user's chat: another user's run waiting under the same chat id is
         # neither told of nor in the way.
         chat = {_CHAT: chat_id, **owner_metadata(started_by(request))}
+        key = (chat_id, started_by(request))
         waiting = await asyncio.to_thread(self._store.pending, metadata=chat)
         if approvals is None:
             if moves_on(chain, waiting):
@@ -329,7 +332,7 @@ class _UiMessageApp:
                         raise
                     return error(409, exc.message)
                 work = fresh_run(chain, self._store, chat, abandon=True)
-                return await self._stream(work)
+                return await self._stream(work, key)
             calls = waiting[0].calls if waiting else chain.pending_tool_calls
             if calls:
                 # The unanswered request posted back: neither answer nor message.
@@ -341,7 +344,7 @@ class _UiMessageApp:
                     f"reads as the tool's result) to decide against it, or send a "
                     f"new message (it rejects them)",
                 )
-            return await self._stream(fresh_run(chain, self._store, chat))
+            return await self._stream(fresh_run(chain, self._store, chat), key)
         run_id, decisions = approvals
         run = next((p for p in waiting if p.run_id == run_id), None)
         if run is None:
@@ -360,7 +363,8 @@ class _UiMessageApp:
             return error(
                 422, f"answer every approval request: tool call(s) {missing} wait too"
             )
-        return await self._stream(resumed_run(chain, self._store, run_id, decisions))
+        work = resumed_run(chain, self._store, run_id, decisions)
+        return await self._stream(work, key)
 
     async def messages(self, request: Request) -> Response:
         """GET /{chat_id}/messages: the chat's waiting run as UI messages."""
@@ -376,15 +380,34 @@ class _UiMessageApp:
             headers={"Cache-Control": "no-store"},
         )
 
-    async def _stream(self, work: Work) -> Response:
+    async def stream(self, request: Request) -> Response:
+        """GET /{chat_id}/stream: the chat's latest answer from its first chunk,
+        then the rest as it comes (the AI SDK's ``resume: true``); 204 when
+        this process has none."""
+        refused = await allowed(self._authorize, request, "read", None, self._store, {})
+        if refused is not None:
+            return refused
+        key = (request.path_params["chat_id"], started_by(request))
+        answer = self._answers.get(key)
+        if answer is None:
+            return Response(status_code=204)
+        return StreamingResponse(
+            _lines(answer.follow(_HEARTBEAT)),
+            media_type="text/event-stream",
+            headers=_HEADERS,
+        )
+
+    async def _stream(self, work: Work, key: tuple[str, str | None]) -> Response:
         live = LiveRun(work)
         refused = await live.begun()
         if isinstance(refused, LangHooksError) and refused.type == "conflict":
             return error(409, refused.message)
         translator = UiMessageTranslator(expose_errors=self._expose_errors)
-        chunks = stream_events(live, translator, _HEARTBEAT)
+        answer = self._answers.start(key, stream_events(live, translator, _HEARTBEAT))
         return StreamingResponse(
-            _lines(chunks), media_type="text/event-stream", headers=_HEADERS
+            _lines(answer.follow(_HEARTBEAT)),
+            media_type="text/event-stream",
+            headers=_HEADERS,
         )
 
 
@@ -468,5 +491,6 @@ def create_ui_message_app(
         routes=[
             Route("/", app.chat, methods=["POST"]),
             Route("/{chat_id}/messages", app.messages, methods=["GET"]),
+            Route("/{chat_id}/stream", app.stream, methods=["GET"]),
         ]
     )

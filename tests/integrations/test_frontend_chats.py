@@ -3,22 +3,26 @@ approval waits, a failing model, a reload that reads the thread back."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable, Iterator, Sequence
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import httpx
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
 
-from langhooks import LangHooksError, Message, ToolCall, ToolResult
+from langhooks import LangHooksError, Message, Tool, ToolCall, ToolContext, ToolResult
 from langhooks.chain import Decision, LLMChain
 from langhooks.chain._chain import ABANDONED
+from langhooks.integrations._frontend_app import Answers
 from langhooks.integrations._frontend_records import tool_result_text
 from langhooks.integrations._ui_message_chunks import chat_messages
 from langhooks.integrations.agui import create_agui_app
 from langhooks.integrations.ui_messages import create_ui_message_app
-from langhooks.models import ScriptedChatModel
+from langhooks.models import ScriptedChatModel, ScriptedTurn
 from langhooks.stores import MemoryRunStore
 
 from ._frontend_agent import ANSWER, QUESTION, StalePendingStore, WeatherAgent
@@ -260,6 +264,7 @@ class TestChatMessages:
                     ToolResult(tool_call_id="b", name="t", content="no", is_error=True),
                 ]
             ),
+            Message.assistant("Done."),
             Message.user("two"),
             Message.assistant("Checking.", tool_calls=[waiting]),
             Message.tool(
@@ -270,11 +275,18 @@ class TestChatMessages:
         assert [(m["id"], m["role"]) for m in out] == [
             ("run9:1", "user"),
             ("run9:2", "assistant"),
-            ("run9:4", "user"),
+            ("run9:5", "user"),
             ("run9", "assistant"),
         ]
         states = [p.get("state") for p in out[1]["parts"]]
-        assert states == [None, "output-available", "output-error", "input-available"]
+        assert states == [
+            None,
+            "output-available",
+            "output-error",
+            "input-available",
+            None,
+            "done",
+        ]
         assert out[1]["parts"][1]["output"] == "ok"
         assert out[1]["parts"][2]["errorText"] == "no"
         assert out[3]["parts"][1] == {
@@ -315,3 +327,88 @@ class TestAStoredRunAnsweredMeanwhile:
                 response = client.post(url, json=chat([USER, {**USER, "id": "u2"}]))
                 assert response.status_code == 409
         assert agent.runs == []
+
+
+class _HeldTool:
+    """A weather tool that answers only once the test lets it."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.runs = 0
+        self.model = ScriptedChatModel(
+            [
+                ScriptedTurn(
+                    text="Looking.",
+                    tool_calls=[ToolCall(call_id="c1", name="weather", arguments={})],
+                ),
+                ScriptedTurn(text=ANSWER),
+            ]
+        )
+
+    def weather(self, arguments: Mapping[str, Any], context: ToolContext) -> str:
+        self.runs += 1
+        assert self.release.wait(30)
+        return "rain"
+
+    def __call__(self, messages: Sequence[Message]) -> LLMChain:
+        chain = LLMChain(self.model, tools=[Tool("weather", self.weather)])
+        return chain.add_messages(messages)
+
+
+def _events(lines: Iterator[str]) -> Iterator[dict[str, Any]]:
+    for line in lines:
+        if line.startswith("data: {"):
+            yield json.loads(line.removeprefix("data: "))
+
+
+class TestAReloadMidAnswer:
+    """``GET /{chat_id}/stream`` (the AI SDK's ``resume: true``) gives a client
+    that came back the whole answer: what was sent, then the rest."""
+
+    def test_the_whole_answer(self, client: httpx.Client) -> None:
+        """The first client leaves mid-answer; the run goes on; the reconnecting
+        one gets every chunk from ``start`` to ``finish``, the tool run once."""
+        agent = _HeldTool()
+        with serving(create_ui_message_app(agent=agent)) as url:
+            with client.stream("POST", url, json=chat([USER])) as first:
+                for event in _events(first.iter_lines()):
+                    if event["type"] == "tool-input-available":
+                        break  # the page reloads
+            with client.stream("GET", f"{url}chat-1/stream") as again:
+                assert again.status_code == 200
+                assert again.headers["x-vercel-ai-ui-message-stream"] == "v1"
+                lines = again.iter_lines()
+                out = []
+                for event in _events(lines):
+                    out.append(event)
+                    if event["type"] == "tool-input-available":
+                        agent.release.set()
+                rest = list(lines)
+        assert out[0]["type"] == "start"
+        text = "".join(c["delta"] for c in out if c["type"] == "text-delta")
+        assert text == "Looking." + ANSWER
+        assert out[-1] == {"type": "finish", "finishReason": "stop"}
+        assert rest == [] or rest[-1] == ""
+        assert agent.runs == 1
+
+    def test_nothing_to_resume(self, client: httpx.Client) -> None:
+        """A chat this process has no answer of: 204, as the AI SDK expects."""
+        with serving(create_ui_message_app(agent=WeatherAgent())) as url:
+            assert client.get(f"{url}nobody/stream").status_code == 204
+
+
+def test_the_oldest_chats_answer_is_forgotten() -> None:
+    """``Answers`` keeps the latest answers of at most ``limit`` chats."""
+
+    async def nothing() -> AsyncIterator[dict[str, Any] | None]:
+        for event in ({"type": "start"}, None):
+            yield event
+
+    async def main() -> tuple[bool, list[dict[str, Any]]]:
+        answers = Answers(limit=1)
+        answers.start("a", nothing())
+        b = answers.start("b", nothing())
+        events = [e async for e in b.follow(1.0) if e is not None]
+        return answers.get("a") is None, events
+
+    assert asyncio.run(main()) == (True, [{"type": "start"}])

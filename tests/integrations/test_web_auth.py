@@ -268,6 +268,7 @@ class UiMessageApp(Subject):
     asks: ClassVar[dict[tuple[str, str], tuple[Action, ...]]] = {
         ("POST", "/"): ("start", "decide"),
         ("GET", "/{chat_id}/messages"): ("read",),
+        ("GET", "/{chat_id}/stream"): ("read",),
     }
 
     @override
@@ -304,8 +305,8 @@ class UiMessageApp(Subject):
         headers: dict[str, str],
     ) -> Answer:
         if route[0] == "GET":
-            thread = run.body["id"]
-            return send("GET", f"{base}{thread}/messages", headers, None)
+            path = route[1].replace("{chat_id}", run.body["id"])
+            return send("GET", base + path.lstrip("/"), headers, None, whole=True)
         body = run.body if action == "decide" else self.start(uuid.uuid4().hex)
         return send("POST", base, headers, body, whole=True)
 
