@@ -23,6 +23,7 @@ from ..chain import Decision
 from ._agui_events import AguiTranslator, thread_snapshot
 from ._frontend_app import (
     Agent,
+    Answers,
     LiveRun,
     Work,
     allowed,
@@ -238,6 +239,7 @@ class _AguiApp:
         self._heartbeat = heartbeat
         self._authorize = authorize
         self._expose_errors = expose_errors
+        self._answers = Answers()
 
     async def run(self, request: Request) -> Response:
         """POST /: a ``RunAgentInput``; the run as AG-UI events."""
@@ -261,7 +263,9 @@ class _AguiApp:
             messages = close_unanswered(conversation(given.messages))
             if resume is None:
                 return await self._start(given, messages, started_by(request))
-            return await self._resumed(given, messages, *resume)
+            return await self._resumed(
+                given, messages, *resume, owner=started_by(request)
+            )
         except BadRequest as bad:
             return error(bad.status, bad.message)
 
@@ -294,7 +298,7 @@ class _AguiApp:
                     raise
                 return self._refused(given, exc)
             work = fresh_run(chain, self._store, thread, abandon=True)
-            return await self._stream(given, work)
+            return await self._stream(given, work, owner)
         calls = rows[0].calls if rows else chain.pending_tool_calls
         if calls:
             # Neither an answer nor a new message: the client chooses.
@@ -307,7 +311,8 @@ class _AguiApp:
                 f'or "cancelled" to abandon it (the model reads the reason as the '
                 f"tool's result), or send a new user message (it rejects them)",
             )
-        return await self._stream(given, fresh_run(chain, self._store, thread))
+        work = fresh_run(chain, self._store, thread)
+        return await self._stream(given, work, owner)
 
     async def _resumed(
         self,
@@ -315,6 +320,8 @@ class _AguiApp:
         messages: list[Message],
         run_id: str,
         decisions: dict[str, Decision],
+        *,
+        owner: str | None,
     ) -> Response:
         chain = build_chain(self._agent, messages)
         waiting = await asyncio.to_thread(
@@ -339,7 +346,7 @@ class _AguiApp:
                 422, f"answer every open interrupt: tool call(s) {missing} wait too"
             )
         work = resumed_run(chain, self._store, run_id, decisions)
-        return await self._stream(given, work)
+        return await self._stream(given, work, owner)
 
     def _refused(self, given: agui.RunAgentInput, exc: LangHooksError) -> Response:
         translator = AguiTranslator(
@@ -349,7 +356,9 @@ class _AguiApp:
         )
         return _events_response(_once(translator.failed(exc)))
 
-    async def _stream(self, given: agui.RunAgentInput, work: Work) -> Response:
+    async def _stream(
+        self, given: agui.RunAgentInput, work: Work, owner: str | None
+    ) -> Response:
         translator = AguiTranslator(
             thread_id=given.thread_id,
             run_id=given.run_id,
@@ -357,7 +366,20 @@ class _AguiApp:
         )
         live = LiveRun(work)
         events = stream_events(live, translator, self._heartbeat)
-        return _events_response(events)
+        answer = self._answers.start((given.thread_id, owner), events)
+        return _events_response(answer.follow(self._heartbeat))
+
+    async def reconnect(self, request: Request) -> Response:
+        """GET /{thread_id}/stream: the thread's latest run from its first event,
+        then the rest as it comes; 204 when this process has none."""
+        refused = await allowed(self._authorize, request, "read", None, self._store, {})
+        if refused is not None:
+            return refused
+        key = (request.path_params["thread_id"], started_by(request))
+        answer = self._answers.get(key)
+        if answer is None:
+            return Response(status_code=204)
+        return _events_response(answer.follow(self._heartbeat))
 
 
 async def _once(events: list[dict[str, Any]]) -> AsyncIterator[dict[str, Any] | None]:
@@ -459,5 +481,6 @@ def create_agui_app(
         routes=[
             Route("/", app.run, methods=["POST"]),
             Route("/{thread_id}/messages", app.thread, methods=["GET"]),
+            Route("/{thread_id}/stream", app.reconnect, methods=["GET"]),
         ]
     )

@@ -27,7 +27,7 @@ from langhooks.stores import MemoryRunStore
 
 from ._frontend_agent import ANSWER, QUESTION, StalePendingStore, WeatherAgent
 from ._web_harness import serving
-from .test_agui_app import answers, approve, run_input
+from .test_agui_app import THREAD, answers, approve, run_input
 from .test_ui_message_app import USER, answered, assistant_of, chat, chunks
 
 USER_MESSAGE = Message.user(QUESTION)
@@ -391,9 +391,34 @@ class TestAReloadMidAnswer:
         assert rest == [] or rest[-1] == ""
         assert agent.runs == 1
 
-    def test_nothing_to_resume(self, client: httpx.Client) -> None:
+    def test_agui(self, client: httpx.Client) -> None:
+        """AG-UI: ``GET /{thread_id}/stream`` (what a page's ``connect()``
+        fetches) replays the run from RUN_STARTED and follows it to its end."""
+        agent = _HeldTool()
+        with serving(create_agui_app(agent=agent)) as url:
+            with client.stream("POST", url, json=run_input()) as first:
+                for event in _events(first.iter_lines()):
+                    if event["type"] == "TOOL_CALL_END":
+                        break  # the page reloads
+            with client.stream("GET", f"{url}{THREAD}/stream") as again:
+                assert again.status_code == 200
+                out = []
+                for event in _events(again.iter_lines()):
+                    out.append(event)
+                    if event["type"] == "TOOL_CALL_END":
+                        agent.release.set()
+        assert out[0]["type"] == "RUN_STARTED"
+        text = "".join(e["delta"] for e in out if e["type"] == "TEXT_MESSAGE_CONTENT")
+        assert text == "Looking." + ANSWER
+        assert out[-1]["type"] == "RUN_FINISHED"
+        assert agent.runs == 1
+
+    @pytest.mark.parametrize("create", [create_agui_app, create_ui_message_app])
+    def test_nothing_to_resume(
+        self, client: httpx.Client, create: Callable[..., Starlette]
+    ) -> None:
         """A chat this process has no answer of: 204, as the AI SDK expects."""
-        with serving(create_ui_message_app(agent=WeatherAgent())) as url:
+        with serving(create(agent=WeatherAgent())) as url:
             assert client.get(f"{url}nobody/stream").status_code == 204
 
 

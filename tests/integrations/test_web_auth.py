@@ -226,6 +226,7 @@ class AguiApp(Subject):
     asks: ClassVar[dict[tuple[str, str], tuple[Action, ...]]] = {
         ("POST", "/"): ("start", "decide"),
         ("GET", "/{thread_id}/messages"): ("read",),
+        ("GET", "/{thread_id}/stream"): ("read",),
     }
 
     @override
@@ -257,8 +258,8 @@ class AguiApp(Subject):
         headers: dict[str, str],
     ) -> Answer:
         if route[0] == "GET":
-            thread = run.body["threadId"]
-            return send("GET", f"{base}{thread}/messages", headers, None)
+            path = route[1].replace("{thread_id}", run.body["threadId"])
+            return send("GET", base + path.lstrip("/"), headers, None, whole=True)
         body = run.body if action == "decide" else self.start(uuid.uuid4().hex)
         return send("POST", base, headers, body, whole=True)
 
