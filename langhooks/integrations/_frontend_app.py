@@ -400,7 +400,6 @@ class _Answer:
         self.events: list[dict[str, Any]] = []
         self.done = False
         self._changed = asyncio.Event()
-        self.task: asyncio.Task[None] | None = None
 
     def add(self, event: dict[str, Any]) -> None:
         self.events.append(event)
@@ -440,6 +439,7 @@ class Answers:
 
     def __init__(self, limit: int = 1000) -> None:
         self._answers: OrderedDict[Hashable, _Answer] = OrderedDict()
+        self._running: set[asyncio.Task[None]] = set()
         self._limit = limit
 
     def start(
@@ -456,7 +456,11 @@ class Answers:
             finally:
                 answer.finish()
 
-        answer.task = asyncio.ensure_future(drain())
+        task = asyncio.ensure_future(drain())
+        # The loop keeps only a weak reference: a run whose answer was
+        # forgotten (more chats than ``limit``) still ends.
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
         self._answers.pop(key, None)
         self._answers[key] = answer
         while len(self._answers) > self._limit:
