@@ -54,12 +54,12 @@ from langhooks import (
     ToolResult,
 )
 from langhooks.chain import LLMChain, RunResult
-from langhooks.integrations._genai_content import finish_reason
 from langhooks.integrations._otel._calls import (
     DURATION_BUCKETS,
     FIRST_CHUNK_BUCKETS,
     TOKEN_BUCKETS,
 )
+from langhooks.integrations._otel._genai_content import finish_reason
 from langhooks.integrations.opentelemetry import OpenTelemetryHandler
 from langhooks.models import ChatModel, ChatRequest, ScriptedChatModel, ScriptedTurn
 

@@ -48,7 +48,7 @@ from langhooks import (
     invocation,
 )
 from langhooks.chain import LLMChain
-from langhooks.integrations._redis_outbox import _SEND
+from langhooks.integrations._redis._outbox import _SEND
 from langhooks.integrations.redis import RedisEventPublisher
 from langhooks.models import ScriptedChatModel, ScriptedTurn
 

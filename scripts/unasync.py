@@ -85,8 +85,8 @@ PAIRS: Final = (
         what="Ollama's chat request",
     ),
     Pair(
-        "integrations/_redis_store_async.py",
-        "integrations/_redis_store_sync.py",
+        "integrations/_redis/_store_async.py",
+        "integrations/_redis/_store_sync.py",
         what="the Redis run store",
         exact={
             (
@@ -106,8 +106,8 @@ PAIRS: Final = (
         prefixed=frozenset({"aresume_once", "asave_run", "arun"}),
     ),
     Pair(
-        "integrations/_postgres_store_async.py",
-        "integrations/_postgres_store_sync.py",
+        "integrations/_postgres/_store_async.py",
+        "integrations/_postgres/_store_sync.py",
         what="the PostgreSQL run store",
         exact={
             # A thread-safe lock.
@@ -121,8 +121,8 @@ PAIRS: Final = (
         prefixed=frozenset({"aresume_once", "asave_run", "arun"}),
     ),
     Pair(
-        "integrations/_redis_read_async.py",
-        "integrations/_redis_read_sync.py",
+        "integrations/_redis/_read_async.py",
+        "integrations/_redis/_read_sync.py",
         what="reading a run's Redis stream",
         exact={
             **REDIS_CLIENTS,
@@ -137,8 +137,8 @@ PAIRS: Final = (
         },
     ),
     Pair(
-        "integrations/_redis_follow_async.py",
-        "integrations/_redis_follow_sync.py",
+        "integrations/_redis/_follow_async.py",
+        "integrations/_redis/_follow_sync.py",
         what="following a run's Redis stream",
         exact={
             **REDIS_CLIENTS,
@@ -166,7 +166,7 @@ PAIRS: Final = (
             # An async tool's awaitable is run to its end (the worker thread's
             # asyncio goes with the thread).
             "value = await value": "value = run_awaitable(value)",
-            "import asyncio\n": "from ._drive import run_awaitable\n",
+            "import asyncio\n": "from ._perform import run_awaitable\n",
             "        thread: a sync tool runs in a worker thread (one of concurrent "
             "calls).\n": "",
         },

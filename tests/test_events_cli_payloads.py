@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from langhooks.cli import main
-from langhooks.cli.events import _print, _Printer
+from langhooks.cli.print_events import _print, _Printer
 from langhooks.events import EventRecord
 
 

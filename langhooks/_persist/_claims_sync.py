@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from .._core._messages import LangHooksError
 from ._log import Saved, Write
-from ._runs import CallKey, PendingRun
+from ._pending import CallKey, PendingRun
 
 __all__ = ["ClaimBackend"]
 

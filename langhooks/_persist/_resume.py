@@ -21,20 +21,20 @@ call records kept), so retrying it reruns nothing that ran.
 This module only re-exports: the primitives are in ``_claims_async`` (written by
 hand) and ``_claims_sync`` (generated from it by ``scripts/unasync.py``), the driver
 in ``_resume_async`` and ``_resume_sync`` the same way, and what the two drivers
-share (the heartbeat, the tools wrapped to record each call) in ``_resume_shared``.
+share (the heartbeat, the tools wrapped to record each call) in ``_exactly_once``.
 """
 
 from ._claims_async import AsyncClaimBackend
 from ._claims_sync import ClaimBackend
-from ._log import Known, Saved, Write
-from ._resume_async import aresume_once, asave_run
-from ._resume_shared import (
+from ._exactly_once import (
     ResumeCode,
     check_claim_timeout,
     loaded,
     outcome_text,
     stopped_result,
 )
+from ._log import Known, Saved, Write
+from ._resume_async import aresume_once, asave_run
 from ._resume_sync import resume_once, save_run
 
 __all__ = [

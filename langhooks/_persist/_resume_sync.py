@@ -5,7 +5,7 @@ changed, and resume a stored run once: claim it, settle its waiting calls, conti
 it, save its end (the steps are in ``_resume``'s docstring). The async module is
 written by hand, and the sync one is generated from it by ``scripts/unasync.py``:
 the same steps without ``async`` and ``await``. What differs otherwise is in
-``_resume_shared``: the heartbeat (a task here, a thread there) and the tools
+``_exactly_once``: the heartbeat (a task here, a thread there) and the tools
 wrapped to record each call.
 """
 
@@ -16,8 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._claims_sync import ClaimBackend
-from ._log import Known, state_of
-from ._resume_shared import (
+from ._exactly_once import (
     ResumeCode,
     _chain,
     _guarded,
@@ -27,7 +26,8 @@ from ._resume_shared import (
     _renewing,
     _waiting,
 )
-from ._runs import check_expires_in, check_metadata, run_id_of
+from ._log import Known, state_of
+from ._pending import check_expires_in, check_metadata, run_id_of
 
 if TYPE_CHECKING:
     from ..chain import Decision, LLMChain, RunResult

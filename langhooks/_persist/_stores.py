@@ -21,13 +21,7 @@ import attrs
 from typing_extensions import override
 
 from .._core._messages import LangHooksError, ToolCall
-from ._resume import (
-    Known,
-    Saved,
-    Write,
-    check_claim_timeout,
-)
-from ._runs import (
+from ._pending import (
     CallKey,
     PendingRun,
     check_expires_in,
@@ -35,6 +29,12 @@ from ._runs import (
     check_metadata,
     contains,
     run_id_of,
+)
+from ._resume import (
+    Known,
+    Saved,
+    Write,
+    check_claim_timeout,
 )
 from ._stores_async import AsyncRunStore
 from ._stores_sync import RunStore, StoreBase

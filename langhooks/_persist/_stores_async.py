@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ._claims_async import AsyncClaimBackend
 from ._log import Known
+from ._pending import check_limit, check_metadata
 from ._resume import ResumeCode, aresume_once, asave_run, loaded
-from ._runs import check_limit, check_metadata
 
 if TYPE_CHECKING:
     from .._core._tools import Tool
     from ..chain import Decision, LLMChain, RetryPolicy, RunResult
     from ..chain._chain import Handler
     from ..models import ChatModel
-    from ._runs import PendingRun
+    from ._pending import PendingRun
 
 __all__ = ["AsyncRunStore", "AsyncStoreBase"]
 

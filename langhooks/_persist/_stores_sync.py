@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ._claims_sync import ClaimBackend
 from ._log import Known
+from ._pending import check_limit, check_metadata
 from ._resume import ResumeCode, loaded, resume_once, save_run
-from ._runs import check_limit, check_metadata
 
 if TYPE_CHECKING:
     from .._core._tools import Tool
     from ..chain import Decision, LLMChain, RetryPolicy, RunResult
     from ..chain._chain import Handler
     from ..models import ChatModel
-    from ._runs import PendingRun
+    from ._pending import PendingRun
 
 __all__ = ["RunStore", "StoreBase"]
 

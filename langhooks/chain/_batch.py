@@ -22,7 +22,7 @@ from .._core._chain_callbacks import (
 )
 from .._core._messages import Message, ToolCall, ToolResult
 from .._core._tools import Tool
-from ._ops import Execute, HandlerFault, Outcome, Planned, RunState, Steps, fire
+from ._operations import Execute, HandlerFault, Outcome, Planned, RunState, Steps, fire
 from ._tool_results import (
     check_arguments,
     error_result,

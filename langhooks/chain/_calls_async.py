@@ -18,7 +18,7 @@ from typing import Any
 from .._core._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
 from .._core._invocation import invocation
 from .._core._tools import ProgressSink
-from ._ops import Fire, HandlerFault, Outcome, Planned, RunState, fire
+from ._operations import Fire, HandlerFault, Outcome, Planned, RunState, fire
 
 __all__ = ["call_tool_async", "deliver_async"]
 

@@ -19,8 +19,8 @@ from typing import Any
 from .._core._chain_callbacks import ChainCallbackHandler
 from .._core._invocation import invocation
 from .._core._tools import ProgressSink
-from ._drive import run_awaitable
-from ._ops import Fire, HandlerFault, Outcome, Planned, RunState, fire
+from ._operations import Fire, HandlerFault, Outcome, Planned, RunState, fire
+from ._perform import run_awaitable
 
 __all__ = ["call_tool_sync", "deliver_sync"]
 

@@ -21,7 +21,7 @@ from .._core._result import RunResult as _AnyRunResult
 from .._core._tools import Tool, tool_tuple
 from ._decision import Decision, RetryPolicy
 from ._processors import MessageProcessor
-from ._runtime import (
+from ._run_loop import (
     Mode,
     Run,
     drive_async,

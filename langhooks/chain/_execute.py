@@ -21,7 +21,7 @@ from .._core._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHan
 from .._core._tools import ProgressSink
 from ._calls_async import call_tool_async
 from ._calls_sync import call_tool_sync
-from ._ops import Outcome, Planned, RunState
+from ._operations import Outcome, Planned, RunState
 from ._progress import AsyncProgressChannel, ProgressChannel, sinks
 
 __all__ = ["execute_async", "execute_sync"]

@@ -1,7 +1,7 @@
 """The driver that performs a run's operations. (The async module is written by
 hand; the sync one is generated from it by ``scripts/unasync.py``: the same code
 without ``async`` and ``await``. What both share, and the contract, is in
-``_drive``.) The async driver awaits an async handler's events and calls a sync
+``_perform``.) The async driver awaits an async handler's events and calls a sync
 handler's inline, and runs concurrent tools as tasks; the sync driver takes sync
 handlers only, and runs concurrent tools in threads.
 """
@@ -15,11 +15,11 @@ from .._core._messages import ChatResponse, LangHooksError
 from .._core._twins_async import arun_in_context
 from .._wrap._compose import AsyncCompositeChainHandler, CompositeChainHandler
 from .._wrap._wrappers import HandlerWithoutInvocation
-from ._bridge import AsyncBridge, BridgeState, checked_response, model_failure
 from ._calls_async import deliver_async
-from ._drive import _completion, _Trampoline, sync_callbacks
 from ._execute import execute_async
-from ._ops import Complete, Fire, HandlerFault, Op, Sleep, Steps, Stream
+from ._operations import Complete, Fire, HandlerFault, Op, Sleep, Steps, Stream
+from ._perform import _completion, _Trampoline, sync_callbacks
+from ._stream_bridge import AsyncBridge, BridgeState, checked_response, model_failure
 
 if TYPE_CHECKING:
     from .._core._result import RunResult

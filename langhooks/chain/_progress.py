@@ -37,7 +37,7 @@ from .._core._messages import ToolCall
 from .._core._tools import ProgressSink, ToolProgress
 from ._calls_async import deliver_async
 from ._calls_sync import deliver_sync
-from ._ops import HandlerFault, Outcome, Planned, RunState, fire
+from ._operations import HandlerFault, Outcome, Planned, RunState, fire
 
 __all__ = ["AsyncProgressChannel", "ProgressChannel"]
 

@@ -1,8 +1,8 @@
 """The state machine of one run: the frame, the loop, a model step, the counter.
 
 ``Run`` holds the run's chain snapshot (replaced as messages are added) and writes
-every step as a generator of operations (``_ops``), so the firing order is defined
-once for ``run()`` and ``arun()``. Tool batches are ``_batch.ToolBatch``'s steps.
+every step as a generator of operations (``_operations``), so the firing order is
+defined once for ``run()`` and ``arun()``. Tool batches are ``_batch.ToolBatch``'s steps.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from .._core._result import ErrorResult, run_result
 from .._core._tools import ProgressSink, ToolContext
 from ._batch import ToolBatch
 from ._decision import Decision, RetryPolicy
-from ._ops import (
+from ._operations import (
     Complete,
     GiveUp,
     HandlerFault,
@@ -42,8 +42,8 @@ from ._tool_results import interrupt_data, short_description
 
 if TYPE_CHECKING:
     from .._core._result import RunResult, RunStatus
-    from ._bridge import BridgeState
     from ._snapshot import ChainSnapshot
+    from ._stream_bridge import BridgeState
 
 __all__ = ["Ending", "Mode", "Run"]
 

@@ -35,7 +35,7 @@ _COMMANDS: Final = {
         "show the handler events a recorded provider stream produces",
     ),
     "events": (
-        "langhooks.cli.events",
+        "langhooks.cli.print_events",
         "print an event recording (EventRecorder's JSON Lines, demo --record)",
     ),
     "serve": (

@@ -47,9 +47,9 @@ from .._core._streaming import (
 from .._core._terminal import escaped, short_json
 from ..models._drive_sync import StreamDriver
 from ..models._formats import FORMATS, StreamFormat, looks_like
-from ..models._replay import _read_error
 from ..models._run_sync import pump
 from ..models._sse import Chunk, stream_events
+from ..models._stream_replay import _read_error
 
 __all__ = ["add_arguments", "run"]
 

@@ -280,7 +280,7 @@ def run(
     try:
         import uvicorn
 
-        from ..integrations._web_auth import TokenAuth
+        from ..integrations._auth import TokenAuth
         from ..integrations.web import create_app
     except ImportError:
         print(

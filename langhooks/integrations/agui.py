@@ -20,8 +20,8 @@ except ImportError as _error:  # pragma: no cover - the web extra installs them
         "langhooks.integrations.agui needs the web extra: pip install 'langhooks[web]'"
     ) from _error
 
-from ._agui_app import MAX_CONVERSATION_BYTES, create_agui_app
-from ._agui_events import agui_events
-from ._frontend_app import Agent
+from ._frontends._agui_app import MAX_CONVERSATION_BYTES, create_agui_app
+from ._frontends._agui_events import agui_events
+from ._frontends._app import Agent
 
 __all__ = ["MAX_CONVERSATION_BYTES", "Agent", "agui_events", "create_agui_app"]

@@ -67,7 +67,7 @@ from .._core._tools import Tool, ToolProgress
 from .._wrap._compose import AsyncCompositeStreamingHandler, CompositeStreamingHandler
 from ._otel._calls import ChatCall, FirstChunk
 from ._otel._capture import CAPTURE_CONTENT_ENV, CaptureMode
-from ._otel._runs import Telemetry
+from ._otel._run_spans import Telemetry
 
 if TYPE_CHECKING:
     from ..chain import LLMChain, RunResult

@@ -17,8 +17,8 @@ except ImportError as _missing:  # pragma: no cover  # the test environment has 
         "pip install 'langhooks[postgres]'"
     ) from _missing
 
-from ._postgres_sql import SCHEMA_VERSION
-from ._postgres_store_async import AsyncPostgresRunStore
-from ._postgres_store_sync import PostgresRunStore
+from ._postgres._sql import SCHEMA_VERSION
+from ._postgres._store_async import AsyncPostgresRunStore
+from ._postgres._store_sync import PostgresRunStore
 
 __all__ = ["SCHEMA_VERSION", "AsyncPostgresRunStore", "PostgresRunStore"]

@@ -22,14 +22,14 @@ except ImportError as _missing:  # pragma: no cover  # the test environment has 
         "langhooks.integrations.redis needs redis-py: pip install 'langhooks[redis]'"
     ) from _missing
 
-from ._redis_consumer import RedisEventConsumer
-from ._redis_entries import RunEntry
-from ._redis_follow_async import afollow, arun_entries
-from ._redis_follow_sync import follow, run_entries
-from ._redis_position import FollowPosition
-from ._redis_publisher import RedisEventPublisher
-from ._redis_store_async import AsyncRedisRunStore
-from ._redis_store_sync import RedisRunStore
+from ._redis._consumer import RedisEventConsumer
+from ._redis._entries import RunEntry
+from ._redis._follow_async import afollow, arun_entries
+from ._redis._follow_sync import follow, run_entries
+from ._redis._position import FollowPosition
+from ._redis._publisher import RedisEventPublisher
+from ._redis._store_async import AsyncRedisRunStore
+from ._redis._store_sync import RedisRunStore
 
 __all__ = [
     "AsyncRedisRunStore",

@@ -20,9 +20,9 @@ except ImportError as _error:  # pragma: no cover - the web extra installs it
         "pip install 'langhooks[web]'"
     ) from _error
 
-from ._frontend_app import Agent
-from ._ui_message_app import MAX_CONVERSATION_BYTES, create_ui_message_app
-from ._ui_message_chunks import ui_message_chunks
+from ._frontends._app import Agent
+from ._frontends._ui_message_app import MAX_CONVERSATION_BYTES, create_ui_message_app
+from ._frontends._ui_message_chunks import ui_message_chunks
 
 __all__ = [
     "MAX_CONVERSATION_BYTES",

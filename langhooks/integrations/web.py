@@ -17,7 +17,7 @@ except ImportError as _missing:  # pragma: no cover - tested in a subprocess
         "langhooks.integrations.web needs Starlette: pip install 'langhooks[web]'"
     ) from _missing
 
-from ._web import MAX_BODY_BYTES, Agent, create_app
-from ._web_auth import Action, Authorize, owner_only
+from ._auth import Action, Authorize, owner_only
+from ._web._app import MAX_BODY_BYTES, Agent, create_app
 
 __all__ = ["MAX_BODY_BYTES", "Action", "Agent", "Authorize", "create_app", "owner_only"]

@@ -11,9 +11,9 @@ from ._gemini import GeminiChatModel
 from ._mistral import MistralChatModel
 from ._ollama import OllamaChatModel
 from ._openai import OpenAIChatModel, OpenAIResponsesModel
-from ._replay import replay_stream
 from ._scripted import ScriptedChatModel, ScriptedTurn
 from ._sse import stream_events
+from ._stream_replay import replay_stream
 
 __all__ = ["ChatModel", "ChatRequest"]
 __all__ += ["ScriptedChatModel", "ScriptedTurn"]

@@ -8,7 +8,7 @@ import pytest
 
 from langhooks import ChainCallbackHandler, Message, ToolCall, ToolResult
 from langhooks.chain import LLMChain
-from langhooks.chain._ops import Fire, fire
+from langhooks.chain._operations import Fire, fire
 from langhooks.models import ScriptedChatModel
 
 CHAIN = LLMChain(ScriptedChatModel([]))

@@ -26,7 +26,7 @@ from langhooks import (
     current_invocation,
 )
 from langhooks.chain import Decision, LLMChain, RetryPolicy, Tool
-from langhooks.chain._runtime import INTERRUPT_STAND_IN, check_arguments
+from langhooks.chain._run_loop import INTERRUPT_STAND_IN, check_arguments
 from langhooks.models import ChatRequest, ScriptedChatModel, ScriptedTurn
 from langhooks.testing import RecordingChainHandler
 from tests.chain.scenarios import (

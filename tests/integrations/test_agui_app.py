@@ -14,8 +14,8 @@ from typing_extensions import override
 
 from langhooks import AsyncChainCallbackHandler, Message, ToolCall
 from langhooks.chain import LLMChain
-from langhooks.integrations._agui_events import AguiTranslator
-from langhooks.integrations._frontend_app import LiveRun, build_chain, stream_events
+from langhooks.integrations._frontends._agui_events import AguiTranslator
+from langhooks.integrations._frontends._app import LiveRun, build_chain, stream_events
 from langhooks.integrations.agui import create_agui_app
 from langhooks.models import ScriptedChatModel, ScriptedTurn
 from langhooks.stores import MemoryRunStore

@@ -21,7 +21,7 @@ from langhooks import (
     ToolContext,
 )
 from langhooks.chain import LLMChain, Tool
-from langhooks.integrations._frontend_records import tool_result_text
+from langhooks.integrations._frontends._records import tool_result_text
 from langhooks.integrations.agui import create_agui_app
 from langhooks.integrations.postgres import PostgresRunStore
 from langhooks.integrations.ui_messages import create_ui_message_app

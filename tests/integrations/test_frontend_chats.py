@@ -17,9 +17,9 @@ from starlette.requests import Request
 from langhooks import LangHooksError, Message, Tool, ToolCall, ToolContext, ToolResult
 from langhooks.chain import Decision, LLMChain
 from langhooks.chain._chain import ABANDONED
-from langhooks.integrations._frontend_app import Answers
-from langhooks.integrations._frontend_records import tool_result_text
-from langhooks.integrations._ui_message_chunks import chat_messages
+from langhooks.integrations._frontends._app import Answers
+from langhooks.integrations._frontends._records import tool_result_text
+from langhooks.integrations._frontends._ui_message_chunks import chat_messages
 from langhooks.integrations.agui import create_agui_app
 from langhooks.integrations.ui_messages import create_ui_message_app
 from langhooks.models import ScriptedChatModel, ScriptedTurn

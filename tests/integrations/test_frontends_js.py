@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from langhooks.integrations._web_auth import TokenAuth
+from langhooks.integrations._auth import TokenAuth
 from langhooks.integrations.agui import create_agui_app
 from langhooks.integrations.ui_messages import create_ui_message_app
 

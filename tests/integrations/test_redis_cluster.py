@@ -47,8 +47,8 @@ from langhooks import (
 from langhooks.chain import Decision, LLMChain
 from langhooks.cli.demo import ApprovalGate
 from langhooks.cli.serve import DemoModel, demo_agent
-from langhooks.integrations._redis_outbox import NodePaused, Pauses, Pending
-from langhooks.integrations._redis_wire import Keys, aread_stream, read_stream
+from langhooks.integrations._redis._outbox import NodePaused, Pauses, Pending
+from langhooks.integrations._redis._wire import Keys, aread_stream, read_stream
 from langhooks.integrations.redis import (
     AsyncRedisRunStore,
     RedisEventConsumer,

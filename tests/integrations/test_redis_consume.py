@@ -260,7 +260,7 @@ class TestConsumerGroups:
         self, client: redis.Redis, prefix: str, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """dedupe remembers a bounded number of records."""
-        from langhooks.integrations import _redis_consumer
+        from langhooks.integrations._redis import _consumer as _redis_consumer
 
         monkeypatch.setattr(_redis_consumer, "_REMEMBERED", 2)
         monkeypatch.setattr(_redis_consumer, "_RUNS", 1)

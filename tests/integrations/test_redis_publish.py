@@ -53,8 +53,8 @@ from langhooks.cli.demo import (
     scripted_model,
 )
 from langhooks.events import EventRecord
-from langhooks.integrations._redis_outbox import NodePaused, Pauses
-from langhooks.integrations._redis_wire import aread_stream, read_stream
+from langhooks.integrations._redis._outbox import NodePaused, Pauses
+from langhooks.integrations._redis._wire import aread_stream, read_stream
 from langhooks.integrations.redis import (
     RedisEventPublisher,
     afollow,

@@ -33,7 +33,7 @@ from typing_extensions import override
 import langhooks as lh
 from langhooks import codec
 from langhooks.chain import Decision, LLMChain, RunResult
-from langhooks.integrations._postgres_sql import Sql
+from langhooks.integrations._postgres._sql import Sql
 from langhooks.integrations.postgres import (
     SCHEMA_VERSION,
     AsyncPostgresRunStore,

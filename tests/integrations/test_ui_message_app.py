@@ -15,9 +15,9 @@ from typing_extensions import override
 
 from langhooks import AsyncChainCallbackHandler, Message, ToolCall
 from langhooks.chain import LLMChain
-from langhooks.integrations import _ui_message_app
-from langhooks.integrations._ui_message_app import conversation
-from langhooks.integrations._web_limits import BadRequest
+from langhooks.integrations._frontends import _ui_message_app
+from langhooks.integrations._frontends._ui_message_app import conversation
+from langhooks.integrations._web._limits import BadRequest
 from langhooks.integrations.ui_messages import create_ui_message_app
 from langhooks.models import ScriptedChatModel, ScriptedTurn
 from langhooks.stores import MemoryRunStore

@@ -151,8 +151,8 @@ class TestPage:
         from langhooks import ChainCallbackHandler, StreamingChatResponseHandler
 
         script = (
-            resources.files("langhooks.integrations")
-            .joinpath("_web_static", "app.js")
+            resources.files("langhooks.integrations._web")
+            .joinpath("static", "app.js")
             .read_text()
         )
         listed = re.search(r"const EVENTS = \[(.*?)\];", script, re.S)
@@ -169,8 +169,8 @@ class TestPage:
         from importlib import resources
 
         script = (
-            resources.files("langhooks.integrations")
-            .joinpath("_web_static", "app.js")
+            resources.files("langhooks.integrations._web")
+            .joinpath("static", "app.js")
             .read_text()
         )
         for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write"):

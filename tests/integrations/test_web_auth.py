@@ -29,8 +29,8 @@ from typing_extensions import override
 
 from langhooks import Message
 from langhooks.chain import LLMChain
-from langhooks.integrations._frontend_records import split_approval_id
-from langhooks.integrations._web_auth import Guard, TokenAuth
+from langhooks.integrations._auth import Guard, TokenAuth
+from langhooks.integrations._frontends._records import split_approval_id
 from langhooks.integrations.agui import create_agui_app
 from langhooks.integrations.ui_messages import create_ui_message_app
 from langhooks.integrations.web import Action, Authorize, create_app, owner_only

@@ -15,7 +15,7 @@ import pytest
 
 from langhooks import Message, ToolCall, ToolContext
 from langhooks.chain import LLMChain, Tool
-from langhooks.integrations._web_auth import TokenAuth
+from langhooks.integrations._auth import TokenAuth
 from langhooks.integrations.web import create_app
 from langhooks.models import ScriptedChatModel, ScriptedTurn
 from langhooks.stores import MemoryRunStore

@@ -19,7 +19,7 @@ from langhooks import LangHooksError, Message, ToolContext
 from langhooks.chain import LLMChain, Tool
 from langhooks.cli.demo import QUESTION, SYSTEM, WEATHER_TOOL, ApprovalGate
 from langhooks.cli.serve import DemoModel, demo_agent
-from langhooks.integrations._redis_wire import text
+from langhooks.integrations._redis._wire import text
 from langhooks.integrations.redis import RedisEventPublisher, RedisRunStore
 from langhooks.integrations.web import create_app
 from langhooks.models import ScriptedChatModel, ScriptedTurn

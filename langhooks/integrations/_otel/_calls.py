@@ -33,7 +33,7 @@ from ..._core._streaming import (
     StreamingChatResponseHandler,
 )
 from ...models._formats import provider_name
-from .. import _genai_content as content
+from . import _genai_content as content
 from ._capture import ContentCapture, request_content
 
 if TYPE_CHECKING:

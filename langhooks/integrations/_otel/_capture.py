@@ -29,7 +29,7 @@ from opentelemetry._logs import Logger, LoggerProvider, LogRecord, get_logger
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
 
 from ..._version import __version__
-from .. import _genai_content as content
+from . import _genai_content as content
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span

@@ -1,0 +1,1 @@
+"""PostgreSQL: the run stores and their versioned schema."""

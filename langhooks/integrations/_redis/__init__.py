@@ -1,0 +1,1 @@
+"""Redis: the event publisher, readers, consumer groups and run stores."""
