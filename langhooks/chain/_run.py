@@ -2,7 +2,8 @@
 
 ``Run`` holds the run's chain snapshot (replaced as messages are added) and writes
 every step as a generator of operations (``_operations``), so the firing order is
-defined once for ``run()`` and ``arun()``. Tool batches are ``_batch.ToolBatch``'s steps.
+defined once for ``run()`` and ``arun()``. Tool batches are ``_batch.ToolBatch``'s
+steps.
 """
 
 from __future__ import annotations
