@@ -44,38 +44,34 @@ def _chunk(*parts: types.Part, finish: bool = False, usage: Any = None) -> types
     return types.GenerateContentResponse(candidates=[candidate], usage_metadata=metadata)
 
 
-def gemini_chunks(turn: Any) -> Iterator[types.GenerateContentResponse]:
-    """A script turn as Gemini's stream of chunks."""
+def _call(call: Any, ids: bool) -> types.Part:
+    return types.Part(
+        function_call=types.FunctionCall(
+            id=call.call_id if ids else None, name=call.name, args=dict(call.arguments)
+        )
+    )
+
+
+def gemini_chunks(turn: Any, *, ids: bool = True) -> Iterator[types.GenerateContentResponse]:
+    """A script turn as Gemini's stream of chunks (``ids``: the calls carry ids,
+    as Gemini 3 sends them; older models send none)."""
     if turn.thinking:
         yield _chunk(types.Part(text=turn.thinking, thought=True))
     words = turn.text.split(" ") if turn.text else []
     for i, word in enumerate(words):
         yield _chunk(types.Part(text=word if i == 0 else f" {word}"))
     for call in turn.calls:
-        yield _chunk(
-            types.Part(
-                function_call=types.FunctionCall(
-                    id=call.call_id, name=call.name, args=dict(call.arguments)
-                )
-            )
-        )
+        yield _chunk(_call(call, ids))
     yield _chunk(finish=True, usage=turn.usage)
 
 
-def _whole(turn: Any) -> LlmResponse:
+def _whole(turn: Any, ids: bool) -> LlmResponse:
     parts: list[types.Part] = []
     if turn.thinking:
         parts.append(types.Part(text=turn.thinking, thought=True))
     if turn.text:
         parts.append(types.Part(text=turn.text))
-    for call in turn.calls:
-        parts.append(
-            types.Part(
-                function_call=types.FunctionCall(
-                    id=call.call_id, name=call.name, args=dict(call.arguments)
-                )
-            )
-        )
+    parts.extend(_call(call, ids) for call in turn.calls)
     response = _chunk(*parts, finish=True, usage=turn.usage)
     return LlmResponse.create(response)
 
@@ -91,6 +87,8 @@ class ScriptedGemini(BaseLlm):
     error: Exception | None = None
     #: How many attempts failed and were retried inside the model.
     hidden_retries: int = 0
+    #: Whether function calls carry ids.
+    ids: bool = True
 
     @override
     async def generate_content_async(
@@ -103,10 +101,10 @@ class ScriptedGemini(BaseLlm):
         if turn.fail_first:
             self.hidden_retries += 1
         if not stream:
-            yield _whole(turn)
+            yield _whole(turn, self.ids)
             return
         aggregator = StreamingResponseAggregator()
-        for chunk in gemini_chunks(turn):
+        for chunk in gemini_chunks(turn, ids=self.ids):
             async for response in aggregator.process_response(chunk):
                 yield response
         closed = aggregator.close()

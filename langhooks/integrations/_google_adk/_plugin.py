@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import warnings
 from collections.abc import Mapping
 from typing import Any, Final, final
 
 from google.adk.agents.invocation_context import InvocationContext
 from google.adk.agents.readonly_context import ReadonlyContext
 from google.adk.events.event import Event
+from google.adk.flows.llm_flows import functions
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.plugins.base_plugin import BasePlugin
@@ -230,6 +232,7 @@ class LangHooksPlugin(BasePlugin):
                         call.index, value.id, call.name, json.dumps(call.arguments)
                     )
             return None
+        _give_ids(llm_response.content)
         message = message_of(llm_response.content)
         if state.fragments:
             for call in message.tool_calls:
@@ -301,6 +304,16 @@ class LangHooksPlugin(BasePlugin):
             plan = Deny(str(decided.get("reason") or "The user rejected this tool call."))
         else:
             plan = await run.review(call, kind)
+        if isinstance(plan, Interrupt):
+            # ADK asks for a call's confirmation once: a confirmed call that is
+            # paused again is never asked about, so it fails closed.
+            warnings.warn(
+                f"the review interrupted tool call {call.call_id!r} again after the "
+                f"user's confirmation; ADK cannot ask twice, so the call is denied",
+                UserWarning,
+                stacklevel=2,
+            )
+            plan = Deny("the review paused the call again after the user's confirmation")
         batch.plans[call.call_id] = plan
         if isinstance(plan, Deny):
             result = ToolResult(
@@ -308,7 +321,7 @@ class LangHooksPlugin(BasePlugin):
             )
             batch.results[call.call_id] = result
             await run.tool_failed(call, result)
-        elif plan is not None and not isinstance(plan, Interrupt):
+        elif plan is not None:
             await run.tool_started(_updated(call, plan))
         return call, plan
 
@@ -421,6 +434,14 @@ class LangHooksPlugin(BasePlugin):
         ]
         await state.run.tools_done(results, batch.interrupts)
         return None
+
+
+def _give_ids(content: types.Content | None) -> None:
+    """Give each function call without an id the id ADK would give it (Gemini
+    often sends none), now: the review decides calls by id before ADK runs them."""
+    for part in (content.parts or []) if content is not None else []:
+        if part.function_call is not None and not part.function_call.id:
+            part.function_call.id = functions.generate_client_function_call_id()
 
 
 def _updated(call: ToolCall, plan: ReviewDecision) -> ToolCall:

@@ -19,6 +19,7 @@ need_module("google.adk", "google-adk")
 
 from google.adk.agents.llm_agent import LlmAgent  # noqa: E402
 from google.adk.agents.run_config import RunConfig, StreamingMode  # noqa: E402
+from google.adk.apps import App  # noqa: E402
 from google.adk.runners import Runner  # noqa: E402
 from google.adk.sessions.database_session_service import (  # noqa: E402
     DatabaseSessionService,
@@ -26,6 +27,7 @@ from google.adk.sessions.database_session_service import (  # noqa: E402
 from google.adk.tools.base_tool import BaseTool  # noqa: E402
 from google.adk.tools.tool_context import ToolContext  # noqa: E402
 from google.genai import types  # noqa: E402
+from sqlalchemy.pool import NullPool  # noqa: E402
 from typing_extensions import override  # noqa: E402
 
 from langhooks.chain import Decision  # noqa: E402
@@ -34,11 +36,11 @@ from langhooks.integrations.google_adk import (  # noqa: E402
     confirmations,
 )
 
-from ._adk_model import ScriptedGemini  # noqa: E402
-from ._driver import Place  # noqa: E402
-from ._script import PROMPT, TURNS, ScriptTool, script_tools  # noqa: E402
+from .._adk_model import ScriptedGemini  # noqa: E402
+from .._driver import Place  # noqa: E402
+from .._script import PROMPT, TURNS, ScriptTool, script_tools  # noqa: E402
 
-APP = "langhooks-conformance"
+APP = "langhooks_conformance"
 USER = "user"
 
 
@@ -76,13 +78,13 @@ def runner(
         model=model or ScriptedGemini(turns=list(turns)),
         tools=[ScriptedTool(t, place) for t in script_tools()],
     )
-    sessions = DatabaseSessionService(f"sqlite+aiosqlite:///{place.directory / 'adk.db'}")
-    return Runner(
-        app_name=APP,
-        agent=agent,
-        session_service=sessions,
-        plugins=[LangHooksPlugin(*handlers)],
+    # No pool: Runner.run drives each run on a loop of its own, and a pooled
+    # connection must not outlive the loop it was opened on.
+    sessions = DatabaseSessionService(
+        f"sqlite+aiosqlite:///{place.directory / 'adk.db'}", poolclass=NullPool
     )
+    app = App(name=APP, root_agent=agent, plugins=[LangHooksPlugin(*handlers)])
+    return Runner(app=app, session_service=sessions)
 
 
 STREAM = RunConfig(streaming_mode=StreamingMode.SSE)

@@ -1,0 +1,291 @@
+"""The Google ADK bridge: ``LangHooksPlugin`` on real ADK runners.
+
+Every run is ADK's own ``Runner`` on ``ScriptedGemini`` (Gemini's chunks through
+ADK's own aggregator), with sessions in a SQLite file of the test's own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.bridges._support import need_module
+
+need_module("google.adk", "google-adk")
+
+from google.adk.agents.run_config import RunConfig  # noqa: E402
+from google.genai import types  # noqa: E402
+
+from langhooks import Allow, Deny, Interrupt, ToolCall, UpdateArguments  # noqa: E402
+from langhooks.chain import Decision  # noqa: E402
+from langhooks.events import EventRecord, EventRecorder  # noqa: E402
+from langhooks.integrations.google_adk import (  # noqa: E402
+    LangHooksPlugin,
+    confirmations,
+)
+
+from ._adk_model import ScriptedGemini  # noqa: E402
+from ._compare import statuses  # noqa: E402
+from ._driver import Place  # noqa: E402
+from ._recording import AsyncChainLog, ReviewLog, StreamLog, names  # noqa: E402
+from ._script import TURNS, Reviewer, Turn, ledger_count  # noqa: E402
+from ._two import run_two  # noqa: E402
+from .drivers.google_adk import APP, STREAM, USER, runner  # noqa: E402
+
+#: What differs from LLMChain's events, and why (docs/guide/bridges.md).
+EXPECTED = {
+    # LLMChain resumes in two runs (the decisions, then run()); ADK in one.
+    "on_run_start": "different",
+    "on_run_complete": "different",
+    # The failed attempt is retried below ADK (the genai client): ADK never
+    # sees it, so neither the error nor the retry nor the attempt's start.
+    "on_llm_call_start": "different",
+    "on_llm_error": "absent",
+    "on_llm_retry": "absent",
+}
+
+
+def _message(text: str) -> types.Content:
+    return types.Content(role="user", parts=[types.Part(text=text)])
+
+
+def _run(run: Any, place: Place, message: types.Content, config: RunConfig = STREAM) -> list[Any]:
+    asyncio.run(
+        run.session_service.create_session(app_name=APP, user_id=USER, session_id=place.thread)
+    ) if not _exists(run, place) else None
+    return list(
+        run.run(user_id=USER, session_id=place.thread, new_message=message, run_config=config)
+    )
+
+
+def _exists(run: Any, place: Place) -> bool:
+    found = asyncio.run(
+        run.session_service.get_session(app_name=APP, user_id=USER, session_id=place.thread)
+    )
+    return found is not None
+
+
+def _events(run: Any, place: Place) -> list[Any]:
+    session = asyncio.run(
+        run.session_service.get_session(app_name=APP, user_id=USER, session_id=place.thread)
+    )
+    assert session is not None
+    return list(session.events)
+
+
+@pytest.fixture
+def place(tmp_path: Path) -> Place:
+    return Place(tmp_path, "", "thread-1")
+
+
+class TestScript:
+    """The conformance script through ADK, paused here and resumed in a second process."""
+
+    @pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
+    def test_events_match_llmchain_but_for_the_documented_ones(
+        self, tmp_path: Path, use_async: bool
+    ) -> None:
+        """The approved transfer runs once; the events are LLMChain's but for
+        ADK's documented differences."""
+        (tmp_path / "llmchain").mkdir()
+        (tmp_path / "adk").mkdir()
+        ours = run_two("llmchain", tmp_path / "llmchain", use_async=use_async)
+        theirs = run_two("google_adk", tmp_path / "adk", use_async=use_async)
+        found = statuses(ours, theirs)
+        assert {e: s for e, s in found.items() if s != "same"} == EXPECTED
+        same = {e for e, s in found.items() if s == "same"}
+        assert [x for x in theirs if x[0] in same] == [x for x in ours if x[0] in same]
+
+
+class TestStreaming:
+    """SSE chunks are partials; without SSE the answer is one message."""
+
+    def test_sse_chunks_reach_a_streaming_handler(self, place: Place) -> None:
+        """Thinking, each word and each (whole) call arrive as partials, then the
+        complete calls and the response."""
+        stream = StreamLog()
+        turns = [TURNS[0], Turn(text="Done now.")]
+        run = runner(place, [Reviewer(), stream], turns=turns)
+        _run(run, place, _message("go"))
+        assert stream.heard == [
+            ("thinking", "Two things at once."),
+            ("text", "Let"),
+            ("text", " me"),
+            ("text", " check."),
+            ("tool", ("get_weather", '{"city": "Paris"}')),
+            ("tool", ("delete_file", '{"path": "/etc/passwd"}')),
+            ("call", "get_weather"),
+            ("call", "delete_file"),
+            ("response", "Let me check."),
+            ("text", "Done"),
+            ("text", " now."),
+            ("response", "Done now."),
+        ]
+
+    def test_without_sse_the_answer_is_one_message(self, place: Place) -> None:
+        """No partials: ``on_llm_new_message`` carries the answer."""
+        records: list[EventRecord] = []
+        stream = StreamLog()
+        run = runner(place, [EventRecorder(records.append), stream], turns=[Turn(text="Hi there.")])
+        _run(run, place, _message("hello"), RunConfig())
+        assert names(records) == [
+            "on_run_start",
+            "on_llm_call_start",
+            "on_llm_call_complete",
+            "on_llm_new_message",
+            "on_message_processed",
+            "on_llm_token_usage",
+            "on_run_complete",
+        ]
+        assert stream.heard == []
+
+
+class TestFailures:
+    """A model that fails ends the run with one terminal ``on_error``."""
+
+    def test_model_error_is_reported_once(self, place: Place) -> None:
+        """``on_llm_error``, the stream's ``on_error``, then ``on_error``; no completion."""
+        records: list[EventRecord] = []
+        model = ScriptedGemini(error=RuntimeError("the model is down"))
+        run = runner(place, [EventRecorder(records.append)], model=model)
+        with pytest.raises(RuntimeError, match="the model is down"):
+            _run(run, place, _message("hello"))
+        assert names(records) == ["on_run_start", "on_llm_call_start", "on_llm_error", "on_error"]
+
+    def test_a_call_to_an_unknown_tool_is_left_to_adk(self, place: Place) -> None:
+        """No review for a tool the agent does not have: ADK answers it."""
+        log = ReviewLog()
+        turns = [
+            Turn(calls=(ToolCall(call_id="c1", name="no_such_tool", arguments={}),)),
+            Turn(text="ok"),
+        ]
+        run = runner(place, [log], turns=turns)
+        events = _run(run, place, _message("go"))
+        assert log.reviews == []
+        answers = [r.response for e in events for r in e.get_function_responses()]
+        assert "not found" in str(answers)
+
+    def test_calls_without_ids_are_reviewed(self, place: Place) -> None:
+        """Gemini may send calls without ids: the bridge gives them ADK's ids
+        before review, so a denial still holds."""
+        turns = [
+            Turn(calls=(ToolCall(call_id="c1", name="delete_file", arguments={"path": "/x"}),)),
+            Turn(text="ok"),
+        ]
+        run = runner(place, [Reviewer()], model=ScriptedGemini(turns=turns, ids=False))
+        events = _run(run, place, _message("go"))
+        (answer,) = [r for e in events for r in e.get_function_responses()]
+        assert answer.id and answer.id.startswith("adk-")
+        assert "denied" in str(answer.response)
+
+
+class TestReview:
+    """The human's decision on an interrupted call, answered through ADK's
+    confirmation."""
+
+    def _paused(self, place: Place, handlers: list[Any]) -> Any:
+        run = runner(place, [Reviewer(), *handlers], turns=TURNS[2:])
+        events = _run(run, place, _message("pay Bob"))
+        assert ledger_count(place.ledger) == 0
+        return run, events
+
+    def test_an_edit_runs_the_call_with_the_human_arguments(self, place: Place) -> None:
+        """The review sees ``human_decision`` "edit" and the edited arguments."""
+        log = ReviewLog()
+        run, _ = self._paused(place, [])
+        again = runner(place, [log, Reviewer()], turns=TURNS[2:])
+        answer = confirmations(
+            _events(again, place), {"call_4": Decision.edit({"to": "Alice", "amount": 5})}
+        )
+        _run(again, place, answer)
+        assert place.ledger.read_text() == "Alice 5\n"
+        assert log.reviews[0] == ("transfer_money", {"to": "Alice", "amount": 5}, "edit")
+
+    def test_a_rejection_never_runs_the_call(self, place: Place) -> None:
+        """The call is reported failed with the human's reason; nothing runs."""
+        records: list[EventRecord] = []
+        self._paused(place, [])
+        again = runner(place, [EventRecorder(records.append)], turns=TURNS[2:])
+        answer = confirmations(_events(again, place), {"call_4": Decision.reject("no")})
+        _run(again, place, answer)
+        assert ledger_count(place.ledger) == 0
+        failed = [r for r in records if r.event == "on_tool_execution_failed"]
+        assert "no" in str(failed[0].payload)
+
+    def test_a_second_interrupt_fails_closed(self, place: Place) -> None:
+        """ADK asks for a confirmation once: a reviewer that interrupts after the
+        human's approval gets the call denied, with a warning saying why."""
+
+        class Stubborn(Reviewer):
+            def on_tool_call_review(self, chain: Any, call: Any, tool: Any, review: Any, /) -> Any:
+                return Interrupt("still no")
+
+        self._paused(place, [])
+        again = runner(place, [Stubborn()], turns=TURNS[2:])
+        answer = confirmations(_events(again, place), {"call_4": Decision.approve()})
+        with pytest.warns(UserWarning, match="ADK cannot ask twice, so the call is denied"):
+            events = _run(again, place, answer)
+        answers = [r.response for e in events for r in e.get_function_responses()]
+        assert "denied" in str(answers)
+        assert ledger_count(place.ledger) == 0
+
+    def test_a_reviewer_denial_after_approval_holds(self, place: Place) -> None:
+        """A reviewer may still deny a call the human approved."""
+
+        class Late(Reviewer):
+            def on_tool_call_review(self, chain: Any, call: Any, tool: Any, review: Any, /) -> Any:
+                return Deny("too late") if review.human_decision else Interrupt("ask")
+
+        run = runner(place, [Late()], turns=TURNS[2:])
+        _run(run, place, _message("pay Bob"))
+        answer = confirmations(_events(run, place), {"call_4": Decision.approve()})
+        _run(run, place, answer)
+        assert ledger_count(place.ledger) == 0
+
+    def test_unknown_call_ids_are_refused(self, place: Place) -> None:
+        """``confirmations`` names a call it cannot find."""
+        with pytest.raises(ValueError, match="no confirmation request for tool call 'x'"):
+            confirmations([], {"x": Decision.approve()})
+
+
+class TestHandlers:
+    """What the plugin takes and how it calls it."""
+
+    def test_only_langhooks_handlers(self) -> None:
+        """Anything else is refused when the plugin is made."""
+        with pytest.raises(TypeError, match="LangHooksPlugin takes langhooks handlers"):
+            LangHooksPlugin(object())
+
+    def test_async_handlers_in_run_async(self, place: Place) -> None:
+        """An async handler is awaited on ADK's loop."""
+        log = AsyncChainLog()
+        run = runner(place, [log], turns=[Turn(text="Hi.")])
+
+        async def go() -> None:
+            await run.session_service.create_session(
+                app_name=APP, user_id=USER, session_id=place.thread
+            )
+            async for _ in run.run_async(
+                user_id=USER, session_id=place.thread, new_message=_message("hi"),
+                run_config=STREAM,
+            ):
+                pass
+
+        asyncio.run(go())
+        assert log.events == ["on_run_start", "on_llm_call_complete", "on_run_complete ok"]
+
+    def test_allow_and_update_run_the_call(self, place: Place) -> None:
+        """``UpdateArguments`` runs the tool with the reviewer's arguments."""
+
+        class Rewrite(Reviewer):
+            def on_tool_call_review(self, chain: Any, call: Any, tool: Any, review: Any, /) -> Any:
+                if call.name == "transfer_money":
+                    return UpdateArguments({"to": "Carol", "amount": 1})
+                return Allow()
+
+        run = runner(place, [Rewrite()], turns=TURNS[2:])
+        _run(run, place, _message("pay"))
+        assert place.ledger.read_text() == "Carol 1\n"
