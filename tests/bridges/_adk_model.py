@@ -29,7 +29,9 @@ from typing_extensions import override
 __all__ = ["ScriptedGemini", "gemini_chunks"]
 
 
-def _chunk(*parts: types.Part, finish: bool = False, usage: Any = None) -> types.GenerateContentResponse:
+def _chunk(
+    *parts: types.Part, finish: bool = False, usage: Any = None
+) -> types.GenerateContentResponse:
     candidate = types.Candidate(
         content=types.Content(role="model", parts=list(parts)),
         finish_reason=types.FinishReason.STOP if finish else None,
@@ -41,7 +43,9 @@ def _chunk(*parts: types.Part, finish: bool = False, usage: Any = None) -> types
             candidates_token_count=usage.output_tokens,
             total_token_count=usage.input_tokens + usage.output_tokens,
         )
-    return types.GenerateContentResponse(candidates=[candidate], usage_metadata=metadata)
+    return types.GenerateContentResponse(
+        candidates=[candidate], usage_metadata=metadata
+    )
 
 
 def _call(call: Any, ids: bool) -> types.Part:
@@ -52,7 +56,9 @@ def _call(call: Any, ids: bool) -> types.Part:
     )
 
 
-def gemini_chunks(turn: Any, *, ids: bool = True) -> Iterator[types.GenerateContentResponse]:
+def gemini_chunks(
+    turn: Any, *, ids: bool = True
+) -> Iterator[types.GenerateContentResponse]:
     """A script turn as Gemini's stream of chunks (``ids``: the calls carry ids,
     as Gemini 3 sends them; older models send none)."""
     if turn.thinking:

@@ -22,7 +22,9 @@ class ReviewLog(ChainCallbackHandler):
         self.reviews: list[tuple[str, dict[str, Any], str | None]] = []
 
     @override
-    def on_tool_call_review(self, chain: Any, call: Any, tool: Any, review: Any, /) -> Any:
+    def on_tool_call_review(
+        self, chain: Any, call: Any, tool: Any, review: Any, /
+    ) -> Any:
         self.reviews.append((call.name, dict(call.arguments), review.human_decision))
         return super().on_tool_call_review(chain, call, tool, review)
 

@@ -42,6 +42,7 @@ from langhooks import (
     ToolCall,
     UpdateArguments,
 )
+from langhooks._core._messages import ErrorType
 
 __all__ = [
     "PROMPT",
@@ -71,8 +72,10 @@ class Turn:
     text: str = ""
     thinking: str = ""
     calls: tuple[ToolCall, ...] = ()
-    fail_first: str | None = None
-    usage: TokenUsage = TokenUsage(input_tokens=10, output_tokens=5)
+    fail_first: ErrorType | None = None
+    usage: TokenUsage = attrs.field(
+        factory=lambda: TokenUsage(input_tokens=10, output_tokens=5)
+    )
 
 
 TURNS: Final = (
@@ -167,7 +170,9 @@ def _schema(**properties: str) -> dict[str, Any]:
 def script_tools() -> tuple[ScriptTool, ...]:
     """The script's four tools."""
     return (
-        ScriptTool("get_weather", "The weather in a city.", _schema(city="string"), _weather),
+        ScriptTool(
+            "get_weather", "The weather in a city.", _schema(city="string"), _weather
+        ),
         ScriptTool("delete_file", "Delete a file.", _schema(path="string"), _delete),
         ScriptTool(
             "transfer_money",
@@ -197,10 +202,12 @@ class Reviewer(ChainCallbackHandler):
         if call.name == "get_weather" and call.arguments["city"] != "Paris":
             return UpdateArguments({"city": str(call.arguments["city"]).title()})
         if call.name == "transfer_money" and review.human_decision is None:
-            return Interrupt("approve the transfer", {"amount": call.arguments["amount"]})
+            return Interrupt(
+                "approve the transfer", {"amount": call.arguments["amount"]}
+            )
         return Allow()
 
 
-def retryable(kind: str) -> LangHooksError:
+def retryable(kind: ErrorType) -> LangHooksError:
     """The error a scripted model raises for ``Turn.fail_first``."""
     return LangHooksError(kind, "scripted: slow down", retryable=True)

@@ -1,11 +1,11 @@
 """A scripted Strands ``Model`` that streams like Bedrock's Converse stream.
 
 Each turn is sent as Strands' ``StreamEvent`` chunks: ``messageStart``, a
-reasoning block (``reasoningContent`` deltas), a text block word by word, each
-tool call as a ``toolUse`` block whose input arrives in two JSON fragments,
-``messageStop`` with the stop reason and ``metadata`` with the usage. Which turn
-to answer is read from the messages (the assistant messages so far), so an
-agent resumed in another process gets the next turn. A turn with
+reasoning block (``reasoningContent`` text, then its signature), a text block
+word by word, each tool call as a ``toolUse`` block whose input arrives in two
+JSON fragments, ``messageStop`` with the stop reason and ``metadata`` with the
+usage. Which turn to answer is read from the messages (the assistant messages so
+far), so an agent resumed in another process gets the next turn. A turn with
 ``fail_first`` raises ``ModelThrottledException`` on its first attempt, which
 Strands' retry strategy retries.
 """
@@ -35,13 +35,24 @@ def strands_chunks(turn: Any) -> Iterator[dict[str, Any]]:
                 "contentBlockIndex": index,
             }
         }
+        yield {
+            "contentBlockDelta": {
+                "delta": {"reasoningContent": {"signature": "c2lnbmF0dXJl"}},
+                "contentBlockIndex": index,
+            }
+        }
         yield {"contentBlockStop": {"contentBlockIndex": index}}
         index += 1
     if turn.text:
         yield {"contentBlockStart": {"start": {}, "contentBlockIndex": index}}
         for i, word in enumerate(turn.text.split(" ")):
             text = word if i == 0 else f" {word}"
-            yield {"contentBlockDelta": {"delta": {"text": text}, "contentBlockIndex": index}}
+            yield {
+                "contentBlockDelta": {
+                    "delta": {"text": text},
+                    "contentBlockIndex": index,
+                }
+            }
         yield {"contentBlockStop": {"contentBlockIndex": index}}
         index += 1
     for call in turn.calls:
@@ -94,8 +105,12 @@ class ScriptedStrandsModel(Model):
         raise NotImplementedError("the script has no structured output")
 
     @override
-    async def stream(  # type: ignore[override]  # the base declares more keywords; **kwargs takes them
-        self, messages: Any, tool_specs: Any = None, system_prompt: Any = None, **kwargs: Any
+    async def stream(
+        self,
+        messages: Any,
+        tool_specs: Any = None,
+        system_prompt: Any = None,
+        **kwargs: Any,
     ) -> AsyncGenerator[Any, None]:
         if self.error is not None:
             raise self.error

@@ -15,9 +15,9 @@ __all__ = ["need_module"]
 def need_module(module: str, extra: str) -> None:
     """Skip the calling test (or test module, when called at its import) when
     ``module`` cannot be imported; fail instead under ``CI``."""
-    if importlib.util.find_spec(module.split(".")[0]) is not None:
-        if importlib.util.find_spec(module) is not None:
-            return
+    top = module.split(".")[0]
+    if importlib.util.find_spec(top) is not None and importlib.util.find_spec(module):
+        return
     reason = f"{module} is not installed (pip install 'langhooks[{extra}]')"
     if ci():
         pytest.fail(f"{reason} (CI is set, so this fails instead of skipping)")

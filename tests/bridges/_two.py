@@ -20,7 +20,9 @@ __all__ = ["run_two"]
 _ROOT = Path(__file__).parents[2]
 
 
-def run_two(name: str, directory: Path, *, use_async: bool, postgres: str = "") -> list[Entry]:
+def run_two(
+    name: str, directory: Path, *, use_async: bool, postgres: str = ""
+) -> list[Entry]:
     """Run driver ``name`` from the prompt to the interrupt here, resume it in a
     second process, check the approved call ran once; the entries of both."""
     driver: Any = importlib.import_module(f"tests.bridges.drivers.{name}").DRIVER
@@ -30,13 +32,27 @@ def run_two(name: str, directory: Path, *, use_async: bool, postgres: str = "") 
     assert ledger_count(place.ledger) == 0
     mode = "async" if use_async else "sync"
     second = subprocess.run(
-        [sys.executable, "-m", "tests.bridges._second", name, str(directory), postgres,
-         place.thread, mode],
-        capture_output=True, text=True, check=False, cwd=_ROOT,
+        [
+            sys.executable,
+            "-m",
+            "tests.bridges._second",
+            name,
+            str(directory),
+            postgres,
+            place.thread,
+            mode,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=_ROOT,
     )
     assert second.returncode == 0, second.stderr
     assert second.stdout.strip() == "All done."
     assert ledger_count(place.ledger) == 1
     return project(
-        [*read_events(directory / "first.jsonl"), *read_events(directory / "second.jsonl")]
+        [
+            *read_events(directory / "first.jsonl"),
+            *read_events(directory / "second.jsonl"),
+        ]
     )

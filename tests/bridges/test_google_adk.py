@@ -7,21 +7,45 @@ ADK's own aggregator), with sessions in a SQLite file of the test's own.
 from __future__ import annotations
 
 import asyncio
+import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
+from typing_extensions import override
 
 from tests.bridges._support import need_module
 
 need_module("google.adk", "google-adk")
 
+from google.adk.agents.llm_agent import LlmAgent  # noqa: E402
 from google.adk.agents.run_config import RunConfig  # noqa: E402
+from google.adk.agents.sequential_agent import SequentialAgent  # noqa: E402
+from google.adk.apps import App  # noqa: E402
+from google.adk.plugins.base_plugin import BasePlugin  # noqa: E402
+from google.adk.runners import Runner  # noqa: E402
+from google.adk.sessions.in_memory_session_service import (  # noqa: E402
+    InMemorySessionService,
+)
+from google.adk.tools.base_tool import BaseTool  # noqa: E402
+from google.adk.tools.function_tool import FunctionTool  # noqa: E402
 from google.genai import types  # noqa: E402
 
-from langhooks import Allow, Deny, Interrupt, ToolCall, UpdateArguments  # noqa: E402
+from langhooks import (  # noqa: E402
+    Allow,
+    Deny,
+    Interrupt,
+    TokenUsage,
+    ToolCall,
+    UpdateArguments,
+)
 from langhooks.chain import Decision  # noqa: E402
 from langhooks.events import EventRecord, EventRecorder  # noqa: E402
+from langhooks.integrations._google_adk._convert import (  # noqa: E402
+    pieces,
+    tool_of,
+    usage_of,
+)
 from langhooks.integrations.google_adk import (  # noqa: E402
     LangHooksPlugin,
     confirmations,
@@ -52,25 +76,38 @@ def _message(text: str) -> types.Content:
     return types.Content(role="user", parts=[types.Part(text=text)])
 
 
-def _run(run: Any, place: Place, message: types.Content, config: RunConfig = STREAM) -> list[Any]:
+def _run(
+    run: Any, place: Place, message: types.Content, config: RunConfig = STREAM
+) -> list[Any]:
     asyncio.run(
-        run.session_service.create_session(app_name=APP, user_id=USER, session_id=place.thread)
+        run.session_service.create_session(
+            app_name=APP, user_id=USER, session_id=place.thread
+        )
     ) if not _exists(run, place) else None
     return list(
-        run.run(user_id=USER, session_id=place.thread, new_message=message, run_config=config)
+        run.run(
+            user_id=USER,
+            session_id=place.thread,
+            new_message=message,
+            run_config=config,
+        )
     )
 
 
 def _exists(run: Any, place: Place) -> bool:
     found = asyncio.run(
-        run.session_service.get_session(app_name=APP, user_id=USER, session_id=place.thread)
+        run.session_service.get_session(
+            app_name=APP, user_id=USER, session_id=place.thread
+        )
     )
     return found is not None
 
 
 def _events(run: Any, place: Place) -> list[Any]:
     session = asyncio.run(
-        run.session_service.get_session(app_name=APP, user_id=USER, session_id=place.thread)
+        run.session_service.get_session(
+            app_name=APP, user_id=USER, session_id=place.thread
+        )
     )
     assert session is not None
     return list(session.events)
@@ -82,7 +119,7 @@ def place(tmp_path: Path) -> Place:
 
 
 class TestScript:
-    """The conformance script through ADK, paused here and resumed in a second process."""
+    """The conformance script through ADK, paused here, resumed in a second process."""
 
     @pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
     def test_events_match_llmchain_but_for_the_documented_ones(
@@ -129,7 +166,11 @@ class TestStreaming:
         """No partials: ``on_llm_new_message`` carries the answer."""
         records: list[EventRecord] = []
         stream = StreamLog()
-        run = runner(place, [EventRecorder(records.append), stream], turns=[Turn(text="Hi there.")])
+        run = runner(
+            place,
+            [EventRecorder(records.append), stream],
+            turns=[Turn(text="Hi there.")],
+        )
         _run(run, place, _message("hello"), RunConfig())
         assert names(records) == [
             "on_run_start",
@@ -147,13 +188,18 @@ class TestFailures:
     """A model that fails ends the run with one terminal ``on_error``."""
 
     def test_model_error_is_reported_once(self, place: Place) -> None:
-        """``on_llm_error``, the stream's ``on_error``, then ``on_error``; no completion."""
+        """``on_llm_error`` then one ``on_error``; no completion."""
         records: list[EventRecord] = []
         model = ScriptedGemini(error=RuntimeError("the model is down"))
         run = runner(place, [EventRecorder(records.append)], model=model)
         with pytest.raises(RuntimeError, match="the model is down"):
             _run(run, place, _message("hello"))
-        assert names(records) == ["on_run_start", "on_llm_call_start", "on_llm_error", "on_error"]
+        assert names(records) == [
+            "on_run_start",
+            "on_llm_call_start",
+            "on_llm_error",
+            "on_error",
+        ]
 
     def test_a_call_to_an_unknown_tool_is_left_to_adk(self, place: Place) -> None:
         """No review for a tool the agent does not have: ADK answers it."""
@@ -166,19 +212,26 @@ class TestFailures:
         events = _run(run, place, _message("go"))
         assert log.reviews == []
         answers = [r.response for e in events for r in e.get_function_responses()]
-        assert "not found" in str(answers)
+        assert "no tool with that name is available" in str(answers)
 
     def test_calls_without_ids_are_reviewed(self, place: Place) -> None:
         """Gemini may send calls without ids: the bridge gives them ADK's ids
         before review, so a denial still holds."""
         turns = [
-            Turn(calls=(ToolCall(call_id="c1", name="delete_file", arguments={"path": "/x"}),)),
+            Turn(
+                calls=(
+                    ToolCall(
+                        call_id="c1", name="delete_file", arguments={"path": "/x"}
+                    ),
+                )
+            ),
             Turn(text="ok"),
         ]
         run = runner(place, [Reviewer()], model=ScriptedGemini(turns=turns, ids=False))
         events = _run(run, place, _message("go"))
         (answer,) = [r for e in events for r in e.get_function_responses()]
-        assert answer.id and answer.id.startswith("adk-")
+        assert answer.id
+        assert answer.id.startswith("adk-")
         assert "denied" in str(answer.response)
 
 
@@ -195,14 +248,19 @@ class TestReview:
     def test_an_edit_runs_the_call_with_the_human_arguments(self, place: Place) -> None:
         """The review sees ``human_decision`` "edit" and the edited arguments."""
         log = ReviewLog()
-        run, _ = self._paused(place, [])
+        self._paused(place, [])
         again = runner(place, [log, Reviewer()], turns=TURNS[2:])
         answer = confirmations(
-            _events(again, place), {"call_4": Decision.edit({"to": "Alice", "amount": 5})}
+            _events(again, place),
+            {"call_4": Decision.edit({"to": "Alice", "amount": 5})},
         )
         _run(again, place, answer)
         assert place.ledger.read_text() == "Alice 5\n"
-        assert log.reviews[0] == ("transfer_money", {"to": "Alice", "amount": 5}, "edit")
+        assert log.reviews[0] == (
+            "transfer_money",
+            {"to": "Alice", "amount": 5},
+            "edit",
+        )
 
     def test_a_rejection_never_runs_the_call(self, place: Place) -> None:
         """The call is reported failed with the human's reason; nothing runs."""
@@ -220,13 +278,18 @@ class TestReview:
         human's approval gets the call denied, with a warning saying why."""
 
         class Stubborn(Reviewer):
-            def on_tool_call_review(self, chain: Any, call: Any, tool: Any, review: Any, /) -> Any:
+            @override
+            def on_tool_call_review(
+                self, chain: Any, call: Any, tool: Any, review: Any, /
+            ) -> Any:
                 return Interrupt("still no")
 
         self._paused(place, [])
         again = runner(place, [Stubborn()], turns=TURNS[2:])
         answer = confirmations(_events(again, place), {"call_4": Decision.approve()})
-        with pytest.warns(UserWarning, match="ADK cannot ask twice, so the call is denied"):
+        with pytest.warns(
+            UserWarning, match="ADK cannot ask twice, so the call is denied"
+        ):
             events = _run(again, place, answer)
         answers = [r.response for e in events for r in e.get_function_responses()]
         assert "denied" in str(answers)
@@ -236,7 +299,10 @@ class TestReview:
         """A reviewer may still deny a call the human approved."""
 
         class Late(Reviewer):
-            def on_tool_call_review(self, chain: Any, call: Any, tool: Any, review: Any, /) -> Any:
+            @override
+            def on_tool_call_review(
+                self, chain: Any, call: Any, tool: Any, review: Any, /
+            ) -> Any:
                 return Deny("too late") if review.human_decision else Interrupt("ask")
 
         run = runner(place, [Late()], turns=TURNS[2:])
@@ -247,7 +313,9 @@ class TestReview:
 
     def test_unknown_call_ids_are_refused(self, place: Place) -> None:
         """``confirmations`` names a call it cannot find."""
-        with pytest.raises(ValueError, match="no confirmation request for tool call 'x'"):
+        with pytest.raises(
+            ValueError, match="no confirmation request for tool call 'x'"
+        ):
             confirmations([], {"x": Decision.approve()})
 
 
@@ -269,19 +337,28 @@ class TestHandlers:
                 app_name=APP, user_id=USER, session_id=place.thread
             )
             async for _ in run.run_async(
-                user_id=USER, session_id=place.thread, new_message=_message("hi"),
+                user_id=USER,
+                session_id=place.thread,
+                new_message=_message("hi"),
                 run_config=STREAM,
             ):
                 pass
 
         asyncio.run(go())
-        assert log.events == ["on_run_start", "on_llm_call_complete", "on_run_complete ok"]
+        assert log.events == [
+            "on_run_start",
+            "on_llm_call_complete",
+            "on_run_complete ok",
+        ]
 
     def test_allow_and_update_run_the_call(self, place: Place) -> None:
         """``UpdateArguments`` runs the tool with the reviewer's arguments."""
 
         class Rewrite(Reviewer):
-            def on_tool_call_review(self, chain: Any, call: Any, tool: Any, review: Any, /) -> Any:
+            @override
+            def on_tool_call_review(
+                self, chain: Any, call: Any, tool: Any, review: Any, /
+            ) -> Any:
                 if call.name == "transfer_money":
                     return UpdateArguments({"to": "Carol", "amount": 1})
                 return Allow()
@@ -289,3 +366,148 @@ class TestHandlers:
         run = runner(place, [Rewrite()], turns=TURNS[2:])
         _run(run, place, _message("pay"))
         assert place.ledger.read_text() == "Carol 1\n"
+
+
+class TestAgents:
+    """Runs the plugin hears, whatever runs them."""
+
+    def test_a_run_another_plugin_halts_is_not_reported(self, place: Place) -> None:
+        """A plugin before ours that answers the run itself: ours hears nothing."""
+
+        class Halt(BasePlugin):
+            @override
+            async def before_run_callback(self, *, invocation_context: Any) -> Any:
+                return types.Content(role="model", parts=[types.Part(text="closed")])
+
+        records: list[EventRecord] = []
+        agent = LlmAgent(
+            name="assistant", model=ScriptedGemini(turns=[Turn(text="hi")])
+        )
+        plugins = [Halt(name="halt"), LangHooksPlugin(EventRecorder(records.append))]
+        run = Runner(
+            app=App(name=APP, root_agent=agent, plugins=plugins),
+            session_service=InMemorySessionService(),
+        )
+        _run(run, place, _message("hello"))
+        assert records == []
+
+    # ADK 2 deprecates SequentialAgent for Workflow graphs, which cannot yet hold
+    # an LlmAgent sub-agent; it is still how a sequence of model agents is built.
+    def test_a_run_another_plugin_fails_is_not_reported(self, place: Place) -> None:
+        """A plugin before ours that raises at the start: ours reports nothing."""
+
+        class Broken(BasePlugin):
+            @override
+            async def before_run_callback(self, *, invocation_context: Any) -> Any:
+                raise RuntimeError("broken plugin")
+
+        records: list[EventRecord] = []
+        agent = LlmAgent(
+            name="assistant", model=ScriptedGemini(turns=[Turn(text="hi")])
+        )
+        plugins = [
+            Broken(name="broken"),
+            LangHooksPlugin(EventRecorder(records.append)),
+        ]
+        run = Runner(
+            app=App(name=APP, root_agent=agent, plugins=plugins),
+            session_service=InMemorySessionService(),
+        )
+        with pytest.raises(RuntimeError, match="broken plugin"):
+            _run(run, place, _message("hello"))
+        assert records == []
+
+    def test_a_sequence_of_agents_is_one_run(self, place: Place) -> None:
+        """A ``SequentialAgent`` of two model agents: one run, two model calls."""
+        records: list[EventRecord] = []
+        first = LlmAgent(name="first", model=ScriptedGemini(turns=[Turn(text="one")]))
+        second = LlmAgent(
+            name="second",
+            model=ScriptedGemini(turns=[Turn(text="a"), Turn(text="two")]),
+        )
+        with warnings.catch_warnings():
+            warnings.filterwarnings(
+                "ignore", "SequentialAgent is deprecated", DeprecationWarning
+            )
+            root = SequentialAgent(name="both", sub_agents=[first, second])
+        run = Runner(
+            app=App(
+                name=APP,
+                root_agent=root,
+                plugins=[LangHooksPlugin(EventRecorder(records.append))],
+            ),
+            session_service=InMemorySessionService(),
+        )
+        _run(run, place, _message("go"))
+        assert names(records).count("on_run_start") == 1
+        assert names(records).count("on_llm_call_complete") == 2
+        assert names(records)[-1] == "on_run_complete"
+
+
+class TestConversions:
+    """What the bridge reads from ADK's and genai's types."""
+
+    def test_no_usage_is_none(self) -> None:
+        """A response without usage metadata has no ``TokenUsage``."""
+        assert usage_of(None) is None
+
+    def test_thinking_tokens_count_as_output(self) -> None:
+        """As for the Gemini model: thoughts are output tokens."""
+        usage = types.GenerateContentResponseUsageMetadata(
+            prompt_token_count=3, candidates_token_count=4, thoughts_token_count=5
+        )
+        assert usage_of(usage) == TokenUsage(input_tokens=3, output_tokens=9)
+
+    def test_parts_without_text_or_calls_say_nothing(self) -> None:
+        """Inline data and empty text are not pieces of the answer."""
+        content = types.Content(
+            role="model",
+            parts=[
+                types.Part(inline_data=types.Blob(mime_type="image/png", data=b"x")),
+                types.Part(text=""),
+                types.Part(text="hi"),
+            ],
+        )
+        assert list(pieces(content)) == [("text", "hi")]
+        assert list(pieces(None)) == []
+
+    def test_a_function_tool_schema(self) -> None:
+        """A ``FunctionTool`` declares its parameters as a genai ``Schema``."""
+
+        def lookup(order: int) -> str:
+            """Find an order."""
+            return str(order)
+
+        tool = tool_of(FunctionTool(lookup))
+        assert tool.name == "lookup"
+        assert tool.parameters_schema is not None
+        assert "order" in tool.parameters_schema["properties"]
+
+    def test_a_tool_declared_with_a_genai_schema(self) -> None:
+        """Parameters given as a genai ``Schema`` become JSON schema."""
+
+        class Declared(BaseTool):
+            @override
+            def _get_declaration(self) -> types.FunctionDeclaration:
+                schema = types.Schema(
+                    type=types.Type.OBJECT,
+                    properties={"q": types.Schema(type=types.Type.STRING)},
+                )
+                return types.FunctionDeclaration(name="s", parameters=schema)
+
+        tool = tool_of(Declared(name="s", description="search"))
+        assert tool.parameters_schema == {
+            "type": "OBJECT",
+            "properties": {"q": {"type": "STRING"}},
+        }
+
+    def test_a_tool_without_declaration(self) -> None:
+        """A tool that declares nothing, or no parameters, has no schema."""
+
+        class Bare(BaseTool):
+            @override
+            def _get_declaration(self) -> types.FunctionDeclaration:
+                return types.FunctionDeclaration(name="bare")
+
+        assert tool_of(BaseTool(name="x", description="d")).parameters_schema is None
+        assert tool_of(Bare(name="bare", description="d")).parameters_schema is None

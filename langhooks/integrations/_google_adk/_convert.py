@@ -8,7 +8,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from google.adk.events.event import Event
-from google.adk.models.llm_response import LlmResponse
 from google.adk.tools.base_tool import BaseTool
 from google.genai import types
 
@@ -47,7 +46,9 @@ def tool_call_of(call: types.FunctionCall, index: int) -> ToolCall:
     )
 
 
-def usage_of(usage: types.GenerateContentResponseUsageMetadata | None) -> TokenUsage | None:
+def usage_of(
+    usage: types.GenerateContentResponseUsageMetadata | None,
+) -> TokenUsage | None:
     """A response's usage; thinking tokens count as output (as for Gemini)."""
     if usage is None:
         return None
@@ -119,12 +120,9 @@ def tool_of(tool: BaseTool) -> Tool:
     return stand_in_tool(tool.name, tool.description, schema)
 
 
-def response_text(response: LlmResponse) -> str:
-    """An error response's text."""
-    return response.error_message or response.error_code or "the model failed"
-
-
-def confirmations(events: Sequence[Event], decisions: Mapping[str, Decision]) -> types.Content:
+def confirmations(
+    events: Sequence[Event], decisions: Mapping[str, Decision]
+) -> types.Content:
     """The user message that answers ADK's confirmation requests for interrupted
     calls: ``decisions`` maps the interrupted call's id to the human's decision.
 
@@ -155,7 +153,9 @@ def confirmations(events: Sequence[Event], decisions: Mapping[str, Decision]) ->
         payload = {
             DECISION_KEY: {
                 "kind": decision.kind,
-                "arguments": None if decision.arguments is None else dict(decision.arguments),
+                "arguments": None
+                if decision.arguments is None
+                else dict(decision.arguments),
                 "reason": decision.reason,
             }
         }

@@ -28,7 +28,6 @@ from typing import Any, Final, final
 from google.adk.agents.invocation_context import InvocationContext
 from google.adk.agents.readonly_context import ReadonlyContext
 from google.adk.events.event import Event
-from google.adk.flows.llm_flows import functions
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.plugins.base_plugin import BasePlugin
@@ -93,25 +92,20 @@ def _text(value: object) -> str:
 
 
 def _history(context: InvocationContext) -> list[Message]:
-    """The session's conversation before this run, and the run's user message
-    (ADK's confirmation requests and answers are left out: they are the bridge's
-    own traffic, not the conversation's)."""
+    """The session's conversation, the run's user message included (ADK's
+    confirmation requests and answers are left out: they are the bridge's own
+    traffic, not the conversation's)."""
     contents: list[types.Content] = []
     for event in context.session.events:
-        if event.partial or event.content is None:
-            continue
+        content = event.content or types.Content(parts=[])
         parts = [
             p
-            for p in event.content.parts or []
+            for p in content.parts or []
             if not (p.function_call and p.function_call.name == CONFIRMATION)
             and not (p.function_response and p.function_response.name == CONFIRMATION)
         ]
         if parts:
-            contents.append(types.Content(role=event.content.role, parts=parts))
-    user = context.user_content
-    if user is not None and user not in [e.content for e in context.session.events]:
-        if any(p.text for p in user.parts or []):
-            contents.append(user)
+            contents.append(types.Content(role=content.role, parts=parts))
     return messages_of(contents)
 
 
@@ -151,8 +145,11 @@ class LangHooksPlugin(BasePlugin):
         self._custom_context: Final = dict(custom_context or {})
         self._runs: Final[dict[str, _RunState]] = {}
 
-    def _state(self, invocation_id: str) -> _RunState | None:
-        return self._runs.get(invocation_id)
+    def _state(self, invocation_id: str) -> _RunState:
+        # Every callback of a run follows its before_run_callback (which the
+        # plugin would not hear only if another plugin halted the run first, and
+        # then no model or tool callback follows either).
+        return self._runs[invocation_id]
 
     # --- the run ---------------------------------------------------------------------
 
@@ -162,7 +159,6 @@ class LangHooksPlugin(BasePlugin):
     ) -> types.Content | None:
         parent = current_invocation()
         agent: Any = invocation_context.agent
-        model = str(getattr(getattr(agent, "model", None), "model", None) or "model")
         run = FrameworkRun(
             self._handlers,
             tools=(),
@@ -173,7 +169,8 @@ class LangHooksPlugin(BasePlugin):
                 parent_id=None if parent is None else parent.id,
                 custom_context=self._custom_context,
             ),
-            model=FrameworkModel(model, _SYSTEM),
+            # Named by each call's request (before_model_callback).
+            model=FrameworkModel("model", _SYSTEM),
         )
         if hasattr(agent, "canonical_tools"):
             tools = await agent.canonical_tools(ReadonlyContext(invocation_context))
@@ -183,7 +180,9 @@ class LangHooksPlugin(BasePlugin):
         return None
 
     @override
-    async def after_run_callback(self, *, invocation_context: InvocationContext) -> None:
+    async def after_run_callback(
+        self, *, invocation_context: InvocationContext
+    ) -> None:
         state = self._runs.pop(invocation_context.invocation_id, None)
         if state is not None:
             await state.run.complete()
@@ -203,12 +202,10 @@ class LangHooksPlugin(BasePlugin):
         self, *, callback_context: Any, llm_request: LlmRequest
     ) -> LlmResponse | None:
         state = self._state(callback_context.invocation_id)
-        if state is not None:
-            state.fragments = 0
-            if llm_request.tools_dict:
-                state.run.set_tools(tool_of(t) for t in llm_request.tools_dict.values())
-            name = llm_request.model or state.run.chain.model.model  # type: ignore[attr-defined]  # a FrameworkModel
-            await state.run.model_start(FrameworkModel(name, _SYSTEM))
+        state.fragments = 0
+        state.run.set_tools(tool_of(t) for t in llm_request.tools_dict.values())
+        name = llm_request.model or "model"
+        await state.run.model_start(FrameworkModel(name, _SYSTEM))
         return None
 
     @override
@@ -216,8 +213,6 @@ class LangHooksPlugin(BasePlugin):
         self, *, callback_context: Any, llm_response: LlmResponse
     ) -> LlmResponse | None:
         state = self._state(callback_context.invocation_id)
-        if state is None:
-            return None
         run = state.run
         if llm_response.partial:
             for kind, value in pieces(llm_response.content):
@@ -232,7 +227,6 @@ class LangHooksPlugin(BasePlugin):
                         call.index, value.id, call.name, json.dumps(call.arguments)
                     )
             return None
-        _give_ids(llm_response.content)
         message = message_of(llm_response.content)
         if state.fragments:
             for call in message.tool_calls:
@@ -246,25 +240,25 @@ class LangHooksPlugin(BasePlugin):
             )
         )
         if message.tool_calls:
-            await self._settle(state, message.tool_calls)
+            state.batch = _Batch()
+            await self._settle(state, state.batch, message.tool_calls)
         return None
 
     @override
     async def on_model_error_callback(
         self, *, callback_context: Any, llm_request: LlmRequest, error: Exception
     ) -> LlmResponse | None:
-        state = self._state(callback_context.invocation_id)
-        if state is not None:
-            await state.run.model_error(error)
+        await self._state(callback_context.invocation_id).run.model_error(error)
         return None
 
     # --- tool calls ------------------------------------------------------------------
 
-    async def _settle(self, state: _RunState, calls: tuple[ToolCall, ...]) -> None:
+    async def _settle(
+        self, state: _RunState, batch: _Batch, calls: tuple[ToolCall, ...]
+    ) -> None:
         """Review every call of the answer, then report denials and announce the
         calls that will run, before any runs."""
         run = state.run
-        batch = state.batch = _Batch()
         for call in calls:
             batch.calls[call.call_id] = call
             batch.plans[call.call_id] = await run.review(call)
@@ -272,15 +266,16 @@ class LangHooksPlugin(BasePlugin):
             plan = batch.plans[call.call_id]
             if isinstance(plan, Deny):
                 result = ToolResult(
-                    tool_call_id=call.call_id, name=call.name, content=_denial(plan.reason)
+                    tool_call_id=call.call_id,
+                    name=call.name,
+                    content=_denial(plan.reason),
                 )
                 batch.results[call.call_id] = result
                 await run.tool_failed(call, result)
         for call in calls:
             plan = batch.plans[call.call_id]
-            if plan is None or isinstance(plan, Deny | Interrupt):
-                continue
-            await run.tool_started(_updated(call, plan))
+            if not isinstance(plan, Deny | Interrupt):
+                await run.tool_started(_updated(call, plan))
 
     async def _resumed(
         self, state: _RunState, call: ToolCall, confirmation: Any
@@ -290,7 +285,9 @@ class LangHooksPlugin(BasePlugin):
         batch = state.batch = state.batch or _Batch()
         payload = confirmation.payload if isinstance(confirmation.payload, dict) else {}
         decided = payload.get(DECISION_KEY) or {}
-        kind = decided.get("kind") or ("approve" if confirmation.confirmed else "reject")
+        kind = decided.get("kind") or (
+            "approve" if confirmation.confirmed else "reject"
+        )
         if decided.get("arguments") is not None:
             call = ToolCall(
                 call_id=call.call_id,
@@ -301,7 +298,9 @@ class LangHooksPlugin(BasePlugin):
         batch.calls[call.call_id] = call
         plan: ReviewDecision | None
         if kind == "reject":
-            plan = Deny(str(decided.get("reason") or "The user rejected this tool call."))
+            plan = Deny(
+                str(decided.get("reason") or "The user rejected this tool call.")
+            )
         else:
             plan = await run.review(call, kind)
         if isinstance(plan, Interrupt):
@@ -313,7 +312,9 @@ class LangHooksPlugin(BasePlugin):
                 UserWarning,
                 stacklevel=2,
             )
-            plan = Deny("the review paused the call again after the user's confirmation")
+            plan = Deny(
+                "the review paused the call again after the user's confirmation"
+            )
         batch.plans[call.call_id] = plan
         if isinstance(plan, Deny):
             result = ToolResult(
@@ -321,7 +322,7 @@ class LangHooksPlugin(BasePlugin):
             )
             batch.results[call.call_id] = result
             await run.tool_failed(call, result)
-        elif plan is not None:
+        else:
             await run.tool_started(_updated(call, plan))
         return call, plan
 
@@ -330,21 +331,21 @@ class LangHooksPlugin(BasePlugin):
         self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext
     ) -> dict[str, Any] | None:
         state = self._state(tool_context.invocation_id)
-        call_id = tool_context.function_call_id or ""
-        if state is None:
-            return None
+        call_id = str(tool_context.function_call_id)
         call = ToolCall(call_id=call_id, name=tool.name, arguments=dict(tool_args))
         if tool_context.tool_confirmation is not None:
-            call, plan = await self._resumed(state, call, tool_context.tool_confirmation)
+            call, plan = await self._resumed(
+                state, call, tool_context.tool_confirmation
+            )
             tool_args.clear()
             tool_args.update(call.arguments)
-        elif state.batch is not None and call_id in state.batch.plans:
-            call = state.batch.calls[call_id]
-            plan = state.batch.plans[call_id]
-        else:
-            return None  # a call the bridge did not see asked for: ADK's own
-        batch = state.batch
-        assert batch is not None
+        batch = state.batch = state.batch or _Batch()
+        if call_id not in batch.plans:  # pragma: no cover - see below
+            # ADK gives every call its id before after_model_callback, where the
+            # answer was reviewed; a call that review missed is reviewed alone
+            # rather than run unreviewed.
+            await self._settle(state, batch, (call,))
+        call, plan = batch.calls[call_id], batch.plans[call_id]
         if plan is None:
             return None  # a tool the bridge does not know: ADK answers it
         if isinstance(plan, Deny):
@@ -364,14 +365,21 @@ class LangHooksPlugin(BasePlugin):
             await state.run.tool_pre_execution(call)
         return None
 
-    def _ran(self, tool_context: ToolContext) -> tuple[_RunState, _Batch, ToolCall] | None:
-        """The state, batch and call of a call the bridge let run, if any."""
+    def _ran(
+        self, tool_context: ToolContext
+    ) -> tuple[_RunState, _Batch, ToolCall] | None:
+        """The state, batch and call of a call the bridge let run (None for a
+        call it denied or paused, and for a tool it does not know)."""
         state = self._state(tool_context.invocation_id)
-        call_id = tool_context.function_call_id or ""
-        if state is None or state.batch is None or call_id not in state.batch.calls:
-            return None
         batch = state.batch
-        if call_id in batch.results or any(c.call_id == call_id for c, _ in batch.interrupts):
+        call_id = str(tool_context.function_call_id)
+        if (
+            batch is None
+            or batch.plans.get(call_id) is None
+            or call_id in batch.results
+        ):
+            return None
+        if isinstance(batch.plans[call_id], Interrupt):
             return None
         return state, batch, batch.calls[call_id]
 
@@ -388,7 +396,9 @@ class LangHooksPlugin(BasePlugin):
         if ran is not None:
             state, batch, call = ran
             value = result.get("result", result) if len(result) == 1 else result
-            done = ToolResult(tool_call_id=call.call_id, name=call.name, content=_text(value))
+            done = ToolResult(
+                tool_call_id=call.call_id, name=call.name, content=_text(value)
+            )
             batch.results[call.call_id] = done
             await state.run.tool_completed(call, done)
         return None
@@ -418,12 +428,9 @@ class LangHooksPlugin(BasePlugin):
     async def on_event_callback(
         self, *, invocation_context: InvocationContext, event: Event
     ) -> Event | None:
-        state = self._state(invocation_context.invocation_id)
+        state = self._runs.get(invocation_context.invocation_id)
         batch = None if state is None else state.batch
         if state is None or batch is None or not event.get_function_responses():
-            return None
-        answered = {r.id for r in event.get_function_responses()}
-        if not answered & batch.calls.keys():
             return None
         state.batch = None
         waiting = {c.call_id for c, _ in batch.interrupts}
@@ -436,18 +443,13 @@ class LangHooksPlugin(BasePlugin):
         return None
 
 
-def _give_ids(content: types.Content | None) -> None:
-    """Give each function call without an id the id ADK would give it (Gemini
-    often sends none), now: the review decides calls by id before ADK runs them."""
-    for part in (content.parts or []) if content is not None else []:
-        if part.function_call is not None and not part.function_call.id:
-            part.function_call.id = functions.generate_client_function_call_id()
-
-
-def _updated(call: ToolCall, plan: ReviewDecision) -> ToolCall:
+def _updated(call: ToolCall, plan: ReviewDecision | None) -> ToolCall:
     """The call as it will run: with the reviewer's arguments for an update."""
     if isinstance(plan, UpdateArguments):
         return ToolCall(
-            call_id=call.call_id, name=call.name, arguments=plan.arguments, index=call.index
+            call_id=call.call_id,
+            name=call.name,
+            arguments=plan.arguments,
+            index=call.index,
         )
     return call

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from strands.interrupt import Interrupt as StrandsInterrupt
+from strands.types.interrupt import InterruptResponseContent
 
 from ..._core._messages import ContentPart, Message, TokenUsage, ToolCall, ToolResult
 from ..._core._tools import Tool
@@ -102,7 +103,9 @@ def messages_of(messages: Iterable[Mapping[str, Any]]) -> list[Message]:
             continue
         blocks = message.get("content") or []
         results = [
-            tool_result_of(b["toolResult"], names.get(b["toolResult"].get("toolUseId"), ""))
+            tool_result_of(
+                b["toolResult"], names.get(b["toolResult"].get("toolUseId"), "")
+            )
             for b in blocks
             if "toolResult" in b
         ]
@@ -128,7 +131,7 @@ def tools_of(specs: Sequence[Mapping[str, Any]]) -> list[Tool]:
 
 def interrupt_responses(
     interrupts: Sequence[StrandsInterrupt], decisions: Mapping[str, Decision]
-) -> list[dict[str, Any]]:
+) -> list[InterruptResponseContent]:
     """The prompt that resumes an agent a review interrupted: ``decisions`` maps
     each interrupted call's id to the human's decision.
 
@@ -145,7 +148,7 @@ def interrupt_responses(
         reason = interrupt.reason if isinstance(interrupt.reason, Mapping) else {}
         if interrupt.name == INTERRUPT_NAME and "tool_call_id" in reason:
             by_call[str(reason["tool_call_id"])] = interrupt
-    prompt: list[dict[str, Any]] = []
+    prompt: list[InterruptResponseContent] = []
     for call_id, decision in decisions.items():
         if call_id not in by_call:
             raise ValueError(
@@ -156,11 +159,18 @@ def interrupt_responses(
             DECISION_KEY: {
                 "tool_call_id": call_id,
                 "kind": decision.kind,
-                "arguments": None if decision.arguments is None else dict(decision.arguments),
+                "arguments": None
+                if decision.arguments is None
+                else dict(decision.arguments),
                 "reason": decision.reason,
             }
         }
         prompt.append(
-            {"interruptResponse": {"interruptId": by_call[call_id].id, "response": response}}
+            {
+                "interruptResponse": {
+                    "interruptId": by_call[call_id].id,
+                    "response": response,
+                }
+            }
         )
     return prompt

@@ -46,7 +46,6 @@ from ._convert import (
     INTERRUPT_NAME,
     message_of,
     messages_of,
-    tool_call_of,
     tool_result_of,
     tools_of,
     usage_of,
@@ -145,7 +144,7 @@ class LangHooksHookProvider:
     def _initialized(self, event: AgentInitializedEvent) -> None:
         event.agent.add_middleware(InvokeModelStage, self._stream)
 
-    # --- the invocation ----------------------------------------------------------------
+    # --- the invocation ---
 
     async def _before_invocation(self, event: BeforeInvocationEvent) -> None:
         agent: Any = event.agent
@@ -173,23 +172,19 @@ class LangHooksHookProvider:
         await run.start()
 
     async def _after_invocation(self, event: AfterInvocationEvent) -> None:
-        state = self._runs.pop(id(event.agent), None)
-        if state is None:
-            return
+        state = self._runs.pop(id(event.agent))
         if event.result is None:
             error = state.error or LangHooksError(
-                "unknown", "the Strands invocation ended without a result"
+                "stream_error", "the Strands invocation ended without a result"
             )
             await state.run.fail(error)
         else:
             await state.run.complete()
 
-    # --- model calls -------------------------------------------------------------------
+    # --- model calls ---
 
     async def _before_model(self, event: BeforeModelCallEvent) -> None:
-        state = self._runs.get(id(event.agent))
-        if state is None:
-            return
+        state = self._runs[id(event.agent)]
         if state.failed is not None:
             failed, state.failed = state.failed, None
             await state.run.model_retry(failed, 0.0)
@@ -199,9 +194,9 @@ class LangHooksHookProvider:
 
     async def _stream(self, context: Any, next_fn: Any) -> AsyncGenerator[Any, None]:
         """The model stage's wrap: each raw chunk to the run, then on."""
-        state = self._runs.get(id(context.agent))
+        state = self._runs[id(context.agent)]
         async for item in next_fn(context):
-            if state is not None and isinstance(item, ModelStreamChunkEvent):
+            if isinstance(item, ModelStreamChunkEvent):
                 await self._chunk(state, item.chunk)
             yield item
 
@@ -212,29 +207,34 @@ class LangHooksHookProvider:
             use = (start.get("start") or {}).get("toolUse")
             if use is not None:
                 index = state.blocks.setdefault(
-                    int(start.get("contentBlockIndex", len(state.blocks))), len(state.blocks)
+                    int(start.get("contentBlockIndex", len(state.blocks))),
+                    len(state.blocks),
                 )
-                await run.tool_fragment(index, use.get("toolUseId"), use.get("name"), "")
+                await run.tool_fragment(
+                    index, use.get("toolUseId"), use.get("name"), ""
+                )
         elif "contentBlockDelta" in chunk:
             block = chunk["contentBlockDelta"]
             delta = block.get("delta") or {}
             if "text" in delta:
                 await run.text(str(delta["text"]))
-            elif "reasoningContent" in delta:
-                await run.thinking(str(delta["reasoningContent"].get("text") or ""))
+            elif "text" in delta.get("reasoningContent", {}):
+                await run.thinking(str(delta["reasoningContent"]["text"]))
             elif "toolUse" in delta:
                 at = int(block.get("contentBlockIndex", -1))
                 index = state.blocks.get(at, len(state.blocks) - 1)
-                await run.tool_fragment(index, None, None, str(delta["toolUse"].get("input", "")))
+                await run.tool_fragment(
+                    index, None, None, str(delta["toolUse"].get("input", ""))
+                )
         elif "metadata" in chunk:
             state.usage = chunk["metadata"].get("usage")
 
     async def _after_model(self, event: AfterModelCallEvent) -> None:
-        state = self._runs.get(id(event.agent))
-        if state is None:
-            return
+        state = self._runs[id(event.agent)]
         if event.exception is not None or event.stop_response is None:
-            exception = event.exception or LangHooksError("unknown", "no model response")
+            exception = event.exception or LangHooksError(
+                "empty_response", "the model call ended without a response"
+            )
             state.error = exception
             state.failed = await state.run.model_error(exception)
             return
@@ -243,15 +243,15 @@ class LangHooksHookProvider:
             for call in message.tool_calls:
                 await state.run.tool_complete(call)
         await state.run.model_complete(
-            response_of(message, response_id=None, model_name=None, usage=usage_of(state.usage))
+            response_of(
+                message, response_id=None, model_name=None, usage=usage_of(state.usage)
+            )
         )
 
-    # --- tool calls --------------------------------------------------------------------
+    # --- tool calls ---
 
     async def _before_tools(self, event: BeforeToolsEvent) -> None:
-        state = self._runs.get(id(event.agent))
-        if state is None:
-            return
+        state = self._runs[id(event.agent)]
         run = state.run
         batch = state.batch = _Batch()
         calls = message_of(event.message).tool_calls
@@ -275,7 +275,9 @@ class LangHooksHookProvider:
             plan = batch.plans[call.call_id]
             if isinstance(plan, Deny) and plan is not _RESUMED:
                 result = ToolResult(
-                    tool_call_id=call.call_id, name=call.name, content=_denial(plan.reason)
+                    tool_call_id=call.call_id,
+                    name=call.name,
+                    content=_denial(plan.reason),
                 )
                 batch.results[call.call_id] = result
                 await state.run.tool_failed(call, result)
@@ -303,7 +305,9 @@ class LangHooksHookProvider:
             call = batch.calls[call.call_id] = _with(call, decided["arguments"])
         plan: ReviewDecision | None
         if kind == "reject":
-            plan = Deny(str(decided.get("reason") or "The user rejected this tool call."))
+            plan = Deny(
+                str(decided.get("reason") or "The user rejected this tool call.")
+            )
         else:
             plan = await state.run.review(call, kind)
         if isinstance(plan, Interrupt):
@@ -315,17 +319,20 @@ class LangHooksHookProvider:
                 UserWarning,
                 stacklevel=2,
             )
-            plan = Deny("the review interrupted the call again after a human's decision")
+            plan = Deny(
+                "the review interrupted the call again after a human's decision"
+            )
         batch.plans[call.call_id] = plan
         await self._announce(state, batch, (call,))
         return call, plan
 
     async def _before_tool(self, event: BeforeToolCallEvent) -> None:
         state = self._runs.get(id(event.agent))
-        call_id = str(event.tool_use.get("toolUseId", ""))
-        if state is None or state.batch is None or call_id not in state.batch.plans:
-            return
+        if state is None:
+            return  # a direct call (agent.tool.name(...)): no run to report it in
+        call_id = str(event.tool_use["toolUseId"])
         batch = state.batch
+        assert batch is not None  # BeforeToolsEvent opened it
         call, plan = batch.calls[call_id], batch.plans[call_id]
         if plan is _RESUMED:
             call, plan = await self._answered(state, event, call)
@@ -336,7 +343,11 @@ class LangHooksHookProvider:
             return
         if isinstance(plan, Interrupt):
             batch.interrupts.append((call, plan))
-            reason = {"tool_call_id": call_id, "message": plan.message, "data": dict(plan.data)}
+            reason = {
+                "tool_call_id": call_id,
+                "message": plan.message,
+                "data": dict(plan.data),
+            }
             event.interrupt(INTERRUPT_NAME, reason=reason)
         call = batch.calls[call_id] = _updated(call, plan)
         if call.arguments != event.tool_use.get("input"):
@@ -346,11 +357,16 @@ class LangHooksHookProvider:
 
     async def _after_tool(self, event: AfterToolCallEvent) -> None:
         state = self._runs.get(id(event.agent))
-        call_id = str(event.tool_use.get("toolUseId", ""))
-        if state is None or state.batch is None or call_id not in state.batch.calls:
-            return
+        if state is None:
+            return  # a direct call (agent.tool.name(...)): no run to report it in
+        call_id = str(event.tool_use["toolUseId"])
         batch = state.batch
-        if call_id in batch.results or any(c.call_id == call_id for c, _ in batch.interrupts):
+        assert batch is not None  # BeforeToolsEvent opened it
+        if (
+            batch.plans[call_id] is None
+            or call_id in batch.results
+            or any(c.call_id == call_id for c, _ in batch.interrupts)
+        ):
             return
         call = batch.calls[call_id]
         result = tool_result_of(event.result, call.name)
@@ -363,22 +379,24 @@ class LangHooksHookProvider:
             await state.run.tool_completed(call, result)
 
     async def _after_tools(self, event: AfterToolsEvent) -> None:
-        state = self._runs.get(id(event.agent))
-        if state is None or state.batch is None:
-            return
+        state = self._runs[id(event.agent)]
         batch, state.batch = state.batch, None
+        assert batch is not None  # BeforeToolsEvent opened it
         waiting = {c.call_id for c, _ in batch.interrupts}
         results = [
-            batch.results[c] for c in batch.calls if c in batch.results and c not in waiting
+            batch.results[c]
+            for c in batch.calls
+            if c in batch.results and c not in waiting
         ]
         await state.run.tools_done(results, batch.interrupts)
 
 
 def _with(call: ToolCall, arguments: Mapping[str, Any]) -> ToolCall:
-    return ToolCall(call_id=call.call_id, name=call.name, arguments=arguments, index=call.index)
+    return ToolCall(
+        call_id=call.call_id, name=call.name, arguments=arguments, index=call.index
+    )
 
 
 def _updated(call: ToolCall, plan: ReviewDecision) -> ToolCall:
     """The call as it will run: with the reviewer's arguments for an update."""
     return _with(call, plan.arguments) if isinstance(plan, UpdateArguments) else call
-

@@ -18,7 +18,9 @@ from tests.bridges._support import need_module
 need_module("google.adk", "google-adk")
 
 from google.adk.agents.llm_agent import LlmAgent  # noqa: E402
-from google.adk.agents.run_config import RunConfig, StreamingMode  # noqa: E402
+
+# ADK's documented import; the module does not re-export StreamingMode.
+from google.adk.agents.run_config import RunConfig, StreamingMode  # type: ignore[attr-defined]  # noqa: E402
 from google.adk.apps import App  # noqa: E402
 from google.adk.runners import Runner  # noqa: E402
 from google.adk.sessions.database_session_service import (  # noqa: E402
@@ -61,7 +63,9 @@ class ScriptedTool(BaseTool):
         )
 
     @override
-    async def run_async(self, *, args: dict[str, Any], tool_context: ToolContext) -> Any:
+    async def run_async(
+        self, *, args: dict[str, Any], tool_context: ToolContext
+    ) -> Any:
         return self._tool.run(args, self._place.ledger)
 
 
@@ -97,7 +101,9 @@ def _text(events: Sequence[Any]) -> str:
 
 def _paused(events: Sequence[Any]) -> None:
     asked = [
-        c for e in events for c in e.get_function_calls()
+        c
+        for e in events
+        for c in e.get_function_calls()
         if c.name == "adk_request_confirmation"
     ]
     assert len(asked) == 1, events
@@ -124,7 +130,9 @@ class GoogleAdkDriver:
         else:
             events = list(
                 run.run(
-                    user_id=USER, session_id=place.thread, new_message=message,
+                    user_id=USER,
+                    session_id=place.thread,
+                    new_message=message,
                     run_config=STREAM,
                 )
             )
@@ -144,7 +152,9 @@ class GoogleAdkDriver:
         else:
             events = list(
                 run.run(
-                    user_id=USER, session_id=place.thread, new_message=message,
+                    user_id=USER,
+                    session_id=place.thread,
+                    new_message=message,
                     run_config=STREAM,
                 )
             )
@@ -155,7 +165,10 @@ async def _collect(run: Runner, place: Place, message: types.Content) -> list[An
     return [
         event
         async for event in run.run_async(
-            user_id=USER, session_id=place.thread, new_message=message, run_config=STREAM
+            user_id=USER,
+            session_id=place.thread,
+            new_message=message,
+            run_config=STREAM,
         )
     ]
 

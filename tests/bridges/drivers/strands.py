@@ -43,7 +43,11 @@ def strands_tool(tool: ScriptTool, place: Place) -> PythonAgentTool:
 
     def call(tool_use: Any, **_: Any) -> Any:
         text = run(tool_use["input"], place.ledger)
-        return {"toolUseId": tool_use["toolUseId"], "status": "success", "content": [{"text": text}]}
+        return {
+            "toolUseId": tool_use["toolUseId"],
+            "status": "success",
+            "content": [{"text": text}],
+        }
 
     spec = {
         "name": tool.name,
@@ -69,7 +73,9 @@ def agent(
         callback_handler=None,
         retry_strategy=ModelRetryStrategy(max_attempts=2, initial_delay=0, max_delay=0),
         session_manager=(
-            FileSessionManager(session_id=place.thread, storage_dir=str(place.directory))
+            FileSessionManager(
+                session_id=place.thread, storage_dir=str(place.directory)
+            )
             if session
             else None
         ),
