@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,7 @@ from ._recording import AsyncChainLog, ReviewLog, StreamLog, names  # noqa: E402
 from ._script import TURNS, Reviewer, Turn, ledger_count  # noqa: E402
 from ._strands_model import ScriptedStrandsModel  # noqa: E402
 from ._two import run_two  # noqa: E402
-from .drivers.strands import agent  # noqa: E402
+from .drivers.strands import agent, threads_left_alone  # noqa: E402
 
 #: What differs from LLMChain's events, and why (docs/guide/bridges.md).
 EXPECTED = {
@@ -63,6 +64,13 @@ EXPECTED = {
 @pytest.fixture
 def place(tmp_path: Path) -> Place:
     return Place(tmp_path, "", "thread-1")
+
+
+@pytest.fixture(autouse=True)
+def _threads_left_alone() -> Iterator[None]:
+    """Each test's agents leave ``threading`` as they found it."""
+    with threads_left_alone():
+        yield
 
 
 def _interrupts(result: Any) -> list[StrandsInterrupt]:

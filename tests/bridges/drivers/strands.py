@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from tests.bridges._support import need_module
 
 need_module("strands", "strands")
 
+from opentelemetry.instrumentation.threading import ThreadingInstrumentor  # noqa: E402
 from strands import Agent, ModelRetryStrategy  # noqa: E402
 from strands.interrupt import Interrupt  # noqa: E402
 from strands.session.file_session_manager import FileSessionManager  # noqa: E402
@@ -82,14 +84,26 @@ def agent(
     )
 
 
+@contextmanager
+def threads_left_alone() -> Iterator[None]:
+    """Undo what making a Strands agent does to the whole process: its tracer
+    instruments ``threading`` (OpenTelemetry context copied into every new
+    thread), which would change how other tests' spans nest."""
+    try:
+        yield
+    finally:
+        ThreadingInstrumentor().uninstrument()
+
+
 class StrandsDriver:
     """Strands + LangHooksHookProvider (see ``tests/bridges/_driver.py``)."""
 
     name = "strands"
 
     def start(self, place: Place, handlers: Sequence[Any], *, use_async: bool) -> None:
-        bot = agent(place, handlers)
-        result = asyncio.run(bot.invoke_async(PROMPT)) if use_async else bot(PROMPT)
+        with threads_left_alone():
+            bot = agent(place, handlers)
+            result = asyncio.run(bot.invoke_async(PROMPT)) if use_async else bot(PROMPT)
         assert result.stop_reason == "interrupt", result
         (pause,) = result.interrupts or ()
         assert pause.reason["tool_call_id"] == "call_4", pause
