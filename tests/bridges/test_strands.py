@@ -311,6 +311,30 @@ class TestHandlers:
             "on_run_complete ok",
         ]
 
+    def test_stream_async_is_one_run(self, place: Place) -> None:
+        """``stream_async`` hears the same events as ``agent(...)``."""
+        records: list[EventRecord] = []
+        stream = StreamLog()
+        bot = agent(
+            place,
+            [EventRecorder(records.append), stream],
+            turns=[Turn(text="Hi there.")],
+            session=False,
+        )
+
+        async def go() -> None:
+            async for _ in bot.stream_async("hi"):
+                pass
+
+        asyncio.run(go())
+        assert names(records)[0] == "on_run_start"
+        assert names(records)[-1] == "on_run_complete"
+        assert stream.heard == [
+            ("text", "Hi"),
+            ("text", " there."),
+            ("response", "Hi there."),
+        ]
+
     def test_update_runs_the_call_with_new_arguments(self, place: Place) -> None:
         """``UpdateArguments`` rewrites the call's input."""
 

@@ -203,7 +203,9 @@ class LangHooksPlugin(BasePlugin):
     ) -> LlmResponse | None:
         state = self._state(callback_context.invocation_id)
         state.fragments = 0
-        state.run.set_tools(tool_of(t) for t in llm_request.tools_dict.values())
+        tools = llm_request.tools_dict
+        if tuple(tools) != state.run.tool_names():  # declarations cost: once a change
+            state.run.set_tools(tool_of(t) for t in tools.values())
         name = llm_request.model or "model"
         await state.run.model_start(FrameworkModel(name, _SYSTEM))
         return None
