@@ -90,13 +90,21 @@ nitpick_ignore = [
     ("py:class", "asyncio.queues.Queue"),
     ("py:class", "asyncio.events.AbstractEventLoop"),
     ("py:class", "langhooks._persist._codec_api._T"),  # decode/loads' TypeVar
+    ("py:class", "langhooks._wrap._notify._Payload"),  # to_message's TypeVar
+    # What BedrockChatModel calls on a boto3 client (a protocol, not exported).
+    ("py:class", "ConverseStreamClient"),
 ]
 # redis-py's client classes and Starlette's request: their inventories are not
 # shipped either.
 nitpick_ignore_regex = [("py:class", r"redis\..*"), ("py:class", r"starlette\..*")]
 nitpick_ignore_regex += [("py:exc", r"redis\..*")]
+# The MCP SDK's sessions and types, and anyio's portal (the mcp extra): no inventory
+# shipped either.
+nitpick_ignore_regex += [("py:class", r"(mcp|mcp_types|anyio)\..*")]
 # psycopg's connections and pools (the postgres extra): no inventory shipped either.
 nitpick_ignore_regex += [("py:class", r"psycopg(_pool)?\..*")]
+# The provider SDKs' clients a model takes as client= (no inventories shipped).
+nitpick_ignore_regex += [("py:class", r"(google\.genai|cohere|mistralai)\..*")]
 # The chain type variables of the generic interfaces and results (ChainView's text
 # and the interfaces' say what they stand for).
 nitpick_ignore_regex += [("py:(class|obj)", r"(.*\.)?ChainT_(co|contra)")]

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
         chain_callbacks,
         streaming_callbacks,
     )
-    from ._core._tools import ChainView, Tool, ToolContext
+    from ._core._tools import ChainView, Tool, ToolContext, ToolProgress
     from ._wrap._background import in_background
     from ._wrap._coalesce import CoalescingDeltas
     from ._wrap._compose import (
@@ -65,8 +65,6 @@ if TYPE_CHECKING:
         filtered,
         isolate,
     )
-del TYPE_CHECKING
-
 __all__ = [
     "Allow",
     "AsyncChainCallbackHandler",
@@ -109,6 +107,7 @@ __all__ = [
     "Tool",
     "ToolCall",
     "ToolContext",
+    "ToolProgress",
     "ToolResult",
     "UpdateArguments",
     "__version__",
@@ -145,6 +144,7 @@ _LAZY: dict[str, str] = {
     "Synchronized": "._wrap._wrappers",
     "Tool": "._core._tools",
     "ToolContext": "._core._tools",
+    "ToolProgress": "._core._tools",
     "achain_callbacks": "._core._functions",
     "aiterate_stream": "._wrap._iterate",
     "astreaming_callbacks": "._core._functions",
@@ -157,24 +157,29 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> object:
-    """Import a lazily loaded public name on first use (PEP 562).
+if not TYPE_CHECKING:  # pragma: no branch - the interpreter always enters
+    # Defined for the interpreter only: a type checker seeing a module
+    # ``__getattr__`` would accept any name (``langhooks.Toool``) as ``object``;
+    # it reads the typed imports above instead.
 
-    Args:
-        name: The attribute looked up on the package.
+    def __getattr__(name: str) -> object:
+        """Import a lazily loaded public name on first use (PEP 562).
 
-    Returns:
-        The public object of that name.
+        Args:
+            name: The attribute looked up on the package.
 
-    Raises:
-        AttributeError: ``name`` is not a lazily loaded public name.
-    """
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'langhooks' has no attribute {name!r}")
-    value = getattr(_import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+        Returns:
+            The public object of that name.
+
+        Raises:
+            AttributeError: ``name`` is not a lazily loaded public name.
+        """
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module 'langhooks' has no attribute {name!r}")
+        value = getattr(_import_module(module, __name__), name)
+        globals()[name] = value
+        return value
 
 
 def __dir__() -> list[str]:
@@ -184,3 +189,6 @@ def __dir__() -> list[str]:
         Every attribute name, sorted.
     """
     return sorted({*globals(), *__all__})
+
+
+del TYPE_CHECKING

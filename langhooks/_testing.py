@@ -30,7 +30,7 @@ from ._core._streaming import (
     PartialToolCallContext,
     StreamingChatResponseHandler,
 )
-from ._core._tools import Tool
+from ._core._tools import Tool, ToolProgress
 
 if TYPE_CHECKING:
     from .chain import LLMChain, RunResult
@@ -183,6 +183,12 @@ class RecordingChainHandler(_Recorder, ChainCallbackHandler):
         self, chain: LLMChain, call: ToolCall, tool: Tool
     ) -> None:
         self._record("on_tool_pre_execution", chain, call, tool)
+
+    @override
+    def on_tool_progress(
+        self, chain: LLMChain, call: ToolCall, progress: ToolProgress
+    ) -> None:
+        self._record("on_tool_progress", chain, call, progress)
 
     @override
     def on_tool_execution_completed(

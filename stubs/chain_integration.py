@@ -27,6 +27,7 @@ from langhooks import (
     TokenUsage,
     Tool,
     ToolCall,
+    ToolProgress,
     ToolResult,
     UpdateArguments,
 )
@@ -116,6 +117,13 @@ class AuditTrail(ChainCallbackHandler):
         self, chain: LLMChain, call: ToolCall, tool: Tool
     ) -> None:
         self.lines.append(f"start {call.call_id}")
+
+    @override
+    def on_tool_progress(
+        self, chain: LLMChain, call: ToolCall, progress: ToolProgress
+    ) -> None:
+        total = "?" if progress.total is None else f"{progress.total:g}"
+        self.lines.append(f"progress {call.call_id} {progress.progress:g}/{total}")
 
     @override
     def on_tool_pre_execution(

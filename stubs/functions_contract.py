@@ -161,7 +161,7 @@ async def notification() -> None:
     assert_type(updated.remove_callback("on_error"), NotifyingHandler)
     assert_type(handler.dropped, int)
     assert_type(events(), list[NousEvent])
-    assert_type(to_message("on_tool_call", {"id": "1"}), tuple[str, Any])
+    assert_type(to_message("on_tool_call", {"id": "1"}), tuple[str, dict[str, str]])
     handler.execute_many([("on_tool_call", {"id": "1", "name": "search"})])
 
     # Each event's callback gets that event's payload type.

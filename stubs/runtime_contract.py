@@ -64,6 +64,10 @@ class EchoModel:
 
 
 def lookup(arguments: Mapping[str, Any], context: ToolContext) -> str:
+    context.report_progress(1, 2, "searching")
+    context.report_progress(0.5)
+    context.report_progress("half")  # type: ignore[arg-type]
+    context.report_progress(1, message=3)  # type: ignore[arg-type]
     return f"found {arguments['query']} for {context.custom_context.get('user')}"
 
 

@@ -94,7 +94,7 @@ def codec_types(text: str, data: dict[str, Any]) -> None:
     assert_type(loads(text, type=Message), Message)
     assert_type(loads(text, Message), Message)
     assert_type(decode(data, type=ToolCall), ToolCall)
-    assert_type(loads(text), Any)
+    assert_type(loads(text), Encodable)
     encode({"role": "user"})  # type: ignore[arg-type]
     dumps(object())  # type: ignore[arg-type]
     loads(text, type="Message")  # type: ignore[call-overload]

@@ -34,6 +34,7 @@ from langhooks import (
     Tool,
     ToolCall,
     ToolContext,
+    ToolProgress,
     ToolResult,
     UpdateArguments,
 )
@@ -104,6 +105,8 @@ VALUES: list[Any] = [
     PartialThinking(text="so"),
     PartialToolCall(index=1, id="c", name="f", partial_arguments='{"a'),
     CompleteToolCall(index=2, tool_call=CALL),
+    ToolProgress(3, 5, "3 of 5 files"),
+    ToolProgress(0.25),
     Allow(),
     UpdateArguments({"city": "Lyon"}),
     Deny("no"),
@@ -175,21 +178,21 @@ class TestRoundTrip:
     def test_error_fields_round_trip(self) -> None:
         """A LangHooksError comes back with its type, message, retryable,
         retry_after and metadata (exceptions compare by identity)."""
-        copy = loads(dumps(ERROR))
+        copy = loads(dumps(ERROR), type=LangHooksError)
         assert isinstance(copy, LangHooksError)
         assert _fields(copy) == _fields(ERROR)
 
     def test_error_original_not_encoded(self) -> None:
         """LangHooksError.original stays out of the encoding."""
         assert "original" not in encode(ERROR)
-        assert loads(dumps(ERROR)).original is None
+        assert loads(dumps(ERROR), type=LangHooksError).original is None
 
     def test_tool_result_exception_not_encoded(self) -> None:
         """ToolResult.exception is never serialised; the rest round-trips."""
         result = ToolResult(
             tool_call_id="c", name="f", content="boom", exception=ValueError("x")
         )
-        copy = loads(dumps(result))
+        copy = loads(dumps(result), type=ToolResult)
         assert copy.exception is None
         assert copy == ToolResult(tool_call_id="c", name="f", content="boom")
 
@@ -219,7 +222,7 @@ class TestRoundTrip:
     def test_tuples_in_data_become_lists(self) -> None:
         """Caller data is JSON: a tuple in it comes back as a list."""
         call = ToolCall(call_id="c", name="f", arguments={"xs": (1, (2, 3))})
-        assert loads(dumps(call)).arguments == {"xs": [1, [2, 3]]}
+        assert loads(dumps(call), type=ToolCall).arguments == {"xs": [1, [2, 3]]}
 
 
 class TestUnencodable:
@@ -271,7 +274,7 @@ class TestUnencodable:
         call = ToolCall(call_id="c", name="f", arguments={"u": Unit.C, "l": Level.HIGH})
         data = json.loads(dumps(call))
         assert data["arguments"] == {"u": "celsius", "l": 3}
-        assert type(loads(dumps(call)).arguments["u"]) is str
+        assert type(loads(dumps(call), type=ToolCall).arguments["u"]) is str
 
     def test_not_a_value_type(self) -> None:
         """Encoding something that is not a value type is a TypeError."""
@@ -535,6 +538,12 @@ VALUE_STRATEGIES = st.one_of(
     st.builds(PartialThinking, text=NAME),
     PARTIAL_CALLS,
     st.builds(CompleteToolCall, index=COUNT, tool_call=CALLS),
+    st.builds(
+        ToolProgress,
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.none() | st.floats(allow_nan=False, allow_infinity=False),
+        OPTIONAL_TEXT,
+    ),
     st.just(Allow()),
     st.builds(UpdateArguments, OBJECT),
     st.builds(Deny, TEXT),
@@ -584,7 +593,7 @@ class TestProperties:
     )
     def test_error_round_trip(self, error: LangHooksError) -> None:
         """Any LangHooksError comes back with equal fields."""
-        assert _fields(loads(dumps(error))) == _fields(error)
+        assert _fields(loads(dumps(error), type=LangHooksError)) == _fields(error)
 
     def test_int_past_str_limit(self) -> None:
         """An int too long for int-to-str conversion is a clear ValueError."""

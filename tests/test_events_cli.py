@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +27,7 @@ from langhooks import (
     TokenUsage,
     Tool,
     ToolCall,
+    ToolProgress,
     ToolResult,
 )
 from langhooks.chain import LLMChain, OkResult
@@ -124,6 +128,8 @@ def record_everything(path: Path) -> None:
         r.on_tool_call_review(c, CALL, WEATHER_TOOL, ReviewContext())
         r.on_tool_execution_started(c, CALL, WEATHER_TOOL)
         r.on_tool_pre_execution(c, CALL, WEATHER_TOOL)
+        r.on_tool_progress(c, CALL, ToolProgress(3, 4, "\x1b[31mthree"))
+        r.on_tool_progress(c, CALL, ToolProgress(0.5))
         r.on_tool_execution_failed(c, CALL, FAILED)
         r.on_tool_execution_exception(c, CALL, ValueError("\x1b[31mboom"))
         r.on_tool_interrupted(c, [FAILED])
@@ -191,6 +197,11 @@ class TestEventsCommand:
             assert name in names, name
         assert names.count("on_error") == 2
         assert '  on_unmapped_raw_event        raw_event=["ping", 1]' in lines
+        assert (
+            "  on_tool_progress             get_weather 3/4 (75%) \\x1b[31mthree"
+            in lines
+        )
+        assert "  on_tool_progress             get_weather 0.5" in lines
 
     def test_wire_text_escaped(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -243,3 +254,68 @@ class TestEventsCommand:
         captured = capsys.readouterr()
         assert "line 2 is not JSON" in captured.err
         assert "text: 'hi'" in captured.out
+
+
+REPLAY_FIXTURE = (
+    Path(__file__).parent / "models" / "fixtures" / "openai_chat_refusal.sse"
+)
+
+
+def long_recording(tmp_path: Path) -> Path:
+    """A recording whose printout is far larger than a pipe holds."""
+    one = tmp_path / "one.jsonl"
+    assert main(["demo", "--no-color", "--record", str(one)]) == 0
+    path = tmp_path / "long.jsonl"
+    path.write_text(one.read_text() * 300)
+    return path
+
+
+class TestClosedPipe:
+    def test_events_into_head_ends_quietly(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """``langhooks events FILE | head``: when the reader closes the pipe the
+        command ends with no message and the status of a SIGPIPE (141), not 2
+        blaming the file."""
+        path = long_recording(tmp_path)
+        capsys.readouterr()
+        with subprocess.Popen(
+            [sys.executable, "-m", "langhooks", "events", str(path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        ) as process:
+            assert process.stdout is not None
+            assert process.stderr is not None
+            first = process.stdout.readline()
+            process.stdout.close()  # what head does after its lines
+            errors = process.stderr.read()
+            status = process.wait()
+        assert first.startswith(b"run ")
+        assert errors == b""
+        assert status == 141
+
+    @pytest.mark.parametrize("buffering", [1, -1])
+    def test_closed_pipe_in_process(
+        self,
+        tmp_path: Path,
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+        buffering: int,
+    ) -> None:
+        """main() turns a write into a closed pipe, while the command prints or
+        when its output is flushed at the end, into status 141 and no message
+        (a real pipe, in this process), for events and replay alike."""
+        path = tmp_path / "one.jsonl"
+        assert main(["demo", "--no-color", "--record", str(path)]) == 0
+        capsys.readouterr()
+        for argv in (
+            ["events", str(path)],
+            ["replay", "--format", "openai-chat", str(REPLAY_FIXTURE)],
+        ):
+            reader, writer = os.pipe()
+            os.close(reader)
+            with open(writer, "w", buffering=buffering, encoding="utf-8") as stdout:
+                monkeypatch.setattr(sys, "stdout", stdout)
+                assert main(argv) == 141
+                monkeypatch.undo()
+        assert capsys.readouterr().err == ""

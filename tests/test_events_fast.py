@@ -38,6 +38,7 @@ from langhooks import (
     TokenUsage,
     Tool,
     ToolCall,
+    ToolProgress,
     ToolResult,
 )
 from langhooks._persist._jsondata import json_text
@@ -137,6 +138,8 @@ def every_event_calls() -> list[tuple[str, tuple[Any, ...]]]:
         ),
         ("on_tool_execution_started", (later, call, tool)),
         ("on_tool_pre_execution", (later, call, tool)),
+        ("on_tool_progress", (later, call, ToolProgress(1, 5, "1 of 5: é"))),
+        ("on_tool_progress", (later, call, ToolProgress(0.5))),
         ("on_tool_execution_completed", (later, call, result)),
         (
             "on_tool_execution_completed",

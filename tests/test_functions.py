@@ -33,6 +33,7 @@ from langhooks import (
     StreamingChatResponseHandler,
     Tool,
     ToolCall,
+    ToolProgress,
     UpdateArguments,
     achain_callbacks,
     astreaming_callbacks,
@@ -349,6 +350,7 @@ class TestValidation:
                 # (Imported for type checkers only, as the four above: the tools'
                 # module is not loaded by import langhooks.)
                 "Tool": Tool,
+                "ToolProgress": ToolProgress,
             },
         )
         assert set(hints) == set(interface._langhooks_own_events)

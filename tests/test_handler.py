@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any
 
@@ -182,6 +183,111 @@ class TestSyncAsyncMismatch:
 
         assert overridden_events(Sync()) == {"on_run_start"}
         assert overridden_events(Async()) == {"on_run_start"}
+
+
+class TestEventSignatures:
+    """An override must take the event's positional arguments, checked when the
+    class is created, never when the event fires."""
+
+    def test_missing_parameter_rejected_at_class_creation(self) -> None:
+        """A method missing the context fails when its class is created, saying
+        how the interface calls it."""
+        with pytest.raises(TypeError) as caught:
+
+            class Printer(StreamingChatResponseHandler):
+                @override
+                def on_partial_response(self, partial: Any) -> None:  # type: ignore[override]
+                    pass
+
+        message = str(caught.value)
+        assert "Printer.on_partial_response cannot take the event's 2" in message
+        assert "(it takes 1 after self)" in message
+        assert "def on_partial_response(self, partial, context, /)" in message
+
+    def test_extra_required_parameter_rejected(self) -> None:
+        """A parameter beyond the event's needs a default."""
+        with pytest.raises(TypeError, match="'verbose' has no default"):
+
+            class Wrong(ChainCallbackHandler):
+                @override
+                def on_run_start(self, chain: Any, verbose: bool) -> None:  # type: ignore[override]
+                    pass
+
+    def test_required_keyword_only_parameter_rejected(self) -> None:
+        """A keyword-only parameter without a default can never be given."""
+        with pytest.raises(TypeError, match="keyword-only 'label' has no default"):
+
+            class Wrong(AsyncChainCallbackHandler):
+                @override
+                async def on_run_start(self, chain: Any, *, label: str) -> None:  # type: ignore[override]
+                    pass
+
+    def test_staticmethod_and_classmethod_checked(self) -> None:
+        """A staticmethod takes the arguments without self, a classmethod after
+        cls."""
+        with pytest.raises(TypeError, match="cannot take the event's 1"):
+
+            class Static(ChainCallbackHandler):
+                @staticmethod
+                @override
+                def on_run_start() -> None:  # type: ignore[override]
+                    pass
+
+        with pytest.raises(TypeError, match="cannot take the event's 1"):
+
+            class Class(ChainCallbackHandler):
+                @classmethod
+                @override
+                def on_run_start(cls, chain: Any, extra: int) -> None:  # type: ignore[override]
+                    pass
+
+    def test_every_interface_of_a_shared_name_checked(self) -> None:
+        """A class of both interfaces gets on_error with one and with two
+        arguments: a method taking only one is rejected."""
+        with pytest.raises(TypeError, match="ChainCallbackHandler calls it as"):
+
+            class Both(ChainCallbackHandler, StreamingChatResponseHandler):
+                @override
+                def on_error(self, error: Any) -> None:  # type: ignore[override]
+                    pass
+
+    def test_legitimate_overrides_accepted(self) -> None:
+        """Renamed and positional-only parameters, extra ones with defaults,
+        ``*args``/``**kwargs``, staticmethods and other callables all pass."""
+
+        def anything(*args: Any) -> None:
+            pass
+
+        def report(event: str, *args: Any) -> None:
+            pass
+
+        class Fine(StreamingChatResponseHandler):
+            @override
+            def on_partial_response(
+                self, p: Any, ctx: Any, /, n: int = 0, *, k: int = 1
+            ) -> None:
+                pass
+
+            @override
+            def on_error(self, *args: Any, **kwargs: Any) -> None:
+                pass
+
+            @staticmethod
+            @override
+            def on_complete_response(response: Any, *, verbose: bool = False) -> None:
+                pass
+
+            on_partial_thinking = staticmethod(anything)
+            # Any other callable is trusted: it is not bound, so not checked.
+            on_unmapped_raw_event = functools.partial(report, "raw")
+
+        class Both(ChainCallbackHandler, StreamingChatResponseHandler):
+            @override
+            def on_error(self, *args: Any) -> None:
+                pass
+
+        assert "on_error" in overridden_events(Fine())
+        assert "on_error" in overridden_events(Both())
 
 
 class _Text(StreamingChatResponseHandler):

@@ -96,4 +96,4 @@ class TestLazyNames:
     def test_unknown_name(self) -> None:
         """An unknown attribute raises AttributeError naming it."""
         with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
-            _ = langhooks.nonexistent
+            _ = langhooks.nonexistent  # type: ignore[attr-defined]

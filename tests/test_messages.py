@@ -152,6 +152,14 @@ class TestToolResult:
 
 
 class TestMessage:
+    def test_dict_content_names_the_dict(self) -> None:
+        """Content given as a dict says it got a dict (it iterates its keys, which
+        are str: the error used to say it got a str)."""
+        with pytest.raises(
+            TypeError, match=r"^content must be a str or ContentParts, got dict$"
+        ):
+            Message.user({"text": "hi"})  # type: ignore[arg-type]
+
     def test_constructors(self) -> None:
         """system/user/assistant/tool build messages with the right role."""
         call = ToolCall(call_id="c1", name="s")
@@ -224,7 +232,9 @@ class TestMessage:
 
     def test_tool_calls_items_checked(self) -> None:
         """A tool_calls item that is not a ToolCall fails naming the field."""
-        with pytest.raises(TypeError, match="tool_calls must be ToolCalls, got dict"):
+        with pytest.raises(
+            TypeError, match="tool_calls must be ToolCalls, got list of dict"
+        ):
             Message(role="assistant", tool_calls=[{}])  # type: ignore[list-item]
 
     def test_tool_results_items_checked(self) -> None:
@@ -550,7 +560,9 @@ class TestConverters:
         """message_tuple freezes messages and rejects anything else."""
         messages = [Message.user("a"), Message.user("b")]
         assert message_tuple(messages) == tuple(messages)
-        with pytest.raises(TypeError, match="messages must be Messages, got str"):
+        with pytest.raises(
+            TypeError, match="messages must be Messages, got list of str"
+        ):
             message_tuple(["a"])  # type: ignore[list-item]
 
     def test_tool_tuple(self) -> None:

@@ -56,6 +56,7 @@ PUBLIC = [
     "Tool",
     "ToolCall",
     "ToolContext",
+    "ToolProgress",
     "ToolResult",
     "UpdateArguments",
     "__version__",

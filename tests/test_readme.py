@@ -55,3 +55,31 @@ class TestExtras:
         page = (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
         listed = set(re.findall(r"^\| `langhooks\[(\w+)\]`", page, re.M))
         assert listed == extras | {"all"}
+
+
+class TestNamesEverything:
+    """The README is the first page a newcomer reads: it names every provider model
+    and links every guide, so one added later cannot be left out of it."""
+
+    def test_every_model_class_is_named(self) -> None:
+        """Each model class of ``langhooks.models`` (the ``ChatModel`` protocol
+        aside) appears in the README as code."""
+        from langhooks import models
+
+        classes = [
+            name
+            for name in models.__all__
+            if name.endswith("Model")
+            and isinstance(getattr(models, name), type)
+            and name != "ChatModel"
+        ]
+        assert "BedrockChatModel" in classes  # the enumeration finds them
+        missing = [name for name in classes if f"`{name}`" not in README]
+        assert missing == []
+
+    def test_every_guide_is_linked(self) -> None:
+        """Each page of ``docs/guide/`` is linked from the README."""
+        pages = sorted((ROOT / "docs" / "guide").glob("*.md"))
+        assert len(pages) >= 10  # the enumeration finds them
+        missing = [p.name for p in pages if f"(docs/guide/{p.name})" not in README]
+        assert missing == []

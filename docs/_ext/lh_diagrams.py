@@ -55,6 +55,7 @@ _SOURCE: Final = {
     "on_llm_response_headers": "model",
     "on_llm_ratelimit_info": "model",
     "on_tool_pre_execution": "tool",
+    "on_tool_progress": "tool",
     "on_tool_execution_completed": "tool",
     "on_tool_execution_failed": "tool",
     "on_tool_execution_exception": "tool",

@@ -32,7 +32,7 @@ from ._messages import (
 if TYPE_CHECKING:
     from ._model import ChatModel, ChatRequest
     from ._result import RunResult
-    from ._tools import Tool
+    from ._tools import Tool, ToolProgress
 
 __all__ = [
     "Allow",
@@ -154,6 +154,17 @@ class AsyncChainCallbackHandler(
         The tool's invocation is current: re-apply per-thread state here.
         """
 
+    async def on_tool_progress(
+        self, chain: ChainT_contra, call: ToolCall, progress: ToolProgress, /
+    ) -> None:
+        """A running call reported how far it has got, live.
+
+        From the tool through ``ToolContext.report_progress``, or from an MCP
+        server's progress notifications. Fires in the order reported, between the
+        call's ``on_tool_execution_started`` and its result, on the run's own
+        thread or task (never the tool's worker thread).
+        """
+
     async def on_tool_execution_completed(
         self, chain: ChainT_contra, call: ToolCall, result: ToolResult, /
     ) -> None:
@@ -227,6 +238,7 @@ ChainEventName: TypeAlias = Literal[
     "on_tool_call_review",
     "on_tool_execution_started",
     "on_tool_pre_execution",
+    "on_tool_progress",
     "on_tool_execution_completed",
     "on_tool_execution_failed",
     "on_tool_execution_exception",

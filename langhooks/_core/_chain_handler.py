@@ -45,7 +45,7 @@ from ._values import (
 if TYPE_CHECKING:
     from ._model import ChatModel, ChatRequest
     from ._result import RunResult
-    from ._tools import ChainView, Tool
+    from ._tools import ChainView, Tool, ToolProgress
 
 __all__ = [
     "Allow",
@@ -259,6 +259,17 @@ class ChainCallbackHandler(
         """Inside the thread or task that runs the tool, just before it runs.
 
         The tool's invocation is current: re-apply per-thread state here.
+        """
+
+    def on_tool_progress(
+        self, chain: ChainT_contra, call: ToolCall, progress: ToolProgress, /
+    ) -> None:
+        """A running call reported how far it has got, live.
+
+        From the tool through ``ToolContext.report_progress``, or from an MCP
+        server's progress notifications. Fires in the order reported, between the
+        call's ``on_tool_execution_started`` and its result, on the run's own
+        thread or task (never the tool's worker thread).
         """
 
     def on_tool_execution_completed(

@@ -14,7 +14,11 @@ from typing import TYPE_CHECKING, Any, overload
 
 from typing_extensions import override
 
-from ._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
+from ._chain_callbacks import (
+    AsyncChainCallbackHandler,
+    ChainCallbackHandler,
+    ChainT_contra,
+)
 from ._streaming import AsyncStreamingChatResponseHandler, StreamingChatResponseHandler
 
 if TYPE_CHECKING:
@@ -23,12 +27,16 @@ if TYPE_CHECKING:
 __all__ = ["AsyncChainStreamingHandler", "ChainStreamingHandler"]
 
 
-class ChainStreamingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
+class ChainStreamingHandler(
+    ChainCallbackHandler[ChainT_contra], StreamingChatResponseHandler
+):
     """A ``ChainCallbackHandler`` that is a ``StreamingChatResponseHandler`` too.
 
     Subclass it instead of both interfaces: the class then checks with mypy and
     pyright as written. It goes in ``LLMChain(callbacks=[...])`` and in
-    ``model.stream(request, handler)`` alike.
+    ``model.stream(request, handler)`` alike. Like ``ChainCallbackHandler``, it is
+    generic in the chain its events receive: ``ChainStreamingHandler[LLMChain]``
+    says so for every chain event (the default takes any chain).
 
     To handle failures of both kinds, override ``on_error`` with both overloads::
 
@@ -45,14 +53,14 @@ class ChainStreamingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
         @overload
         def on_error(self, error: LangHooksError, /) -> None: ...
         @overload
-        def on_error(self, chain: Any, error: LangHooksError, /) -> None: ...
+        def on_error(self, chain: ChainT_contra, error: LangHooksError, /) -> None: ...
         @override
         def on_error(self, *args: Any) -> None:
             """A stream's ``on_error(error)`` or a run's ``on_error(chain, error)``."""
 
 
 class AsyncChainStreamingHandler(
-    AsyncChainCallbackHandler, AsyncStreamingChatResponseHandler
+    AsyncChainCallbackHandler[ChainT_contra], AsyncStreamingChatResponseHandler
 ):
     """The ``async def`` twin of ``ChainStreamingHandler``."""
 
@@ -61,7 +69,9 @@ class AsyncChainStreamingHandler(
         @overload
         async def on_error(self, error: LangHooksError, /) -> None: ...
         @overload
-        async def on_error(self, chain: Any, error: LangHooksError, /) -> None: ...
+        async def on_error(
+            self, chain: ChainT_contra, error: LangHooksError, /
+        ) -> None: ...
         @override
         async def on_error(self, *args: Any) -> None:
             """A stream's ``on_error(error)`` or a run's ``on_error(chain, error)``."""

@@ -40,7 +40,7 @@ from ._tools import ChainView
 if TYPE_CHECKING:
     from ._model import ChatModel, ChatRequest
     from ._result import RunResult
-    from ._tools import Tool
+    from ._tools import Tool, ToolProgress
 
 __all__ = [
     "AsyncChainCallbackFunctions",
@@ -75,6 +75,7 @@ class ChainCallbackFunctions(TypedDict, Generic[ChainT], total=False):
     ]
     on_tool_execution_started: Callable[[ChainT, ToolCall, Tool], None]
     on_tool_pre_execution: Callable[[ChainT, ToolCall, Tool], None]
+    on_tool_progress: Callable[[ChainT, ToolCall, ToolProgress], None]
     on_tool_execution_completed: Callable[[ChainT, ToolCall, ToolResult], None]
     on_tool_execution_failed: Callable[[ChainT, ToolCall, ToolResult], None]
     on_tool_execution_exception: Callable[[ChainT, ToolCall, BaseException], None]
@@ -108,6 +109,7 @@ class AsyncChainCallbackFunctions(TypedDict, Generic[ChainT], total=False):
     ]
     on_tool_execution_started: Callable[[ChainT, ToolCall, Tool], _Async]
     on_tool_pre_execution: Callable[[ChainT, ToolCall, Tool], _Async]
+    on_tool_progress: Callable[[ChainT, ToolCall, ToolProgress], _Async]
     on_tool_execution_completed: Callable[[ChainT, ToolCall, ToolResult], _Async]
     on_tool_execution_failed: Callable[[ChainT, ToolCall, ToolResult], _Async]
     on_tool_execution_exception: Callable[[ChainT, ToolCall, BaseException], _Async]

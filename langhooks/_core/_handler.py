@@ -8,7 +8,8 @@ subclass:
   inherits, that no interface of the class declares, naming the closest real event
   (a misspelled override must fail loudly, not silently never fire);
 - rejects a coroutine function on a synchronous interface and a plain function on an
-  asynchronous one;
+  asynchronous one, and a method that cannot take the event's positional arguments
+  (a missing parameter, one more without a default);
 - records which events the class overrides, so composites and wrappers never call a
   handler for an event it does not handle.
 
@@ -175,6 +176,8 @@ def _check_event(
         raise TypeError(f"{cls.__qualname__}.{name} must be a method, got {value!r}")
     is_async = inspect.iscoroutinefunction(function)
     if any(spec.is_async == is_async for spec in specs):
+        for spec in specs:
+            _check_arity(cls, name, value, spec)
         return
     spec = specs[0]
     if is_async:
@@ -188,6 +191,52 @@ def _check_event(
         f"is asynchronous: make it 'async def', or subclass "
         f"{spec.interface.__name__.removeprefix('Async')}"
     )
+
+
+def _check_arity(cls: type, name: str, value: object, spec: EventSpec) -> None:
+    """Reject an event method that cannot take the event's arguments.
+
+    Events are delivered positionally, so parameters may be renamed (or made
+    positional-only); extra parameters need defaults; ``*args`` takes any number.
+    Checked once, when the class is created, never when an event fires.
+    """
+    arity = len(spec.params)
+    if isinstance(value, staticmethod):
+        problem = arity_problem(value.__func__, arity)
+    elif isinstance(value, classmethod):
+        problem = arity_problem(value.__func__, arity + 1)
+    elif inspect.isfunction(value):
+        problem = _function_arity_problem(value, arity + 1)
+    else:  # another callable: trust it, as arity_problem trusts builtins
+        return
+    if problem is None:
+        return
+    expected = ", ".join(("self", *spec.params))
+    raise TypeError(
+        f"{cls.__qualname__}.{name} cannot take the event's {arity} positional "
+        f"argument(s) ({problem}): {spec.interface.__name__} calls it as "
+        f"'def {name}({expected}, /)' declares; parameters may be renamed, and any "
+        f"more need a default"
+    )
+
+
+def _function_arity_problem(function: Any, arity: int) -> str | None:
+    """``arity_problem`` for a plain function, read from its code object (no
+    ``inspect.signature``: classes subclassing an interface are created while
+    ``import langhooks`` runs)."""
+    code = function.__code__
+    positional = code.co_argcount
+    required = positional - len(function.__defaults__ or ())
+    if arity < required:
+        return f"{code.co_varnames[arity]!r} has no default"
+    if arity > positional and not code.co_flags & inspect.CO_VARARGS:
+        return f"it takes {positional - 1} after self"
+    keyword_only = code.co_varnames[positional : positional + code.co_kwonlyargcount]
+    defaults = function.__kwdefaults__ or {}
+    for keyword in keyword_only:
+        if keyword not in defaults:
+            return f"keyword-only {keyword!r} has no default"
+    return None
 
 
 def arity_problem(function: Callable[..., object], arity: int) -> str | None:

@@ -119,12 +119,16 @@ class ContentPart:
 def _tuple_of(value: object, kind: type[_T], field: str, what: str) -> tuple[_T, ...]:
     """``value`` (an iterable of ``kind``) as a tuple; else a TypeError saying
     ``{field} must be {what}``."""
-    if isinstance(value, str) or not isinstance(value, Iterable):
+    # A mapping iterates its keys: name the mapping, not a key's type.
+    if isinstance(value, str | Mapping) or not isinstance(value, Iterable):
         raise TypeError(f"{field} must be {what}, got {type(value).__name__}")
     items = tuple(value)
     for item in items:
         if not isinstance(item, kind):
-            raise TypeError(f"{field} must be {what}, got {type(item).__name__}")
+            raise TypeError(
+                f"{field} must be {what}, got {type(value).__name__} of "
+                f"{type(item).__name__}"
+            )
     return items
 
 
@@ -199,7 +203,7 @@ class ToolResult:
     is_error: bool = False
     is_interrupt: bool = False
     interrupt_data: Mapping[str, Any] | None = None
-    processed_content: Any = None
+    processed_content: object = None
     exception: BaseException | None = attrs.field(default=None, repr=False)
 
     @property

@@ -7,7 +7,7 @@ without the runtime: ``langhooks.chain.RunResult`` is ``RunResult[LLMChain]``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Generic, Literal, Self, TypeAlias, cast
 
 import attrs
 from typing_extensions import TypeVar
@@ -71,7 +71,7 @@ class _RunResultBase:
 
     __slots__ = ()
 
-    def __new__(cls, *_args: Any, **kwargs: Any) -> Any:
+    def __new__(cls, *_args: object, **kwargs: object) -> Self:
         if cls is not _RunResultBase:
             return object.__new__(cls)
         status = kwargs.get("status")
@@ -80,7 +80,8 @@ class _RunResultBase:
             raise ValueError(
                 f"status must be 'ok', 'interrupted' or 'error', got {status!r}"
             )
-        return object.__new__(chosen)
+        # A subclass of the class called: what a constructor call gives.
+        return cast(Self, object.__new__(chosen))
 
     def __class_getitem__(cls, _chain: object) -> Any:
         """``RunResult[C]`` at run time (as ``typing.get_type_hints`` evaluates
@@ -182,7 +183,8 @@ def run_result(
         ValueError: an unknown status, or a field the status has no use for.
         TypeError: a field of the wrong type, or one the status needs is missing.
     """
-    result: RunResult[_Chain] = _RunResultBase(
+    result = _RunResultBase(
         status=status, chain=chain, interrupt_data=interrupt_data, error=error
     )
-    return result
+    # The class the status names, one member of the union.
+    return cast("RunResult[_Chain]", result)

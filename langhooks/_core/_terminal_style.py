@@ -1,15 +1,17 @@
 """What the console handler and the CLI both print with: ANSI colours, the colour
-choice for a stream, and a tool call's arguments as text."""
+choice for a stream, and a tool call's arguments and progress as text."""
 
 from __future__ import annotations
 
 import os
 from typing import TYPE_CHECKING, Final, TextIO
 
+from ._terminal import escaped
+
 if TYPE_CHECKING:
     from ._messages import ToolCall
 
-__all__ = ["Style", "call_arguments", "wants_color"]
+__all__ = ["Style", "call_arguments", "progress_text", "wants_color"]
 
 _COLORS: Final = {
     "dim": "2",
@@ -48,3 +50,12 @@ def wants_color(stream: TextIO) -> bool:
 def call_arguments(call: ToolCall) -> str:
     """A call's arguments as ``key='value', ...``."""
     return ", ".join(f"{key}={value!r}" for key, value in call.arguments.items())
+
+
+def progress_text(progress: float, total: float | None, message: str | None) -> str:
+    """A progress report as ``3/5 (60%) message`` (``3`` alone without a total)."""
+    text = f"{progress:g}"
+    if total is not None:
+        share = f" ({progress / total:.0%})" if total else ""
+        text = f"{text}/{total:g}{share}"
+    return text if message is None else f"{text} {escaped(message)}"

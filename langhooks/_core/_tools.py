@@ -8,6 +8,7 @@ construction with a ``ValueError`` or ``TypeError`` that names the field.
 from __future__ import annotations
 
 import inspect
+import math
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
@@ -30,7 +31,15 @@ from ._values import (
 if TYPE_CHECKING:
     from ._invocation import Invocation
 
-__all__ = ["ChainView", "Tool", "ToolContext", "ToolFunction", "tool_tuple"]
+__all__ = [
+    "ChainView",
+    "ProgressSink",
+    "Tool",
+    "ToolContext",
+    "ToolFunction",
+    "ToolProgress",
+    "tool_tuple",
+]
 
 _TOOL_NAME: Final = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
@@ -71,6 +80,49 @@ class ChainView(Protocol):
         """The calls an interrupted run left waiting for a human decision."""
 
 
+def _finite(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return float(value)
+
+
+def _progress(value: float) -> float:
+    return _finite(value, "progress")
+
+
+def _total(value: float | None) -> float | None:
+    return None if value is None else _finite(value, "total")
+
+
+@attrs.frozen(repr=False, eq=False)
+class ToolProgress:
+    """How far a running tool call has got: the value of ``on_tool_progress``.
+
+    Attributes:
+        progress: the work done so far, in the tool's own unit (a count, bytes,
+            a fraction); it should grow from one report to the next.
+        total: the work there is in all, in the same unit, when known.
+        message: what the tool is doing now, for a human.
+    """
+
+    __repr__ = _value_repr
+    __eq__ = _value_eq
+    __hash__ = _value_hash
+
+    progress: float = attrs.field(converter=_progress)
+    total: float | None = attrs.field(default=None, converter=_total)
+    message: str | None = attrs.field(default=None, validator=optional_str)
+
+    __reduce__ = _reduce
+
+
+#: Where ``ToolContext.report_progress`` sends a call's progress: the runtime's
+#: delivery to the chain's handlers.
+ProgressSink: TypeAlias = Callable[[ToolProgress], None]
+
+
 @attrs.frozen(kw_only=True, repr=False, eq=False)
 class ToolContext:
     """What a tool function receives beside its arguments.
@@ -81,6 +133,8 @@ class ToolContext:
         invocation: the tool execution's ``Invocation`` (a child of the run's).
         chain: the chain snapshot the call came from (None for a tool run
             outside a chain).
+        progress_sink: where ``report_progress`` sends the call's progress (set
+            by the runtime; None outside a run).
     """
 
     __repr__ = _value_repr
@@ -93,8 +147,34 @@ class ToolContext:
     )
     invocation: Invocation | None = None
     chain: ChainView | None = None
+    progress_sink: Callable[[ToolProgress], None] | None = attrs.field(
+        default=None, eq=False, repr=False
+    )
 
     __reduce__ = _reduce
+
+    def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Tell the run's handlers how far this call has got (``on_tool_progress``).
+
+        Safe from any thread the tool runs or starts, and from a sync or an async
+        tool; the run delivers the event on its own thread or task, in the order
+        reported, after the call's ``on_tool_execution_started`` and before its
+        result. Outside a run (no ``progress_sink``) it does nothing.
+
+        Args:
+            progress: the work done so far.
+            total: the work there is in all, when known.
+            message: what the tool is doing now.
+
+        Raises:
+            TypeError: a value is not a number (or ``message`` not a str).
+            ValueError: a number is not finite.
+        """
+        report = ToolProgress(progress, total, message)
+        if self.progress_sink is not None:
+            self.progress_sink(report)
 
 
 ToolFunction: TypeAlias = Callable[

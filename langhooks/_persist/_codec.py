@@ -42,6 +42,7 @@ from .._core._messages import (
     ToolCall,
     ToolResult,
 )
+from .._core._tools import ToolProgress
 from ..chain._decision import Decision
 from ._codec_fields import (
     _d_call,
@@ -105,7 +106,7 @@ __all__ = [
 ]
 
 #: The schema version ``encode`` writes; ``decode`` reads it and every older one.
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final[int] = 1
 
 _T = TypeVar("_T")
 
@@ -159,6 +160,15 @@ _register(
     lambda data: CompleteToolCall(
         index=data["index"], tool_call=_d_call(data["tool_call"])
     ),
+)
+_register(
+    ToolProgress,
+    lambda report: {
+        "progress": report.progress,
+        "total": report.total,
+        "message": report.message,
+    },
+    lambda data: ToolProgress(data["progress"], data["total"], data["message"]),
 )
 _register(Allow, lambda _decision: {}, lambda _data: Allow())
 _register(

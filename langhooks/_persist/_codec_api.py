@@ -35,13 +35,12 @@ from .._core._messages import (
     ToolCall,
     ToolResult,
 )
+from .._core._tools import ToolProgress
 from ..chain._decision import Decision
 from . import _codec
 from ._records import EventRecord
 
 __all__ = ["Encodable", "decode", "dumps", "encode", "loads"]
-
-_T = TypeVar("_T")
 
 #: What ``encode`` and ``dumps`` take: every langhooks value type.
 Encodable: TypeAlias = (
@@ -59,6 +58,7 @@ Encodable: TypeAlias = (
     | PartialThinking
     | PartialToolCall
     | CompleteToolCall
+    | ToolProgress
     | Allow
     | UpdateArguments
     | Deny
@@ -67,6 +67,9 @@ Encodable: TypeAlias = (
     | Decision
     | EventRecord
 )
+
+# The class ``decode`` and ``loads`` are told to expect: one of the value types.
+_T = TypeVar("_T", bound=Encodable)
 
 
 def encode(value: Encodable) -> dict[str, Any]:
@@ -102,7 +105,7 @@ def dumps(value: Encodable) -> str:
     return _codec.dumps(value)
 
 
-def _expected(value: Any, expected: type[Any] | None) -> Any:
+def _expected(value: Encodable, expected: type[Any] | None) -> Encodable:
     if expected is not None and not isinstance(value, expected):
         raise TypeError(
             f"expected an encoded {expected.__name__}, got an encoded "
@@ -117,10 +120,10 @@ def _check_type(expected: object) -> None:
 
 
 @overload
-def decode(data: Mapping[str, Any]) -> Any: ...
+def decode(data: Mapping[str, Any]) -> Encodable: ...
 @overload
 def decode(data: Mapping[str, Any], type: type[_T]) -> _T: ...
-def decode(data: Mapping[str, Any], type: type[Any] | None = None) -> Any:
+def decode(data: Mapping[str, Any], type: type[Any] | None = None) -> Encodable:
     """The value ``encode`` made ``data`` from (equal to the original).
 
     Args:
@@ -129,7 +132,8 @@ def decode(data: Mapping[str, Any], type: type[Any] | None = None) -> Any:
             is typed as it, and checked at run time.
 
     Returns:
-        The value (a ``Message``, ``ToolCall``, ``EventRecord``, ...).
+        The value (a ``Message``, ``ToolCall``, ``EventRecord``, ...): without
+        ``type``, typed ``Encodable``, to be narrowed (``isinstance``) before use.
 
     Raises:
         TypeError: ``data`` is not a mapping, ``type`` is not a class, or the value
@@ -143,10 +147,10 @@ def decode(data: Mapping[str, Any], type: type[Any] | None = None) -> Any:
 
 
 @overload
-def loads(text: str | bytes) -> Any: ...
+def loads(text: str | bytes) -> Encodable: ...
 @overload
 def loads(text: str | bytes, type: type[_T]) -> _T: ...
-def loads(text: str | bytes, type: type[Any] | None = None) -> Any:
+def loads(text: str | bytes, type: type[Any] | None = None) -> Encodable:
     """The value ``dumps`` wrote as ``text``.
 
     Args:

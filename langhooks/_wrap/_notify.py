@@ -23,6 +23,7 @@ from typing import (
     Literal,
     TypeAlias,
     TypedDict,
+    TypeVar,
     final,
     get_args,
     overload,
@@ -161,6 +162,9 @@ Notify: TypeAlias = (
 """Where ``(tag, payload)`` messages go: a queue, an asyncio queue or a callable."""
 
 
+_Payload = TypeVar("_Payload")
+
+
 def events() -> list[NousEvent]:
     """Nous's eight event names, in Nous's order.
 
@@ -172,7 +176,7 @@ def events() -> list[NousEvent]:
     return list(_EVENTS)
 
 
-def to_message(event: str, payload: Any) -> tuple[str, Any]:
+def to_message(event: str, payload: _Payload) -> tuple[str, _Payload]:
     """The ``(tag, payload)`` message an event sends, as in Nous.
 
     ``on_agent_start`` -> ``agent_start``, ``on_llm_new_delta`` -> ``agent_delta``,
@@ -284,6 +288,7 @@ class NotifyingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
                                               ``ToolResult``)
     ``on_run_complete(chain, result)``        ``on_agent_complete``, the ``RunResult``
     ``on_error`` (either interface)           ``on_error``, the error
+    ``on_tool_progress``                      none: Nous has no progress event
     ========================================  ======================================
 
     It handles only the events that can reach a callback or ``notify``: with no
@@ -392,7 +397,7 @@ class NotifyingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
         """
         return 0 if self._sink is None else self._sink.dropped
 
-    def execute(self, event: str, payload: Any) -> None:
+    def execute(self, event: str, payload: object) -> None:
         """Deliver one event: its callback first, then its message.
 
         A callback that raises is logged with its traceback on the ``langhooks``
@@ -424,7 +429,7 @@ class NotifyingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
         if self._sink is not None:
             self._sink.deliver((_TAGS.get(event, event), payload))
 
-    def execute_many(self, events: Iterable[tuple[str, Any]]) -> None:
+    def execute_many(self, events: Iterable[tuple[str, object]]) -> None:
         """``execute`` each ``(event, payload)`` pair, in order.
 
         Args:

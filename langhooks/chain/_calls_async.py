@@ -17,6 +17,7 @@ from typing import Any
 
 from .._core._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
 from .._core._invocation import invocation
+from .._core._tools import ProgressSink
 from ._ops import Fire, HandlerFault, Outcome, Planned, RunState, fire
 
 __all__ = ["call_tool_async", "deliver_async"]
@@ -47,6 +48,7 @@ async def call_tool_async(
     run: RunState,
     pre: AsyncChainCallbackHandler,
     planned: Planned,
+    sink: ProgressSink,
     thread: bool,  # unasync: remove
 ) -> Outcome:
     """Run one call: its ``on_tool_pre_execution``, then its tool.
@@ -55,6 +57,7 @@ async def call_tool_async(
         run: the run.
         pre: the handlers' ``on_tool_pre_execution``.
         planned: the call.
+        sink: where the tool's progress reports go (``ToolContext``).
         thread: a sync tool runs in a worker thread (one of concurrent calls).
 
     Returns:
@@ -69,7 +72,7 @@ async def call_tool_async(
         except HandlerFault as fault:
             return Outcome(fault=fault)
         try:
-            context = run.tool_context(call, inv)
+            context = run.tool_context(call, inv, sink)
             if thread and not tool.is_async:  # unasync: remove
                 value = await asyncio.to_thread(tool.function, call.arguments, context)
                 if inspect.isawaitable(value):

@@ -18,6 +18,7 @@ from typing import Any
 
 from .._core._chain_callbacks import ChainCallbackHandler
 from .._core._invocation import invocation
+from .._core._tools import ProgressSink
 from ._drive import run_awaitable
 from ._ops import Fire, HandlerFault, Outcome, Planned, RunState, fire
 
@@ -45,6 +46,7 @@ def call_tool_sync(
     run: RunState,
     pre: ChainCallbackHandler,
     planned: Planned,
+    sink: ProgressSink,
 ) -> Outcome:
     """Run one call: its ``on_tool_pre_execution``, then its tool.
 
@@ -52,6 +54,7 @@ def call_tool_sync(
         run: the run.
         pre: the handlers' ``on_tool_pre_execution``.
         planned: the call.
+        sink: where the tool's progress reports go (``ToolContext``).
 
     Returns:
         The tool's value, its exception or the handler's fault.
@@ -63,7 +66,7 @@ def call_tool_sync(
         except HandlerFault as fault:
             return Outcome(fault=fault)
         try:
-            context = run.tool_context(call, inv)
+            context = run.tool_context(call, inv, sink)
             value = tool.function(call.arguments, context)
             if inspect.isawaitable(value):
                 value = run_awaitable(value)

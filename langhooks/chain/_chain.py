@@ -7,13 +7,14 @@ snapshots; ``chain.invocation`` is the run's ``Invocation``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from importlib import import_module
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast, final, get_args
 
 import attrs
 
+from .._core._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
 from .._core._invocation import Invocation, entered, invocation
 from .._core._messages import ToolCall
 from .._core._model import ChatModel
@@ -29,12 +30,25 @@ from ._runtime import (
     pending_results,
     sync_callbacks,
 )
-from ._snapshot import ChainSnapshot, Handler
+from ._snapshot import ChainSnapshot, handler_tuple
 
 if TYPE_CHECKING:
     from collections.abc import Generator
 
 __all__ = ["Handler", "LLMChain", "RunResult", "StateCodec", "use_state_codec"]
+
+#: A handler an ``LLMChain`` takes: of either chain interface, written for
+#: ``LLMChain``, for any chain (``ChainView``), or unparameterised; a handler
+#: written for another runtime's chain type is rejected by the type checkers.
+Handler: TypeAlias = (
+    "ChainCallbackHandler[LLMChain] | AsyncChainCallbackHandler[LLMChain]"
+)
+
+
+def _chain_handlers(values: Iterable[Handler]) -> tuple[Handler, ...]:
+    # The snapshot's converter, typed for LLMChain's constructor and evolve().
+    return handler_tuple(values)
+
 
 _MODES = frozenset(get_args(Mode))
 
@@ -102,6 +116,9 @@ class LLMChain(ChainSnapshot):
         retry: the ``RetryPolicy`` for failed model calls (None: the default).
         invocation: the run's ``Invocation`` in the snapshots handlers receive.
     """
+
+    # Declared again to type the constructor's callbacks for LLMChain.
+    callbacks: tuple[Handler, ...] = attrs.field(default=(), converter=_chain_handlers)
 
     # --- saving and loading ----------------------------------------------------------
 

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from .._core._invocation import Invocation
     from .._core._model import ChatModel, ChatRequest
     from .._core._result import RunResult
-    from .._core._tools import ToolContext
+    from .._core._tools import ProgressSink, ToolContext
     from ._snapshot import ChainSnapshot
 
 __all__ = [
@@ -87,7 +87,9 @@ class RunState(Protocol):
     def count_failure(self, reason: str, original: object) -> Steps[None]:
         """Count one conversation failure (see ``Run.count_failure``)."""
 
-    def tool_context(self, call: ToolCall, current: Invocation) -> ToolContext:
+    def tool_context(
+        self, call: ToolCall, current: Invocation, progress: ProgressSink
+    ) -> ToolContext:
         """What the tool function of ``call`` receives beside its arguments."""
 
 

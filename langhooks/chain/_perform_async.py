@@ -84,6 +84,7 @@ async def drive_async(
             run,
             pre,
             pre_sync,  # unasync: remove
+            handlers,
             op.planned,
             parallel=op.parallel,
         )

@@ -81,6 +81,7 @@ def drive_sync(
         return execute_sync(
             run,
             pre,
+            handlers,
             op.planned,
             parallel=op.parallel,
         )

@@ -24,7 +24,7 @@ from .._core._messages import (
 )
 from .._core._model import ChatRequest
 from .._core._result import ErrorResult, run_result
-from .._core._tools import ToolContext
+from .._core._tools import ProgressSink, ToolContext
 from ._batch import ToolBatch
 from ._decision import Decision, RetryPolicy
 from ._ops import (
@@ -358,11 +358,14 @@ class Run:
             message = verdict
         return message, None
 
-    def tool_context(self, call: ToolCall, inv: Invocation) -> ToolContext:
+    def tool_context(
+        self, call: ToolCall, inv: Invocation, progress: ProgressSink
+    ) -> ToolContext:
         """What a tool function receives beside its arguments."""
         return ToolContext(
             call=call,
             custom_context=self.chain.custom_context,
             invocation=inv,
             chain=self.chain,
+            progress_sink=progress,
         )

@@ -13,6 +13,7 @@ import attrs
 from typing_extensions import override
 
 from .._core._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
+from .._core._handler import HandlerBase
 from .._core._invocation import Invocation
 from .._core._messages import Message, ToolCall, ToolResult, message_tuple
 from .._core._model import ChatModel
@@ -23,18 +24,30 @@ from ._decision import RetryPolicy
 from ._processors import MessageProcessor, processor_tuple
 from ._tool_results import pending_results
 
-__all__ = ["ChainSnapshot", "Handler"]
+__all__ = ["ChainSnapshot", "Handler", "handler_tuple"]
 
+#: A chain handler as the runtime sees it: of either interface, for any chain.
 Handler = ChainCallbackHandler | AsyncChainCallbackHandler
 
 
-def _handlers(values: Iterable[Handler]) -> tuple[Handler, ...]:
+def handler_tuple(values: Iterable[Handler]) -> tuple[Handler, ...]:
+    """``values`` as a tuple, each checked to be a chain handler.
+
+    Raises:
+        TypeError: ``values`` is not iterable (a single handler, say), or one of
+            them is not a chain handler.
+    """
+    if isinstance(values, HandlerBase) or not isinstance(values, Iterable):
+        raise TypeError(
+            f"callbacks takes a list of chain handlers, got a "
+            f"{type(values).__name__}: pass callbacks=[handler]"
+        )
     handlers = tuple(values)
     for handler in handlers:
         if not isinstance(handler, ChainCallbackHandler | AsyncChainCallbackHandler):
             raise TypeError(
                 f"callbacks must be ChainCallbackHandler or AsyncChainCallbackHandler "
-                f"instances, got {handler!r}"
+                f"instances, got {type(handler).__name__}"
             )
     return handlers
 
@@ -63,7 +76,7 @@ class ChainSnapshot(ChainView):
     model: ChatModel = attrs.field(kw_only=False, validator=_model)
     tools: tuple[Tool, ...] = attrs.field(default=(), converter=tool_tuple)
     messages: tuple[Message, ...] = attrs.field(default=(), converter=message_tuple)
-    callbacks: tuple[Handler, ...] = attrs.field(default=(), converter=_handlers)
+    callbacks: tuple[Handler, ...] = attrs.field(default=(), converter=handler_tuple)
     message_processors: tuple[MessageProcessor, ...] = attrs.field(
         default=(), converter=processor_tuple
     )
@@ -95,8 +108,15 @@ class ChainSnapshot(ChainView):
         """
         return attrs.evolve(self, tools=(*self.tools, *tools))
 
-    def add_callback(self, handler: Handler) -> Self:
-        """A copy with ``handler`` called after the chain's other handlers."""
+    def add_callback(
+        self,
+        handler: ChainCallbackHandler[Self] | AsyncChainCallbackHandler[Self],
+    ) -> Self:
+        """A copy with ``handler`` called after the chain's other handlers.
+
+        Raises:
+            TypeError: ``handler`` is not a chain handler.
+        """
         return attrs.evolve(self, callbacks=(*self.callbacks, handler))
 
     def add_message_processors(self, processors: Sequence[MessageProcessor]) -> Self:

@@ -12,12 +12,17 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import sys
 from collections.abc import Sequence
 from typing import Final
 
 from .._version import __version__
 
 __all__ = ["main"]
+
+# What a shell reports for a command a closed pipe ended (128 + SIGPIPE).
+_CLOSED_PIPE: Final = 141
 
 # command -> (module, one-line help)
 _COMMANDS: Final = {
@@ -39,7 +44,7 @@ _COMMANDS: Final = {
     ),
     "runs": (
         "langhooks.cli.runs",
-        "list the runs waiting for decisions in a Redis or PostgreSQL run store",
+        "list and decide the runs waiting in a Redis or PostgreSQL run store",
     ),
 }
 
@@ -60,7 +65,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default: ``sys.argv[1:]``).
 
     Returns:
-        The exit status.
+        The exit status (141, as for a process a SIGPIPE ended, when the output's
+        reader closed the pipe: nothing is printed then).
     """
     parser = _parser()
     args = parser.parse_args(argv)
@@ -68,5 +74,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     module, _ = _COMMANDS[args.command]
-    status: int = importlib.import_module(module).run(args)
+    try:
+        status: int = importlib.import_module(module).run(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader of the output went away (`langhooks events FILE | head`):
+        # end quietly, as Unix tools do. Output still buffered would fail again
+        # when the interpreter flushes it at exit, so stdout goes to /dev/null.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return _CLOSED_PIPE
     return status

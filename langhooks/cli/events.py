@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, TextIO
 
 from .._core._terminal import escaped, short_json
+from .._core._terminal_style import progress_text
 from .._persist._events import read_numbered_events
 from .._persist._records import EventRecord
 
@@ -57,6 +58,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         for number, record in read_numbered_events(args.file):
             count += 1
             _print(printer, record, f"{args.file}: line {number}")
+    except BrokenPipeError:  # the output's reader left: main() ends quietly
+        raise
     except OSError as exc:
         print(
             f"langhooks events: cannot read {args.file!r}: {exc.strerror or exc}",
@@ -184,6 +187,12 @@ _DETAILS: Final[dict[str, Callable[[Mapping[str, Any]], str]]] = {
     ),
     "on_tool_execution_started": _call,
     "on_tool_pre_execution": lambda p: p["call"]["name"],
+    "on_tool_progress": lambda p: (
+        f"{p['call']['name']} "
+        + progress_text(
+            p["progress"]["progress"], p["progress"]["total"], p["progress"]["message"]
+        )
+    ),
     "on_tool_execution_completed": lambda p: (
         f"{p['call']['name']} -> {_text(_result_text(p['result']))}"
     ),

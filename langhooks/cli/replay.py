@@ -217,6 +217,8 @@ def run(args: argparse.Namespace) -> int:
         if hint is not None and error.type in ("protocol_error", "stream_error"):
             _error(hint)
         return 1
+    except BrokenPipeError:  # the output's reader left: main() ends quietly
+        raise
     except OSError as exc:
         _error(f"cannot read {shown}: {escaped(str(exc.strerror or exc))}")
         return 2

@@ -3,17 +3,27 @@
 - ``langhooks runs pending --store URL [--metadata KEY=VALUE ...] [--limit N]``
   lists the runs waiting for decisions, newest first, one line each.
 - ``langhooks runs show RUN_ID --store URL`` prints one waiting run and its calls.
+- ``langhooks runs approve RUN_ID CALL_ID --store URL --agent MODULE:NAME`` and
+  ``langhooks runs reject RUN_ID CALL_ID --store URL --agent MODULE:NAME
+  [--message TEXT]`` decide a waiting call and resume the run (once, as
+  ``store.resume`` does) with the agent's model, tools and handlers: ``NAME`` is an
+  ``LLMChain`` in ``MODULE`` (imported from the current directory too), or a function
+  of no arguments returning one. A run waiting on several calls takes one command
+  per call: each settles its call, and the run goes on once none waits. Like the web
+  apps without ``authorize``, the command acts as the store's owner: whoever can
+  reach the store may decide any run in it.
 
 ``URL`` is ``redis://...`` (``RedisRunStore``, keys under ``--prefix``) or
 ``postgresql://...`` (``PostgresRunStore``, tables in ``--schema``). A metadata
 value is read as JSON when it is JSON (``n=1`` is the number 1), else as text.
-Exit status: 0 when done, 1 when the store cannot be read or the run does not wait,
-2 for a usage error (one line).
+Exit status: 0 when done, 1 when the store cannot be read, the run does not wait or
+its resume failed, 2 for a usage error (one line).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -26,6 +36,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from .._persist._stores import PendingRun
+    from ..chain import LLMChain
 
 __all__ = ["add_arguments", "run"]
 
@@ -44,7 +55,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     show = actions.add_parser("show", help="print one waiting run and its calls")
     show.add_argument("run_id", metavar="RUN_ID")
-    for sub in (pending, show):
+    approve = actions.add_parser(
+        "approve", help="approve a waiting call and resume the run"
+    )
+    reject = actions.add_parser(
+        "reject", help="reject a waiting call and resume the run"
+    )
+    reject.add_argument(
+        "--message", help="what the model is told instead of the tool's result"
+    )
+    for decide in (approve, reject):
+        decide.add_argument("run_id", metavar="RUN_ID")
+        decide.add_argument("call_id", metavar="CALL_ID")
+        decide.add_argument(
+            "--agent",
+            metavar="MODULE:NAME",
+            help="the LLMChain (or function returning one) to go on with (required)",
+        )
+    for sub in (pending, show, approve, reject):
         sub.add_argument(
             "--store",
             metavar="URL",
@@ -80,10 +108,14 @@ def run(
     action = getattr(args, "action", None)
     try:
         if action is None:
-            raise _Usage("say what to do: runs pending --store URL, or runs show")
+            raise _Usage(
+                "say what to do: runs pending --store URL, or runs show, approve "
+                "or reject"
+            )
         metadata = _metadata(getattr(args, "metadata", []))
         limit = _limit(getattr(args, "limit", "100"))
         opened = _opener(args.store, args.prefix, args.schema)
+        agent = _agent(args.agent) if action in ("approve", "reject") else None
     except _Usage as usage:
         print(f"langhooks runs: {usage}", file=err)
         return 2
@@ -95,6 +127,8 @@ def run(
                     print(_line(row), file=out)
                 print(f"{len(rows)} run(s) waiting", file=out)
                 return 0
+            if agent is not None:
+                return _decide(store, agent, args, out)
             row = store.waiting(args.run_id)
             if row is None:
                 print(
@@ -106,9 +140,76 @@ def run(
             _show(row, out)
             return 0
     except Exception as error:  # the one line a command line owes its user
+        if type(getattr(error, "original", None)).__name__ == "UndefinedTable":
+            # Tables set up in another schema than --schema names (its default).
+            print(
+                f"langhooks runs: the run store's tables are not in schema "
+                f"{args.schema!r}: pass --schema SCHEMA, the schema they were set "
+                f"up in (or set the store up there: PostgresRunStore.setup())",
+                file=err,
+            )
+            return 1
         first = (str(error).splitlines() or [""])[0]
         print(f"langhooks runs: {type(error).__name__}: {first}", file=err)
         return 1
+
+
+def _agent(spec: str | None) -> LLMChain:
+    """The chain ``--agent MODULE:NAME`` names (a chain, or a function making one)."""
+    from ..chain import LLMChain
+
+    if spec is None:
+        raise _Usage("--agent MODULE:NAME is required: the chain to resume with")
+    module_name, sep, name = spec.partition(":")
+    if not sep or not module_name or not name:
+        raise _Usage(f"--agent takes MODULE:NAME, got {spec!r}")
+    if "" not in sys.path:  # `python -m` puts the current directory first; a script
+        sys.path.insert(0, "")  # (the installed `langhooks`) does not
+    try:
+        value = getattr(importlib.import_module(module_name), name)
+    except (ImportError, AttributeError) as error:
+        raise _Usage(f"--agent {spec}: {error}") from None
+    chain = value() if callable(value) and not isinstance(value, LLMChain) else value
+    if not isinstance(chain, LLMChain):
+        raise _Usage(
+            f"--agent {spec} is a {type(chain).__name__}: name an LLMChain, or a "
+            f"function of no arguments returning one"
+        )
+    return chain
+
+
+def _decide(store: Any, agent: LLMChain, args: argparse.Namespace, out: TextIO) -> int:
+    """Resume run ``args.run_id`` with the decision for ``args.call_id``."""
+    from ..chain import Decision
+
+    if args.action == "approve":
+        decision = Decision.approve()
+    elif args.message is None:
+        decision = Decision.reject()
+    else:
+        decision = Decision.reject(args.message)
+    result = store.resume(
+        args.run_id,
+        {args.call_id: decision},
+        agent.model,
+        tools=agent.tools,
+        callbacks=agent.callbacks,
+        fallbacks=agent.fallbacks,
+        retry=agent.retry,
+    )
+    done = "approved" if args.action == "approve" else "rejected"
+    print(f"run {args.run_id}: {escaped(args.call_id)} {done}", file=out)
+    if result.status == "interrupted":
+        waiting = ", ".join(
+            escaped(call.call_id) for call in result.chain.pending_tool_calls
+        )
+        print(f"the run waits again: {waiting}", file=out)
+        return 0
+    if result.status == "error":
+        print(f"the run failed: {escaped(result.error.message)}", file=out)
+        return 1
+    print(f"the run ended: {escaped(result.chain.messages[-1].text)}", file=out)
+    return 0
 
 
 def _metadata(pairs: Sequence[str]) -> dict[str, Any]:

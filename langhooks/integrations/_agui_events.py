@@ -34,6 +34,7 @@ from ._frontend_records import (
     ThinkingDelta,
     ToolFragment,
     ToolOutcome,
+    ToolProgressed,
     ToolsInterrupted,
     approval_id,
     result_id,
@@ -46,6 +47,10 @@ _ENDS: Final = frozenset({"RUN_FINISHED", "RUN_ERROR"})
 
 #: The ``reason`` of an interrupt that waits for a tool call's approval.
 TOOL_APPROVAL: Final = "tool_approval"
+
+#: The name of the ``CUSTOM`` event that carries a tool call's progress (AG-UI
+#: core has no progress event of its own).
+TOOL_PROGRESS: Final = "langhooks.tool_progress"
 
 
 def _dump(event: agui.BaseEvent) -> dict[str, Any]:
@@ -121,6 +126,17 @@ class AguiTranslator:
                     tool_call_id=step.call_id,
                     content=step.text,
                     role="tool",
+                )
+            case ToolProgressed():
+                yield agui.CustomEvent(
+                    name=TOOL_PROGRESS,
+                    value={
+                        "toolCallId": step.call_id,
+                        "toolName": step.name,
+                        "progress": step.progress,
+                        "total": step.total,
+                        "message": step.message,
+                    },
                 )
             case ToolsInterrupted(calls):
                 self._interrupts.extend(
@@ -329,7 +345,10 @@ def agui_events(
     ``CONTENT`` / ``END``, ``REASONING_END``), its text (``TEXT_MESSAGE_START`` /
     ``CONTENT`` / ``END``) and each tool call as it streams (``TOOL_CALL_START``
     with its ``parentMessageId``, ``TOOL_CALL_ARGS``, ``TOOL_CALL_END``);
-    ``TOOL_CALL_RESULT`` for each call answered (run, failed or denied); then
+    a running call's progress as a ``CUSTOM`` event named
+    "langhooks.tool_progress" (value: ``toolCallId``, ``toolName``,
+    ``progress``, ``total``, ``message``); ``TOOL_CALL_RESULT`` for each call
+    answered (run, failed or denied); then
     ``RUN_FINISHED``, or ``RUN_ERROR`` with the error's type as ``code``. A run
     that waits for a human ends with ``MESSAGES_SNAPSHOT`` and ``RUN_FINISHED``
     whose outcome is an interrupt per waiting call (``reason`` "tool_approval");

@@ -33,6 +33,7 @@ __all__ = [
     "ThinkingDelta",
     "ToolFragment",
     "ToolOutcome",
+    "ToolProgressed",
     "ToolsInterrupted",
     "approval_id",
     "result_id",
@@ -115,6 +116,18 @@ class ToolOutcome:
 
 @final
 @attrs.frozen
+class ToolProgressed:
+    """A running tool call reported how far it has got (``on_tool_progress``)."""
+
+    call_id: str
+    name: str
+    progress: float
+    total: float | None
+    message: str | None
+
+
+@final
+@attrs.frozen
 class ToolsInterrupted:
     """Calls a review sent to a human: each call with the review's message."""
 
@@ -153,6 +166,7 @@ Step: TypeAlias = (
     | ModelCallEnded
     | ModelCallFailed
     | ToolOutcome
+    | ToolProgressed
     | ToolsInterrupted
     | RunEnded
     | RunFailed
@@ -292,6 +306,16 @@ class RunReader:
 
     def _on_llm_error(self, record: EventRecord) -> Iterator[Step]:
         yield ModelCallFailed()
+
+    def _on_tool_progress(self, record: EventRecord) -> Iterator[Step]:
+        call, progress = record.payload["call"], record.payload["progress"]
+        yield ToolProgressed(
+            call_id=call["call_id"],
+            name=call["name"],
+            progress=progress["progress"],
+            total=progress["total"],
+            message=progress["message"],
+        )
 
     def _on_tool_execution_completed(self, record: EventRecord) -> Iterator[Step]:
         result = _result(record)

@@ -26,6 +26,7 @@ from ._frontend_records import (
     ThinkingDelta,
     ToolFragment,
     ToolOutcome,
+    ToolProgressed,
     ToolsInterrupted,
     approval_id,
 )
@@ -35,6 +36,9 @@ __all__ = ["UiMessageTranslator", "ui_message_chunks"]
 Chunk = dict[str, Any]
 
 _ENDS: Final = frozenset({"finish", "error", "abort"})
+
+#: The type of the data part that carries a tool call's progress.
+TOOL_PROGRESS: Final = "data-tool-progress"
 _WAITS: Final = _ENDS | {"tool-approval-request"}
 
 
@@ -96,6 +100,20 @@ class UiMessageTranslator:
                 yield from self._abandon_calls("the model call failed")
             case ToolOutcome():
                 yield _outcome(step)
+            case ToolProgressed():
+                # A data part with the call's id: each report replaces the last
+                # one in the client's message (the part is not transient).
+                yield {
+                    "type": TOOL_PROGRESS,
+                    "id": step.call_id,
+                    "data": {
+                        "toolCallId": step.call_id,
+                        "toolName": step.name,
+                        "progress": step.progress,
+                        "total": step.total,
+                        "message": step.message,
+                    },
+                }
             case ToolsInterrupted(calls):
                 for call, _ in calls:
                     yield {
@@ -253,7 +271,10 @@ def ui_message_chunks(records: Iterable[EventRecord]) -> Iterator[dict[str, Any]
     thinking (``reasoning-start`` / ``-delta`` / ``-end``), its text
     (``text-start`` / ``-delta`` / ``-end``) and its tool calls as they stream
     (``tool-input-start``, ``tool-input-delta``, ``tool-input-available`` with the
-    parsed input). A call's answer is ``tool-output-available`` (it ran),
+    parsed input). A running call's progress is a ``data-tool-progress`` part
+    whose ``id`` is the call's id (so each report replaces the last in the
+    client's message; data: ``toolCallId``, ``toolName``, ``progress``,
+    ``total``, ``message``). A call's answer is ``tool-output-available`` (it ran),
     ``tool-output-error`` (it failed) or ``tool-output-denied`` (a review or a
     human rejected it); a call waiting for a human is a ``tool-approval-request``
     and the message finishes with reason "tool-calls". Then ``finish`` with the

@@ -18,6 +18,7 @@ from typing_extensions import override
 from .._core._chain_callbacks import ChainCallbackHandler, ReviewContext
 from .._core._invocation import current_invocation
 from .._core._messages import (
+    ChatResponse,
     LangHooksError,
     Message,
     MessageDelta,
@@ -27,8 +28,9 @@ from .._core._messages import (
 )
 from .._core._terminal_style import Style as _Style
 from .._core._terminal_style import call_arguments as _arguments
+from .._core._terminal_style import progress_text
 from .._core._terminal_style import wants_color as _wants_color
-from .._core._tools import Tool
+from .._core._tools import Tool, ToolProgress
 
 if TYPE_CHECKING:
     from .._core._chain_callbacks import ReviewDecision
@@ -223,6 +225,13 @@ class ConsoleHandler(ChainCallbackHandler):
         self.line("on_tool_pre_execution", f"{call.name} {self._style(where, 'dim')}")
 
     @override
+    def on_tool_progress(
+        self, chain: LLMChain, call: ToolCall, progress: ToolProgress
+    ) -> None:
+        report = progress_text(progress.progress, progress.total, progress.message)
+        self.line("on_tool_progress", f"{call.name} {report}")
+
+    @override
     def on_tool_execution_completed(
         self, chain: LLMChain, call: ToolCall, result: ToolResult
     ) -> None:
@@ -257,10 +266,22 @@ class ConsoleHandler(ChainCallbackHandler):
     def on_llm_call_start(
         self, chain: LLMChain, model: ChatModel, request: ChatRequest
     ) -> None:
-        # Not printed: it numbers the attempts for on_llm_retry's line.
+        # It also numbers the attempts for on_llm_retry's line.
         key = _run_key(chain)
         with self._lock:
             self._attempt[key] = self._retrying.pop(key, 1)
+        name = getattr(model, "model", None)
+        label = type(model).__name__ + (f" {name!r}" if isinstance(name, str) else "")
+        detail = (
+            f"{label}, {len(request.messages)} message(s), {len(request.tools)} tool(s)"
+        )
+        self.line("on_llm_call_start", detail, "dim")
+
+    @override
+    def on_llm_call_complete(self, chain: LLMChain, response: ChatResponse) -> None:
+        reason = response.finish_reason or "-"
+        detail = f"finish={reason} status={response.message.status}"
+        self.line("on_llm_call_complete", detail, "dim")
 
     @override
     def on_llm_error(self, chain: LLMChain, error: LangHooksError) -> None:

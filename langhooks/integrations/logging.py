@@ -59,7 +59,7 @@ from .._core._streaming import (
     StreamingChatResponseHandler,
 )
 from .._core._terminal import escaped
-from .._core._tools import Tool
+from .._core._tools import Tool, ToolProgress
 
 if TYPE_CHECKING:
     from .._core._chain_callbacks import ReviewDecision
@@ -237,6 +237,16 @@ class LoggingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
         self, chain: LLMChain, call: ToolCall, tool: Tool
     ) -> None:
         self._log(self.level, "on_tool_pre_execution", call.name, chain, _call(call))
+
+    @override
+    def on_tool_progress(
+        self, chain: LLMChain, call: ToolCall, progress: ToolProgress
+    ) -> None:
+        # The message is the tool's own words about its work, as a result's text
+        # would be: only the numbers are logged.
+        total = "" if progress.total is None else f" of {progress.total:g}"
+        detail = f"{call.name} at {progress.progress:g}{total}"
+        self._log(self.level, "on_tool_progress", detail, chain, _call(call))
 
     @override
     def on_tool_execution_completed(

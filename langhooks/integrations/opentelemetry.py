@@ -63,7 +63,7 @@ from .._core._streaming import (
     StreamingChatResponseHandler,
     StreamingHandle,
 )
-from .._core._tools import Tool
+from .._core._tools import Tool, ToolProgress
 from .._wrap._compose import AsyncCompositeStreamingHandler, CompositeStreamingHandler
 from ._otel._calls import ChatCall, FirstChunk
 from ._otel._capture import CAPTURE_CONTENT_ENV, CaptureMode
@@ -239,6 +239,12 @@ class OpenTelemetryHandler(ChainCallbackHandler):
         self, chain: LLMChain, call: ToolCall, tool: Tool
     ) -> None:
         self._telemetry.tool_start(chain, call, tool)
+
+    @override
+    def on_tool_progress(
+        self, chain: LLMChain, call: ToolCall, progress: ToolProgress
+    ) -> None:
+        self._telemetry.tool_progress(chain, call, progress)
 
     @override
     def on_tool_execution_completed(

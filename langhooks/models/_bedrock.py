@@ -18,7 +18,7 @@ import socket
 import threading
 from collections.abc import AsyncIterator, Iterator, Mapping
 from types import TracebackType
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from .._core._messages import ChatResponse, LangHooksError, Message
 from .._core._model import ChatRequest
@@ -255,6 +255,15 @@ def _shut(sock: Any) -> None:
         sock.shutdown(socket.SHUT_RDWR)
 
 
+class ConverseStreamClient(Protocol):
+    """What the model calls on a boto3 ``bedrock-runtime`` client (a client typed
+    by ``boto3-stubs`` is one too)."""
+
+    def converse_stream(self, *args: Any, **kwargs: Any) -> Mapping[str, Any]:
+        """Send a ConverseStream request; the response holds its event stream."""
+        ...
+
+
 class _Stream:
     """One ConverseStream response: opened on ``__enter__``, its body read raw.
 
@@ -263,7 +272,10 @@ class _Stream:
     """
 
     def __init__(
-        self, client: Any, params: Mapping[str, Any], handle: StreamingHandle
+        self,
+        client: ConverseStreamClient,
+        params: Mapping[str, Any],
+        handle: StreamingHandle,
     ) -> None:
         self._client = client
         self._params = params
@@ -383,9 +395,9 @@ class BedrockChatModel:
 
     def __init__(
         self,
-        *,
         model: str,
-        client: Any = None,
+        *,
+        client: ConverseStreamClient | None = None,
         region: str | None = None,
         endpoint_url: str | None = None,
         max_tokens: int | None = None,
@@ -402,7 +414,7 @@ class BedrockChatModel:
                     "region and endpoint_url configure the client made here: give "
                     "them to your own client instead"
                 )
-            self.client: Any = client
+            self.client: ConverseStreamClient = client
             return
         boto3 = require("boto3", "bedrock")
         config = require("botocore.config", "bedrock").Config(

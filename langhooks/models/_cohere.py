@@ -12,7 +12,7 @@ import contextlib
 import json
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from typing_extensions import override
 
@@ -24,6 +24,9 @@ from ._run_sync import Body, error_body_hook
 from ._sdk import SDKChatModel
 from ._tool_schema import function_tools
 from ._transport import AsyncHTTPBody, require
+
+if TYPE_CHECKING:
+    import cohere
 
 __all__ = ["CohereChatModel", "cohere_messages"]
 
@@ -118,11 +121,11 @@ class CohereChatModel(SDKChatModel):
 
     def __init__(
         self,
-        *,
         model: str,
+        *,
         api_key: str | None = None,
         base_url: str | None = None,
-        client: Any = None,
+        client: cohere.ClientV2 | None = None,
         max_tokens: int | None = None,
         temperature: float | None = None,
         timeout: float | None = None,

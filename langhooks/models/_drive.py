@@ -140,8 +140,14 @@ class _Driver:
             else (StreamingChatResponseHandler,)
         )
         if not isinstance(handler, accepted):
-            hint = "" if allow_async else " (use AsyncStreamDriver for async handlers)"
-            if isinstance(handler, list | tuple):
+            hint = ""
+            if isinstance(handler, AsyncStreamingChatResponseHandler):
+                hint = (
+                    " (an async handler is streamed to with 'await "
+                    "model.astream(request, handler)'; a stream you drive yourself "
+                    "takes one in AsyncStreamDriver)"
+                )
+            elif isinstance(handler, list | tuple):
                 hint = " (wrap several in CompositeStreamingHandler)"
             raise TypeError(
                 f"handler must be a {' or '.join(c.__name__ for c in accepted)}, got "

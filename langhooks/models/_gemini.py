@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from typing_extensions import override
 
@@ -27,6 +27,9 @@ from ._run_sync import Body
 from ._sdk import SDKChatModel
 from ._tool_schema import tool_schema
 from ._transport import require
+
+if TYPE_CHECKING:
+    import google.genai
 
 __all__ = ["GeminiChatModel", "gemini_contents", "gemini_tools"]
 
@@ -168,11 +171,11 @@ class GeminiChatModel(SDKChatModel):
 
     def __init__(
         self,
-        *,
         model: str,
+        *,
         api_key: str | None = None,
         base_url: str | None = None,
-        client: Any = None,
+        client: google.genai.Client | None = None,
         max_tokens: int | None = None,
         temperature: float | None = None,
         timeout: float | None = None,

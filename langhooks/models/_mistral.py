@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from typing_extensions import override
 
@@ -26,6 +26,9 @@ from ._run_sync import Body, error_body_hook
 from ._sdk import SDKChatModel
 from ._tool_schema import function_tools
 from ._transport import require
+
+if TYPE_CHECKING:
+    import mistralai.client
 
 __all__ = ["MistralChatModel", "mistral_messages"]
 
@@ -72,11 +75,11 @@ class MistralChatModel(SDKChatModel):
 
     def __init__(
         self,
-        *,
         model: str,
+        *,
         api_key: str | None = None,
         base_url: str | None = None,
-        client: Any = None,
+        client: mistralai.client.Mistral | None = None,
         max_tokens: int | None = None,
         temperature: float | None = None,
         timeout: float | None = None,

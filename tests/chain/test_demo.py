@@ -28,9 +28,11 @@ class TestDemo:
         assert "\033[" not in out
         keys = [
             "on_run_start",
+            "on_llm_call_start            ScriptedChatModel, 2 message(s), 1 tool(s)",
             "thinking: The user asks about rain in Paris.",
             "text: Let me check the weather in Paris.",
             "on_tool_call_identified      get_weather",
+            "on_llm_call_complete         finish=tool_execution status=complete",
             "on_tool_call_review          get_weather(city='Paris')",
             "on_tool_interrupted          get_weather waits for a human",
             "run interrupted: {'tool': 'get_weather'",

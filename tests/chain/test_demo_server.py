@@ -164,8 +164,10 @@ class TestDemoOnAnUnreachableServer:
         events = [line.split()[0] for line in out.splitlines() if line[:4] == "  on"]
         assert events == [
             "on_run_start",
+            "on_llm_call_start",
             "on_llm_error",
             "on_llm_retry",
+            "on_llm_call_start",
             "on_llm_error",
             "on_error",
         ]

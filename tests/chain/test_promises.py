@@ -531,6 +531,33 @@ class TestCheckedAtConstruction:
         both = type("Both", (ChainCallbackHandler, StreamingChatResponseHandler), {})
         assert isinstance(both(), StreamingChatResponseHandler)
 
+    def test_one_handler_as_callbacks_says_to_pass_a_list(self) -> None:
+        """LLMChain(callbacks=handler) says that callbacks takes a list (it used to
+        say the handler is not iterable); a non-handler in the list is named."""
+        model = ScriptedChatModel([])
+        with pytest.raises(TypeError) as raised:
+            LLMChain(model, callbacks=ChainCallbackHandler())  # type: ignore[arg-type]
+        assert str(raised.value) == (
+            "callbacks takes a list of chain handlers, got a ChainCallbackHandler: "
+            "pass callbacks=[handler]"
+        )
+        with pytest.raises(TypeError, match="callbacks takes a list"):
+            LLMChain(model, callbacks=42)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="got StreamingChatResponseHandler"):
+            LLMChain(model, callbacks=[StreamingChatResponseHandler()])  # type: ignore[list-item]
+
+    def test_an_async_handler_in_stream_is_pointed_at_astream(self) -> None:
+        """model.stream(req, async_handler) says to await model.astream(...)."""
+        request = ChatRequest(messages=[Message.user("Hi")])
+        with pytest.raises(TypeError) as raised:
+            ScriptedChatModel([ScriptedTurn(text="x")]).stream(
+                request,
+                AsyncStreamingChatResponseHandler(),  # type: ignore[arg-type]
+            )
+        message = str(raised.value)
+        assert "got AsyncStreamingChatResponseHandler" in message
+        assert "'await model.astream(request, handler)'" in message
+
     def test_a_list_of_stream_handlers_says_to_compose_them(self) -> None:
         """model.stream(req, [h1, h2]) says to wrap them in a composite."""
         request = ChatRequest(messages=[Message.user("Hi")])

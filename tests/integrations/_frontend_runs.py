@@ -275,3 +275,28 @@ __all__ = [
     "weather_turns",
     "whole_run",
 ]
+
+
+def progressing_tool(arguments: Mapping[str, Any], context: ToolContext) -> str:
+    """A tool that reports two steps of progress."""
+    context.report_progress(1, 2, "fetching")
+    context.report_progress(2, 2)
+    return "Rain."
+
+
+def progress_run() -> list[EventRecord]:
+    """One call of a tool that reports progress twice, then the answer."""
+    turns = [
+        ScriptedTurn(
+            tool_calls=[
+                ToolCall(call_id="a", name="get_weather", arguments={"city": "Paris"})
+            ]
+        ),
+        ScriptedTurn(text="Rain."),
+    ]
+    chain = LLMChain(
+        ScriptedChatModel(turns),
+        tools=[Tool("get_weather", progressing_tool)],
+        messages=[Message.user("Paris?")],
+    )
+    return recorded(chain)[1]

@@ -27,6 +27,8 @@ __all__ = [
     "AskFirst",
     "answer_model",
     "log_lines",
+    "resume_agent",
+    "silent_agent",
     "starts",
     "waiting_chain",
 ]
@@ -118,3 +120,14 @@ def log_lines(log: Path) -> list[str]:
 def starts(log: Path) -> list[str]:
     """The call ids started, one per start, in order."""
     return [line.split()[1] for line in log_lines(log) if line.startswith("start ")]
+
+
+def resume_agent() -> LLMChain:
+    """What ``langhooks runs approve --agent`` goes on with: the answering model
+    and the booking tool."""
+    return LLMChain(answer_model(), tools=TOOLS)
+
+
+def silent_agent() -> LLMChain:
+    """An agent whose model has nothing to say: a resumed run fails."""
+    return LLMChain(ScriptedChatModel([]), tools=TOOLS)

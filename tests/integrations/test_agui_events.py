@@ -24,6 +24,7 @@ from ._frontend_runs import (
     denied_run,
     error_run,
     flaky_run,
+    progress_run,
     recorded,
     resumed,
     two_calls_run,
@@ -172,6 +173,35 @@ class TestAguiEvents:
             for call in "ab"
         }
         assert args == {"a": {"city": "Paris"}, "b": {"city": "Lyon"}}
+
+    def test_tool_progress(self) -> None:
+        """Each progress report is a CUSTOM "langhooks.tool_progress" event, in
+        order, before the call's result."""
+        out = events(progress_run())
+        custom = of(out, "CUSTOM")
+        assert [(e["name"], e["value"]) for e in custom] == [
+            (
+                "langhooks.tool_progress",
+                {
+                    "toolCallId": "a",
+                    "toolName": "get_weather",
+                    "progress": 1.0,
+                    "total": 2.0,
+                    "message": "fetching",
+                },
+            ),
+            (
+                "langhooks.tool_progress",
+                {
+                    "toolCallId": "a",
+                    "toolName": "get_weather",
+                    "progress": 2.0,
+                    "total": 2.0,
+                    "message": None,
+                },
+            ),
+        ]
+        assert kinds(out).index("CUSTOM") < kinds(out).index("TOOL_CALL_RESULT")
 
     def test_a_failing_tool(self) -> None:
         """A tool that raised has its error as the result the model reads."""
@@ -323,6 +353,22 @@ class TestUiMessageChunks:
         assert [c["toolCallId"] for c in errors] == ["a", "b"]
         assert "the weather service is down" in errors[0]["errorText"]
         assert [e["type"] for e in out].count("start-step") == 2
+
+    def test_tool_progress(self) -> None:
+        """Each progress report is a data-tool-progress part with the call's id
+        (a later one replaces the earlier), before the call's output."""
+        out = list(ui_message_chunks(progress_run()))
+        parts = of(out, "data-tool-progress")
+        assert [
+            (p["id"], p["data"]["progress"], p["data"]["message"]) for p in parts
+        ] == [
+            ("a", 1.0, "fetching"),
+            ("a", 2.0, None),
+        ]
+        assert parts[0]["data"]["total"] == 2.0
+        assert kinds(out).index("data-tool-progress") < kinds(out).index(
+            "tool-output-available"
+        )
 
     def test_tool_outputs(self) -> None:
         """Tools that ran are tool-output-available, in call order."""

@@ -78,7 +78,7 @@ class TestPending:
             status, out, err = langhooks("runs", "pending", *options(here))
         assert (status, out) == (1, "")
         assert err.count("\n") == 1
-        assert "call setup()" in err
+        assert "pass --schema SCHEMA" in err
 
 
 class TestShow:

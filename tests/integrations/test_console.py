@@ -14,6 +14,7 @@ from langhooks import (
     MessageDelta,
     TokenUsage,
     ToolCall,
+    ToolProgress,
     ToolResult,
 )
 from langhooks.chain import LLMChain, RetryPolicy, Tool
@@ -65,7 +66,10 @@ class TestOutput:
         run_once(handler)
         lines = out.getvalue().splitlines()
         assert lines[0].startswith("  on_run_start                 run ")
-        assert lines[1:5] == [
+        assert lines[1] == (
+            "  on_llm_call_start            ScriptedChatModel, 1 message(s), 1 tool(s)"
+        )
+        assert lines[2:6] == [
             "  on_llm_new_delta             thinking: Need it.",
             "  on_llm_new_delta             text: Calling it.",
             '  on_llm_new_delta             tool call echo: {"x":1}',
@@ -75,6 +79,10 @@ class TestOutput:
         assert "  on_tool_pre_execution        echo in invocation echo" in lines
         assert "  on_tool_execution_completed  echo -> echoed" in lines
         assert "  on_llm_token_usage           in 3, out 2, total 5" in lines
+        assert (
+            "  on_llm_call_complete         finish=tool_execution status=complete"
+            in lines
+        )
         assert lines[-1] == "  on_run_complete              status ok"
         assert handler.lines == len(lines)
         assert handler.count > handler.lines
@@ -127,11 +135,18 @@ class TestOutput:
         assert chain.add_message(Message.user("go")).run().status == "ok"
         lines = out.getvalue().splitlines()
         model_lines = [line for line in lines if "on_llm_" in line]
+        start = (
+            "  on_llm_call_start            ScriptedChatModel, 1 message(s), 0 tool(s)"
+        )
         assert [line for line in model_lines if "delta" not in line] == [
+            start,
             "  on_llm_error                 timeout: slow",
             "  on_llm_retry                 attempt 2 in 0.50 s (after timeout)",
+            start,
             "  on_llm_error                 timeout: slow",
             "  on_llm_retry                 attempt 3 in 1.00 s (after timeout)",
+            start,
+            "  on_llm_call_complete         finish=stop status=complete",
         ]
 
     def test_default_stream_is_stdout(self, capsys: pytest.CaptureFixture[str]) -> None:
@@ -150,11 +165,15 @@ class TestOutput:
         handler.on_message_processing_error(chain, Message.assistant("bad"))
         handler.on_error_message_created(chain, Message.user("answer in JSON"))
         handler.on_llm_error(chain, LangHooksError("timeout", "slow"))
+        handler.on_tool_progress(chain, call, ToolProgress(1, 4, "one"))
+        handler.on_tool_progress(chain, call, ToolProgress(2, 0))
         assert out.getvalue().splitlines() == [
             "  on_llm_new_message           1 tool call(s)",
             "  on_message_processing_error  a processor rejected it",
             "  on_error_message_created     answer in JSON",
             "  on_llm_error                 timeout: slow",
+            "  on_tool_progress             echo 1/4 (25%) one",
+            "  on_tool_progress             echo 2/0",
         ]
 
     def test_failures_and_provider_details(self) -> None:

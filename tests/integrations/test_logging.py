@@ -22,6 +22,7 @@ from langhooks import (
     ReviewContext,
     TokenUsage,
     ToolCall,
+    ToolProgress,
     chain_callbacks,
 )
 from langhooks.chain import LLMChain, RetryPolicy, Tool
@@ -255,6 +256,8 @@ class TestChainRecords:
         handler.on_tool_call_review(chain, call, LOOKUP, review)
         response = ChatResponse(message=Message.assistant("x"))
         handler.on_llm_call_complete(chain, response)
+        handler.on_tool_progress(chain, call, ToolProgress(1, 4, "secret words"))
+        handler.on_tool_progress(chain, call, ToolProgress(0.5))
         assert [(r.levelname, r.getMessage()) for r in sink.records] == [
             ("INFO", "on_llm_new_message 0 tool call(s)"),
             (
@@ -270,6 +273,8 @@ class TestChainRecords:
             ("WARNING", "on_retries_exceeded 0 failure(s)"),
             ("INFO", "on_tool_call_review lookup (human: approve)"),
             ("INFO", "on_llm_call_complete model"),
+            ("INFO", "on_tool_progress lookup at 1 of 4"),
+            ("INFO", "on_tool_progress lookup at 0.5"),
         ]
         assert all(r.__dict__["run_id"] is None for r in sink.records)
 

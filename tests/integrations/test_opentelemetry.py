@@ -48,10 +48,11 @@ from langhooks import (
     TokenUsage,
     ToolCall,
     ToolContext,
+    ToolProgress,
     ToolResult,
     chain_callbacks,
 )
-from langhooks.chain import Decision, LLMChain, RetryPolicy, Tool
+from langhooks.chain import Decision, LLMChain, OkResult, RetryPolicy, Tool
 from langhooks.integrations._otel import _calls as otel_calls
 from langhooks.integrations.opentelemetry import (
     CAPTURE_CONTENT_ENV,
@@ -388,6 +389,50 @@ class TestSpanTree:
         assert sorted(tools) == [f"call-{n}" for n in range(4)]
         inner_parents = sorted(parent_id(s) or 0 for s in otel.spans("weather service"))
         assert inner_parents == sorted(tools.values())
+
+    @pytest.mark.parametrize("capture", [False, True])
+    def test_progress_is_an_event_on_the_tool_span(
+        self, otel: Telemetry, capture: bool
+    ) -> None:
+        """Each progress report is a "langhooks.tool.progress" event on the call's
+        execute_tool span; its message only with content captured."""
+
+        def counting(arguments: Mapping[str, Any], context: ToolContext) -> str:
+            context.report_progress(1, 2, "halfway")
+            context.report_progress(2)
+            return "done"
+
+        handler = otel.handler(capture_content=capture)
+        chain = LLMChain(
+            ScriptedChatModel(turns(call("count"))),
+            tools=[Tool("count", counting)],
+            callbacks=[handler],
+        )
+        assert start(chain).run().status == "ok"
+        tool = otel.one("execute_tool count")
+        first: dict[str, object] = {
+            "langhooks.tool.progress.value": 1.0,
+            "langhooks.tool.progress.total": 2.0,
+        }
+        if capture:
+            first["langhooks.tool.progress.message"] = "halfway"
+        assert [(e.name, dict(e.attributes or {})) for e in tool.events] == [
+            ("langhooks.tool.progress", first),
+            ("langhooks.tool.progress", {"langhooks.tool.progress.value": 2.0}),
+        ]
+
+    def test_progress_of_an_unknown_call_is_skipped(self, otel: Telemetry) -> None:
+        """Progress of a call whose span the handler never opened (or outside a
+        run) adds no event and raises nothing."""
+        handler = otel.handler()
+        chain = start(
+            LLMChain(ScriptedChatModel([]), invocation=Invocation(name="run"))
+        )
+        handler.on_tool_progress(chain, call(), ToolProgress(1))
+        handler.on_run_start(chain)
+        handler.on_tool_progress(chain, call(), ToolProgress(1))
+        handler.on_run_complete(chain, OkResult(chain=chain))
+        assert [e.name for s in otel.spans() for e in s.events] == []
 
     def test_a_sync_handler_in_arun(self, otel: Telemetry) -> None:
         """The sync handler works for arun(), with async tools nested right."""

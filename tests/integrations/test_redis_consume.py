@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import logging
 import re
 import subprocess
 import sys
@@ -15,6 +16,8 @@ from typing import Any
 
 import pytest
 import redis
+import redis.backoff
+import redis.retry
 from typing_extensions import override
 
 from langhooks import ChainCallbackHandler, LangHooksError, Message, ToolContext, codec
@@ -290,6 +293,44 @@ class TestConsumerGroups:
             client, group="g", consumer="a", handler=Stopper(), prefix=prefix
         ).run(stop)
         assert stop.is_set()
+
+    def test_run_reads_again_through_faults(
+        self, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """run() on a server that is down: each failed run_once is followed by a
+        pause and another try; the fault is logged once, however many follow."""
+
+        class StopAfter(threading.Event):
+            """Set once it has been asked ``checks`` times (run() asks it once a
+            try): the test needs no clock."""
+
+            def __init__(self, checks: int) -> None:
+                super().__init__()
+                self.checks = checks
+
+            @override
+            def is_set(self) -> bool:
+                self.checks -= 1
+                return self.checks < 0
+
+        with private_redis() as (server, client):
+            server.kill()
+            server.wait()
+            down = redis.Redis(
+                port=client.connection_pool.connection_kwargs["port"],
+                socket_connect_timeout=0.3,
+                retry=redis.retry.Retry(redis.backoff.NoBackoff(), 0),
+            )
+            stop = StopAfter(3)
+            with caplog.at_level(logging.WARNING, logger="langhooks"):
+                RedisEventConsumer(
+                    down, group="g", consumer="a", handler=Stopper()
+                ).run(stop)
+            down.close()
+        assert stop.checks < 0  # three tries, each failed
+        warnings = [r for r in caplog.records if "RedisEventConsumer" in r.getMessage()]
+        assert len(warnings) == 1
+        assert "Redis failed" in warnings[0].getMessage()
 
     def test_bad_arguments(self, client: redis.Redis, prefix: str) -> None:
         """Names are non-empty strings, the handler a sync langhooks handler; a

@@ -20,6 +20,7 @@ import redis
 from langhooks import Message, ToolCall, codec
 from langhooks.chain import Decision, LLMChain
 from langhooks.cli.demo import QUESTION, SYSTEM, WEATHER_TOOL, ApprovalGate
+from langhooks.events import EventRecord
 from langhooks.integrations.redis import (
     RedisEventConsumer,
     RedisEventPublisher,
@@ -204,7 +205,7 @@ class TestFork:
         assert publisher.flush(5.0)
         ours: Any = client.xrange(f"{prefix}events")
         seqs = [
-            codec.loads(fields[b"record"]).seq
+            codec.loads(fields[b"record"], type=EventRecord).seq
             for _, fields in ours
             if fields[b"publisher"] == publisher.id.encode()
         ]

@@ -171,7 +171,7 @@ def entries(client: redis.Redis, key: str) -> list[tuple[EventRecord, dict[str, 
     got: Any = client.xrange(key)
     for _id, fields in got:
         data = {k.decode(): v.decode() for k, v in fields.items()}
-        out.append((codec.loads(data["record"]), data))
+        out.append((codec.loads(data["record"], type=EventRecord), data))
     return out
 
 

@@ -142,6 +142,28 @@ class TestPage:
         """The icon request gets an empty answer rather than an error."""
         assert httpx.get(f"{url}favicon.ico").status_code == 204
 
+    def test_the_page_knows_every_event(self) -> None:
+        """The script's list of record names is every chain and streaming event
+        (and "message"), so a new event cannot be missing from the page."""
+        import re
+        from importlib import resources
+
+        from langhooks import ChainCallbackHandler, StreamingChatResponseHandler
+
+        script = (
+            resources.files("langhooks.integrations")
+            .joinpath("_web_static", "app.js")
+            .read_text()
+        )
+        listed = re.search(r"const EVENTS = \[(.*?)\];", script, re.S)
+        assert listed is not None
+        names = set(re.findall(r'"(\w+)"', listed.group(1)))
+        assert names == {
+            *ChainCallbackHandler._langhooks_own_events,
+            *StreamingChatResponseHandler._langhooks_own_events,
+            "message",
+        }
+
     def test_the_page_never_parses_run_content_as_html(self) -> None:
         """The script sets text only: no innerHTML, outerHTML or insertAdjacentHTML."""
         from importlib import resources

@@ -7,14 +7,18 @@ where .ci/run installs chromium and a missing browser fails the tests.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from langhooks import Message, ToolCall, ToolContext
+from langhooks.chain import LLMChain, Tool
 from langhooks.integrations._web_auth import TokenAuth
 from langhooks.integrations.web import create_app
-from langhooks.models import ScriptedTurn
+from langhooks.models import ScriptedChatModel, ScriptedTurn
+from langhooks.stores import MemoryRunStore
 from tests._services import need_command, unavailable
 
 from ._web_harness import ANSWER, FIRST_TEXT, QUESTION, agent_of, serving, weather_turns
@@ -98,6 +102,34 @@ class TestDemoRun:
             expect(page.locator("#usage")).to_have_text("tokens: 48 in · 36 out")
             assert page.text_content("#run-state") == "waiting for approval"
             assert page.text_content("#runs .prompt") == QUESTION
+            page.close()
+
+    def test_progress_shows_on_the_running_call(self, page: Page) -> None:
+        """A running tool's progress report is shown on its card."""
+        release = threading.Event()
+
+        def indexing(arguments: Mapping[str, Any], context: ToolContext) -> str:
+            context.report_progress(2, 4, "halfway")
+            release.wait(30)
+            return "indexed"
+
+        def agent(prompt: str) -> LLMChain:
+            call = ToolCall(call_id="c1", name="index", arguments={})
+            model = ScriptedChatModel(
+                [ScriptedTurn(tool_calls=[call]), ScriptedTurn(text="Indexed.")]
+            )
+            # Concurrent: the tool waits in a worker thread, not on the app's loop.
+            tool = Tool("index", indexing, concurrent=True)
+            return LLMChain(model, tools=[tool]).add_message(Message.user(prompt))
+
+        with serving(guarded_app(agent=agent, heartbeat=0.5)) as url:
+            start_run(page, url)
+            try:
+                expect(page.locator(".tool .note")).to_have_text("2/4 (50%) halfway")
+            finally:
+                release.set()
+            page.wait_for_selector(".tool[data-state=completed]")
+            assert page.text_content(".tool .note") == ""
             page.close()
 
     def test_approve_resumes_the_run_and_the_answer_appears(self, page: Page) -> None:
@@ -340,4 +372,52 @@ class TestTheEnd:
             seen = page.evaluate("() => window.connectionTexts")
             assert "reconnecting…" not in seen
             assert seen[-1] == "stream ended"
+            page.close()
+
+
+class HeldSaves:
+    """A ``MemoryRunStore`` whose ``save`` waits until the test lets it go: the run
+    has ended, but the server is not done with it yet."""
+
+    def __init__(self) -> None:
+        self.store = MemoryRunStore()
+        self.release = threading.Event()
+
+    def save(self, chain: LLMChain, **options: Any) -> str:
+        self.release.wait(30)
+        return self.store.save(chain, **options)
+
+    def load(self, run_id: str, *args: Any, **options: Any) -> LLMChain:
+        return self.store.load(run_id, *args, **options)
+
+    def resume(self, run_id: str, *args: Any, **options: Any) -> Any:
+        return self.store.resume(run_id, *args, **options)
+
+    def pending(self, **options: Any) -> Any:
+        return self.store.pending(**options)
+
+    def delete(self, run_id: str) -> bool:
+        return self.store.delete(run_id)
+
+
+class TestRunList:
+    def test_the_list_shows_the_live_state_of_the_shown_run(self, page: Page) -> None:
+        """The run waits for approval: its entry in the run list says so with the
+        view, while the server is still saving the run (its listed state is
+        "running" until the save is done)."""
+        held = HeldSaves()
+        app = guarded_app(
+            agent=agent_of(weather_turns(), delay=0.0), store=held, heartbeat=0.5
+        )
+        with serving(app) as url:
+            try:
+                start_run(page, url)
+                expect(page.locator("#run-state")).to_have_text("waiting for approval")
+                listed = page.request.get(f"{url}runs").json()["runs"]
+                assert [run["state"] for run in listed] == ["running"]
+                expect(page.locator("#runs .state")).to_have_text(
+                    "waiting for approval"
+                )
+            finally:
+                held.release.set()
             page.close()

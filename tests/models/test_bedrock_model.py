@@ -323,7 +323,7 @@ class TestRequest:
         """A client without ``converse_stream`` is a classified error, reported once."""
         recorder = Recorder()
         with pytest.raises(LangHooksError) as raised:
-            BedrockChatModel(model=MODEL, client=object()).stream(REQUEST, recorder)
+            BedrockChatModel(model=MODEL, client=object()).stream(REQUEST, recorder)  # type: ignore[arg-type]
         assert raised.value.type == "stream_error"
         assert isinstance(raised.value.original, AttributeError)
         assert recorder.errors == [raised.value]
@@ -341,12 +341,12 @@ class TestRequest:
     def test_model_name_must_be_a_string(self) -> None:
         """An empty model name is rejected at construction."""
         with pytest.raises(ValueError, match="model"):
-            BedrockChatModel(model="", client=object())
+            BedrockChatModel(model="", client=object())  # type: ignore[arg-type]
 
     def test_region_with_a_client_is_refused(self) -> None:
         """``region`` configures the client made here, not one passed in."""
         with pytest.raises(TypeError, match="region"):
-            BedrockChatModel(model=MODEL, client=object(), region="us-east-1")
+            BedrockChatModel(model=MODEL, client=object(), region="us-east-1")  # type: ignore[arg-type]
 
     @pytest.mark.usefixtures("aws_env")
     def test_makes_its_client_with_retries_off(self, server: FixtureServer) -> None:
@@ -355,7 +355,7 @@ class TestRequest:
         made = BedrockChatModel(
             model=MODEL, region="eu-central-1", endpoint_url=server.url
         )
-        assert made.client.meta.region_name == "eu-central-1"
+        assert made.client.meta.region_name == "eu-central-1"  # type: ignore[attr-defined]
         with pytest.raises(LangHooksError) as raised:
             made.stream(REQUEST, Recorder())
         assert (raised.value.type, raised.value.retryable) == ("overloaded", True)

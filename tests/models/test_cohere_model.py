@@ -161,7 +161,7 @@ class TestRequest:
     def test_wrong_client_type(self) -> None:
         """A client that is not a cohere.ClientV2 is a TypeError."""
         with pytest.raises(TypeError, match=r"cohere\.ClientV2"):
-            CohereChatModel(model="command-a", client=object())
+            CohereChatModel(model="command-a", client=object())  # type: ignore[arg-type]
 
     def test_missing_key(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """No key anywhere is an authentication error naming api_key=."""

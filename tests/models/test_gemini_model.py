@@ -205,7 +205,7 @@ class TestRequest:
     def test_wrong_client_type(self) -> None:
         """A client that is not a google.genai.Client is a TypeError."""
         with pytest.raises(TypeError, match=r"google\.genai\.Client"):
-            GeminiChatModel(model="gemini-2.5-flash", client=object())
+            GeminiChatModel(model="gemini-2.5-flash", client=object())  # type: ignore[arg-type]
 
     def test_missing_key(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """No key anywhere is an authentication error naming api_key=."""

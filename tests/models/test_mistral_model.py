@@ -115,7 +115,7 @@ class TestRequest:
     def test_wrong_client_type(self) -> None:
         """A client that is not a mistralai Mistral is a TypeError."""
         with pytest.raises(TypeError, match=r"mistralai\.client\.Mistral"):
-            MistralChatModel(model="mistral-small-latest", client=object())
+            MistralChatModel(model="mistral-small-latest", client=object())  # type: ignore[arg-type]
 
 
 class TestStreaming:

@@ -49,6 +49,10 @@ __all__ = [
     "EXECUTE_TOOL",
     "FIRST_CHUNK_BUCKETS",
     "INVOKE_AGENT",
+    "PROGRESS_EVENT",
+    "PROGRESS_MESSAGE",
+    "PROGRESS_TOTAL",
+    "PROGRESS_VALUE",
     "RETRY_ATTEMPT",
     "RETRY_DELAY",
     "RETRY_EVENT",
@@ -75,6 +79,12 @@ ERROR_TYPE: Final = error_attributes.ERROR_TYPE
 RETRY_EVENT: Final = "langhooks.retry"
 RETRY_ATTEMPT: Final = "langhooks.retry.attempt"
 RETRY_DELAY: Final = "langhooks.retry.delay"
+# The event on a tool's span for each progress report (``on_tool_progress``), and
+# its attributes; the message is content, captured only with content on spans.
+PROGRESS_EVENT: Final = "langhooks.tool.progress"
+PROGRESS_VALUE: Final = "langhooks.tool.progress.value"
+PROGRESS_TOTAL: Final = "langhooks.tool.progress.total"
+PROGRESS_MESSAGE: Final = "langhooks.tool.progress.message"
 
 # The bucket boundaries the conventions advise for each histogram.
 DURATION_BUCKETS: Final = (

@@ -19,7 +19,7 @@ from opentelemetry.semconv._incubating.metrics import gen_ai_metrics
 from opentelemetry.trace import Span, SpanKind, TracerProvider
 
 from ..._core._messages import ChatResponse, LangHooksError, ToolCall, ToolResult
-from ..._core._tools import Tool
+from ..._core._tools import Tool, ToolProgress
 from ..._version import __version__
 from .. import _genai_content as content
 from ._calls import (
@@ -28,6 +28,10 @@ from ._calls import (
     EXECUTE_TOOL,
     FIRST_CHUNK_BUCKETS,
     INVOKE_AGENT,
+    PROGRESS_EVENT,
+    PROGRESS_MESSAGE,
+    PROGRESS_TOTAL,
+    PROGRESS_VALUE,
     RETRY_ATTEMPT,
     RETRY_DELAY,
     RETRY_EVENT,
@@ -301,6 +305,24 @@ class Telemetry:
         with self._lock:
             run.tools[call.call_id] = span
         attach(trace.set_span_in_context(span))
+
+    def tool_progress(
+        self, chain: LLMChain, call: ToolCall, progress: ToolProgress
+    ) -> None:
+        """A progress report: an event on the call's open span."""
+        run = self._run(chain)
+        if run is None:
+            return
+        with self._lock:
+            span = run.tools.get(call.call_id)
+        if span is None:  # the handler was added after the call started
+            return
+        attributes: dict[str, AttributeValue] = {PROGRESS_VALUE: progress.progress}
+        if progress.total is not None:
+            attributes[PROGRESS_TOTAL] = progress.total
+        if progress.message is not None and self.capture.on_spans:
+            attributes[PROGRESS_MESSAGE] = progress.message
+        span.add_event(PROGRESS_EVENT, attributes)
 
     def _take_tool_span(
         self, chain: LLMChain, call_id: str, name: str, arguments: object

@@ -9,9 +9,9 @@
     "on_llm_token_usage", "on_llm_response_headers", "on_message_processed",
     "on_message_processing_error", "on_error_message_created", "on_tool_call_identified",
     "on_tool_call_review", "on_tool_execution_started", "on_tool_pre_execution",
-    "on_tool_execution_completed", "on_tool_execution_failed",
+    "on_tool_progress", "on_tool_execution_completed", "on_tool_execution_failed",
     "on_tool_execution_exception", "on_tool_interrupted", "on_tool_response_created",
-    "on_llm_error", "on_error", "on_retries_exceeded", "on_run_complete",
+    "on_llm_error", "on_llm_retry", "on_error", "on_retries_exceeded", "on_run_complete",
     "on_llm_call_start", "on_llm_call_complete", "on_partial_response",
     "on_partial_thinking", "on_partial_tool_call", "on_complete_tool_call",
     "on_unmapped_raw_event", "on_complete_response", "message",
@@ -54,11 +54,28 @@
     }[state] || state;
   }
 
-  function setRunState(state) {
+  function showRunState(state) {
     const badge = $("run-state");
     badge.textContent = describeState(state);
     badge.className = `badge ${state}`;
   }
+
+  // What the live stream says of the shown run, on its badge and in the run list at
+  // once. The list is polled, and the state it gives changes only when the server
+  // is done with the run (a run store's save, after its last record): until then
+  // the list would say "running" of a run the view shows waiting for approval.
+  function setRunState(state) {
+    showRunState(state);
+    if (!view) return;
+    view.state = state;
+    for (const button of document.querySelectorAll("#runs button")) {
+      if (button.dataset.runId === view.runId) {
+        button.querySelector(".state").textContent = describeState(state);
+      }
+    }
+  }
+
+  const busy = (state) => ["running", "resuming"].includes(state);
 
   function setConnection(text) {
     $("connection").textContent = text;
@@ -79,7 +96,8 @@
       $("run-id").textContent = runId;
       $("view").hidden = false;
       $("empty").hidden = true;
-      setRunState("running");
+      this.state = null;  // what the stream said last (setRunState)
+      showRunState("running");
       this.open();
     }
 
@@ -207,6 +225,11 @@
       setRunState("error");
     }
 
+    on_run_start() {
+      // A run (or a resume) begins: the list may say so again.
+      if (this.state !== null) setRunState("running");
+    }
+
     on_run_complete(payload) {
       // "ok" may be a resume's tools finishing before the model answers: the run
       // is finished when its stream ends.
@@ -319,6 +342,17 @@
       this.setToolState(this.card(payload.call), "running");
     }
 
+    on_tool_progress(payload) {
+      const card = this.card(payload.call);
+      const { progress, total, message } = payload.progress || {};
+      let text = String(progress);
+      if (total !== null && total !== undefined) {
+        text += `/${total}`;
+        if (total) text += ` (${Math.round((100 * progress) / total)}%)`;
+      }
+      card.note.textContent = message ? `${text} ${message}` : text;
+    }
+
     on_tool_execution_completed(payload) {
       const card = this.card(payload.call);
       card.actions.replaceChildren();
@@ -356,17 +390,20 @@
       const button = make("button");
       button.type = "button";
       button.dataset.runId = run.run_id;
+      let state = run.state;
       if (view && view.runId === run.run_id) {
         button.className = "selected";
         $("question").hidden = !run.prompt;
         $("question").textContent = run.prompt;
-        if (!["running", "resuming"].includes(run.state) && view.lastStatus) {
+        if (busy(run.state) && view.state !== null && !busy(view.state)) {
+          state = view.state;  // the stream is ahead of the list (setRunState)
+        } else if (!busy(run.state) && view.lastStatus) {
           setRunState(run.state);
         }
       }
       // A run another process started has no prompt here: name it by its id.
       const title = run.prompt || `run ${run.run_id.slice(0, 8)}`;
-      button.append(make("span", "prompt", title), make("span", "state", describeState(run.state)));
+      button.append(make("span", "prompt", title), make("span", "state", describeState(state)));
       button.onclick = () => { location.hash = run.run_id; };
       item.append(button);
       return item;

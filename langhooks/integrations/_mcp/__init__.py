@@ -1,0 +1,2 @@
+"""The MCP integration's implementation (``langhooks.integrations.mcp`` is its
+public surface)."""
