@@ -17,6 +17,7 @@ runs one invocation at a time, so state is kept per agent.
 
 from __future__ import annotations
 
+import time
 import warnings
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any, Final, final
@@ -81,7 +82,8 @@ class _RunState:
     def __init__(self, run: FrameworkRun) -> None:
         self.run: Final = run
         self.batch: _Batch | None = None
-        self.failed: LangHooksError | None = None  # until the next attempt
+        #: The last attempt's error and when it failed, until the next attempt.
+        self.failed: tuple[LangHooksError, float] | None = None
         self.error: BaseException | None = None  # the last model failure
         #: Whether the invocation resumes a tool batch an interrupt paused.
         self.resuming = False
@@ -186,8 +188,9 @@ class LangHooksHookProvider:
     async def _before_model(self, event: BeforeModelCallEvent) -> None:
         state = self._runs[id(event.agent)]
         if state.failed is not None:
-            failed, state.failed = state.failed, None
-            await state.run.model_retry(failed, 0.0)
+            (failed, at), state.failed = state.failed, None
+            # Strands does not say the delay it chose: the time it waited is.
+            await state.run.model_retry(failed, time.monotonic() - at)
         state.blocks = {}
         state.usage = None
         await state.run.model_start(FrameworkModel(_model_name(event.agent), _SYSTEM))
@@ -236,7 +239,7 @@ class LangHooksHookProvider:
                 "empty_response", "the model call ended without a response"
             )
             state.error = exception
-            state.failed = await state.run.model_error(exception)
+            state.failed = (await state.run.model_error(exception), time.monotonic())
             return
         message = message_of(event.stop_response.message)
         if state.blocks:
