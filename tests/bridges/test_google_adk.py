@@ -27,17 +27,20 @@ from google.adk.runners import Runner  # noqa: E402
 from google.adk.sessions.in_memory_session_service import (  # noqa: E402
     InMemorySessionService,
 )
+from google.adk.tools.agent_tool import AgentTool  # noqa: E402
 from google.adk.tools.base_tool import BaseTool  # noqa: E402
 from google.adk.tools.function_tool import FunctionTool  # noqa: E402
 from google.genai import types  # noqa: E402
 
 from langhooks import (  # noqa: E402
     Allow,
+    ChainCallbackHandler,
     Deny,
     Interrupt,
     TokenUsage,
     ToolCall,
     UpdateArguments,
+    current_invocation,
 )
 from langhooks.chain import Decision  # noqa: E402
 from langhooks.events import EventRecord, EventRecorder  # noqa: E402
@@ -200,6 +203,34 @@ class TestFailures:
             "on_llm_error",
             "on_error",
         ]
+
+    def test_a_cancelled_tool_fails_the_run(self, place: Place) -> None:
+        """A tool call cancelled ends the run with ``on_error`` ("cancelled"),
+        where ADK itself goes on to end the run as usual."""
+        records: list[EventRecord] = []
+
+        async def stop() -> str:
+            """Stop."""
+            raise asyncio.CancelledError
+
+        turns = [Turn(calls=(ToolCall(call_id="c1", name="stop", arguments={}),))]
+        agent = LlmAgent(
+            name="assistant",
+            model=ScriptedGemini(turns=turns),
+            tools=[FunctionTool(stop)],
+        )
+        run = Runner(
+            app=App(
+                name=APP,
+                root_agent=agent,
+                plugins=[LangHooksPlugin(EventRecorder(records.append))],
+            ),
+            session_service=InMemorySessionService(),
+        )
+        _run(run, place, _message("go"))
+        assert names(records)[-2:] == ["on_tool_pre_execution", "on_error"]
+        assert records[-1].payload["error"]["error_type"] == "cancelled"
+        assert current_invocation() is None
 
     def test_a_call_to_an_unknown_tool_is_left_to_adk(self, place: Place) -> None:
         """No review for a tool the agent does not have: ADK answers it."""
@@ -424,6 +455,7 @@ class TestAgents:
         second = LlmAgent(
             name="second",
             model=ScriptedGemini(turns=[Turn(text="a"), Turn(text="two")]),
+            tools=[FunctionTool(_lookup)],
         )
         with warnings.catch_warnings():
             warnings.filterwarnings(
@@ -442,6 +474,60 @@ class TestAgents:
         assert names(records).count("on_run_start") == 1
         assert names(records).count("on_llm_call_complete") == 2
         assert names(records)[-1] == "on_run_complete"
+
+
+class TestNesting:
+    """A run inside a tool call is a child of the call's invocation."""
+
+    def test_an_agent_tool_run_is_a_child_of_its_call(self, place: Place) -> None:
+        """``AgentTool``: the helper's run has the call's invocation as parent,
+        whose parent is the outer run's."""
+        starts: list[Any] = []
+        calls: list[Any] = []
+
+        class Tree(ChainCallbackHandler):
+            @override
+            def on_run_start(self, chain: Any, /) -> None:
+                starts.append(chain.invocation)
+
+            @override
+            def on_tool_pre_execution(
+                self, chain: Any, call: Any, tool: Any, /
+            ) -> None:
+                calls.append(current_invocation())
+
+        helper = LlmAgent(
+            name="helper",
+            description="helps",
+            model=ScriptedGemini(turns=[Turn(text="helped")]),
+        )
+        ask = ToolCall(call_id="c1", name="helper", arguments={"request": "x"})
+        main = LlmAgent(
+            name="main",
+            model=ScriptedGemini(turns=[Turn(calls=(ask,)), Turn(text="done")]),
+            tools=[AgentTool(helper)],
+        )
+        run = Runner(
+            app=App(name=APP, root_agent=main, plugins=[LangHooksPlugin(Tree())]),
+            session_service=InMemorySessionService(),
+        )
+        with warnings.catch_warnings():
+            # ADK's AgentTool makes its runner with the `plugins` argument ADK
+            # itself deprecates (google-adk 2.13).
+            warnings.filterwarnings(
+                "ignore", "The `plugins` argument is deprecated", DeprecationWarning
+            )
+            _run(run, place, _message("go"))
+        outer, inner = starts
+        (call,) = calls
+        assert call.parent_id == outer.id
+        assert inner.parent_id == call.id
+        assert current_invocation() is None
+
+
+def _lookup(order: int) -> str:
+    """Find an order."""
+    return str(order)
 
 
 class TestConversions:

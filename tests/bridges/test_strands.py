@@ -26,11 +26,13 @@ from strands.types.interrupt import InterruptResponseContent  # noqa: E402
 
 from langhooks import (  # noqa: E402
     Allow,
+    ChainCallbackHandler,
     ContentPart,
     Deny,
     Interrupt,
     ToolCall,
     UpdateArguments,
+    current_invocation,
 )
 from langhooks.chain import Decision  # noqa: E402
 from langhooks.events import EventRecord, EventRecorder  # noqa: E402
@@ -399,6 +401,59 @@ class TestConversations:
         bot = agent(place, [EventRecorder(records.append)], session=False)
         bot.tool.get_weather(city="Paris")
         assert records == []
+
+
+class TestNesting:
+    """A run inside a tool call is a child of the call's invocation."""
+
+    def test_an_agent_called_by_a_tool_is_a_child_of_the_call(
+        self, place: Place
+    ) -> None:
+        """A tool that asks another agent: the helper's run has the call's
+        invocation as parent, whose parent is the outer run's."""
+        starts: list[Any] = []
+        calls: list[Any] = []
+
+        class Tree(ChainCallbackHandler):
+            @override
+            def on_run_start(self, chain: Any, /) -> None:
+                starts.append(chain.invocation)
+
+            @override
+            def on_tool_pre_execution(
+                self, chain: Any, call: Any, tool: Any, /
+            ) -> None:
+                calls.append(current_invocation())
+
+        tree = Tree()
+        helper = Agent(
+            model=ScriptedStrandsModel([Turn(text="helped")]),
+            hooks=[LangHooksHookProvider(tree)],
+            callback_handler=None,
+        )
+
+        def ask(tool_use: Any, **_: Any) -> Any:
+            answer = str(helper(tool_use["input"]["request"]))
+            return {
+                "toolUseId": tool_use["toolUseId"],
+                "status": "success",
+                "content": [{"text": answer}],
+            }
+
+        spec: Any = {"name": "ask", "description": "", "inputSchema": {"json": {}}}
+        call = ToolCall(call_id="c1", name="ask", arguments={"request": "x"})
+        main = Agent(
+            model=ScriptedStrandsModel([Turn(calls=(call,)), Turn(text="done")]),
+            tools=[PythonAgentTool("ask", spec, ask)],
+            hooks=[LangHooksHookProvider(tree)],
+            callback_handler=None,
+        )
+        main("go")
+        outer, inner = starts
+        (tool_call,) = calls
+        assert tool_call.parent_id == outer.id
+        assert inner.parent_id == tool_call.id
+        assert current_invocation() is None
 
 
 class TestConversions:

@@ -37,11 +37,12 @@ from google.genai import types
 from typing_extensions import override
 
 from ..._core._chain_callbacks import Deny, Interrupt, ReviewDecision, UpdateArguments
-from ..._core._invocation import Invocation, current_invocation, invocation
-from ..._core._messages import Message, ToolCall, ToolResult
+from ..._core._invocation import Invocation, current_invocation
+from ..._core._messages import LangHooksError, Message, ToolCall, ToolResult
 from ...chain._tool_results import short_description
 from .._bridging._chain import FrameworkModel
 from .._bridging._run import BridgeHandlers, FrameworkRun, response_of
+from .._bridging._tool_scope import ToolScopes
 from ._convert import (
     CONFIRMATION,
     DECISION_KEY,
@@ -75,10 +76,13 @@ class _Batch:
 class _RunState:
     """What the plugin keeps for one ADK invocation."""
 
-    __slots__ = ("batch", "fragments", "run")
+    __slots__ = ("batch", "cancelled", "fragments", "run", "scopes")
 
     def __init__(self, run: FrameworkRun) -> None:
         self.run: Final = run
+        self.scopes: Final = ToolScopes()
+        #: The cancellation of a tool call, which ends the run.
+        self.cancelled: LangHooksError | None = None
         self.batch: _Batch | None = None
         self.fragments = 0  # function calls streamed in the current attempt
 
@@ -184,7 +188,11 @@ class LangHooksPlugin(BasePlugin):
         self, *, invocation_context: InvocationContext
     ) -> None:
         state = self._runs.pop(invocation_context.invocation_id, None)
-        if state is not None:
+        if state is None:
+            return
+        if state.cancelled is not None:
+            await state.run.fail(state.cancelled)
+        else:
             await state.run.complete()
 
     @override
@@ -363,8 +371,12 @@ class LangHooksPlugin(BasePlugin):
             tool_args.clear()
             tool_args.update(plan.arguments)
             batch.calls[call_id] = call = _updated(call, plan)
-        with invocation(call.name, custom_context=state.run.chain.custom_context):
-            await state.run.tool_pre_execution(call)
+        run = state.run
+        assert run.chain.invocation is not None  # FrameworkRun's chain has one
+        state.scopes.open(
+            call_id, call.name, run.chain.invocation, run.chain.custom_context
+        )
+        await run.tool_pre_execution(call)
         return None
 
     def _ran(
@@ -397,6 +409,7 @@ class LangHooksPlugin(BasePlugin):
         ran = self._ran(tool_context)
         if ran is not None:
             state, batch, call = ran
+            state.scopes.close(call.call_id)
             value = result.get("result", result) if len(result) == 1 else result
             done = ToolResult(
                 tool_call_id=call.call_id, name=call.name, content=_text(value)
@@ -415,9 +428,16 @@ class LangHooksPlugin(BasePlugin):
         error: Exception,
     ) -> dict[str, Any] | None:
         ran = self._ran(tool_context)
-        if ran is None or isinstance(error, asyncio.CancelledError):
+        if ran is None:
             return None
         state, batch, call = ran
+        state.scopes.close(call.call_id)
+        if isinstance(error, asyncio.CancelledError):
+            # ADK ends the run as if it succeeded: the run failed, and says so.
+            state.cancelled = LangHooksError(
+                "cancelled", f"tool call {call.call_id!r} ({call.name}) was cancelled"
+            )
+            return None
         text = f"Error: the tool failed: {short_description(error)}"
         failed = ToolResult(
             tool_call_id=call.call_id, name=call.name, content=text, is_error=True

@@ -38,10 +38,11 @@ from strands.middleware import InvokeModelStage
 from strands.types._events import ModelStreamChunkEvent
 
 from ..._core._chain_callbacks import Deny, Interrupt, ReviewDecision, UpdateArguments
-from ..._core._invocation import Invocation, current_invocation, invocation
+from ..._core._invocation import Invocation, current_invocation
 from ..._core._messages import LangHooksError, ToolCall, ToolResult
 from .._bridging._chain import FrameworkModel
 from .._bridging._run import BridgeHandlers, FrameworkRun, response_of
+from .._bridging._tool_scope import ToolScopes
 from ._convert import (
     DECISION_KEY,
     INTERRUPT_NAME,
@@ -77,10 +78,20 @@ class _Batch:
 class _RunState:
     """What the provider keeps for one invocation of one agent."""
 
-    __slots__ = ("batch", "blocks", "error", "failed", "resuming", "run", "usage")
+    __slots__ = (
+        "batch",
+        "blocks",
+        "error",
+        "failed",
+        "resuming",
+        "run",
+        "scopes",
+        "usage",
+    )
 
     def __init__(self, run: FrameworkRun) -> None:
         self.run: Final = run
+        self.scopes: Final = ToolScopes()
         self.batch: _Batch | None = None
         #: The last attempt's error and when it failed, until the next attempt.
         self.failed: tuple[LangHooksError, float] | None = None
@@ -355,14 +366,19 @@ class LangHooksHookProvider:
         call = batch.calls[call_id] = _updated(call, plan)
         if call.arguments != event.tool_use.get("input"):
             event.tool_use = {**event.tool_use, "input": dict(call.arguments)}
-        with invocation(call.name, custom_context=state.run.chain.custom_context):
-            await state.run.tool_pre_execution(call)
+        run = state.run
+        assert run.chain.invocation is not None  # FrameworkRun's chain has one
+        state.scopes.open(
+            call_id, call.name, run.chain.invocation, run.chain.custom_context
+        )
+        await run.tool_pre_execution(call)
 
     async def _after_tool(self, event: AfterToolCallEvent) -> None:
         state = self._runs.get(id(event.agent))
         if state is None:
             return  # a direct call (agent.tool.name(...)): no run to report it in
         call_id = str(event.tool_use["toolUseId"])
+        state.scopes.close(call_id)
         batch = state.batch
         assert batch is not None  # BeforeToolsEvent opened it
         if (
