@@ -92,16 +92,13 @@ PAIRS: Final = (
         "integrations/_postgres_store_async.py",
         "integrations/_postgres_store_sync.py",
         exact={
-            # A thread-safe lock; a pool opened at once (an async one opens in a
-            # running loop, on first use).
+            # A thread-safe lock.
             "import asyncio\n": "import threading\n",
             "asyncio.Lock()": "threading.Lock()",
-            "open=False,": "open=True,",
             "is_async=True": "is_async=False",
             # The class docstring, for the sync store.
             "\n    The asyncio twin of ``PostgresRunStore``, on the same tables: a run "
             "saved by\n    one is resumed by the other. Every method is awaited.\n": "",
-            ", on first use;": ";",
             " (async tools awaited)": "",
         },
         prefixed=frozenset({"aresume_once", "arun"}),

@@ -19,7 +19,7 @@ from langhooks._persist._resume import (
     aresume_once,
     resume_once,
 )
-from langhooks._persist._stores import _MemoryClaims
+from langhooks._persist._stores import CallKey, _MemoryClaims
 from langhooks.chain import Decision, LLMChain, Tool
 from langhooks.models import ScriptedChatModel, ScriptedTurn
 from langhooks.stores import MemoryRunStore
@@ -77,11 +77,13 @@ class FlakyClaims(ClaimBackend):
         return self._claims.heartbeat(run_id, token)
 
     @override
-    def start_call(self, run_id: str, token: str, call_id: str) -> str | None:
+    def start_call(self, run_id: str, token: str, call_id: CallKey) -> str | None:
         return self._claims.start_call(run_id, token, call_id)
 
     @override
-    def finish_call(self, run_id: str, token: str, call_id: str, outcome: str) -> None:
+    def finish_call(
+        self, run_id: str, token: str, call_id: CallKey, outcome: str
+    ) -> None:
         self._claims.finish_call(run_id, token, call_id, outcome)
 
     @override
@@ -118,12 +120,12 @@ class AsyncFlakyClaims(AsyncClaimBackend):
         return self._claims.heartbeat(run_id, token)
 
     @override
-    async def start_call(self, run_id: str, token: str, call_id: str) -> str | None:
+    async def start_call(self, run_id: str, token: str, call_id: CallKey) -> str | None:
         return self._claims.start_call(run_id, token, call_id)
 
     @override
     async def finish_call(
-        self, run_id: str, token: str, call_id: str, outcome: str
+        self, run_id: str, token: str, call_id: CallKey, outcome: str
     ) -> None:
         self._claims.finish_call(run_id, token, call_id, outcome)
 

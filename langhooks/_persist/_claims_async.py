@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from .._core._messages import ToolCall
+from ._runs import CallKey
 
 __all__ = ["AsyncClaimBackend"]
 
@@ -32,9 +33,11 @@ class AsyncClaimBackend(Protocol):
         """Renew the claim; False when ``token`` no longer holds it."""
         ...
 
-    async def start_call(self, run_id: str, token: str, call_id: str) -> str | None:
+    async def start_call(self, run_id: str, token: str, call: CallKey) -> str | None:
         """Mark a call started: None when it was not, else its outcome text
-        (``""`` for a call that started and never returned).
+        (``""`` for a call that started and never returned). A store that kept
+        records by call id alone (before ``CallKey``) takes such a record as
+        this call's, once.
 
         Raises:
             LangHooksError: "conflict" when ``token`` no longer holds the claim.
@@ -42,7 +45,7 @@ class AsyncClaimBackend(Protocol):
         ...
 
     async def finish_call(
-        self, run_id: str, token: str, call_id: str, outcome: str
+        self, run_id: str, token: str, call: CallKey, outcome: str
     ) -> None:
         """Save the outcome of a started call."""
         ...

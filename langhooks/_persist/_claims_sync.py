@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from .._core._messages import ToolCall
+from ._runs import CallKey
 
 __all__ = ["ClaimBackend"]
 
@@ -34,16 +35,18 @@ class ClaimBackend(Protocol):
         """Renew the claim; False when ``token`` no longer holds it."""
         ...
 
-    def start_call(self, run_id: str, token: str, call_id: str) -> str | None:
+    def start_call(self, run_id: str, token: str, call: CallKey) -> str | None:
         """Mark a call started: None when it was not, else its outcome text
-        (``""`` for a call that started and never returned).
+        (``""`` for a call that started and never returned). A store that kept
+        records by call id alone (before ``CallKey``) takes such a record as
+        this call's, once.
 
         Raises:
             LangHooksError: "conflict" when ``token`` no longer holds the claim.
         """
         ...
 
-    def finish_call(self, run_id: str, token: str, call_id: str, outcome: str) -> None:
+    def finish_call(self, run_id: str, token: str, call: CallKey, outcome: str) -> None:
         """Save the outcome of a started call."""
         ...
 

@@ -26,6 +26,7 @@ from .._core._tools import Tool, ToolContext
 from ._claims_async import AsyncClaimBackend
 from ._claims_sync import ClaimBackend
 from ._codec import decode, encode
+from ._runs import CallKey
 
 if TYPE_CHECKING:
     from ..chain import Decision, LLMChain, RetryPolicy, RunResult
@@ -100,7 +101,9 @@ def _raised_text(exc: BaseException) -> str:
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    # ASCII: a lone surrogate (a file name os.listdir gave) or a NUL is an escape
+    # here, which every store keeps and json.loads gives back.
+    return json.dumps(value, separators=(",", ":"))
 
 
 def stopped_result(call: ToolCall) -> ToolResult:
@@ -138,6 +141,22 @@ def _reused(call: ToolCall, text: str) -> str | ToolResult:
 # --- guarded tools -----------------------------------------------------------------
 
 
+def _call_key(context: ToolContext) -> CallKey:
+    """The key of the call ``context`` runs: the latest assistant message that
+    made a call with its id (the one a batch answers) and that id."""
+    call_id = context.call.call_id
+    messages = context.chain.messages if context.chain is not None else ()
+    position = next(
+        (
+            index
+            for index in range(len(messages) - 1, -1, -1)
+            if any(made.call_id == call_id for made in messages[index].tool_calls)
+        ),
+        -1,
+    )
+    return CallKey(position, call_id)
+
+
 @final
 class _Live:
     """Whether the resume that wrapped the tools still drives them."""
@@ -157,8 +176,8 @@ def _guarded(
         if not live.on:
             # The chain outlived its resume (result.chain.run()): a plain tool.
             return original(arguments, context)
-        call_id = context.call.call_id
-        saved = backend.start_call(run_id, token, call_id)
+        key = _call_key(context)
+        saved = backend.start_call(run_id, token, key)
         if saved is not None:
             return _reused(context.call, saved)
         try:
@@ -166,11 +185,11 @@ def _guarded(
         except Exception as exc:
             # (A BaseException leaves the call started without an outcome: a
             # later resume answers it with the stopped-worker error.)
-            backend.finish_call(run_id, token, call_id, _raised_text(exc))
+            backend.finish_call(run_id, token, key, _raised_text(exc))
             raise
         if inspect.isawaitable(value):
-            return _finish_later(backend, run_id, token, call_id, value)
-        backend.finish_call(run_id, token, call_id, outcome_text(value))
+            return _finish_later(backend, run_id, token, key, value)
+        backend.finish_call(run_id, token, key, outcome_text(value))
         return value
 
     return attrs.evolve(tool, function=function)
@@ -180,15 +199,15 @@ async def _finish_later(
     backend: ClaimBackend,
     run_id: str,
     token: str,
-    call_id: str,
+    key: CallKey,
     value: Awaitable[Any],
 ) -> Any:
     try:
         done = await value
     except Exception as exc:
-        backend.finish_call(run_id, token, call_id, _raised_text(exc))
+        backend.finish_call(run_id, token, key, _raised_text(exc))
         raise
-    backend.finish_call(run_id, token, call_id, outcome_text(done))
+    backend.finish_call(run_id, token, key, outcome_text(done))
     return done
 
 
@@ -201,8 +220,8 @@ def _aguarded(
         if not live.on:
             value = original(arguments, context)
             return await value if inspect.isawaitable(value) else value
-        call_id = context.call.call_id
-        saved = await backend.start_call(run_id, token, call_id)
+        key = _call_key(context)
+        saved = await backend.start_call(run_id, token, key)
         if saved is not None:
             return _reused(context.call, saved)
         try:
@@ -210,9 +229,9 @@ def _aguarded(
             if inspect.isawaitable(value):
                 value = await value
         except Exception as exc:
-            await backend.finish_call(run_id, token, call_id, _raised_text(exc))
+            await backend.finish_call(run_id, token, key, _raised_text(exc))
             raise
-        await backend.finish_call(run_id, token, call_id, outcome_text(value))
+        await backend.finish_call(run_id, token, key, outcome_text(value))
         return value
 
     return attrs.evolve(tool, function=function)

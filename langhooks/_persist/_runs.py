@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ..chain import LLMChain
 
 __all__ = [
+    "CallKey",
     "PendingRun",
     "check_expires_in",
     "check_limit",
@@ -26,6 +27,26 @@ __all__ = [
     "contains",
     "run_id_of",
 ]
+
+
+@attrs.frozen
+class CallKey:
+    """Which tool call of a run a resume's record is about: the position in the
+    conversation of the assistant message that made the call, and the call's id.
+
+    A provider that numbers call ids per response (``call_0``, ``call_1``, ... in
+    every turn) repeats ids across turns, never a position: a later turn's
+    ``call_0`` is another call.
+    """
+
+    position: int
+    call_id: str
+
+    @property
+    def text(self) -> str:
+        """The key as one ASCII string, ``position`` then the id as JSON (a store
+        keeps any id, NUL and lone surrogates included)."""
+        return f"{self.position} {json.dumps(self.call_id)}"
 
 
 def _calls(value: Sequence[ToolCall]) -> tuple[ToolCall, ...]:

@@ -23,6 +23,7 @@ import attrs
 from .._core._messages import LangHooksError, ToolCall
 from ._resume import ResumeCode, check_claim_timeout, resume_once
 from ._runs import (
+    CallKey,
     PendingRun,
     check_expires_in,
     check_limit,
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AsyncRunStore",
+    "CallKey",
     "MemoryRunStore",
     "PendingRun",
     "RunStore",
@@ -358,17 +360,18 @@ class _MemoryClaims:
             saved.beat = time.monotonic()
             return True
 
-    def start_call(self, run_id: str, token: str, call_id: str) -> str | None:
+    def start_call(self, run_id: str, token: str, call: CallKey) -> str | None:
+        # (Records in memory never outlive this release: none by id alone.)
         with self._store._lock:
             saved = self._held(run_id, token)
-            if call_id in saved.records:
-                return saved.records[call_id]
-            saved.records[call_id] = ""
+            if call.text in saved.records:
+                return saved.records[call.text]
+            saved.records[call.text] = ""
             return None
 
-    def finish_call(self, run_id: str, token: str, call_id: str, outcome: str) -> None:
+    def finish_call(self, run_id: str, token: str, call: CallKey, outcome: str) -> None:
         with self._store._lock:
-            self._held(run_id, token).records[call_id] = outcome
+            self._held(run_id, token).records[call.text] = outcome
 
     def settle(
         self,

@@ -16,7 +16,7 @@ import attrs
 
 from .._core._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
 from .._core._invocation import Invocation, entered, invocation
-from .._core._messages import ToolCall
+from .._core._messages import Message, ToolCall
 from .._core._model import ChatModel
 from .._core._result import RunResult as _AnyRunResult
 from .._core._tools import Tool, tool_tuple
@@ -29,13 +29,21 @@ from ._runtime import (
     drive_sync,
     pending_results,
     sync_callbacks,
+    waiting_position,
 )
 from ._snapshot import ChainSnapshot, handler_tuple
 
 if TYPE_CHECKING:
     from collections.abc import Generator
 
-__all__ = ["Handler", "LLMChain", "RunResult", "StateCodec", "use_state_codec"]
+__all__ = [
+    "ABANDONED",
+    "Handler",
+    "LLMChain",
+    "RunResult",
+    "StateCodec",
+    "use_state_codec",
+]
 
 #: A handler an ``LLMChain`` takes: of either chain interface, written for
 #: ``LLMChain``, for any chain (``ChainView``), or unparameterised; a handler
@@ -51,6 +59,11 @@ def _chain_handlers(values: Iterable[Handler]) -> tuple[Handler, ...]:
 
 
 _MODES = frozenset(get_args(Mode))
+
+#: What the model is told about a call ``abandon_tool_calls`` settles by default.
+ABANDONED: Final = (
+    "The user moved on without deciding this tool call, so it was not run."
+)
 
 
 @final
@@ -195,7 +208,11 @@ class LLMChain(ChainSnapshot):
             message_processors=message_processors,
             **fields,
         )
-        if list(chain.pending_tool_calls) != pending:
+        # An earlier release saved a chain with messages after its waiting calls
+        # (a new user message) as waiting for none: they wait, as they do now.
+        last = len(chain.messages) - 1
+        earlier = not pending and waiting_position(chain) not in (None, last)
+        if list(chain.pending_tool_calls) != pending and not earlier:
             raise ValueError(
                 "the saved chain's pending tool calls do not match its messages: "
                 "the state was changed after to_state()"
@@ -218,12 +235,22 @@ class LLMChain(ChainSnapshot):
         if type(max_runs) is not int or max_runs < 1:
             raise ValueError(f"max_runs must be an int >= 1, got {max_runs!r}")
         if pending_results(self):
-            raise ValueError(
-                "the chain's last tool calls wait for a human decision: resume with "
-                "execute_tool_calls_with_decisions(chain.pending_tool_calls, "
-                "decisions) or settle them with replace_tool_result()"
-            )
+            raise ValueError(self._waiting_problem())
         return cast(Mode, mode), tool_name, max_runs
+
+    def _waiting_problem(self) -> str:
+        """What ``run()`` says of a chain whose calls wait for a human: which, and
+        the two ways on."""
+        calls = ", ".join(f"{c.name} ({c.call_id!r})" for c in self.pending_tool_calls)
+        after = len(self.messages) - 1 - (waiting_position(self) or 0)
+        added = f" ({after} message(s) were added after them)" if after else ""
+        return (
+            f"tool call(s) {calls} wait for a human decision{added}; the chain "
+            f"runs on only once they are settled: decide them with "
+            f"execute_tool_calls_with_decisions(chain.pending_tool_calls, "
+            f"decisions), or abandon them with abandon_tool_calls(reason) (each is "
+            f"answered with the reason, not run)"
+        )
 
     def _invocation(self, name: str) -> AbstractContextManager[Invocation]:
         """The invocation a run or resume works in: a new one, or, when the chain
@@ -348,6 +375,15 @@ class LLMChain(ChainSnapshot):
     ) -> Generator[Any, Any, _AnyRunResult[ChainSnapshot]]:
         return run.main(run.resume(calls, decisions))
 
+    def _waiting_split(self) -> tuple[LLMChain, tuple[Message, ...]]:
+        """The chain up to the tool message whose calls wait, and the messages
+        added after it (a resume settles the calls there, then adds them back)."""
+        position = waiting_position(self)
+        if position is None or position == len(self.messages) - 1:
+            return self, ()
+        head = attrs.evolve(self, messages=self.messages[: position + 1])
+        return head, self.messages[position + 1 :]
+
     def execute_tool_calls_with_decisions(
         self, calls: Sequence[ToolCall], decisions: Sequence[Decision]
     ) -> RunResult:
@@ -355,9 +391,10 @@ class LLMChain(ChainSnapshot):
 
         Approved and edited calls are reviewed again (``review.human_decision``
         says what the human decided) and run; rejected calls are answered with
-        the rejection's reason (not a failure). Their stand-in results in the last
-        tool message are replaced. No model call is made: continue with
-        ``result.chain.run()``.
+        the rejection's reason (not a failure). Their stand-in results are
+        replaced in the tool message that holds them (messages added after it,
+        such as a new user message, stay after it). No model call is made:
+        continue with ``result.chain.run()``.
 
         Args:
             calls: the waiting calls (``chain.pending_tool_calls``), or some of
@@ -375,11 +412,11 @@ class LLMChain(ChainSnapshot):
         """
         self._check_decisions(calls, decisions)
         sync_callbacks(self)
-        with self._invocation("resume") as current:
-            run = Run(self._started(current))
-            return _ours(
-                drive_sync(run.chain, run, self._resume(run, calls, decisions))
-            )
+        head, added = self._waiting_split()
+        with head._invocation("resume") as current:
+            run = Run(head._started(current))
+            done = drive_sync(run.chain, run, head._resume(run, calls, decisions))
+        return _with_added(_ours(done), added)
 
     async def aexecute_tool_calls_with_decisions(
         self, calls: Sequence[ToolCall], decisions: Sequence[Decision]
@@ -391,11 +428,65 @@ class LLMChain(ChainSnapshot):
             TypeError: as the sync twin.
         """
         self._check_decisions(calls, decisions)
-        with self._invocation("resume") as current:
-            run = Run(self._started(current))
-            return _ours(
-                await drive_async(run.chain, run, self._resume(run, calls, decisions))
+        head, added = self._waiting_split()
+        with head._invocation("resume") as current:
+            run = Run(head._started(current))
+            done = await drive_async(
+                run.chain, run, head._resume(run, calls, decisions)
             )
+        return _with_added(_ours(done), added)
+
+    def abandon_tool_calls(self, reason: str = ABANDONED) -> RunResult:
+        """Settle every waiting call without running it, for a conversation that
+        moves on (a new user message) before a human decided.
+
+        Each waiting call is answered with ``reason``, which the model reads as
+        the tool's result (not a failure): ``on_tool_execution_failed`` fires for
+        it, then ``on_tool_response_created`` and ``on_message_processed`` for
+        the tool message, as for a rejection
+        (``execute_tool_calls_with_decisions`` with ``Decision.reject(reason)``
+        for each call). Messages added after the waiting calls stay after them.
+        No model call is made: continue with ``result.chain.run()``.
+
+        Args:
+            reason: what the model is told of each abandoned call.
+
+        Returns:
+            ``RunResult``: "ok", or "error" when a handler failed.
+
+        Raises:
+            ValueError: no call waits for a decision.
+            TypeError: ``reason`` is not a str, or an async handler (use
+                ``aabandon_tool_calls``).
+        """
+        calls, decisions = self._abandoned(reason)
+        return self.execute_tool_calls_with_decisions(calls, decisions)
+
+    async def aabandon_tool_calls(self, reason: str = ABANDONED) -> RunResult:
+        """The async twin of ``abandon_tool_calls``.
+
+        Raises:
+            ValueError: as the sync twin.
+            TypeError: ``reason`` is not a str.
+        """
+        calls, decisions = self._abandoned(reason)
+        return await self.aexecute_tool_calls_with_decisions(calls, decisions)
+
+    def _abandoned(self, reason: str) -> tuple[tuple[ToolCall, ...], list[Decision]]:
+        if not isinstance(reason, str):
+            raise TypeError(f"reason must be a str, got {reason!r}")
+        calls = self.pending_tool_calls
+        if not calls:
+            raise ValueError("no tool call of the chain waits for a decision")
+        return calls, [Decision.reject(reason)] * len(calls)
+
+
+def _with_added(result: RunResult, added: Sequence[Message]) -> RunResult:
+    """``result`` with ``added`` (the messages after the settled calls) back at
+    the end of its chain."""
+    if not added:
+        return result
+    return attrs.evolve(result, chain=result.chain.add_messages(added))
 
 
 def _ours(result: _AnyRunResult[ChainSnapshot]) -> RunResult:

@@ -35,6 +35,7 @@ from ._tool_results import (
     INTERRUPT_STAND_IN,
     check_arguments,
     pending_results,
+    waiting_position,
 )
 
 __all__ = [
@@ -46,4 +47,5 @@ __all__ = [
     "drive_sync",
     "pending_results",
     "sync_callbacks",
+    "waiting_position",
 ]

@@ -132,7 +132,9 @@ class ChainSnapshot(ChainView):
     @property
     @override
     def pending_tool_calls(self) -> tuple[ToolCall, ...]:
-        """The calls an interrupted run left waiting for a human decision."""
+        """The calls an interrupted run left waiting for a human decision (also
+        when messages, such as a new user message, were added after them: they
+        wait until decided or abandoned)."""
         waiting = {result.tool_call_id for result in pending_results(self)}
         # The calls of the answer the last tool message replies to: an earlier
         # answer may have used the same ids (Ollama numbers calls per turn).

@@ -28,6 +28,7 @@ __all__ = [
     "pending_results",
     "result_of",
     "short_description",
+    "waiting_position",
 ]
 
 #: What the model is told about a call that waits for a human (the stand-in).
@@ -52,11 +53,28 @@ def check_arguments(tool: Tool, arguments: object) -> str | None:
     return None
 
 
+def waiting_position(chain: ChainView) -> int | None:
+    """Where the tool message whose interrupted stand-ins still wait is: the last
+    tool message, when it has stand-ins and no answer of the model follows it
+    (messages a caller added after it, such as a new user message, do not settle
+    its calls). None when no call waits."""
+    messages = chain.messages
+    for position in range(len(messages) - 1, -1, -1):
+        role = messages[position].role
+        if role == "tool":
+            results = messages[position].tool_results
+            return position if any(r.is_interrupt for r in results) else None
+        if role == "assistant":
+            return None
+    return None
+
+
 def pending_results(chain: ChainView) -> tuple[ToolResult, ...]:
-    """The interrupted stand-in results of the chain's last message, if any."""
-    if not chain.messages or chain.messages[-1].role != "tool":
+    """The interrupted stand-in results that still wait (``waiting_position``)."""
+    position = waiting_position(chain)
+    if position is None:
         return ()
-    return tuple(r for r in chain.messages[-1].tool_results if r.is_interrupt)
+    return tuple(r for r in chain.messages[position].tool_results if r.is_interrupt)
 
 
 def interrupt_data(results: Sequence[ToolResult]) -> Mapping[str, Any]:

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["add_arguments", "run"]
 
 _SCHEMES = ("redis://", "rediss://", "unix://", "postgresql://", "postgres://")
+_CONNECT_TIMEOUT = 5.0  # seconds, as the PostgreSQL store's connect_timeout
 
 
 class _Usage(Exception):
@@ -222,6 +223,8 @@ def _metadata(pairs: Sequence[str]) -> dict[str, Any]:
             metadata[key] = json.loads(text)
         except ValueError:
             metadata[key] = text
+        except RecursionError:
+            raise _Usage(f"--metadata {key}: the JSON value nests too deeply") from None
     return metadata
 
 
@@ -256,9 +259,18 @@ def _opener(
 
         from ..integrations.redis import RedisRunStore
 
-        client = redis.Redis.from_url(url)
+        # A connect timeout: an address that drops packets fails in seconds.
+        client = redis.Redis.from_url(url, socket_connect_timeout=_CONNECT_TIMEOUT)
         try:
             yield RedisRunStore(client, prefix=prefix)
+        except redis.ConnectionError as error:
+            where = client.connection_pool.connection_kwargs
+            place = where.get("path") or f"{where.get('host')}:{where.get('port')}"
+            raise ConnectionError(
+                f"cannot connect to Redis at {place} ({error}); check the URL's host "
+                f"and port, and that the server runs and accepts connections from "
+                f"here"
+            ) from None
         finally:
             client.close()
 

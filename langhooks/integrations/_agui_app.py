@@ -32,6 +32,7 @@ from ._frontend_app import (
     known,
     resumed_run,
     stream_events,
+    waiting_calls,
 )
 from ._frontend_records import MESSAGE_ID, RESULT_IDS, split_approval_id
 from ._web_auth import Authorize, check_authorize, owner_metadata, started_by
@@ -97,28 +98,40 @@ def conversation(messages: Sequence[agui.Message]) -> list[Message]:
     names: dict[str, str] = {}
     for position, message in enumerate(messages):
         where = f"messages[{position}]"
-        known = {MESSAGE_ID: message.id}
-        if isinstance(message, agui.UserMessage):
-            user = Message.user(_text(message.content, where))
-            out.append(attrs.evolve(user, metadata=known))
-        elif isinstance(message, agui.SystemMessage | agui.DeveloperMessage):
-            out.append(attrs.evolve(Message.system(message.content), metadata=known))
-        elif isinstance(message, agui.AssistantMessage):
-            calls = [
-                ToolCall(
-                    call_id=call.id,
-                    name=call.function.name,
-                    arguments=_arguments(call, where),
-                    index=index,
-                )
-                for index, call in enumerate(message.tool_calls or ())
-            ]
-            names.update((call.call_id, call.name) for call in calls)
-            answer = Message.assistant(message.content or "", tool_calls=calls)
-            out.append(attrs.evolve(answer, metadata=known))
-        elif isinstance(message, agui.ToolMessage):
-            out.append(_tool_message(out, message, names, where))
+        try:
+            _convert(out, names, message, where)
+        except ValueError as invalid:
+            # A value langhooks refuses (an empty tool call id or name): the
+            # client's mistake, said as such.
+            raise BadRequest(400, f"{where}: {invalid}") from None
     return out
+
+
+def _convert(
+    out: list[Message], names: dict[str, str], message: agui.Message, where: str
+) -> None:
+    """Add one AG-UI message to ``out`` (tool call names kept in ``names``)."""
+    known = {MESSAGE_ID: message.id}
+    if isinstance(message, agui.UserMessage):
+        user = Message.user(_text(message.content, where))
+        out.append(attrs.evolve(user, metadata=known))
+    elif isinstance(message, agui.SystemMessage | agui.DeveloperMessage):
+        out.append(attrs.evolve(Message.system(message.content), metadata=known))
+    elif isinstance(message, agui.AssistantMessage):
+        calls = [
+            ToolCall(
+                call_id=call.id,
+                name=call.function.name,
+                arguments=_arguments(call, where),
+                index=index,
+            )
+            for index, call in enumerate(message.tool_calls or ())
+        ]
+        names.update((call.call_id, call.name) for call in calls)
+        answer = Message.assistant(message.content or "", tool_calls=calls)
+        out.append(attrs.evolve(answer, metadata=known))
+    elif isinstance(message, agui.ToolMessage):
+        out.append(_tool_message(out, message, names, where))
 
 
 def _tool_message(
@@ -252,13 +265,20 @@ class _AguiApp:
         # A user's thread: another user's run waiting on the same thread id is
         # neither told of nor in the way.
         thread = {_THREAD: given.thread_id, **owner_metadata(owner)}
-        if await asyncio.to_thread(self._store.pending, metadata=thread, limit=1):
+        rows = await asyncio.to_thread(self._store.pending, metadata=thread, limit=1)
+        chain = build_chain(self._agent, messages)
+        calls = rows[0].calls if rows else chain.pending_tool_calls
+        if calls:
+            # A new message would leave them unanswered: the client chooses.
             return error(
                 409,
-                f"thread {given.thread_id!r} waits for answers to its interrupts: "
-                f"send them as resume",
+                f"thread {given.thread_id!r} waits for answers to its interrupts, "
+                f"tool call(s) {waiting_calls(calls)}: send them as resume before a "
+                f'new message, each "resolved" with {{"approved": true}} to run it '
+                f'or {{"approved": false, "reason": "..."}} to decide against it, '
+                f'or "cancelled" to abandon it (the model reads the reason as the '
+                f"tool's result)",
             )
-        chain = build_chain(self._agent, messages)
         return await self._stream(given, fresh_run(chain, self._store, thread))
 
     async def _resumed(

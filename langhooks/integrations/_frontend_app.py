@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, final
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from .._core._messages import LangHooksError, Message
+from .._core._messages import LangHooksError, Message, ToolCall
 from .._persist._events import EventRecord, EventRecorder
 from ..chain import Decision, LLMChain
 from ._web_auth import Action, Authorize, Guard, metadata_owner
@@ -38,6 +38,7 @@ __all__ = [
     "known",
     "resumed_run",
     "stream_events",
+    "waiting_calls",
 ]
 
 _log: Final = logging.getLogger("langhooks.integrations.frontends")
@@ -72,6 +73,11 @@ async def allowed(
         return None if row is None else metadata_owner(row.metadata)
 
     return await Guard(authorize, owner_of).check(request, action, run_id)
+
+
+def waiting_calls(calls: Sequence[ToolCall]) -> str:
+    """The calls a refusal names: ``name ('call id')``, comma-separated."""
+    return ", ".join(f"{call.name} ({call.call_id!r})" for call in calls)
 
 
 def build_chain(agent: Agent, messages: Sequence[Message]) -> LLMChain:

@@ -8,8 +8,14 @@ migrations recorded in ``{schema}.schema_migrations``):
   saved and expires, its status (waiting, claimed, done), the claim's token and
   last heartbeat (the server's clock). A partial index on ``(saved_at DESC,
   run_id DESC) WHERE status = 'waiting'`` makes the inbox an index scan.
-- ``run_calls``: one row per tool call a resume started, with its outcome once it
-  returned.
+- ``run_calls``: one row per tool call a resume started (keyed by ``CallKey.text``),
+  with its outcome once it returned.
+
+JSONB holds no NUL and no lone surrogate, which tool arguments and metadata may
+carry (a file name ``os.listdir`` gave): such a string is kept in the JSONB columns
+escaped (``_searchable``: a mark, then its JSON escape, so ``@>`` still matches it
+exactly), and the exact value beside it as JSON text (``calls_text``,
+``metadata_text``; NULL when nothing needed escaping).
 
 Every operation is one statement (or, for ``setup()``, one transaction): nothing
 relies on session state, so it works through PgBouncer in transaction mode. The
@@ -25,9 +31,13 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC
 from typing import TYPE_CHECKING, Any, Final, final
 
+import psycopg
+import psycopg.conninfo
+
 from .._core._messages import LangHooksError, ToolCall
 from .._persist._codec import decode, encode
 from .._persist._stores import (
+    CallKey,
     PendingRun,
     check_expires_in,
     check_limit,
@@ -41,8 +51,11 @@ if TYPE_CHECKING:
     from ..models import ChatModel
 
 __all__ = [
+    "CONNECT_TIMEOUT",
     "SCHEMA_VERSION",
     "Sql",
+    "call_params",
+    "checked_conninfo",
     "claim_error",
     "claim_lost",
     "first_value",
@@ -54,7 +67,9 @@ __all__ = [
     "scalar",
     "settle_params",
     "started_outcome",
+    "storable",
     "too_new",
+    "unreachable",
     "wrong_source",
 ]
 
@@ -91,12 +106,24 @@ _MIGRATIONS: Final[tuple[tuple[int, tuple[str, ...]], ...]] = (
                 WHERE expires_at IS NOT NULL""",
         ),
     ),
+    (
+        2,
+        (
+            "ALTER TABLE {s}.runs ADD COLUMN calls_text text",
+            "ALTER TABLE {s}.runs ADD COLUMN metadata_text text",
+        ),
+    ),
 )
 
 #: The schema version ``setup()`` brings a store's schema to.
 SCHEMA_VERSION: Final = _MIGRATIONS[-1][0]
 
 _LIVE: Final = "(expires_at IS NULL OR expires_at > clock_timestamp())"
+# The columns of an inbox row after its run id.
+_ROW: Final = "calls, saved_at, expires_at, metadata, calls_text, metadata_text"
+# What starts a string that _searchable escaped: a noncharacter, never in text
+# that is interchanged.
+_ESCAPED: Final = "\ufdd0"
 
 
 @final
@@ -129,13 +156,15 @@ class Sql:
         )
         self.save: Final = (
             f"WITH gone AS (DELETE FROM {s}.run_calls WHERE run_id = %(id)s) "
-            f"INSERT INTO {s}.runs (run_id, status, state, calls, metadata, saved_at, "
-            f"expires_at) VALUES (%(id)s, %(status)s, %(state)s, %(calls)s::jsonb, "
-            f"%(meta)s::jsonb, clock_timestamp(), clock_timestamp() + "
+            f"INSERT INTO {s}.runs (run_id, status, state, calls, calls_text, "
+            f"metadata, metadata_text, saved_at, expires_at) VALUES (%(id)s, "
+            f"%(status)s, %(state)s, %(calls)s::jsonb, %(calls_text)s, "
+            f"%(meta)s::jsonb, %(meta_text)s, clock_timestamp(), clock_timestamp() + "
             f"%(expires)s * interval '1 second') "
             f"ON CONFLICT (run_id) DO UPDATE SET status = EXCLUDED.status, "
             f"state = EXCLUDED.state, calls = EXCLUDED.calls, "
-            f"metadata = EXCLUDED.metadata, saved_at = EXCLUDED.saved_at, "
+            f"calls_text = EXCLUDED.calls_text, metadata = EXCLUDED.metadata, "
+            f"metadata_text = EXCLUDED.metadata_text, saved_at = EXCLUDED.saved_at, "
             f"expires_at = EXCLUDED.expires_at, claim_token = NULL, "
             f"heartbeat_at = NULL"
         )
@@ -155,14 +184,22 @@ class Sql:
         )
         # The claim row is locked FOR SHARE: a takeover waits for this statement,
         # so no call starts under a claim that another resume holds.
+        # A record an earlier release keyed by the call id alone (%(old)s) is
+        # taken, once, by the first call with that id: moved to its key.
         self.start_call: Final = (
             f"WITH held AS (SELECT 1 FROM {s}.runs WHERE run_id = %(id)s AND "
             f"claim_token = %(token)s AND status = 'claimed' FOR SHARE), "
-            f"started AS (INSERT INTO {s}.run_calls (run_id, call_id) SELECT "
-            f"%(id)s, %(call)s FROM held ON CONFLICT DO NOTHING RETURNING 1) "
-            f"SELECT (SELECT count(*) FROM held), (SELECT count(*) FROM started), "
-            f"(SELECT coalesce(outcome, '') FROM {s}.run_calls WHERE run_id = %(id)s "
-            f"AND call_id = %(call)s)"
+            f"known AS (SELECT outcome FROM {s}.run_calls WHERE run_id = %(id)s "
+            f"AND call_id = %(call)s), "
+            f"old AS (DELETE FROM {s}.run_calls WHERE run_id = %(id)s AND "
+            f"call_id = %(old)s AND EXISTS (SELECT 1 FROM held) AND NOT EXISTS "
+            f"(SELECT 1 FROM known) RETURNING outcome), "
+            f"started AS (INSERT INTO {s}.run_calls (run_id, call_id, outcome) "
+            f"SELECT %(id)s, %(call)s, (SELECT outcome FROM old) FROM held "
+            f"ON CONFLICT DO NOTHING RETURNING 1) "
+            f"SELECT (SELECT count(*) FROM held), (SELECT count(*) FROM started) - "
+            f"(SELECT count(*) FROM old), coalesce((SELECT outcome FROM old), "
+            f"(SELECT outcome FROM known), '')"
         )
         self.finish_call: Final = (
             f"UPDATE {s}.run_calls SET outcome = %s WHERE run_id = %s AND "
@@ -170,7 +207,8 @@ class Sql:
         )
         self.settle: Final = (
             f"WITH settled AS (UPDATE {s}.runs SET state = %(state)s, "
-            f"calls = %(calls)s::jsonb, status = %(status)s, claim_token = NULL, "
+            f"calls = %(calls)s::jsonb, calls_text = %(calls_text)s, "
+            f"status = %(status)s, claim_token = NULL, "
             f"heartbeat_at = NULL, saved_at = clock_timestamp() WHERE run_id = %(id)s "
             f"AND claim_token = %(token)s AND status = 'claimed' RETURNING run_id), "
             f"gone AS (DELETE FROM {s}.run_calls WHERE run_id IN "
@@ -181,23 +219,73 @@ class Sql:
             f"run_id = %s AND claim_token = %s AND status = 'claimed'"
         )
         self.pending: Final = (
-            f"SELECT run_id, calls, saved_at, expires_at, metadata FROM {s}.runs "
+            f"SELECT run_id, {_ROW} FROM {s}.runs "
             f"WHERE status = 'waiting' AND {_LIVE} ORDER BY saved_at DESC, "
             f"run_id DESC LIMIT %s"
         )
         self.pending_matching: Final = (
-            f"SELECT run_id, calls, saved_at, expires_at, metadata FROM {s}.runs "
+            f"SELECT run_id, {_ROW} FROM {s}.runs "
             f"WHERE status = 'waiting' AND {_LIVE} AND metadata @> %s::jsonb "
             f"ORDER BY saved_at DESC, run_id DESC LIMIT %s"
         )
         self.waiting: Final = (
-            f"SELECT run_id, calls, saved_at, expires_at, metadata FROM {s}.runs "
+            f"SELECT run_id, {_ROW} FROM {s}.runs "
             f"WHERE run_id = %s AND status = 'waiting' AND {_LIVE}"
         )
         self.delete: Final = f"DELETE FROM {s}.runs WHERE run_id = %s"
         self.purge: Final = (
             f"DELETE FROM {s}.runs WHERE expires_at <= clock_timestamp()"
         )
+
+
+#: Seconds a store's own connection waits for the server (libpq ``connect_timeout``)
+#: when its conninfo does not say.
+CONNECT_TIMEOUT: Final = 5
+
+
+def checked_conninfo(source: str) -> str:
+    """``source`` (a conninfo a store opens its own pool with), with
+    ``connect_timeout`` when it gives none, so a wrong host fails in seconds.
+
+    Raises:
+        ValueError: a URL of another scheme (``redis://...``), or a conninfo
+            libpq cannot read.
+    """
+    scheme, separator, _ = source.partition("://")
+    if separator and scheme.lower() not in ("postgresql", "postgres"):
+        raise ValueError(
+            f"a PostgreSQL store takes a postgresql://... URL or a key=value "
+            f"conninfo, got a {scheme}:// URL"
+            + (" (RedisRunStore takes Redis)" if scheme.startswith("redis") else "")
+        )
+    try:
+        given = psycopg.conninfo.conninfo_to_dict(source)
+    except psycopg.ProgrammingError as error:
+        raise ValueError(
+            f"not a PostgreSQL conninfo ({str(error).strip()}): give a "
+            f"postgresql://user@host:port/dbname URL or key=value pairs"
+        ) from None
+    if "connect_timeout" in given:
+        return source
+    return psycopg.conninfo.make_conninfo(source, connect_timeout=CONNECT_TIMEOUT)
+
+
+def unreachable(conninfo: str, error: Exception) -> LangHooksError:
+    """The error of a store whose first connection failed, naming where it went
+    and what to check."""
+    given = psycopg.conninfo.conninfo_to_dict(conninfo)
+    host = given.get("host") or given.get("hostaddr") or "the local socket"
+    port = given.get("port") or "5432"
+    first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    return LangHooksError(
+        "connection",
+        f"cannot connect to PostgreSQL at {host}:{port} (database "
+        f"{given.get('dbname', '(default)')!r}, user "
+        f"{given.get('user', '(default)')!r}): {first}. Check the host and port of "
+        f"the conninfo, that the server runs and accepts connections from here, "
+        f"and the user, password and database",
+        original=error,
+    )
 
 
 def wrong_source(source: object, *, is_async: bool) -> TypeError:
@@ -228,8 +316,9 @@ def too_new(version: int, schema: str) -> LangHooksError:
 def not_set_up(schema: str, error: Exception) -> LangHooksError:
     return LangHooksError(
         "invalid_request",
-        f"the run store's tables are missing in schema {schema!r}: call setup() "
-        f"once (it is idempotent) before using the store "
+        f"the run store's tables are missing or older than this langhooks in "
+        f"schema {schema!r}: call setup() once (it is idempotent) before using "
+        f"the store "
         f"({str(error).splitlines()[0]})",
         original=error,
     )
@@ -266,23 +355,86 @@ def claim_lost(run_id: str) -> LangHooksError:
     )
 
 
-def _calls_json(calls: Sequence[ToolCall]) -> str:
-    return json.dumps([encode(call) for call in calls], separators=(",", ":"))
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _plain(text: str) -> bool:
+    """Whether PostgreSQL text holds ``text``: no NUL, no lone surrogate."""
+    if "\x00" in text:
+        return False
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _jsonb_text(text: str) -> str:
+    """``text`` as a JSONB string holds it: itself, or, when it carries a NUL or
+    a surrogate (which JSONB refuses) or starts with the mark, the mark and its
+    JSON escape (one to one, so containment still matches)."""
+    if _plain(text) and not text.startswith(_ESCAPED):
+        return text
+    return _ESCAPED + json.dumps(text)[1:-1]
+
+
+def _searchable(value: Any) -> Any:
+    """``value`` (JSON types) with every string as ``_jsonb_text`` gives it."""
+    if isinstance(value, str):
+        return _jsonb_text(value)
+    if isinstance(value, Mapping):
+        return {_jsonb_text(k): _searchable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_searchable(item) for item in value]
+    return value
+
+
+def _for_jsonb(value: Any) -> tuple[str, str | None]:
+    """``value`` for a JSONB column, and its exact JSON text when that differs
+    (None when the JSONB holds it as it is)."""
+    exact, searchable = _json(value), _json(_searchable(value))
+    return searchable, None if searchable == exact else exact
+
+
+def storable(run_id: str) -> bool:
+    """Whether PostgreSQL text holds ``run_id`` (no NUL, no lone surrogate): a run
+    id it cannot hold names no run in the store."""
+    return _plain(run_id)
+
+
+def call_params(run_id: str, token: str, call: CallKey) -> dict[str, str | None]:
+    """``start_call``'s parameters. The key an earlier release used (the call id
+    alone) is looked up only when PostgreSQL text can hold it: else there is none."""
+    plain = call.call_id if _plain(call.call_id) else None
+    return {"id": run_id, "token": token, "call": call.text, "old": plain}
+
+
+def _calls_params(calls: Sequence[ToolCall]) -> dict[str, str | None]:
+    data, exact = _for_jsonb([encode(call) for call in calls])
+    return {"calls": data, "calls_text": exact}
 
 
 def save_params(
     chain: LLMChain, metadata: Mapping[str, Any] | None, expires_in: float | None
 ) -> dict[str, Any]:
     run_id = run_id_of(chain)
+    if not storable(run_id):
+        raise ValueError(
+            f"run id {run_id!r} holds a NUL or a lone surrogate, which PostgreSQL "
+            f"text cannot: give the run a plain id (Invocation(id=...))"
+        )
     data = check_metadata(metadata)
     seconds = check_expires_in(expires_in)
     calls = chain.pending_tool_calls
+    meta, meta_text = _for_jsonb(data)
     return {
         "id": run_id,
         "status": "waiting" if calls else "done",
-        "state": json.dumps(chain.to_state(), separators=(",", ":")),
-        "calls": _calls_json(calls),
-        "meta": json.dumps(data, separators=(",", ":")),
+        "state": _json(chain.to_state()),
+        **_calls_params(calls),
+        "meta": meta,
+        "meta_text": meta_text,
         "expires": seconds,
     }
 
@@ -293,14 +445,18 @@ def settle_params(
     return {
         "id": run_id,
         "token": token,
-        "state": json.dumps(state, separators=(",", ":")),
-        "calls": _calls_json(waiting),
+        "state": _json(state),
+        **_calls_params(waiting),
         "status": "waiting" if waiting else "done",
     }
 
 
 def pending_row(values: Sequence[Any]) -> PendingRun:
-    run_id, calls, saved_at, expires_at, metadata = values
+    run_id, calls, saved_at, expires_at, metadata, calls_text, metadata_text = values
+    if calls_text is not None:
+        calls = json.loads(calls_text)
+    if metadata_text is not None:
+        metadata = json.loads(metadata_text)
     return PendingRun(
         run_id=run_id,
         calls=tuple(decode(item) for item in calls),
@@ -316,7 +472,7 @@ def pending_query(
     wanted = check_metadata(metadata)
     check_limit(limit)
     if wanted:
-        return sql.pending_matching, (json.dumps(wanted), limit)
+        return sql.pending_matching, (_json(_searchable(wanted)), limit)
     return sql.pending, (limit,)
 
 

@@ -20,6 +20,7 @@ from .._persist._resume import (
     check_claim_timeout,
 )
 from .._persist._stores import (
+    CallKey,
     PendingRun,
 )
 
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
 from ._postgres_sql import (
     SCHEMA_VERSION,
     Sql,
+    call_params,
+    checked_conninfo,
     claim_error,
     claim_lost,
     first_value,
@@ -41,7 +44,9 @@ from ._postgres_sql import (
     scalar,
     settle_params,
     started_outcome,
+    storable,
     too_new,
+    unreachable,
     wrong_source,
 )
 
@@ -59,13 +64,16 @@ class _AsyncConnections:
         self.owned: psycopg_pool.AsyncConnectionPool | None = None
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self._pool: psycopg_pool.AsyncConnectionPool | None = None
+        self._probe: str | None = None  # a conninfo not yet connected to once
         # Bound to a loop at its first contended acquire, not here.  # unasync: remove
         self._lock: Final = asyncio.Lock()
-        self._opened = False  # unasync: remove
+        self._opened = False
         if isinstance(source, str):
-            # An async pool opens in a running loop: on first use.  # unasync: remove
+            self._probe = conninfo = checked_conninfo(source)
+            # The pool opens on first use, once a connection came through (and
+            # an async pool opens in a running loop).
             self.owned = self._pool = psycopg_pool.AsyncConnectionPool(
-                source,
+                conninfo,
                 min_size=1,
                 max_size=8,
                 kwargs={"autocommit": True, "prepare_threshold": None},
@@ -73,7 +81,7 @@ class _AsyncConnections:
             )
         elif isinstance(source, psycopg_pool.AsyncConnectionPool):
             self._pool = source
-            self._opened = True  # unasync: remove
+            self._opened = True
         elif isinstance(source, psycopg.AsyncConnection):
             self._conn = source
         else:
@@ -87,7 +95,10 @@ class _AsyncConnections:
         transaction). An autocommit connection runs a single statement as its own
         transaction: no BEGIN and COMMIT round trips."""
         if self._pool is not None:
-            if not self._opened:  # unasync: remove
+            if self._probe is not None:
+                await _reach(self._probe)
+                self._probe = None
+            if not self._opened:
                 self._opened = True
                 await self._pool.open()
             async with self._pool.connection() as conn, _scope(conn, block):
@@ -96,6 +107,16 @@ class _AsyncConnections:
         assert self._conn is not None
         async with self._lock, _scope(self._conn, block):
             yield self._conn.cursor()
+
+
+async def _reach(conninfo: str) -> None:
+    """Connect once: a wrong address fails now, naming where it went, instead of
+    after the pool's wait for a connection (30 s)."""
+    try:
+        conn = await psycopg.AsyncConnection.connect(conninfo)
+    except psycopg.OperationalError as error:
+        raise unreachable(conninfo, error) from None
+    await conn.close()
 
 
 def _scope(
@@ -130,14 +151,18 @@ class AsyncPostgresRunStore:
             PgBouncer's transaction mode, on first use; ``await close()``
             closes it), a ``psycopg.AsyncConnection`` (used one statement at a
             time) or a ``psycopg_pool.AsyncConnectionPool``. Behind PgBouncer in
-            transaction mode, give connections ``prepare_threshold=None``.
+            transaction mode, give connections ``prepare_threshold=None``. A
+            conninfo string connects with ``connect_timeout=5`` unless it says
+            otherwise, and the store's first use fails at once (LangHooksError
+            "connection", naming host and port) when that connection fails.
         schema: the schema the store's tables live in.
         claim_timeout: seconds without a heartbeat after which a resume's claim
             may be taken over.
 
     Raises:
         TypeError: ``conninfo_or_pool`` is none of these.
-        ValueError: ``schema`` is not a plain identifier, or a bad
+        ValueError: a conninfo libpq cannot read or a URL of another scheme
+            (``redis://...``), ``schema`` is not a plain identifier, or a bad
             ``claim_timeout``.
     """
 
@@ -171,7 +196,7 @@ class AsyncPostgresRunStore:
         try:
             async with self._db.transaction() as cursor:
                 yield cursor
-        except psycopg.errors.UndefinedTable as error:
+        except (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn) as error:
             raise not_set_up(self._sql.schema, error) from error
 
     async def setup(self) -> int:
@@ -249,9 +274,11 @@ class AsyncPostgresRunStore:
             LangHooksError: "invalid_request" for an unknown, deleted or expired
                 run.
         """
-        async with self._cursor() as cursor:
-            await cursor.execute(self._sql.load, (run_id,))
-            row = await cursor.fetchone()
+        row = None
+        if storable(run_id):
+            async with self._cursor() as cursor:
+                await cursor.execute(self._sql.load, (run_id,))
+                row = await cursor.fetchone()
         state = None if row is None else row[0]
         return load_chain(
             state, self._sql, run_id, model, tools, callbacks, fallbacks, retry
@@ -330,6 +357,8 @@ class AsyncPostgresRunStore:
     async def waiting(self, run_id: str) -> PendingRun | None:
         """Run ``run_id``'s row of the inbox: None unless it waits for decisions
         (unknown, expired, being resumed or done)."""
+        if not storable(run_id):
+            return None
         async with self._cursor() as cursor:
             await cursor.execute(self._sql.waiting, (run_id,))
             row = await cursor.fetchone()
@@ -337,6 +366,8 @@ class AsyncPostgresRunStore:
 
     async def delete(self, run_id: str) -> bool:
         """Forget run ``run_id`` (and its call records); whether it was there."""
+        if not storable(run_id):
+            return False
         async with self._cursor() as cursor:
             await cursor.execute(self._sql.delete, (run_id,))
             return cursor.rowcount > 0
@@ -359,6 +390,8 @@ class _AsyncClaims:
 
     async def claim(self, run_id: str, token: str) -> Mapping[str, Any]:
         store, sql = self._store, self._sql
+        if not storable(run_id):
+            raise claim_error(run_id, sql.schema, None)
         params = {"id": run_id, "token": token, "timeout": store._claim_timeout}
         async with store._cursor() as cursor:
             await cursor.execute(sql.claim, params)
@@ -377,8 +410,8 @@ class _AsyncClaims:
             await cursor.execute(self._sql.heartbeat, (run_id, token))
             return cursor.rowcount > 0
 
-    async def start_call(self, run_id: str, token: str, call_id: str) -> str | None:
-        params = {"id": run_id, "token": token, "call": call_id}
+    async def start_call(self, run_id: str, token: str, call: CallKey) -> str | None:
+        params = call_params(run_id, token, call)
         async with self._store._cursor() as cursor:
             await cursor.execute(self._sql.start_call, params)
             row = await cursor.fetchone()
@@ -386,10 +419,10 @@ class _AsyncClaims:
         return started_outcome(run_id, row)
 
     async def finish_call(
-        self, run_id: str, token: str, call_id: str, outcome: str
+        self, run_id: str, token: str, call: CallKey, outcome: str
     ) -> None:
         async with self._store._cursor() as cursor:
-            await cursor.execute(self._sql.finish_call, (outcome, run_id, call_id))
+            await cursor.execute(self._sql.finish_call, (outcome, run_id, call.text))
 
     async def settle(
         self,

@@ -22,6 +22,7 @@ from .._persist._resume import (
     resume_once,
 )
 from .._persist._stores import (
+    CallKey,
     PendingRun,
 )
 
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
 from ._postgres_sql import (
     SCHEMA_VERSION,
     Sql,
+    call_params,
+    checked_conninfo,
     claim_error,
     claim_lost,
     first_value,
@@ -43,7 +46,9 @@ from ._postgres_sql import (
     scalar,
     settle_params,
     started_outcome,
+    storable,
     too_new,
+    unreachable,
     wrong_source,
 )
 
@@ -61,17 +66,23 @@ class _Connections:
         self.owned: psycopg_pool.ConnectionPool | None = None
         self._conn: psycopg.Connection[Any] | None = None
         self._pool: psycopg_pool.ConnectionPool | None = None
+        self._probe: str | None = None  # a conninfo not yet connected to once
         self._lock: Final = threading.Lock()
+        self._opened = False
         if isinstance(source, str):
+            self._probe = conninfo = checked_conninfo(source)
+            # The pool opens on first use, once a connection came through (and
+            # an async pool opens in a running loop).
             self.owned = self._pool = psycopg_pool.ConnectionPool(
-                source,
+                conninfo,
                 min_size=1,
                 max_size=8,
                 kwargs={"autocommit": True, "prepare_threshold": None},
-                open=True,
+                open=False,
             )
         elif isinstance(source, psycopg_pool.ConnectionPool):
             self._pool = source
+            self._opened = True
         elif isinstance(source, psycopg.Connection):
             self._conn = source
         else:
@@ -83,12 +94,28 @@ class _Connections:
         transaction). An autocommit connection runs a single statement as its own
         transaction: no BEGIN and COMMIT round trips."""
         if self._pool is not None:
+            if self._probe is not None:
+                _reach(self._probe)
+                self._probe = None
+            if not self._opened:
+                self._opened = True
+                self._pool.open()
             with self._pool.connection() as conn, _scope(conn, block):
                 yield conn.cursor()
             return
         assert self._conn is not None
         with self._lock, _scope(self._conn, block):
             yield self._conn.cursor()
+
+
+def _reach(conninfo: str) -> None:
+    """Connect once: a wrong address fails now, naming where it went, instead of
+    after the pool's wait for a connection (30 s)."""
+    try:
+        conn = psycopg.Connection.connect(conninfo)
+    except psycopg.OperationalError as error:
+        raise unreachable(conninfo, error) from None
+    conn.close()
 
 
 def _scope(
@@ -117,17 +144,21 @@ class PostgresRunStore:
     Args:
         conninfo_or_pool: a conninfo string (the store opens a pool of
             autocommit connections with prepared statements off, fit for
-            PgBouncer's transaction mode; ``close()``
+            PgBouncer's transaction mode, on first use; ``close()``
             closes it), a ``psycopg.Connection`` (used one statement at a
             time) or a ``psycopg_pool.ConnectionPool``. Behind PgBouncer in
-            transaction mode, give connections ``prepare_threshold=None``.
+            transaction mode, give connections ``prepare_threshold=None``. A
+            conninfo string connects with ``connect_timeout=5`` unless it says
+            otherwise, and the store's first use fails at once (LangHooksError
+            "connection", naming host and port) when that connection fails.
         schema: the schema the store's tables live in.
         claim_timeout: seconds without a heartbeat after which a resume's claim
             may be taken over.
 
     Raises:
         TypeError: ``conninfo_or_pool`` is none of these.
-        ValueError: ``schema`` is not a plain identifier, or a bad
+        ValueError: a conninfo libpq cannot read or a URL of another scheme
+            (``redis://...``), ``schema`` is not a plain identifier, or a bad
             ``claim_timeout``.
     """
 
@@ -159,7 +190,7 @@ class PostgresRunStore:
         try:
             with self._db.transaction() as cursor:
                 yield cursor
-        except psycopg.errors.UndefinedTable as error:
+        except (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn) as error:
             raise not_set_up(self._sql.schema, error) from error
 
     def setup(self) -> int:
@@ -237,9 +268,11 @@ class PostgresRunStore:
             LangHooksError: "invalid_request" for an unknown, deleted or expired
                 run.
         """
-        with self._cursor() as cursor:
-            cursor.execute(self._sql.load, (run_id,))
-            row = cursor.fetchone()
+        row = None
+        if storable(run_id):
+            with self._cursor() as cursor:
+                cursor.execute(self._sql.load, (run_id,))
+                row = cursor.fetchone()
         state = None if row is None else row[0]
         return load_chain(
             state, self._sql, run_id, model, tools, callbacks, fallbacks, retry
@@ -318,6 +351,8 @@ class PostgresRunStore:
     def waiting(self, run_id: str) -> PendingRun | None:
         """Run ``run_id``'s row of the inbox: None unless it waits for decisions
         (unknown, expired, being resumed or done)."""
+        if not storable(run_id):
+            return None
         with self._cursor() as cursor:
             cursor.execute(self._sql.waiting, (run_id,))
             row = cursor.fetchone()
@@ -325,6 +360,8 @@ class PostgresRunStore:
 
     def delete(self, run_id: str) -> bool:
         """Forget run ``run_id`` (and its call records); whether it was there."""
+        if not storable(run_id):
+            return False
         with self._cursor() as cursor:
             cursor.execute(self._sql.delete, (run_id,))
             return cursor.rowcount > 0
@@ -347,6 +384,8 @@ class _Claims:
 
     def claim(self, run_id: str, token: str) -> Mapping[str, Any]:
         store, sql = self._store, self._sql
+        if not storable(run_id):
+            raise claim_error(run_id, sql.schema, None)
         params = {"id": run_id, "token": token, "timeout": store._claim_timeout}
         with store._cursor() as cursor:
             cursor.execute(sql.claim, params)
@@ -365,17 +404,17 @@ class _Claims:
             cursor.execute(self._sql.heartbeat, (run_id, token))
             return cursor.rowcount > 0
 
-    def start_call(self, run_id: str, token: str, call_id: str) -> str | None:
-        params = {"id": run_id, "token": token, "call": call_id}
+    def start_call(self, run_id: str, token: str, call: CallKey) -> str | None:
+        params = call_params(run_id, token, call)
         with self._store._cursor() as cursor:
             cursor.execute(self._sql.start_call, params)
             row = cursor.fetchone()
         assert row is not None  # a SELECT of subqueries answers one row
         return started_outcome(run_id, row)
 
-    def finish_call(self, run_id: str, token: str, call_id: str, outcome: str) -> None:
+    def finish_call(self, run_id: str, token: str, call: CallKey, outcome: str) -> None:
         with self._store._cursor() as cursor:
-            cursor.execute(self._sql.finish_call, (outcome, run_id, call_id))
+            cursor.execute(self._sql.finish_call, (outcome, run_id, call.text))
 
     def settle(
         self,

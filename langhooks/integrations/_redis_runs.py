@@ -3,14 +3,18 @@
 One hash per run, ``{prefix}state:{run_id}``: the state (``chain.to_state()`` as
 JSON), the waiting calls, the metadata, when it was saved, its status (waiting,
 claimed by a resume's token, or done), the claim's last heartbeat (the server's
-clock) and one field ``call:{call_id}`` per tool call a resume started (empty until
-the call returns, then its outcome). Every change to a run is one Lua script on that
-one key, so it is atomic and works on Redis Cluster.
+clock) and one field ``step:{key}`` per tool call a resume started (``CallKey.text``:
+the position of the assistant message that made the call, and its id; empty until
+the call returns, then its outcome). Earlier releases kept ``call:{call_id}``; a
+resume takes such a field as the first call with that id it starts. Every change to
+a run is one Lua script on that one key, so it is atomic and works on Redis Cluster.
 
 The approval inbox is a sorted set per prefix, ``{prefix}waiting`` (score: when the
 run was saved, in ms), plus one per top-level scalar metadata value,
 ``{prefix}waiting:{key}={json value}``. The indexes are hints: ``pending`` reads each
-candidate's hash and drops entries whose run is gone.
+candidate's hash and drops entries whose run is gone. An index expires with the
+last of its runs (each run listed in it moves its expiry on to the run's own), so
+the keys that metadata from clients names (a thread id, a user) go with their runs.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from .._persist._resume import (
     check_claim_timeout,
 )
 from .._persist._stores import (
+    CallKey,
     PendingRun,
     check_expires_in,
     check_metadata,
@@ -45,11 +50,13 @@ __all__ = [
     "FIELDS",
     "FINISH_CALL",
     "HEARTBEAT",
+    "INDEX",
     "RELEASE",
     "SETTLE",
     "START_CALL",
     "Layout",
     "as_text",
+    "call_fields",
     "claim_error",
     "claim_lost",
     "index_for",
@@ -78,7 +85,8 @@ if status == 'claimed' then
     if now - beat < tonumber(ARGV[2]) then return {'busy'} end
 end
 redis.call('HSET', KEYS[1], 'status', 'claimed', 'token', ARGV[1], 'beat', now)
-return {'ok', redis.call('HGET', KEYS[1], 'state'), redis.call('HGET', KEYS[1], 'meta')}
+return {'ok', redis.call('HGET', KEYS[1], 'state'), redis.call('HGET', KEYS[1], 'meta'),
+        redis.call('HGET', KEYS[1], 'expires')}
 """
 )
 
@@ -100,13 +108,19 @@ return 1
 """
 )
 
-# KEYS[1] run hash; ARGV token, field.
+# KEYS[1] run hash; ARGV token, field, the field an earlier release used.
 START_CALL: Final = (
     _HELD
     + """
 if not held() then return {'lost'} end
 local seen = redis.call('HGET', KEYS[1], ARGV[2])
 if seen then return {'seen', seen} end
+local old = redis.call('HGET', KEYS[1], ARGV[3])
+if old then
+    redis.call('HDEL', KEYS[1], ARGV[3])
+    redis.call('HSET', KEYS[1], ARGV[2], old)
+    return {'seen', old}
+end
 redis.call('HSET', KEYS[1], ARGV[2], '')
 return {'new'}
 """
@@ -127,10 +141,26 @@ SETTLE: Final = (
     + """
 if not held() then return 0 end
 for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
-    if string.sub(field, 1, 5) == 'call:' then redis.call('HDEL', KEYS[1], field) end
+    local kind = string.sub(field, 1, 5)
+    if kind == 'step:' or kind == 'call:' then redis.call('HDEL', KEYS[1], field) end
 end
 redis.call('HSET', KEYS[1], 'state', ARGV[2], 'calls', ARGV[3], 'status', ARGV[4],
            'token', '', 'saved', ARGV[5])
+return 1
+"""
+)
+
+# KEYS[1] an inbox index; ARGV run id, score, the run's expiry (ms). The index
+# expires with the last of its runs. One that has no expiry (written by an earlier
+# release, whose runs' expiries are unknown here) is left so.
+INDEX: Final = (
+    _NOW
+    + """
+local ttl = redis.call('PTTL', KEYS[1])
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+if ttl == -2 or (ttl >= 0 and now + ttl < tonumber(ARGV[3])) then
+    redis.call('PEXPIREAT', KEYS[1], ARGV[3])
+end
 return 1
 """
 )
@@ -146,6 +176,11 @@ return 1
 )
 
 FIELDS: Final = ("status", "calls", "meta", "saved", "expires")
+
+
+def call_fields(call: CallKey) -> list[str]:
+    """The hash field of a call's record, and the one earlier releases used."""
+    return [f"step:{call.text}", f"call:{call.call_id}"]
 
 
 def as_text(value: bytes | str) -> str:

@@ -18,6 +18,7 @@ from .._persist._resume import (
     aresume_once,
 )
 from .._persist._stores import (
+    CallKey,
     PendingRun,
     check_limit,
     check_metadata,
@@ -33,11 +34,13 @@ from ._redis_runs import (
     FIELDS,
     FINISH_CALL,
     HEARTBEAT,
+    INDEX,
     RELEASE,
     SETTLE,
     START_CALL,
     Layout,
     as_text,
+    call_fields,
     claim_error,
     claim_lost,
     index_for,
@@ -102,6 +105,7 @@ class AsyncRedisRunStore:
         self._start_call: Final = client.register_script(START_CALL)
         self._finish_call: Final = client.register_script(FINISH_CALL)
         self._settle: Final = client.register_script(SETTLE)
+        self._index: Final = client.register_script(INDEX)
         self._release: Final = client.register_script(RELEASE)
 
     async def save(
@@ -138,11 +142,27 @@ class AsyncRedisRunStore:
             pipe.pexpireat(key, expires)
             for index in indexes:
                 if waiting:
-                    pipe.zadd(index, {run_id: fields["saved"]})
+                    await self._list(pipe, index, run_id, fields["saved"], expires)
                 else:
                     pipe.zrem(index, run_id)
             await pipe.execute()
         return run_id
+
+    async def _list(
+        self,
+        pipe: Any,
+        index: str,
+        run_id: str,
+        saved: int | str,
+        expires: int | str,
+    ) -> None:
+        """List run ``run_id`` in inbox ``index``, whose expiry follows its runs'
+        (in ``pipe``; at once on a cluster, whose pipelines refuse scripts)."""
+        args = [run_id, saved, expires]
+        if is_cluster(self._client):
+            await self._index(keys=[index], args=args)
+        else:
+            await self._index(keys=[index], args=args, client=pipe)
 
     async def load(
         self,
@@ -293,6 +313,7 @@ class _AsyncClaims:
     def __init__(self, store: AsyncRedisRunStore) -> None:
         self._store: Final = store
         self._indexes: list[str] = []  # the inbox indexes of the claimed run
+        self._expires = ""  # and its expiry (ms)
 
     async def claim(self, run_id: str, token: str) -> Mapping[str, Any]:
         store = self._store
@@ -304,6 +325,7 @@ class _AsyncClaims:
             raise claim_error(run_id, layout.prefix, answer)
         state: dict[str, Any] = json.loads(answer[1])
         self._indexes = index_keys(layout.prefix, json.loads(answer[2]))
+        self._expires = as_text(answer[3])
         return state
 
     async def heartbeat(self, run_id: str, token: str) -> bool:
@@ -311,20 +333,20 @@ class _AsyncClaims:
         key = store._layout.key(run_id)
         return bool(await store._heartbeat(keys=[key], args=[token]))
 
-    async def start_call(self, run_id: str, token: str, call_id: str) -> str | None:
+    async def start_call(self, run_id: str, token: str, call: CallKey) -> str | None:
         store = self._store
         answer = await store._start_call(
-            keys=[store._layout.key(run_id)], args=[token, f"call:{call_id}"]
+            keys=[store._layout.key(run_id)], args=[token, *call_fields(call)]
         )
         return started_outcome(run_id, answer)
 
     async def finish_call(
-        self, run_id: str, token: str, call_id: str, outcome: str
+        self, run_id: str, token: str, call: CallKey, outcome: str
     ) -> None:
         store = self._store
         await store._finish_call(
             keys=[store._layout.key(run_id)],
-            args=[token, f"call:{call_id}", outcome],
+            args=[token, call_fields(call)[0], outcome],
         )
 
     async def settle(
@@ -349,7 +371,7 @@ class _AsyncClaims:
                 await store._settle(keys=[layout.key(run_id)], args=args, client=pipe)
             for index in self._indexes:
                 if waiting:
-                    pipe.zadd(index, {run_id: args[-1]})
+                    await store._list(pipe, index, run_id, args[-1], self._expires)
                 else:
                     pipe.zrem(index, run_id)
             answers = await pipe.execute()

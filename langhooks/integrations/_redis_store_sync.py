@@ -20,6 +20,7 @@ from .._persist._resume import (
     resume_once,
 )
 from .._persist._stores import (
+    CallKey,
     PendingRun,
     check_limit,
     check_metadata,
@@ -35,11 +36,13 @@ from ._redis_runs import (
     FIELDS,
     FINISH_CALL,
     HEARTBEAT,
+    INDEX,
     RELEASE,
     SETTLE,
     START_CALL,
     Layout,
     as_text,
+    call_fields,
     claim_error,
     claim_lost,
     index_for,
@@ -103,6 +106,7 @@ class RedisRunStore:
         self._start_call: Final = client.register_script(START_CALL)
         self._finish_call: Final = client.register_script(FINISH_CALL)
         self._settle: Final = client.register_script(SETTLE)
+        self._index: Final = client.register_script(INDEX)
         self._release: Final = client.register_script(RELEASE)
 
     def save(
@@ -139,11 +143,27 @@ class RedisRunStore:
             pipe.pexpireat(key, expires)
             for index in indexes:
                 if waiting:
-                    pipe.zadd(index, {run_id: fields["saved"]})
+                    self._list(pipe, index, run_id, fields["saved"], expires)
                 else:
                     pipe.zrem(index, run_id)
             pipe.execute()
         return run_id
+
+    def _list(
+        self,
+        pipe: Any,
+        index: str,
+        run_id: str,
+        saved: int | str,
+        expires: int | str,
+    ) -> None:
+        """List run ``run_id`` in inbox ``index``, whose expiry follows its runs'
+        (in ``pipe``; at once on a cluster, whose pipelines refuse scripts)."""
+        args = [run_id, saved, expires]
+        if is_cluster(self._client):
+            self._index(keys=[index], args=args)
+        else:
+            self._index(keys=[index], args=args, client=pipe)
 
     def load(
         self,
@@ -291,6 +311,7 @@ class _Claims:
     def __init__(self, store: RedisRunStore) -> None:
         self._store: Final = store
         self._indexes: list[str] = []  # the inbox indexes of the claimed run
+        self._expires = ""  # and its expiry (ms)
 
     def claim(self, run_id: str, token: str) -> Mapping[str, Any]:
         store = self._store
@@ -300,6 +321,7 @@ class _Claims:
             raise claim_error(run_id, layout.prefix, answer)
         state: dict[str, Any] = json.loads(answer[1])
         self._indexes = index_keys(layout.prefix, json.loads(answer[2]))
+        self._expires = as_text(answer[3])
         return state
 
     def heartbeat(self, run_id: str, token: str) -> bool:
@@ -307,18 +329,18 @@ class _Claims:
         key = store._layout.key(run_id)
         return bool(store._heartbeat(keys=[key], args=[token]))
 
-    def start_call(self, run_id: str, token: str, call_id: str) -> str | None:
+    def start_call(self, run_id: str, token: str, call: CallKey) -> str | None:
         store = self._store
         answer = store._start_call(
-            keys=[store._layout.key(run_id)], args=[token, f"call:{call_id}"]
+            keys=[store._layout.key(run_id)], args=[token, *call_fields(call)]
         )
         return started_outcome(run_id, answer)
 
-    def finish_call(self, run_id: str, token: str, call_id: str, outcome: str) -> None:
+    def finish_call(self, run_id: str, token: str, call: CallKey, outcome: str) -> None:
         store = self._store
         store._finish_call(
             keys=[store._layout.key(run_id)],
-            args=[token, f"call:{call_id}", outcome],
+            args=[token, call_fields(call)[0], outcome],
         )
 
     def settle(
@@ -343,7 +365,7 @@ class _Claims:
                 store._settle(keys=[layout.key(run_id)], args=args, client=pipe)
             for index in self._indexes:
                 if waiting:
-                    pipe.zadd(index, {run_id: args[-1]})
+                    store._list(pipe, index, run_id, args[-1], self._expires)
                 else:
                     pipe.zrem(index, run_id)
             answers = pipe.execute()

@@ -28,6 +28,7 @@ from ._frontend_app import (
     known,
     resumed_run,
     stream_events,
+    waiting_calls,
 )
 from ._frontend_records import split_approval_id
 from ._ui_message_chunks import UiMessageTranslator
@@ -199,23 +200,30 @@ def conversation(messages: Sequence[Mapping[str, Any]]) -> list[Message]:
     out: list[Message] = []
     for position, message in enumerate(messages):
         where = f"messages[{position}]"
-        parts = message["parts"]
-        if message["role"] == "assistant":
-            out.extend(_assistant(parts, where))
-            continue
-        texts: list[str] = []
-        for index, part in enumerate(parts):
-            if part.get("type") == "text":
-                texts.append(_string(part, "text", f"{where}.parts[{index}]"))
-            elif part.get("type") == "file":
-                raise BadRequest(
-                    400, f"{where}.parts[{index}]: only text content is supported"
-                )
-        text = "".join(texts)
-        out.append(
-            Message.user(text) if message["role"] == "user" else Message.system(text)
-        )
+        try:
+            out.extend(_converted(message, where))
+        except ValueError as invalid:
+            # A value langhooks refuses (an empty tool call id, a part type
+            # "tool-" naming no tool): the client's mistake, said as such.
+            raise BadRequest(400, f"{where}: {invalid}") from None
     return out
+
+
+def _converted(message: Mapping[str, Any], where: str) -> list[Message]:
+    """One UI message as langhooks messages."""
+    parts = message["parts"]
+    if message["role"] == "assistant":
+        return _assistant(parts, where)
+    texts: list[str] = []
+    for index, part in enumerate(parts):
+        if part.get("type") == "text":
+            texts.append(_string(part, "text", f"{where}.parts[{index}]"))
+        elif part.get("type") == "file":
+            raise BadRequest(
+                400, f"{where}.parts[{index}]: only text content is supported"
+            )
+    text = "".join(texts)
+    return [Message.user(text) if message["role"] == "user" else Message.system(text)]
 
 
 def _approvals(
@@ -303,11 +311,15 @@ class _UiMessageApp:
         chat = {_CHAT: chat_id, **owner_metadata(started_by(request))}
         waiting = await asyncio.to_thread(self._store.pending, metadata=chat)
         if approvals is None:
-            if waiting:
+            calls = waiting[0].calls if waiting else chain.pending_tool_calls
+            if calls:
+                # A new message would leave them unanswered: the client chooses.
                 return error(
                     409,
-                    f"chat {chat_id!r} waits for answers to its tool approvals: "
-                    f"answer them first",
+                    f"chat {chat_id!r} waits for answers to its tool approvals, "
+                    f"tool call(s) {waiting_calls(calls)}: answer them first, each "
+                    f"approved to run it, or not approved (with a reason the model "
+                    f"reads as the tool's result) to decide against or abandon it",
                 )
             return await self._stream(fresh_run(chain, self._store, chat))
         run_id, decisions = approvals

@@ -199,7 +199,12 @@ class _WebApp:
         chain = agent(prompt)
         if not isinstance(chain, LLMChain):
             raise TypeError(f"the agent must return an LLMChain, got {chain!r}")
-        run_id = await self._backend.start(chain, prompt, owner=started_by(request))
+        try:
+            run_id = await self._backend.start(chain, prompt, owner=started_by(request))
+        except ValueError as refused:
+            # arun() refused the chain before anything ran: its calls wait for a
+            # human (the message names them and the agent's two ways on).
+            return _error(409, f"the agent's chain cannot run: {refused}")
         return _JSONResponse({"run_id": run_id}, status_code=201)
 
     # --- events -----------------------------------------------------------------

@@ -6,10 +6,12 @@ import json
 import re
 import subprocess
 import sys
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from langhooks import (
@@ -27,6 +29,7 @@ from langhooks.codec import SCHEMA_VERSION, dumps, loads
 from langhooks.events import EventRecord, EventRecorder, read_events
 from langhooks.models import ChatRequest, ScriptedChatModel, ScriptedTurn
 from langhooks.testing import RecordingChainHandler
+from tests._services import need_postgres
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -351,12 +354,34 @@ GUIDE = ROOT / "docs" / "guide" / "persistence.md"
 
 class TestGuide:
     def test_examples_run(self) -> None:
-        """docs/guide/persistence.md's examples run as written, in order."""
-        blocks = re.findall(r"```python\n(.*?)```", GUIDE.read_text(), re.S)
+        """docs/guide/persistence.md's examples run as written, in order, but for
+        the inbox's PostgreSQL: the test's server (``LANGHOOKS_TEST_POSTGRES_URL``)
+        and a schema of the test's own, dropped afterwards, for "inbox" (a schema
+        another checkout's tests left at another version must not matter)."""
+        url = need_postgres()
+        schema = f"langhooks_test_{uuid.uuid4().hex}"
+        text = GUIDE.read_text()
+        assert _GUIDE_STORE in text
+        text = text.replace(
+            _GUIDE_STORE, f"PostgresRunStore({url!r}, schema={schema!r})"
+        )
+        blocks = re.findall(r"```python\n(.*?)```", text, re.S)
         assert len(blocks) >= 5
         namespace: dict[str, Any] = {"__name__": "persistence_guide"}
-        for index, block in enumerate(blocks):
-            exec(compile(block, f"persistence.md example {index}", "exec"), namespace)
+        try:
+            for index, block in enumerate(blocks):
+                exec(
+                    compile(block, f"persistence.md example {index}", "exec"), namespace
+                )
+        finally:
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+#: The store the persistence guide's inbox example makes, as the guide writes it.
+_GUIDE_STORE = (
+    'PostgresRunStore("postgresql://postgres@127.0.0.1:5432/test", schema="inbox")'
+)
 
 
 class TestStateCodec:

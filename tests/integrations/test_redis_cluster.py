@@ -41,9 +41,11 @@ from langhooks import (
     PartialResponse,
     PartialResponseContext,
     StreamingHandle,
+    ToolCall,
     invocation,
 )
 from langhooks.chain import Decision, LLMChain
+from langhooks.cli.demo import ApprovalGate
 from langhooks.cli.serve import DemoModel, demo_agent
 from langhooks.integrations._redis_outbox import NodePaused, Pauses, Pending
 from langhooks.integrations._redis_wire import Keys, aread_stream, read_stream
@@ -58,9 +60,11 @@ from langhooks.integrations.redis import (
     run_entries,
 )
 from langhooks.integrations.web import create_app
+from langhooks.models import ScriptedChatModel, ScriptedTurn
 from langhooks.testing import RecordingChainHandler, RecordingStreamingHandler
 from tests._redis_cluster import LocalCluster, LocalServer
 from tests._services import REDIS_URL, need_command, need_redis
+from tests.integrations.test_store_breaks import keys_left
 from tests.test_events import assert_same_events
 
 from ._web_harness import serving
@@ -136,6 +140,11 @@ def node_of(client: redis.cluster.RedisCluster, key: str) -> str:
     node = client.get_node_from_key(key)  # type: ignore[no-untyped-call]
     assert node is not None
     return str(node.name)
+
+
+def _ask_again() -> ToolCall:
+    """A later turn's call of the weather tool (it waits for a human too)."""
+    return ToolCall(call_id="again", name="get_weather", arguments={"city": "Oslo"})
 
 
 class TestClients:
@@ -391,6 +400,61 @@ class TestOnACluster:
                 run_id, [Decision.approve()], answered_model(), tools=[tool.tool]
             )
         assert tool.runs == 1
+
+    def test_run_store_inbox_indexes_expire_with_their_runs(
+        self, client: redis.cluster.RedisCluster, prefix: str
+    ) -> None:
+        """Runs that expire unanswered, each naming its own thread, leave no
+        inbox index behind on any node; a run resumed and interrupted again is
+        still listed (issue 37, 4)."""
+        store = RedisRunStore(client, prefix=prefix)
+        for n in range(20):
+            store.save(
+                interrupted_run().chain,
+                metadata={"thread": f"t{n}", "user": f"u{n}"},
+                expires_in=0.2,
+            )
+        assert keys_left(client, prefix) == []
+        kept = store.save(interrupted_run().chain, metadata={"thread": "kept"})
+        again = ScriptedChatModel([ScriptedTurn(tool_calls=[_ask_again()])])
+        tool = Counted()
+        resumed = store.resume(
+            kept,
+            [Decision.approve()],
+            again,
+            tools=[tool.tool],
+            callbacks=[ApprovalGate()],
+        )
+        assert resumed.status == "interrupted"
+        assert [p.run_id for p in store.pending(metadata={"thread": "kept"})] == [kept]
+        assert client.pttl(f'{prefix}waiting:thread="kept"') > 0
+
+    async def test_async_run_store_inbox_indexes_expire_with_their_runs(
+        self,
+        aclient: redis.asyncio.cluster.RedisCluster,
+        client: redis.cluster.RedisCluster,
+        prefix: str,
+    ) -> None:
+        """The same with AsyncRedisRunStore on an asyncio cluster client."""
+        store = AsyncRedisRunStore(aclient, prefix=prefix)
+        for n in range(20):
+            await store.save(
+                interrupted_run().chain, metadata={"thread": f"t{n}"}, expires_in=0.2
+            )
+        assert keys_left(client, prefix) == []
+        kept = await store.save(interrupted_run().chain, metadata={"thread": "kept"})
+        again = ScriptedChatModel([ScriptedTurn(tool_calls=[_ask_again()])])
+        tool = Counted()
+        resumed = await store.resume(
+            kept,
+            [Decision.approve()],
+            again,
+            tools=[tool.tool],
+            callbacks=[ApprovalGate()],
+        )
+        assert resumed.status == "interrupted"
+        rows = await store.pending(metadata={"thread": "kept"})
+        assert [p.run_id for p in rows] == [kept]
 
     def test_web_app_streams_a_run_to_the_end(
         self, client: redis.cluster.RedisCluster, prefix: str

@@ -1183,7 +1183,8 @@ class TestPostgres:
 
     def test_setup_is_idempotent_and_concurrent(self) -> None:
         """setup() from four threads at once (four sessions) and again later: one
-        set of tables, one version row, each call answers the version."""
+        set of tables, one version row per migration, each call answers the
+        version."""
         with place("postgres") as here:
             stores = [
                 PostgresRunStore(here.url, schema=here.namespace) for _ in range(4)
@@ -1204,9 +1205,10 @@ class TestPostgres:
             assert stores[0].setup() == SCHEMA_VERSION
             with psycopg.connect(here.url) as conn:
                 rows = conn.execute(
-                    f'SELECT version FROM "{here.namespace}".schema_migrations'
+                    f'SELECT version FROM "{here.namespace}".schema_migrations '
+                    f"ORDER BY version"
                 ).fetchall()
-            assert rows == [(SCHEMA_VERSION,)]
+            assert rows == [(v,) for v in range(1, SCHEMA_VERSION + 1)]
             for store in stores:
                 store.close()
 

@@ -435,10 +435,11 @@ class TestFailures:
             assert events(base, run_id)[-1]["event"] == "on_error"
             wait_state(base, run_id, "error")
 
-    def test_a_run_that_raises_at_once_is_a_server_error(
+    def test_a_run_that_cannot_start_is_refused(
         self, client: redis.Redis, prefix: str
     ) -> None:
-        """A chain that cannot run fails the request that started it."""
+        """A chain that cannot run (its calls wait for a human) fails the request
+        that started it with a 409 saying why; nothing ran."""
 
         def agent(prompt: str) -> LLMChain:
             # Calls that wait for a human: run() refuses such a chain.
@@ -449,7 +450,8 @@ class TestFailures:
 
         with serving(create_app(redis=client, prefix=prefix, agent=agent)) as base:
             answer = httpx.post(f"{base}runs", json={"prompt": "hi"})
-        assert answer.status_code == 500
+        assert answer.status_code == 409
+        assert "abandon_tool_calls(reason)" in answer.json()["error"]
 
     def test_a_run_still_going_when_the_server_stops_is_cancelled(
         self, client: redis.Redis, prefix: str

@@ -1,0 +1,238 @@
+"""What the third adversarial pass broke in the AG-UI and UI-message apps, pinned
+(issue 37): conversations langhooks refuses are 400s, a PostgreSQL store keeps a
+thread id with a NUL, and a new message while approvals wait names them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import httpx
+import pytest
+from typing_extensions import override
+
+from langhooks import (
+    ChainCallbackHandler,
+    Interrupt,
+    Message,
+    ReviewContext,
+    ReviewDecision,
+    ToolCall,
+    ToolContext,
+)
+from langhooks.chain import LLMChain, Tool
+from langhooks.integrations.agui import create_agui_app
+from langhooks.integrations.postgres import PostgresRunStore
+from langhooks.integrations.ui_messages import create_ui_message_app
+from langhooks.integrations.web import create_app
+from langhooks.models import ScriptedChatModel, ScriptedTurn
+
+from ._frontend_agent import WeatherAgent
+from ._web_harness import serving
+from .test_agui_app import answers, approve, run_input
+from .test_run_stores import postgres_schema
+from .test_ui_message_app import USER, assistant_of, chat, chunks
+
+
+@pytest.fixture
+def client() -> Iterator[httpx.Client]:
+    """An HTTP client for the served apps."""
+    with httpx.Client(timeout=30) as http:
+        yield http
+
+
+def _refused(response: httpx.Response, status: int, words: str) -> None:
+    assert response.status_code == status, response.text
+    assert words in response.json()["error"]
+
+
+def _agui_call(call_id: str, name: str) -> list[dict[str, Any]]:
+    return [
+        {"id": "u", "role": "user", "content": "Weather?"},
+        {
+            "id": "a",
+            "role": "assistant",
+            "toolCalls": [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": name, "arguments": "{}"},
+                }
+            ],
+        },
+    ]
+
+
+def _ui_call(kind: str, call_id: str) -> list[dict[str, Any]]:
+    part = {
+        "type": kind,
+        "toolCallId": call_id,
+        "state": "output-available",
+        "input": {},
+        "output": "sunny",
+    }
+    if kind == "dynamic-tool":
+        part["toolName"] = ""
+    return [USER, {"id": "a", "role": "assistant", "parts": [part]}]
+
+
+class TestEmptyToolIds:
+    """A tool call with an empty id or name is a 400, never a 500 (issue 37, 5)."""
+
+    @pytest.mark.parametrize(
+        ("call_id", "name", "words"),
+        [("", "get_weather", "call_id"), ("call_1", "", "name")],
+    )
+    def test_agui(
+        self, client: httpx.Client, call_id: str, name: str, words: str
+    ) -> None:
+        """AG-UI: an assistant message's tool call with "" as id or name."""
+        with serving(create_agui_app(agent=WeatherAgent())) as url:
+            body = run_input(_agui_call(call_id, name))
+            _refused(client.post(url, json=body), 400, words)
+
+    @pytest.mark.parametrize(
+        ("kind", "call_id", "words"),
+        [
+            ("tool-get_weather", "", "call_id"),
+            ("tool-", "call_1", "name"),
+            ("dynamic-tool", "call_1", "name"),
+        ],
+    )
+    def test_ui_messages(
+        self, client: httpx.Client, kind: str, call_id: str, words: str
+    ) -> None:
+        """UI messages: a tool part with "" as id, or a type "tool-" naming no
+        tool."""
+        with serving(create_ui_message_app(agent=WeatherAgent())) as url:
+            body = chat(_ui_call(kind, call_id))
+            _refused(client.post(url, json=body), 400, words)
+
+
+class TestAPostgresStoreInTheAguiApp:
+    """A thread id with a NUL is kept, not a 500 (issue 37, 3)."""
+
+    def test_a_thread_id_with_a_nul(self, client: httpx.Client) -> None:
+        """The interrupt is saved under the thread, a new run on it is told it
+        waits, and the resume runs the tool once."""
+        with postgres_schema() as (url, schema):
+            store = PostgresRunStore(url, schema=schema)
+            store.setup()
+            agent = WeatherAgent()
+            thread = "thread\x00one"
+            try:
+                with serving(create_agui_app(agent=agent, store=store)) as app:
+                    first = answers(client.post(app, json=run_input(thread=thread)))
+                    finished = first[-1]
+                    assert finished["outcome"]["type"] == "interrupt"
+                    again = client.post(app, json=run_input(thread=thread, run="r2"))
+                    _refused(again, 409, "waits for answers")
+                    resume = approve(finished)
+                    body = run_input(thread=thread, run="r3", resume=resume)
+                    done = answers(client.post(app, json=body))
+                assert done[-1]["type"] == "RUN_FINISHED"
+                assert len(agent.runs) == 1
+            finally:
+                store.close()
+
+    def test_an_interrupt_id_with_a_nul(self, client: httpx.Client) -> None:
+        """An interrupt naming a run id with a NUL is a run no store holds (404)."""
+        with postgres_schema() as (url, schema):
+            store = PostgresRunStore(url, schema=schema)
+            store.setup()
+            try:
+                with serving(create_agui_app(agent=WeatherAgent(), store=store)) as app:
+                    resume = [{"interruptId": "run\x00x/call_1", "status": "cancelled"}]
+                    response = client.post(app, json=run_input(resume=resume))
+                assert response.status_code == 404, response.text
+            finally:
+                store.close()
+
+
+def _interrupted_chain(ran: list[str]) -> LLMChain:
+    """A chain that stopped at ``get_weather`` (``call_1``) for a human."""
+
+    def weather(arguments: Mapping[str, Any], context: ToolContext) -> str:
+        ran.append(context.call.call_id)
+        return "sunny"
+
+    call = ToolCall(call_id="call_1", name="get_weather", arguments={})
+    model = ScriptedChatModel(
+        [ScriptedTurn(tool_calls=[call]), ScriptedTurn(text="Hi")]
+    )
+    chain = LLMChain(model, tools=[Tool("get_weather", weather)], callbacks=[Gate()])
+    result = chain.add_message(Message.user("Weather?")).run()
+    assert result.status == "interrupted"
+    return result.chain
+
+
+class Gate(ChainCallbackHandler):
+    """Every call waits for a human."""
+
+    @override
+    def on_tool_call_review(
+        self, chain: LLMChain, call: ToolCall, tool: Tool, review: ReviewContext
+    ) -> ReviewDecision | None:
+        return Interrupt("May I?") if review.human_decision is None else None
+
+
+class TestANewMessageWhileCallsWait:
+    """A new message while calls wait is refused naming them and the ways on,
+    never run past them (issue 37, 7)."""
+
+    def test_agui_thread_in_the_store(self, client: httpx.Client) -> None:
+        """The AG-UI app's 409 names the waiting call and how to answer it."""
+        with serving(create_agui_app(agent=WeatherAgent())) as url:
+            answers(client.post(url, json=run_input()))
+            again = client.post(url, json=run_input(run="r2"))
+        _refused(again, 409, "get_weather ('call_1')")
+        assert '"cancelled" to abandon it' in again.json()["error"]
+
+    def test_ui_chat_in_the_store(self, client: httpx.Client) -> None:
+        """The UI-message app's 409 names the waiting call and how to answer it."""
+        with serving(create_ui_message_app(agent=WeatherAgent())) as url:
+            out = chunks(client.post(url, json=chat([USER])))
+            again = chat([USER, assistant_of(out), {**USER, "id": "user-2"}])
+            refused = client.post(url, json=again)
+        _refused(refused, 409, "get_weather ('call_1')")
+        assert "abandon" in refused.json()["error"]
+
+    @pytest.mark.parametrize("app", ["agui", "ui"])
+    def test_an_agents_chain_with_waiting_calls(
+        self, client: httpx.Client, app: str
+    ) -> None:
+        """An agent whose chain still has waiting calls under the new message
+        gets a 409 naming them; the tool does not run and no model is called."""
+        ran: list[str] = []
+        interrupted = _interrupted_chain(ran)
+
+        def agent(messages: Sequence[Message]) -> LLMChain:
+            return interrupted.add_message(Message.user("Something else?"))
+
+        if app == "agui":
+            with serving(create_agui_app(agent=agent)) as url:
+                refused = client.post(url, json=run_input())
+        else:
+            with serving(create_ui_message_app(agent=agent)) as url:
+                refused = client.post(url, json=chat([USER]))
+        _refused(refused, 409, "get_weather ('call_1')")
+        assert ran == []
+        assert isinstance(interrupted.model, ScriptedChatModel)
+        assert interrupted.model.remaining == 1
+
+    def test_the_serve_app(self) -> None:
+        """The web app of ``langhooks serve`` answers a prompt whose chain has
+        waiting calls with a 409 naming them and the two ways on."""
+        ran: list[str] = []
+        interrupted = _interrupted_chain(ran)
+
+        def agent(prompt: str) -> LLMChain:
+            return interrupted.add_message(Message.user(prompt))
+
+        with serving(create_app(agent=agent)) as base:
+            answer = httpx.post(f"{base}runs", json={"prompt": "Something else?"})
+        assert answer.status_code == 409, answer.text
+        error = answer.json()["error"]
+        assert "get_weather ('call_1')" in error
+        assert "abandon_tool_calls(reason)" in error
+        assert ran == []
