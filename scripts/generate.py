@@ -246,7 +246,8 @@ def _event_method(event: Event) -> str:
         ]
     )
     body = node.body
-    lines = [f"    async def {node.name}({parameters}) -> {event.returns()}:"]
+    lines = [f"    @{event.segment(decorator)}" for decorator in node.decorator_list]
+    lines.append(f"    async def {node.name}({parameters}) -> {event.returns()}:")
     first = body[0]
     rest = body
     if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
@@ -275,6 +276,8 @@ def render_interface(interface: Interface) -> str:
             annotations.update(_names(parameter.annotation))
         assert event.node.returns is not None
         annotations.update(_names(event.node.returns))
+        for decorator in event.node.decorator_list:
+            annotations.update(_names(decorator))
     exported = [*spec.exports(), *interface.extra_exports]
     typing_names = {"ClassVar", "Literal", "TypeAlias"}
     if "Generic" in used:
@@ -445,6 +448,29 @@ def _ruff(text: str, path: Path) -> str:
     return text
 
 
+#: The page whose table of sync twins is written from ``unasync.PAIRS``, between
+#: these two lines.
+CONTRIBUTING = ROOT / "docs" / "contributing.md"
+TWINS_BEGIN = (
+    "<!-- the twins: written by scripts/generate.py from scripts/unasync.py PAIRS -->"
+)
+TWINS_END = "<!-- end of the twins -->"
+
+
+def render_contributing() -> str:
+    """docs/contributing.md with its table of twins as ``unasync.PAIRS`` gives it."""
+    text = CONTRIBUTING.read_text(encoding="utf-8")
+    head, begin, rest = text.partition(TWINS_BEGIN + "\n")
+    _, end, tail = rest.partition(TWINS_END)
+    if not begin or not end:
+        raise SystemExit(
+            f"{CONTRIBUTING}: the table of twins must sit between {TWINS_BEGIN!r} "
+            f"and {TWINS_END!r}"
+        )
+    # A blank line ends the table before the closing comment.
+    return f"{head}{begin}{unasync.twin_table()}\n{end}{tail}"
+
+
 def render() -> dict[Path, str]:
     """Every generated file, path to text, from the specs as they are now."""
     files = {
@@ -453,8 +479,13 @@ def render() -> dict[Path, str]:
     }
     files[CORE / f"{FUNCTIONS_OUT}.py"] = render_functions()
     formatted = {path: _ruff(text, path) for path, text in files.items()}
-    # The sync twins of the async modules (formatted by unasync itself).
-    return {**formatted, **unasync.render()}
+    # The sync twins of the async modules (formatted by unasync itself), and the
+    # page that lists them.
+    return {
+        **formatted,
+        **unasync.render(),
+        CONTRIBUTING: render_contributing(),
+    }
 
 
 def stale(files: dict[Path, str]) -> list[Path]:

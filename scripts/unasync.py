@@ -15,11 +15,20 @@ module beside it is generated from it, line by line:
   ``drive_sync``) or ``PREFIXED`` or the ``Pair``'s ``prefixed`` lists it;
 - an import of another async source imports its twin (``_drive_async`` →
   ``_drive_sync``);
+- the primitives that differ (a lock, a sleep, a call in its own context) are
+  called by name from ``_core/_twins_async.py``, whose twin ``_twins_sync.py`` is
+  written by hand too (``PRIMITIVES``): an import of it imports the sync one, and
+  its names are renamed as the source's own (``asleep`` → ``sleep``);
 - ``EXACT`` replaces the few phrases that differ otherwise (a union of an async
   and a sync handler is the sync handler), and a ``Pair``'s own ``exact`` those of
   one source (a phrase may span lines: a docstring that differs);
 - a line ending in ``# unasync: remove`` is left out of the sync module, with the
   block it opens (``if is_async:  # unasync: remove`` + ``await result``).
+
+A global rename or phrase (``SUBS``, ``PREFIXED``, ``EXACT``) that no source uses
+any more fails the run, as a ``Pair``'s phrase that is not in its source does: the
+tables hold only what is needed. ``twin_table()`` is the table of pairs
+``docs/contributing.md`` shows (``scripts/generate.py`` writes it there).
 
 The result is then fixed and formatted with ruff: imports sorted and pruned, and
 an assignment left unused (``result = call()`` whose ``await result`` went) becomes
@@ -48,6 +57,8 @@ class Pair:
 
     source: str
     target: str
+    #: What the pair is, for the table in docs/contributing.md ("" for nothing).
+    what: str = ""
     #: Phrases of this source whose sync form is not a rename of each word, applied
     #: to the whole text before the line rules (so a phrase may span lines: a
     #: docstring that differs, say).
@@ -64,12 +75,19 @@ REDIS_CLIENTS: Final = {
 
 #: The async sources and the sync module each one gives.
 PAIRS: Final = (
-    Pair("models/_run_async.py", "models/_run_sync.py"),
-    Pair("models/_drive_async.py", "models/_drive_sync.py"),
-    Pair("models/_ollama_async.py", "models/_ollama_sync.py"),
+    Pair(
+        "models/_run_async.py", "models/_run_sync.py", what="one provider HTTP stream"
+    ),
+    Pair("models/_drive_async.py", "models/_drive_sync.py", what="the stream driver"),
+    Pair(
+        "models/_ollama_async.py",
+        "models/_ollama_sync.py",
+        what="Ollama's chat request",
+    ),
     Pair(
         "integrations/_redis_store_async.py",
         "integrations/_redis_store_sync.py",
+        what="the Redis run store",
         exact={
             (
                 "An ``AsyncRunStore`` in Redis (``redis.asyncio``): save an"
@@ -91,6 +109,7 @@ PAIRS: Final = (
     Pair(
         "integrations/_postgres_store_async.py",
         "integrations/_postgres_store_sync.py",
+        what="the PostgreSQL run store",
         exact={
             # A thread-safe lock.
             "import asyncio\n": "import threading\n",
@@ -106,6 +125,7 @@ PAIRS: Final = (
     Pair(
         "integrations/_redis_read_async.py",
         "integrations/_redis_read_sync.py",
+        what="reading a run's Redis stream",
         exact={
             **REDIS_CLIENTS,
             # The sync cluster client's methods are untyped, the asyncio one's not.
@@ -121,10 +141,9 @@ PAIRS: Final = (
     Pair(
         "integrations/_redis_follow_async.py",
         "integrations/_redis_follow_sync.py",
+        what="following a run's Redis stream",
         exact={
             **REDIS_CLIENTS,
-            "import asyncio\n": "import time\n",
-            "asyncio.sleep(": "time.sleep(",
             "_events import Handler\n": "_events import SyncHandler\n",
             "handler: Handler,": "handler: SyncHandler,",
             (
@@ -143,6 +162,7 @@ PAIRS: Final = (
     Pair(
         "chain/_calls_async.py",
         "chain/_calls_sync.py",
+        what="calls into handlers and tools",
         exact={
             "AsyncChainCallbackHandler | ChainCallbackHandler": "ChainCallbackHandler",
             # An async tool's awaitable is run to its end (the worker thread's
@@ -156,15 +176,11 @@ PAIRS: Final = (
     Pair(
         "chain/_perform_async.py",
         "chain/_perform_sync.py",
+        what="the chain's driver",
         exact={
             "AsyncBridge": "SyncBridge",
             # A sync run takes sync handlers only.
             "callbacks = chain.callbacks": "callbacks = sync_callbacks(chain)",
-            # The attempt's own copy of the context: a task's, or one entered.
-            "await asyncio.create_task(model_attempt(op))": (
-                "contextvars.copy_context().run(model_attempt, op)"
-            ),
-            "import asyncio\n": "import contextvars\n",
         },
         prefixed=frozenset(
             {"astream", "async_sleep", "deliver_async", "execute_async"}
@@ -173,6 +189,7 @@ PAIRS: Final = (
     Pair(
         "models/_raw_async.py",
         "models/_raw_sync.py",
+        what="reading an SDK's response",
         exact={
             # A sync httpx response is a Body as it is.
             "yield AsyncHTTPBody(response)": "yield response",
@@ -190,13 +207,12 @@ PAIRS: Final = (
         prefixed=frozenset({"aerror_body_hook"}),
     ),
     Pair(
-        "models/_scripted_async.py",
-        "models/_scripted_sync.py",
-        exact={"import asyncio": "import time", "await asyncio.sleep(": "time.sleep("},
+        "models/_scripted_async.py", "models/_scripted_sync.py", what="a scripted turn"
     ),
     Pair(
         "_persist/_stores_async.py",
         "_persist/_stores_sync.py",
+        what="the `RunStore` protocol",
         exact={
             "``AsyncRedisRunStore`` and ``AsyncPostgresRunStore`` satisfy it: the\n"
             "    async twin of ``RunStore``, the same methods, awaited.": (
@@ -208,31 +224,31 @@ PAIRS: Final = (
     Pair(
         "_persist/_claims_async.py",
         "_persist/_claims_sync.py",
+        what="what a store gives the resume",
         exact={"an async store gives": "a synchronous store gives"},
     ),
     Pair(
         "_persist/_resume_async.py",
         "_persist/_resume_sync.py",
+        what="a resume, at most once per call",
         prefixed=frozenset(
             {"_aguarded", "_arenewing", "aexecute_tool_calls_with_decisions", "arun"}
         ),
     ),
 )
 
+#: The primitives that differ, written by hand both ways: the async sources call
+#: them by name, and their twins the sync ones (see the module docstring).
+PRIMITIVES: Final = ("_core/_twins_async.py", "_core/_twins_sync.py")
+
 #: Whole-word renames, async name to sync name.
 SUBS: Final = {
     "__aenter__": "__enter__",
     "__aexit__": "__exit__",
-    "__aiter__": "__iter__",
-    "__anext__": "__next__",
-    "StopAsyncIteration": "StopIteration",
     "AsyncIterator": "Iterator",
-    "AsyncIterable": "Iterable",
-    "AsyncGenerator": "Generator",
     "AbstractAsyncContextManager": "AbstractContextManager",
     "asynccontextmanager": "contextmanager",
     "anext": "next",
-    "aiter": "iter",
     "aclose": "close",
     "aiter_bytes": "iter_bytes",
     "check_async_client": "check_sync_client",
@@ -296,16 +312,22 @@ def _sync_name(name: str) -> str:
 
 #: The async modules' names, to their twins' (an import of one becomes an import
 #: of the other).
-MODULES: Final = {Path(pair.source).stem: Path(pair.target).stem for pair in PAIRS}
+MODULES: Final = {
+    Path(source).stem: Path(target).stem
+    for source, target in (*((pair.source, pair.target) for pair in PAIRS), PRIMITIVES)
+}
 
 
-def _rename(word: re.Match[str], prefixed: frozenset[str]) -> str:
+def _rename(word: re.Match[str], prefixed: frozenset[str], used: set[str]) -> str:
     name = word.group(0)
     if name in SUBS:
+        used.add(name)
         return SUBS[name]
     if name in MODULES:
         return MODULES[name]
     if name in prefixed:
+        if name in PREFIXED:
+            used.add(name)
         return _sync_name(name)
     if name.lstrip("_").startswith("Async") and name.lstrip("_")[5:6].isupper():
         return _sync_name(name)
@@ -334,12 +356,16 @@ def unasync(
     text: str,
     exact: Mapping[str, str] | None = None,
     prefixed: frozenset[str] = frozenset(),
+    used: set[str] | None = None,
 ) -> str:
     """The sync twin of the async module ``text``, before formatting.
 
     ``exact`` and ``prefixed`` are a ``Pair``'s own phrases and names, used beside
-    ``EXACT`` and ``PREFIXED``.
+    ``EXACT`` and ``PREFIXED``; the entries of ``SUBS``, ``PREFIXED`` and ``EXACT``
+    the text used are added to ``used``.
     """
+    if used is None:
+        used = set()
     for phrase, replacement in (exact or {}).items():
         if phrase not in text:
             raise ValueError(
@@ -351,10 +377,12 @@ def unasync(
     out: list[str] = []
     for line in _kept(text.splitlines()):
         for phrase, replacement in EXACT.items():
-            line = line.replace(phrase, replacement)
+            if phrase in line:
+                used.add(phrase)
+                line = line.replace(phrase, replacement)
         line = _ASYNC.sub("", line)
         line = _AWAIT.sub("", line)
-        line = _WORD.sub(lambda word: _rename(word, prefixed), line)
+        line = _WORD.sub(lambda word: _rename(word, prefixed, used), line)
         out.append(line)
     return "\n".join(out) + "\n"
 
@@ -382,13 +410,77 @@ def _ruff(text: str, path: Path) -> str:
     return text
 
 
-def render(pairs: Iterable[Pair] = PAIRS) -> dict[Path, str]:
-    """Every sync twin, path to text, from the async sources as they are now."""
-    files: dict[Path, str] = {}
+def _exports(path: Path) -> list[str]:
+    """The ``__all__`` of the module at ``path``."""
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "__all__":
+            return list(ast.literal_eval(node.value))
+    raise ValueError(f"unasync: {path} has no __all__")
+
+
+def primitives() -> frozenset[str]:
+    """The async primitives' names the sources use (renamed as their own).
+
+    Raises:
+        ValueError: the two primitives modules do not name the same primitives.
+    """
     package = ROOT / "langhooks"
-    for pair in pairs:
-        text = (package / pair.source).read_text(encoding="utf-8")
+    names = _exports(package / PRIMITIVES[0])
+    twins = {_sync_name(name) for name in names}
+    if twins != set(_exports(package / PRIMITIVES[1])):
+        raise ValueError(
+            f"unasync: {PRIMITIVES[1]} must name the sync twin of each of "
+            f"{PRIMITIVES[0]}'s primitives ({sorted(twins)}), and nothing else"
+        )
+    return frozenset(names)
+
+
+def unused(used: set[str]) -> list[str]:
+    """The global renames and phrases not in ``used``."""
+    return [name for name in (*SUBS, *PREFIXED, *EXACT) if name not in used]
+
+
+def render(pairs: Iterable[Pair] = PAIRS) -> dict[Path, str]:
+    """Every sync twin, path to text, from the async sources as they are now.
+
+    Raises:
+        ValueError: a ``Pair``'s phrase is not in its source, the primitives
+            modules disagree, or (rendering every pair) a global rename or phrase
+            is used by no source.
+    """
+    package = ROOT / "langhooks"
+    named = primitives()
+    used: set[str] = set()
+    pairs = tuple(pairs)
+    bodies = [
+        (
+            pair,
+            unasync(
+                (package / pair.source).read_text(encoding="utf-8"),
+                pair.exact,
+                pair.prefixed | named,
+                used,
+            ),
+        )
+        for pair in pairs
+    ]
+    stale = unused(used)
+    if pairs == PAIRS and stale:
+        raise ValueError(
+            f"unasync: no source uses {', '.join(map(repr, stale))}: remove it from "
+            f"SUBS, PREFIXED or EXACT (scripts/unasync.py)"
+        )
+    files: dict[Path, str] = {}
+    for pair, body in bodies:
         path = package / pair.target
-        body = unasync(text, pair.exact, pair.prefixed)
         files[path] = _ruff(f"{header(pair.source)}\n{body}", path)
     return files
+
+
+def twin_table() -> str:
+    """The Markdown table of the pairs, for docs/contributing.md."""
+    rows = ["| written by hand | generated |", "| --- | --- |"]
+    for pair in PAIRS:
+        what = f" ({pair.what})" if pair.what else ""
+        rows.append(f"| `{pair.source}` | `{pair.target}`{what} |")
+    return "\n".join(rows) + "\n"

@@ -41,7 +41,7 @@ from langhooks import (
     ToolProgress,
     ToolResult,
 )
-from langhooks._persist._jsondata import json_text
+from langhooks._core._jsondata import json_text
 from langhooks._persist._recordtext import _MAX_KEPT
 from langhooks.chain import ErrorResult, LLMChain, OkResult, RetryPolicy
 from langhooks.codec import dumps

@@ -4,7 +4,9 @@ Layers, lowest first: ``_version``; ``_core`` (the handler contract); ``_wrap``
 (wrappers); ``models``; ``chain`` (the runtime); ``_persist`` (codec, records,
 events); ``integrations``; ``cli``; then ``_testing`` and the public modules, which
 only re-export. Every import counts: at module level, under ``if TYPE_CHECKING:``
-and inside functions. The sources are parsed, not imported.
+and inside functions, and ``import_module``/``__import__`` of a langhooks module
+named by a literal or a module-level constant (a hidden edge is an edge). The
+sources are parsed, not imported.
 
 The edges still pointing the wrong way are listed in ``KNOWN_VIOLATIONS`` with the
 reason each is left; the list may only shrink (an edge that no longer exists fails
@@ -65,13 +67,57 @@ def layer(module: str) -> int:
     return len(LAYERS) + 2  # the public modules, __main__
 
 
+_DYNAMIC: Final = frozenset({"import_module", "__import__"})
+
+
+def _constants(tree: ast.Module) -> dict[str, str]:
+    """The module-level names bound to a str literal (``NAME = "a.b"``)."""
+    found: dict[str, str] = {}
+    for node in tree.body:
+        value: ast.expr | None
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign):
+            targets, value = [node.target], node.value
+        else:
+            continue
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    found[target.id] = value.value
+    return found
+
+
+def _dynamic(call: ast.Call, constants: Mapping[str, str]) -> str | None:
+    """The module ``call`` imports when it is ``import_module(X)`` or
+    ``__import__(X)`` with ``X`` a literal or a module-level constant."""
+    function = call.func
+    name = function.attr if isinstance(function, ast.Attribute) else None
+    if isinstance(function, ast.Name):
+        name = function.id
+    if name not in _DYNAMIC or not call.args:
+        return None
+    argument = call.args[0]
+    if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
+        return argument.value
+    if isinstance(argument, ast.Name):
+        return constants.get(argument.id)
+    return None
+
+
 def _imported(
     module: str, source: str, *, package: bool = False
 ) -> Iterator[tuple[str, int]]:
     """The langhooks modules ``module`` (whose text is ``source``; ``package``: an
     ``__init__.py``) imports anywhere in it, with the line."""
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
+    tree = ast.parse(source)
+    constants = _constants(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            target = _dynamic(node, constants)
+            if target is not None:
+                yield target, node.lineno
+        elif isinstance(node, ast.Import):
             for alias in node.names:
                 yield alias.name, node.lineno
         elif isinstance(node, ast.ImportFrom):
@@ -159,6 +205,28 @@ class TestImportGraph:
         found = dict(_imported("langhooks._core._x", source))
         assert found["langhooks.chain"] == 3
         assert found["langhooks._persist._codec"] == 6
+
+    def test_finds_a_module_imported_by_name(self) -> None:
+        """``import_module`` or ``__import__`` of a literal or of a module-level
+        constant is an edge too; a name computed at run time is not knowable."""
+        source = (
+            "import importlib\n"
+            "from importlib import import_module\n"
+            'CODEC: Final = "langhooks._persist._state"\n'
+            'OTHER = "langhooks.integrations.redis"\n'
+            "def load(name: str) -> None:\n"
+            "    import_module(CODEC)\n"
+            '    importlib.import_module("langhooks.cli.runs")\n'
+            "    __import__(OTHER)\n"
+            "    import_module(name)\n"
+            "    import_module()\n"
+            "    print(CODEC)\n"
+        )
+        found = dict(_imported("langhooks.chain._x", source))
+        assert found["langhooks._persist._state"] == 6
+        assert found["langhooks.cli.runs"] == 7
+        assert found["langhooks.integrations.redis"] == 8
+        assert len([m for m in found if m.startswith("langhooks.")]) == 3
 
     def test_imports_point_down(self) -> None:
         """No module imports one of a higher layer, but the known ones."""

@@ -446,7 +446,7 @@ class TestIsolate:
         with caplog.at_level(logging.ERROR, logger="langhooks"):
             decision = isolate(Broken()).on_tool_call_review(CHAIN, CALL, TOOL, REVIEW)
         assert isinstance(decision, Deny)
-        assert "the call is denied" in caplog.text
+        assert "(its answer is Deny(" in caplog.text
 
     async def test_async_failing_review_denies(self) -> None:
         """The async twin also fails closed."""

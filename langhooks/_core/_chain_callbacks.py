@@ -17,8 +17,9 @@ from ._chain_handler import (
     ReviewContext,
     ReviewDecision,
     UpdateArguments,
+    _ReviewFold,
 )
-from ._handler import HandlerBase
+from ._handler import HandlerBase, folded
 from ._messages import (
     ChatResponse,
     LangHooksError,
@@ -128,6 +129,7 @@ class AsyncChainCallbackHandler(
         ``call.arguments`` may still be empty: the arguments are streaming.
         """
 
+    @folded(_ReviewFold)
     async def on_tool_call_review(
         self, chain: ChainT_contra, call: ToolCall, tool: Tool, review: ReviewContext, /
     ) -> ReviewDecision | None:

@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeAlias
 
 import attrs
-from typing_extensions import TypeVar
+from typing_extensions import TypeVar, override
 
-from ._handler import HandlerBase
+from ._handler import Fold, HandlerBase, folded
 from ._messages import (
     ChatResponse,
     LangHooksError,
@@ -143,6 +143,40 @@ class ReviewContext:
     __reduce__ = _reduce
 
 
+class _ReviewFold(Fold):
+    """Review is a fold: each reviewer sees the arguments as rewritten by those
+    before it; the first ``Deny`` or ``Interrupt`` settles the call (later reviewers
+    are not asked); otherwise the answer is ``UpdateArguments`` with the final
+    arguments if any reviewer rewrote them, else ``Allow()``. A reviewer that
+    raised under ``isolate`` made no safe decision: it denies (fail closed)."""
+
+    @override
+    def step(
+        self, owner: object, answer: object, args: tuple[Any, ...]
+    ) -> tuple[tuple[Any, ...], object]:
+        if answer is None or isinstance(answer, Allow):
+            return args, None
+        if isinstance(answer, UpdateArguments):
+            chain, call, tool, review = args
+            call = attrs.evolve(call, arguments=answer.arguments)
+            return (chain, call, tool, review), None
+        if isinstance(answer, Deny | Interrupt):
+            return args, answer
+        raise TypeError(
+            f"{owner!r}.on_tool_call_review returned {answer!r}: return None, "
+            f"Allow(), UpdateArguments(...), Deny(...) or Interrupt(...)"
+        )
+
+    @override
+    def end(self, first: tuple[Any, ...], last: tuple[Any, ...]) -> object:
+        # A rewrite always makes a new call (attrs.evolve), even to equal arguments.
+        return Allow() if last[1] is first[1] else UpdateArguments(last[1].arguments)
+
+    @override
+    def failed(self) -> object:
+        return Deny("the tool call was not run: a review handler failed")
+
+
 #: The chain a handler's events receive. Unparameterized, an interface takes any
 #: chain, so an override may annotate its parameter with the runtime's own class.
 # (Its bound named, not imported: the tools' module, ChainView's, is not loaded by
@@ -235,6 +269,7 @@ class ChainCallbackHandler(
         ``call.arguments`` may still be empty: the arguments are streaming.
         """
 
+    @folded(_ReviewFold)
     def on_tool_call_review(
         self, chain: ChainT_contra, call: ToolCall, tool: Tool, review: ReviewContext, /
     ) -> ReviewDecision | None:

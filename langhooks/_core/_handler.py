@@ -22,11 +22,56 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, TypeVar
 
 from typing_extensions import override
 
 __all__: list[str] = []
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+class Fold:
+    """How a composite combines its handlers' answers to one event, a property of
+    the event's spec (as pluggy's ``firstresult``): an event whose spec method is
+    decorated ``@folded(SomeFold)`` answers, and the composites and ``isolate``
+    read its fold instead of knowing the event.
+
+    A composite calls its handlers in order, each with the arguments the fold gives
+    it: ``step`` takes one handler's answer and returns the arguments for the next
+    handler and the composite's answer if this one settles it (None to go on). When
+    no handler settled it, ``end`` is the composite's answer. ``failed`` is the
+    answer of a handler whose exception ``isolate`` logged.
+    """
+
+    def step(
+        self, owner: object, answer: object, args: tuple[Any, ...]
+    ) -> tuple[tuple[Any, ...], object]:
+        """The next handler's arguments, and the settled answer or None.
+
+        Raises:
+            TypeError: ``answer`` is not one this event may give (naming ``owner``).
+        """
+        raise NotImplementedError
+
+    def end(self, first: tuple[Any, ...], last: tuple[Any, ...]) -> object:
+        """The answer when no handler settled it: ``first`` were the event's
+        arguments, ``last`` those the last handler was given."""
+        raise NotImplementedError
+
+    def failed(self) -> object:
+        """The answer of a handler that raised, when ``isolate`` logs it."""
+        raise NotImplementedError
+
+
+def folded(fold: type[Fold]) -> Callable[[_F], _F]:
+    """Mark a spec's event method as answered through ``fold`` (see ``Fold``)."""
+
+    def mark(method: _F) -> _F:
+        method._langhooks_fold = fold()  # type: ignore[attr-defined]  # read by EventSpec
+        return method
+
+    return mark
 
 
 class EventSpec:
@@ -37,7 +82,7 @@ class EventSpec:
     all of the events' specs do.
     """
 
-    __slots__ = ("default", "interface", "is_async", "name", "params")
+    __slots__ = ("default", "fold", "interface", "is_async", "name", "params")
 
     def __init__(
         self,
@@ -53,6 +98,8 @@ class EventSpec:
         self.is_async: Final = is_async
         self.params: Final = params
         self.default: Final = default
+        #: How a composite combines the handlers' answers (None: it does not).
+        self.fold: Final[Fold | None] = getattr(default, "_langhooks_fold", None)
 
     @override
     def __repr__(self) -> str:

@@ -16,74 +16,27 @@ record per streamed token) does no reflection.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from collections.abc import Mapping
+from typing import Any, Final
 
-from .._core._chain_callbacks import (
-    Allow,
-    Deny,
-    Interrupt,
-    ReviewContext,
-    UpdateArguments,
+from .._core import _json_messages
+from .._core._json_fields import (
+    SCHEMA_VERSION,
+    Decoder,
+    Encoder,
+    ValueCodec,
+    check_version,
 )
-from .._core._invocation import Invocation
-from .._core._messages import (
-    ChatResponse,
-    CompleteToolCall,
-    ContentPart,
-    FinishReason,
-    LangHooksError,
-    Message,
-    MessageDelta,
-    PartialResponse,
-    PartialThinking,
-    PartialToolCall,
-    TokenUsage,
-    ToolCall,
-    ToolResult,
-)
-from .._core._tools import ToolProgress
-from ..chain._decision import Decision
-from ._codec_fields import (
-    _d_call,
-    _d_decision,
-    _d_delta,
-    _d_error,
-    _d_invocation,
-    _d_message,
-    _d_part,
-    _d_partial_call,
-    _d_record,
-    _d_response,
-    _d_result,
-    _d_usage,
-    _data,
-    _e_call,
-    _e_delta,
-    _e_error,
-    _e_invocation,
-    _e_message,
-    _e_part,
-    _e_partial_call,
-    _e_record,
-    _e_response,
-    _e_result,
-    _e_usage,
-    _each,
-    _nested,
-    _str,
-)
-from ._jsondata import (
+from .._core._jsondata import (
     MAX_DEPTH,
     Unencodable,
     json_data,
     json_text,
     parse_json,
 )
-from ._records import EventRecord
-
-if TYPE_CHECKING:
-    from ..chain._chain import LLMChain
+from .._core._messages import Message
+from ..chain._state_codec import STATE_TAG, decode_state, encode_state
+from . import _codec_records, _codec_review, _codec_streaming
 
 __all__ = [
     "MAX_DEPTH",
@@ -105,110 +58,29 @@ __all__ = [
     "parse_json",
 ]
 
-#: The schema version ``encode`` writes; ``decode`` reads it and every older one.
-SCHEMA_VERSION: Final[int] = 1
-
-_T = TypeVar("_T")
-
 
 # --- the registry -----------------------------------------------------------------
 
-_Encoder = Callable[[Any], dict[str, Any]]
-_Decoder = Callable[[Mapping[str, Any]], Any]
-
-# class -> (tag, encoder); tag -> decoder. The tag is the public class name.
-_ENCODERS: Final[dict[type, tuple[str, _Encoder]]] = {}
-_DECODERS: Final[dict[str, _Decoder]] = {}
-
-
-def _register(cls: type[_T], encoder: _Encoder, decoder: _Decoder) -> None:
-    _ENCODERS[cls] = (cls.__name__, encoder)
-    _DECODERS[cls.__name__] = decoder
+# class -> (tag, encoder); tag -> decoder. The tag is the public class name. Each
+# concept's module holds its types' encoders and decoders side by side, and its
+# rows of this table (``CODECS``).
+_ENCODERS: Final[dict[type, tuple[str, Encoder]]] = {}
+_DECODERS: Final[dict[str, Decoder]] = {}
 
 
-_register(ContentPart, _e_part, _d_part)
-_register(ToolCall, _e_call, _d_call)
-_register(ToolResult, _e_result, _d_result)
-_register(Message, _e_message, _d_message)
-_register(MessageDelta, _e_delta, _d_delta)
-_register(TokenUsage, _e_usage, _d_usage)
+def _register(*tables: tuple[ValueCodec, ...]) -> None:
+    for table in tables:
+        for cls, encoder, decoder in table:
+            _ENCODERS[cls] = (cls.__name__, encoder)
+            _DECODERS[cls.__name__] = decoder
+
+
 _register(
-    FinishReason,
-    lambda reason: {"value": reason.value},
-    lambda data: FinishReason(data["value"]),
+    _json_messages.CODECS,
+    _codec_streaming.CODECS,
+    _codec_review.CODECS,
+    _codec_records.CODECS,
 )
-_register(ChatResponse, _e_response, _d_response)
-_register(LangHooksError, _e_error, _d_error)
-_register(Invocation, _e_invocation, _d_invocation)
-_register(
-    PartialResponse,
-    lambda partial: {"text": partial.text},
-    lambda data: PartialResponse(text=data["text"]),
-)
-_register(
-    PartialThinking,
-    lambda partial: {"text": partial.text},
-    lambda data: PartialThinking(text=data["text"]),
-)
-_register(PartialToolCall, _e_partial_call, _d_partial_call)
-_register(
-    CompleteToolCall,
-    lambda complete: {
-        "index": complete.index,
-        "tool_call": _nested(complete.tool_call, _e_call, "tool_call"),
-    },
-    lambda data: CompleteToolCall(
-        index=data["index"], tool_call=_d_call(data["tool_call"])
-    ),
-)
-_register(
-    ToolProgress,
-    lambda report: {
-        "progress": report.progress,
-        "total": report.total,
-        "message": report.message,
-    },
-    lambda data: ToolProgress(data["progress"], data["total"], data["message"]),
-)
-_register(Allow, lambda _decision: {}, lambda _data: Allow())
-_register(
-    UpdateArguments,
-    lambda decision: {"arguments": _data(decision.arguments, "arguments")},
-    lambda data: UpdateArguments(data["arguments"]),
-)
-_register(
-    Deny,
-    lambda decision: {"reason": decision.reason},
-    lambda data: Deny(data["reason"]),
-)
-_register(
-    Interrupt,
-    lambda decision: {
-        "message": decision.message,
-        "data": _data(decision.data, "data"),
-    },
-    lambda data: Interrupt(data["message"], data["data"]),
-)
-_register(
-    ReviewContext,
-    lambda review: {
-        "human_decision": review.human_decision,
-        "custom_context": _data(review.custom_context, "custom_context"),
-    },
-    lambda data: ReviewContext(
-        human_decision=data["human_decision"], custom_context=data["custom_context"]
-    ),
-)
-_register(
-    Decision,
-    lambda decision: {
-        "kind": decision.kind,
-        "arguments": _data(decision.arguments, "arguments"),
-        "reason": decision.reason,
-    },
-    _d_decision,
-)
-_register(EventRecord, _e_record, _d_record)
 
 
 # --- the public functions ---------------------------------------------------------
@@ -288,26 +160,6 @@ def decode_fields(tag: str, data: Mapping[str, Any]) -> Any:
         raise ValueError(f"not a valid encoded {tag}: {error}") from error
 
 
-def check_version(data: Mapping[str, Any], what: str) -> None:
-    """Check ``data["version"]`` is a schema version this code reads.
-
-    Raises:
-        ValueError: the version is missing, not an int, or newer than
-            ``SCHEMA_VERSION``.
-    """
-    version = data.get("version")
-    if type(version) is not int or version < 1:
-        raise ValueError(
-            f"{what} has no valid schema version (an int >= 1 under 'version'), "
-            f"got {version!r}"
-        )
-    if version > SCHEMA_VERSION:
-        raise ValueError(
-            f"{what} has schema version {version}, newer than this langhooks reads "
-            f"({SCHEMA_VERSION}): upgrade langhooks to read it"
-        )
-
-
 def decode(data: Mapping[str, Any]) -> Any:
     """The value ``encode`` made ``data`` from (equal to the original).
 
@@ -371,98 +223,3 @@ def message_from_data(data: Mapping[str, Any]) -> Message:
         ValueError: fields that do not make a valid message.
     """
     return decode_fields("Message", data)  # type: ignore[no-any-return]
-
-
-# --- run state --------------------------------------------------------------------
-
-#: The tag of ``LLMChain.to_state()``'s dict.
-STATE_TAG: Final = "LLMChainState"
-
-
-def encode_state(chain: LLMChain) -> dict[str, Any]:
-    """``chain.to_state()``: what a run needs to go on elsewhere, as JSON types.
-
-    Raises:
-        TypeError: caller data in the chain is not JSON (the message names its
-            path, as ``messages[3].tool_calls[0].arguments["when"]``).
-        ValueError: a float in caller data is NaN or infinite.
-    """
-    current = chain.invocation
-    try:
-        return {
-            "type": STATE_TAG,
-            "version": SCHEMA_VERSION,
-            "messages": _each(chain.messages, _e_message, "messages"),
-            "custom_context": _data(chain.custom_context, "custom_context"),
-            "max_retry_count": chain.max_retry_count,
-            "current_failure_count": chain.current_failure_count,
-            "invocation": _nested(current, _e_invocation, "invocation"),
-            "tools": [tool.name for tool in chain.tools],
-            "pending_tool_calls": _each(
-                chain.pending_tool_calls, _e_call, "pending_tool_calls"
-            ),
-        }
-    except Unencodable as error:
-        error.raise_public()
-        raise  # pragma: no cover  # raise_public always raises
-
-
-def decode_state(state: Mapping[str, Any]) -> dict[str, Any]:
-    """The saved fields of ``state`` as ``LLMChain`` keyword arguments (messages,
-    custom_context, max_retry_count, current_failure_count, invocation), and the
-    saved tool names and pending calls under ``"tools"`` and
-    ``"pending_tool_calls"``.
-
-    Raises:
-        TypeError: ``state`` is not a mapping.
-        ValueError: not a saved chain, a newer schema version, or fields that do
-            not make valid values (the message names the first bad one).
-    """
-    if not isinstance(state, Mapping):
-        raise TypeError(
-            f"from_state takes the dict chain.to_state() returned, got "
-            f"{type(state).__name__}"
-        )
-    if state.get("type") != STATE_TAG:
-        raise ValueError(
-            f"not a saved chain: the type tag is {state.get('type')!r}, not "
-            f"{STATE_TAG!r} (save one with chain.to_state())"
-        )
-    check_version(state, "the saved chain")
-    try:
-        fields = {
-            "custom_context": state["custom_context"],
-            "max_retry_count": state["max_retry_count"],
-            "current_failure_count": state["current_failure_count"],
-            "tools": [_str(name, "tools[]") for name in state["tools"]],
-        }
-        current = state["invocation"]
-        fields["invocation"] = None if current is None else _d_invocation(current)
-    except KeyError as error:
-        raise ValueError(f"not a valid saved chain: {error} is missing") from None
-    except (TypeError, ValueError, AttributeError) as error:
-        raise ValueError(f"not a valid saved chain: {error}") from error
-    fields["messages"] = _decode_each(state, "messages", _d_message)
-    fields["pending_tool_calls"] = _decode_each(state, "pending_tool_calls", _d_call)
-    return fields
-
-
-def _decode_each(
-    state: Mapping[str, Any], field: str, decoder: Callable[[Any], _T]
-) -> list[_T]:
-    items = state.get(field)
-    if not isinstance(items, list):
-        raise ValueError(f"not a valid saved chain: {field} must be a list")
-    out: list[_T] = []
-    for position, item in enumerate(items):
-        try:
-            out.append(decoder(item))
-        except KeyError as error:
-            raise ValueError(
-                f"not a valid saved chain: {field}[{position}] has no {error}"
-            ) from None
-        except (TypeError, ValueError, AttributeError) as error:
-            raise ValueError(
-                f"not a valid saved chain: {field}[{position}]: {error}"
-            ) from error
-    return out

@@ -38,6 +38,7 @@ from typing import Any, Final, Protocol, final
 
 from .._core._chain_callbacks import ReviewContext
 from .._core._invocation import Invocation
+from .._core._jsondata import Unencodable, json_text, jsonable
 from .._core._messages import (
     ChatResponse,
     ContentPart,
@@ -55,7 +56,6 @@ from .._core._tools import Tool
 from ..chain._chain import LLMChain
 from . import _codec
 from ._codec import SCHEMA_VERSION
-from ._jsondata import Unencodable, json_text, jsonable
 
 __all__ = ["Plan", "RecordText", "ReferenceEncoder", "Runs", "envelope_line"]
 

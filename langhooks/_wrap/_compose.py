@@ -13,22 +13,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any, ClassVar, Final, Generic, Literal, TypeVar, final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Literal, TypeVar, final
 
-import attrs
 from typing_extensions import override
 
-from .._core._chain_callbacks import (
-    Allow,
-    AsyncChainCallbackHandler,
-    ChainCallbackHandler,
-    Deny,
-    Interrupt,
-    ReviewContext,
-    ReviewDecision,
-    UpdateArguments,
-)
+from .._core._chain_callbacks import AsyncChainCallbackHandler, ChainCallbackHandler
 from .._core._handler import (
+    Fold,
     HandlerBase,
     async_fanout,
     bound_event,
@@ -36,13 +27,16 @@ from .._core._handler import (
     overridden_events,
     sync_fanout,
 )
-from .._core._messages import ToolCall
 from .._core._streaming import (
     AsyncStreamingChatResponseHandler,
     StreamingChatResponseHandler,
 )
-from .._core._tools import ChainView, Tool
 from ._wrappers import _Wrapper, isolate
+
+if TYPE_CHECKING:
+    from .._core._chain_callbacks import ReviewContext, ReviewDecision
+    from .._core._messages import ToolCall
+    from .._core._tools import ChainView, Tool
 
 __all__ = [
     "AsyncCompositeChainHandler",
@@ -51,7 +45,6 @@ __all__ = [
     "CompositeStreamingHandler",
 ]
 
-_REVIEW: Final = "on_tool_call_review"
 ErrorPolicy = Literal["raise", "log"]
 _H = TypeVar("_H", bound=HandlerBase)
 
@@ -83,7 +76,6 @@ class _Composite(HandlerBase, Generic[_H]):
         self._errors: Final = errors
         self._lock: Final = threading.Lock()
         self._registered: tuple[tuple[_H, HandlerBase], ...] = ()
-        self._reviewers: tuple[tuple[HandlerBase, Callable[..., Any], bool], ...] = ()
         for handler in handlers:
             self._registered = self._with(handler)
         self._install(self._registered)
@@ -141,12 +133,20 @@ class _Composite(HandlerBase, Generic[_H]):
         overrides = [overridden_events(handler) for handler in effective]
         for name, specs in type(self)._langhooks_events.items():
             chosen = [h for h, o in zip(effective, overrides, strict=True) if name in o]
-            if name == _REVIEW:
-                state["_reviewers"] = tuple(
-                    (h, bound_event(h, name), event_is_async(h, name)) for h in chosen
+            methods = tuple(bound_event(h, name) for h in chosen)
+            fold = specs[0].fold
+            if fold is not None:
+                # An event that answers: its spec's fold combines the answers.
+                answering = tuple(
+                    (_users(h), m, event_is_async(h, name))
+                    for h, m in zip(chosen, methods, strict=True)
+                )
+                state[name] = (
+                    _async_folding(fold, answering)
+                    if self._is_async
+                    else _sync_folding(fold, answering)
                 )
                 continue
-            methods = tuple(bound_event(h, name) for h in chosen)
             if self._is_async:
                 fanout: Callable[..., Any] = async_fanout(
                     specs[0].params,
@@ -227,22 +227,6 @@ def _composite_hint(handler: object) -> str:
     return ""
 
 
-def _settle(
-    owner: HandlerBase, decision: object, call: ToolCall
-) -> tuple[ToolCall, Deny | Interrupt | None, bool]:
-    """Apply one reviewer's decision: (call to pass on, settled decision, rewrote)."""
-    if decision is None or isinstance(decision, Allow):
-        return call, None, False
-    if isinstance(decision, UpdateArguments):
-        return attrs.evolve(call, arguments=decision.arguments), None, True
-    if isinstance(decision, Deny | Interrupt):
-        return call, decision, False
-    raise TypeError(
-        f"{_users(owner)!r}.on_tool_call_review returned {decision!r}: return None, "
-        f"Allow(), UpdateArguments(...), Deny(...) or Interrupt(...)"
-    )
-
-
 def _users(handler: object) -> object:
     """The user's handler inside any wrappers, to name it in an error message."""
     while isinstance(handler, _Wrapper):
@@ -250,15 +234,46 @@ def _users(handler: object) -> object:
     return handler
 
 
-def _result(call: ToolCall, rewrote: bool) -> ReviewDecision:
-    return UpdateArguments(call.arguments) if rewrote else Allow()
+_Answering = tuple[tuple[object, Callable[..., Any], bool], ...]
+
+
+def _sync_folding(fold: Fold, answering: _Answering) -> Callable[..., object]:
+    """One call of an answering event over ``answering``, combined by ``fold``."""
+
+    def folding(*args: Any) -> object:
+        first = args
+        for owner, method, _ in answering:
+            args, settled = fold.step(owner, method(*args), args)
+            if settled is not None:
+                return settled
+        return fold.end(first, args)
+
+    return folding
+
+
+def _async_folding(fold: Fold, answering: _Answering) -> Callable[..., Any]:
+    """The async ``_sync_folding``: awaits the async handlers' answers."""
+
+    async def folding(*args: Any) -> object:
+        first = args
+        for owner, method, is_async in answering:
+            answer = method(*args)
+            if is_async:
+                answer = await answer
+            args, settled = fold.step(owner, answer, args)
+            if settled is not None:
+                return settled
+        return fold.end(first, args)
+
+    return folding
 
 
 @final
 class CompositeChainHandler(_Composite[ChainCallbackHandler], ChainCallbackHandler):
     """A chain handler that calls every registered chain handler, in order.
 
-    Review is a fold: each reviewer sees the arguments as rewritten by those before
+    The answers to an event that answers are combined as its spec's ``Fold``
+    says. For review: each reviewer sees the arguments as rewritten by those before
     it; the first ``Deny`` or ``Interrupt`` settles the call (later reviewers are
     not asked); otherwise the result is ``UpdateArguments`` with the final
     arguments if any reviewer rewrote them, else ``Allow()``. An exception from a
@@ -268,19 +283,14 @@ class CompositeChainHandler(_Composite[ChainCallbackHandler], ChainCallbackHandl
     _accepts = (ChainCallbackHandler,)
     _is_async = False
 
-    @override
-    def on_tool_call_review(
-        self, chain: ChainView, call: ToolCall, tool: Tool, review: ReviewContext
-    ) -> ReviewDecision:
-        rewrote = False
-        for owner, method, _ in self._reviewers:
-            call, settled, changed = _settle(
-                owner, method(chain, call, tool, review), call
-            )
-            if settled is not None:
-                return settled
-            rewrote = rewrote or changed
-        return _result(call, rewrote)
+    if TYPE_CHECKING:  # each instance holds its fold (see _install)
+
+        @override
+        def on_tool_call_review(
+            self, chain: ChainView, call: ToolCall, tool: Tool, review: ReviewContext
+        ) -> ReviewDecision:
+            """The settled decision of the reviewers (never None)."""
+            ...
 
 
 @final
@@ -293,17 +303,11 @@ class AsyncCompositeChainHandler(
     _accepts = (AsyncChainCallbackHandler, ChainCallbackHandler)
     _is_async = True
 
-    @override
-    async def on_tool_call_review(
-        self, chain: ChainView, call: ToolCall, tool: Tool, review: ReviewContext
-    ) -> ReviewDecision:
-        rewrote = False
-        for owner, method, is_async in self._reviewers:
-            decision = method(chain, call, tool, review)
-            if is_async:
-                decision = await decision
-            call, settled, changed = _settle(owner, decision, call)
-            if settled is not None:
-                return settled
-            rewrote = rewrote or changed
-        return _result(call, rewrote)
+    if TYPE_CHECKING:  # each instance holds its fold (see _install)
+
+        @override
+        async def on_tool_call_review(
+            self, chain: ChainView, call: ToolCall, tool: Tool, review: ReviewContext
+        ) -> ReviewDecision:
+            """The settled decision of the reviewers (never None)."""
+            ...

@@ -30,7 +30,6 @@ from .._core._chain_callbacks import (
     AsyncChainCallbackHandler,
     ChainCallbackHandler,
     ChainEventName,
-    Deny,
 )
 from .._core._handler import (
     HandlerBase,
@@ -359,18 +358,14 @@ if TYPE_CHECKING:
 
 # --- isolate ----------------------------------------------------------------------
 
-_REVIEW: Final = "on_tool_call_review"
-
 
 def _isolated(
     name: str, method: Callable[..., Any], is_async: bool, owner: HandlerBase
 ) -> Callable[..., Any]:
-    # A review handler that fails has made no safe decision: fail closed.
-    fallback = (
-        Deny("the tool call was not run: a review handler failed")
-        if name == _REVIEW
-        else None
-    )
+    # An event that answers has its spec's answer for a failed handler (a review
+    # handler that fails has made no safe decision: it denies, failing closed).
+    fold = type(owner)._langhooks_events[name][0].fold
+    fallback = None if fold is None else fold.failed()
 
     def report() -> None:
         import logging  # only on a failure: a plain import of langhooks skips it
@@ -379,7 +374,7 @@ def _isolated(
             "langhooks: %r.%s raised; the exception is isolated and the run goes on%s",
             owner,
             name,
-            " (the call is denied)" if fallback is not None else "",
+            "" if fallback is None else f" (its answer is {fallback!r})",
         )
 
     if is_async:

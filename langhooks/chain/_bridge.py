@@ -2,14 +2,17 @@
 
 A run gives the model a ``SyncBridge`` (``run()``) or an ``AsyncBridge``
 (``arun()``); both turn partials into ``on_llm_new_delta`` and name resolutions into
-``on_tool_call_identified`` through one ``BridgeState``. The model's answer is
-checked here too: a model that breaks the ``ChatModel`` protocol becomes a
-"protocol_error", a dead stream passed off as an answer a "stream_error".
+``on_tool_call_identified`` through one ``BridgeState``. A partial is a call of the
+handlers' ``on_llm_new_delta`` straight away, with no operation object built per
+token (the rarer events go through ``deliver_sync``/``deliver_async``). The
+model's answer is checked here too: a model that breaks the ``ChatModel``
+protocol becomes a "protocol_error", a dead stream passed off as an answer a
+"stream_error".
 """
 
 from __future__ import annotations
 
-from typing import final
+from typing import Final, final
 
 from typing_extensions import override
 
@@ -33,7 +36,7 @@ from .._core._streaming import (
 )
 from ._calls_async import deliver_async
 from ._calls_sync import deliver_sync
-from ._ops import Fire, RunState, fire
+from ._ops import Fire, HandlerFault, RunState, fire
 from ._tool_results import short_description
 
 __all__ = [
@@ -45,6 +48,7 @@ __all__ = [
 ]
 
 _H = ChainCallbackHandler
+_DELTA: Final = "on_llm_new_delta"
 
 
 @final
@@ -57,11 +61,6 @@ class BridgeState:
         self.run = run
         self.identified: set[int] = set()
         self.streamed = False
-
-    def delta(self, delta: MessageDelta) -> Fire:
-        """The event for one streamed increment."""
-        self.streamed = True
-        return fire(_H.on_llm_new_delta, self.run.chain, (delta,))
 
     def identify(
         self, index: int, call_id: str | None, name: str, call: ToolCall | None
@@ -97,25 +96,36 @@ class SyncBridge(StreamingChatResponseHandler):
         self.state = state
         self._handlers = handlers
 
+    def _delta(self, delta: MessageDelta) -> None:
+        """``on_llm_new_delta`` of one streamed increment, called directly.
+
+        Raises:
+            HandlerFault: a handler raised.
+        """
+        state = self.state
+        state.streamed = True
+        try:
+            self._handlers.on_llm_new_delta(state.run.chain, (delta,))
+        except Exception as exc:
+            raise HandlerFault(_DELTA, exc) from exc
+
     @override
     def on_partial_response(
         self, partial: PartialResponse, context: PartialResponseContext
     ) -> None:
-        deliver_sync(self._handlers, self.state.delta(MessageDelta(text=partial.text)))
+        self._delta(MessageDelta(text=partial.text))
 
     @override
     def on_partial_thinking(
         self, partial: PartialThinking, context: PartialThinkingContext
     ) -> None:
-        deliver_sync(
-            self._handlers, self.state.delta(MessageDelta(thinking=partial.text))
-        )
+        self._delta(MessageDelta(thinking=partial.text))
 
     @override
     def on_partial_tool_call(
         self, partial: PartialToolCall, context: PartialToolCallContext
     ) -> None:
-        deliver_sync(self._handlers, self.state.delta(MessageDelta(tool_call=partial)))
+        self._delta(MessageDelta(tool_call=partial))
         deliver_sync(
             self._handlers,
             self.state.identify(partial.index, partial.id, partial.name, None),
@@ -142,29 +152,36 @@ class AsyncBridge(AsyncStreamingChatResponseHandler):
         self.state = state
         self._handlers = handlers
 
+    async def _delta(self, delta: MessageDelta) -> None:
+        """``on_llm_new_delta`` of one streamed increment, awaited directly.
+
+        Raises:
+            HandlerFault: a handler raised.
+        """
+        state = self.state
+        state.streamed = True
+        try:
+            await self._handlers.on_llm_new_delta(state.run.chain, (delta,))
+        except Exception as exc:
+            raise HandlerFault(_DELTA, exc) from exc
+
     @override
     async def on_partial_response(
         self, partial: PartialResponse, context: PartialResponseContext
     ) -> None:
-        await deliver_async(
-            self._handlers, self.state.delta(MessageDelta(text=partial.text))
-        )
+        await self._delta(MessageDelta(text=partial.text))
 
     @override
     async def on_partial_thinking(
         self, partial: PartialThinking, context: PartialThinkingContext
     ) -> None:
-        await deliver_async(
-            self._handlers, self.state.delta(MessageDelta(thinking=partial.text))
-        )
+        await self._delta(MessageDelta(thinking=partial.text))
 
     @override
     async def on_partial_tool_call(
         self, partial: PartialToolCall, context: PartialToolCallContext
     ) -> None:
-        await deliver_async(
-            self._handlers, self.state.delta(MessageDelta(tool_call=partial))
-        )
+        await self._delta(MessageDelta(tool_call=partial))
         await deliver_async(
             self._handlers,
             self.state.identify(partial.index, partial.id, partial.name, None),

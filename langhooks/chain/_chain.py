@@ -7,10 +7,9 @@ snapshots; ``chain.invocation`` is the run's ``Invocation``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from importlib import import_module
-from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast, final, get_args
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast, get_args
 
 import attrs
 
@@ -36,14 +35,7 @@ from ._snapshot import ChainSnapshot, handler_tuple
 if TYPE_CHECKING:
     from collections.abc import Generator
 
-__all__ = [
-    "ABANDONED",
-    "Handler",
-    "LLMChain",
-    "RunResult",
-    "StateCodec",
-    "use_state_codec",
-]
+__all__ = ["ABANDONED", "Handler", "LLMChain", "RunResult"]
 
 #: A handler an ``LLMChain`` takes: of either chain interface, written for
 #: ``LLMChain``, for any chain (``ChainView``), or unparameterised; a handler
@@ -64,44 +56,6 @@ _MODES = frozenset(get_args(Mode))
 ABANDONED: Final = (
     "The user moved on without deciding this tool call, so it was not run."
 )
-
-
-@final
-@attrs.frozen
-class StateCodec:
-    """How ``to_state`` and ``from_state`` turn a chain into JSON types and back.
-
-    The persistence layer (above the runtime) provides it with
-    ``use_state_codec`` when it is loaded; the runtime does not import it, and
-    loads it by name (``DEFAULT_STATE_CODEC``) only when a chain is saved or
-    loaded before anything else did.
-
-    Attributes:
-        encode: the chain's state as JSON types.
-        decode: a saved state's fields as ``LLMChain`` keyword arguments, with the
-            saved tool names and pending calls under "tools" and
-            "pending_tool_calls".
-    """
-
-    encode: Callable[[LLMChain], dict[str, Any]]
-    decode: Callable[[Mapping[str, Any]], dict[str, Any]]
-
-
-_STATE_CODEC: Final[list[StateCodec]] = []
-
-#: The module that provides the JSON codec of ``langhooks.codec``.
-DEFAULT_STATE_CODEC: Final = "langhooks._persist._state"
-
-
-def use_state_codec(codec: StateCodec) -> None:
-    """Make ``codec`` the one ``to_state`` and ``from_state`` use."""
-    _STATE_CODEC[:] = [codec]
-
-
-def _state_codec() -> StateCodec:
-    if not _STATE_CODEC:
-        import_module(DEFAULT_STATE_CODEC)  # it calls use_state_codec
-    return _STATE_CODEC[0]
 
 
 @attrs.frozen(kw_only=True)
@@ -151,7 +105,9 @@ class LLMChain(ChainSnapshot):
                 is not JSON; the message names the path to it.
             ValueError: a float in caller data is NaN or infinite.
         """
-        return _state_codec().encode(self)
+        from ._state_codec import encode_state  # the codec loads on first use
+
+        return encode_state(self)
 
     @classmethod
     def from_state(
@@ -187,7 +143,9 @@ class LLMChain(ChainSnapshot):
                 or a saved tool missing from ``tools`` (the message names it).
             TypeError: ``state`` is not a mapping, or a bad model, tool or handler.
         """
-        fields = _state_codec().decode(state)
+        from ._state_codec import decode_state  # the codec loads on first use
+
+        fields = decode_state(state)
         saved_tools: list[str] = fields.pop("tools")
         pending: list[ToolCall] = fields.pop("pending_tool_calls")
         given = {tool.name for tool in tool_tuple(tools)}

@@ -8,11 +8,11 @@ handlers only, and runs concurrent tools in threads.
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any, cast
 
 from .._core._chain_callbacks import ChainCallbackHandler
 from .._core._messages import ChatResponse, LangHooksError
+from .._core._twins_async import arun_in_context
 from .._wrap._compose import AsyncCompositeChainHandler, CompositeChainHandler
 from .._wrap._wrappers import HandlerWithoutInvocation
 from ._bridge import AsyncBridge, BridgeState, checked_response, model_failure
@@ -76,7 +76,7 @@ async def drive_async(
         if isinstance(op, Stream):
             # In the attempt's own copy of the context: what on_llm_call_start
             # sets is seen by the model's code and by nothing after the attempt.
-            return await asyncio.create_task(model_attempt(op))
+            return await arun_in_context(model_attempt, op)
         if isinstance(op, Sleep):
             await run.policy.async_sleep(op.seconds)
             return None

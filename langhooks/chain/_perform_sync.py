@@ -10,10 +10,10 @@ handlers only, and runs concurrent tools in threads.
 
 from __future__ import annotations
 
-import contextvars
 from typing import TYPE_CHECKING, Any, cast
 
 from .._core._messages import ChatResponse, LangHooksError
+from .._core._twins_sync import run_in_context
 from .._wrap._compose import CompositeChainHandler
 from .._wrap._wrappers import HandlerWithoutInvocation
 from ._bridge import BridgeState, SyncBridge, checked_response, model_failure
@@ -74,7 +74,7 @@ def drive_sync(
         if isinstance(op, Stream):
             # In the attempt's own copy of the context: what on_llm_call_start
             # sets is seen by the model's code and by nothing after the attempt.
-            return contextvars.copy_context().run(model_attempt, op)
+            return run_in_context(model_attempt, op)
         if isinstance(op, Sleep):
             run.policy.sleep(op.seconds)
             return None

@@ -45,8 +45,8 @@ from .._core._streaming import (
     StreamingChatResponseHandler,
 )
 from .._core._terminal import escaped, short_json
-from ..models._drive import STREAM_FORMATS, StreamFormat
 from ..models._drive_sync import StreamDriver
+from ..models._formats import FORMATS, StreamFormat, looks_like
 from ..models._replay import _read_error
 from ..models._run_sync import pump
 from ..models._sse import Chunk, stream_events
@@ -58,20 +58,6 @@ _RAW_LIMIT: Final = 200
 _READ_SIZE: Final = 64 * 1024
 # How much of the input is kept to guess its format for a hint.
 _HEAD: Final = 64 * 1024
-# What marks each format near the start of a capture (checked in this order).
-_MARKS: Final[tuple[tuple[StreamFormat, bytes], ...]] = (
-    ("openai-responses", b"response.created"),
-    ("openai-responses", b"response.output_"),
-    ("anthropic", b"message_start"),
-    ("anthropic", b"content_block_"),
-    ("openai-chat", b"chat.completion.chunk"),
-    ("openai-chat", b'"choices"'),
-    ("gemini", b'"candidates"'),
-    ("gemini", b'"usageMetadata"'),
-    ("cohere", b"message-start"),
-    ("cohere", b"content-delta"),
-    ("bedrock", b":event-type"),
-)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -82,8 +68,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format",
         metavar="FORMAT",
-        help=f"the stream's wire format: {', '.join(STREAM_FORMATS)} "
-        "(default: ollama for a .ndjson file)",
+        help=f"the stream's wire format: {_names()} (default: {_implied()})",
+    )
+
+
+def _names() -> str:
+    """The formats' names, for a message."""
+    return ", ".join(FORMATS)
+
+
+def _implied() -> str:
+    """Which file names imply which format ("ollama for a .ndjson or .jsonl file")."""
+    return "; ".join(
+        f"{entry.name} for a {' or '.join(entry.suffixes)} file"
+        for entry in FORMATS.values()
+        if entry.suffixes
     )
 
 
@@ -95,18 +94,20 @@ def _format(args: argparse.Namespace) -> StreamFormat | None:
     """The format given, or implied by the file name; None (said why) if neither."""
     given = args.format
     if given is None:
-        if args.file.lower().endswith((".ndjson", ".jsonl")):
-            return "ollama"
+        name = args.file.lower()
+        for entry in FORMATS.values():
+            if name.endswith(entry.suffixes):
+                return entry.name
         _error(
             f"give the stream's format: --format FORMAT, one of "
-            f"{', '.join(STREAM_FORMATS)} (only a .ndjson file implies one: ollama)"
+            f"{_names()} (only these imply one: {_implied()})"
         )
         return None
-    if given not in STREAM_FORMATS:
-        formats = ", ".join(STREAM_FORMATS)
-        _error(f"unknown format {escaped(given)!r}; use one of: {formats}")
+    named = FORMATS.get(given)
+    if named is None:
+        _error(f"unknown format {escaped(given)!r}; use one of: {_names()}")
         return None
-    return given  # type: ignore[no-any-return]  # checked against the literals
+    return named.name
 
 
 class _Head:
@@ -156,16 +157,6 @@ def _opened(name: str) -> Iterator[Iterator[bytes]]:
         yield iter(lambda: file.read(_READ_SIZE), b"")
 
 
-def _looks_like(head: bytes) -> StreamFormat | None:
-    """The format the start of a capture looks like, if it says."""
-    if head.lstrip().startswith(b"{") and b'"done"' in head:
-        return "ollama"
-    for format, mark in _MARKS:
-        if mark in head:
-            return format
-    return None
-
-
 def _a(format: str) -> str:
     """The article before a format's name ("an openai-chat", "a gemini")."""
     return "an" if format[:1] in "aeiou" else "a"
@@ -173,15 +164,13 @@ def _a(format: str) -> str:
 
 def _hint(format: StreamFormat, head: bytes) -> str | None:
     """A hint for a stream that failed, unless it looks like ``format``."""
-    guess = _looks_like(head)
-    if guess == format:
+    entry = looks_like(head)
+    if entry is not None and entry.name == format:
         return None  # the format is right: the stream itself is broken
-    if guess is not None:
+    if entry is not None:
+        guess = entry.name
         return f"hint: this looks like {_a(guess)} {guess} stream: try --format {guess}"
-    return (
-        f"hint: check that --format {format} matches the capture "
-        f"(one of {', '.join(STREAM_FORMATS)})"
-    )
+    return f"hint: check that --format {format} matches the capture (one of {_names()})"
 
 
 def run(args: argparse.Namespace) -> int:

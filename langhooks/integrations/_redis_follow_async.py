@@ -5,13 +5,13 @@ both share is in ``_redis_entries``.)"""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
 import redis.asyncio
 import redis.asyncio.cluster
 
+from .._core._twins_async import asleep
 from .._persist._events import Handler
 from ._redis_entries import _COUNT, RunEntry, _Entries, _prime, _Reader, _replayer
 from ._redis_position import FollowPosition
@@ -71,7 +71,7 @@ async def _arun_entries(
                 client, key, reader.position, count=_COUNT, block=block
             )
         except TRANSIENT as fault:
-            await asyncio.sleep(reader.failed(fault))
+            await asleep(reader.failed(fault))
             continue
         for entry in reader.take(reply):
             yield entry

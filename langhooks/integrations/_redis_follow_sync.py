@@ -7,13 +7,13 @@ both share is in ``_redis_entries``.)"""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import redis
 import redis.cluster
 
+from .._core._twins_sync import sleep
 from .._persist._events import SyncHandler
 from ._redis_entries import _COUNT, RunEntry, _Entries, _prime, _Reader, _replayer
 from ._redis_position import FollowPosition
@@ -73,7 +73,7 @@ def _run_entries(
                 client, key, reader.position, count=_COUNT, block=block
             )
         except TRANSIENT as fault:
-            time.sleep(reader.failed(fault))
+            sleep(reader.failed(fault))
             continue
         yield from reader.take(reply)
     reader.done()

@@ -4,9 +4,9 @@ from .._core._model import ChatModel, ChatRequest
 from ._anthropic import AnthropicChatModel
 from ._bedrock import BedrockChatModel
 from ._cohere import CohereChatModel
-from ._drive import STREAM_FORMATS, StreamFormat
 from ._drive_async import AsyncStreamDriver
 from ._drive_sync import StreamDriver
+from ._formats import STREAM_FORMATS, StreamFormat
 from ._gemini import GeminiChatModel
 from ._mistral import MistralChatModel
 from ._ollama import OllamaChatModel

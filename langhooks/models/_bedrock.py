@@ -29,6 +29,7 @@ from .._core._streaming import (
 )
 from .._core._tools import Tool
 from ._adapters.bedrock import bedrock_error
+from ._formats import StreamFormat
 from ._run_async import arun_stream
 from ._run_sync import run_stream
 from ._tool_schema import tool_schema
@@ -393,6 +394,8 @@ class BedrockChatModel:
         TypeError: ``region`` or ``endpoint_url`` given with ``client``.
     """
 
+    _format: StreamFormat = "bedrock"
+
     def __init__(
         self,
         model: str,
@@ -483,7 +486,7 @@ class BedrockChatModel:
         def open_body() -> _Stream:
             return _Stream(self.client, self._params(request), handle)
 
-        return run_stream("bedrock", handler, handle, open_body)
+        return run_stream(self._format, handler, handle, open_body)
 
     async def astream(
         self,
@@ -506,4 +509,4 @@ class BedrockChatModel:
         def open_body() -> _AsyncStream:
             return _AsyncStream(_Stream(self.client, self._params(request), handle))
 
-        return await arun_stream("bedrock", handler, handle, open_body)
+        return await arun_stream(self._format, handler, handle, open_body)

@@ -68,31 +68,20 @@ from .._core._streaming import (
     StreamingEventName,
     StreamingHandle,
 )
-from ._adapters import ADAPTERS, StreamAdapter
 from ._adapters._base import (
     THINKING,
     TOOL_COMPLETE,
     TOOL_PARTIAL,
     Action,
+    StreamAdapter,
     finish_status,
     malformed,
     wire_event,
 )
 from ._errors import describe_exception, error_from_exception
+from ._formats import StreamFormat, format_named
 
-__all__ = ["STREAM_FORMATS", "StreamFormat"]
-
-StreamFormat: TypeAlias = Literal[
-    "openai-chat",
-    "openai-responses",
-    "anthropic",
-    "ollama",
-    "gemini",
-    "cohere",
-    "bedrock",
-]
-#: The wire formats a driver (and ``replay_stream``) understands.
-STREAM_FORMATS: Final[tuple[str, ...]] = get_args(StreamFormat)
+__all__ = ["StreamFormat"]
 
 # Driver states.
 _OPEN: Final = 0  # reading
@@ -129,11 +118,7 @@ class _Driver:
         *,
         allow_async: bool,
     ) -> None:
-        factory = ADAPTERS.get(format)
-        if factory is None:
-            raise ValueError(
-                f"unknown stream format {format!r}; use one of {list(STREAM_FORMATS)}"
-            )
+        factory = format_named(format).adapter
         accepted: tuple[type, ...] = (
             (StreamingChatResponseHandler, AsyncStreamingChatResponseHandler)
             if allow_async

@@ -72,6 +72,8 @@ class MistralChatModel(SDKChatModel):
     """
 
     _format = "openai-chat"
+    # OpenAI's wire format, Mistral's service (OpenTelemetry's provider name).
+    _provider_name = "mistral_ai"
 
     def __init__(
         self,

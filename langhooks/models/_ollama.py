@@ -12,6 +12,7 @@ from .._core._streaming import (
     StreamingChatResponseHandler,
     StreamingHandle,
 )
+from ._formats import StreamFormat
 from ._ollama_async import aopen_chat
 from ._ollama_sync import open_chat
 from ._run_async import arun_stream
@@ -106,6 +107,8 @@ class OllamaChatModel:
         ImportError: the ``ollama`` extra (httpx) is not installed.
     """
 
+    _format: StreamFormat = "ollama"
+
     def __init__(
         self,
         model: str,
@@ -175,7 +178,7 @@ class OllamaChatModel:
 
         handle = handle if handle is not None else StreamingHandle()
         return run_stream(
-            "ollama",
+            self._format,
             handler,
             handle,
             lambda: open_chat(
@@ -199,7 +202,7 @@ class OllamaChatModel:
 
         handle = handle if handle is not None else StreamingHandle()
         return await arun_stream(
-            "ollama",
+            self._format,
             handler,
             handle,
             lambda: aopen_chat(

@@ -8,8 +8,8 @@ from typing import Final
 
 from .._core._messages import ChatResponse, LangHooksError
 from .._core._streaming import StreamingChatResponseHandler, StreamingHandle
-from ._drive import STREAM_FORMATS, StreamFormat
 from ._drive_sync import StreamDriver
+from ._formats import StreamFormat, format_named
 from ._run_sync import pump
 from ._sse import stream_events
 
@@ -50,10 +50,7 @@ def replay_stream(
         TypeError: ``source`` or ``handler`` has the wrong type.
         OSError: the file cannot be read.
     """
-    if format not in STREAM_FORMATS:
-        raise ValueError(
-            f"unknown stream format {format!r}; use one of {list(STREAM_FORMATS)}"
-        )
+    format_named(format)  # ValueError for an unknown one
     given: object = source
     if isinstance(given, bytes | bytearray):
         raise TypeError("source must be a path or an iterable of chunks, got bytes")

@@ -21,9 +21,9 @@ from .._core._streaming import (
     StreamingChatResponseHandler,
     StreamingHandle,
 )
-from ._drive import StreamFormat
 from ._drive_sync import StreamDriver
 from ._errors import error_from_exception
+from ._formats import StreamFormat
 from ._sse import Chunk, stream_events
 from ._transport import (
     _OPENING,

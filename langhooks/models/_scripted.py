@@ -66,6 +66,9 @@ class ScriptedChatModel:
         ValueError: ``delay`` is negative.
     """
 
+    # No wire format: OpenTelemetry's provider name for its spans.
+    _provider_name = "langhooks.scripted"
+
     def __init__(
         self, turns: Sequence[ScriptedTurn | LangHooksError], *, delay: float = 0.0
     ) -> None:

@@ -3,7 +3,6 @@ written by hand; the sync one is generated from it by ``scripts/unasync.py``.)""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 
 from .._core._messages import ChatResponse, LangHooksError
@@ -12,6 +11,7 @@ from .._core._streaming import (
     StreamingChatResponseHandler,
     StreamingHandle,
 )
+from .._core._twins_async import asleep
 from ._drive_async import AsyncStreamDriver
 from ._scripted_turn import END, ScriptedAdapter, ScriptedTurn, turn_events
 
@@ -74,7 +74,7 @@ async def _adeliver(
     driver._add_metadata(turn.metadata)
     for event in turn_events(turn):
         if delay:
-            await asyncio.sleep(delay)
+            await asleep(delay)
         if not await driver.feed(event):
             return await driver.finish()
     await driver.feed(END if turn.error is None else turn.error)

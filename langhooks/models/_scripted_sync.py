@@ -5,7 +5,6 @@ written by hand; the sync one is generated from it by ``scripts/unasync.py``.)""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 from .._core._messages import ChatResponse, LangHooksError
@@ -13,6 +12,7 @@ from .._core._streaming import (
     StreamingChatResponseHandler,
     StreamingHandle,
 )
+from .._core._twins_sync import sleep
 from ._drive_sync import StreamDriver
 from ._scripted_turn import END, ScriptedAdapter, ScriptedTurn, turn_events
 
@@ -75,7 +75,7 @@ def _deliver(
     driver._add_metadata(turn.metadata)
     for event in turn_events(turn):
         if delay:
-            time.sleep(delay)
+            sleep(delay)
         if not driver.feed(event):
             return driver.finish()
     driver.feed(END if turn.error is None else turn.error)

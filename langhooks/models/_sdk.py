@@ -27,7 +27,7 @@ from .._core._streaming import (
     StreamingChatResponseHandler,
     StreamingHandle,
 )
-from ._drive import StreamFormat
+from ._formats import StreamFormat
 from ._raw_async import asdk_body
 from ._raw_sync import sdk_body
 from ._run_async import AsyncBody, aerror_body_hook, arun_stream

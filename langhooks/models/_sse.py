@@ -17,8 +17,8 @@ from typing import Final, TypeAlias, final
 
 from .._core._messages import LangHooksError
 from ._adapters._base import malformed
-from ._drive import STREAM_FORMATS
 from ._eventstream import BedrockEventDecoder
+from ._formats import format_named
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -312,8 +312,9 @@ class WireDecoder:
     __slots__ = ("_failed", "_ndjson", "_sse")
 
     def __init__(self, format: str) -> None:
-        self._ndjson = NDJSONDecoder() if format == "ollama" else None
-        self._sse = None if format == "ollama" else SSEDecoder()
+        ndjson = format_named(format).framing == "ndjson"
+        self._ndjson = NDJSONDecoder() if ndjson else None
+        self._sse = None if ndjson else SSEDecoder()
         self._failed = False
 
     def feed(self, chunk: Chunk) -> list[object]:
@@ -412,10 +413,7 @@ def stream_events(format: str) -> WireDecoder | BedrockEventDecoder:
     Raises:
         ValueError: ``format`` is unknown.
     """
-    if format not in STREAM_FORMATS:
-        raise ValueError(
-            f"unknown stream format {format!r}; use one of {list(STREAM_FORMATS)}"
-        )
-    if format == "bedrock":
+    framing = format_named(format).framing
+    if framing == "eventstream":
         return BedrockEventDecoder()
     return WireDecoder(format)

@@ -24,7 +24,7 @@ from langhooks import (
     ToolContext,
 )
 from langhooks._persist._codec import decode_state as _decode_state
-from langhooks.chain import Decision, LLMChain, RunResult, _chain
+from langhooks.chain import Decision, LLMChain, RunResult
 from langhooks.codec import SCHEMA_VERSION, dumps, loads
 from langhooks.events import EventRecord, EventRecorder, read_events
 from langhooks.models import ChatRequest, ScriptedChatModel, ScriptedTurn
@@ -385,29 +385,26 @@ _GUIDE_STORE = (
 
 
 class TestStateCodec:
-    def test_the_runtime_loads_the_codec_by_name_on_first_use(
-        self, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        """With no codec set yet, the first to_state() loads the persistence layer's
-        module by name, which sets it: the runtime never imports the codec."""
-        monkeypatch.setattr(_chain, "_STATE_CODEC", [])
-        monkeypatch.delitem(sys.modules, _chain.DEFAULT_STATE_CODEC, raising=False)
+    def test_the_runtime_loads_the_codec_on_first_use(self) -> None:
+        """Importing the runtime does not load the state codec; the first
+        to_state() does, by a plain import (which the layer test sees)."""
+        code = (
+            "import sys\n"
+            "from langhooks.chain import LLMChain\n"
+            "from langhooks.models import ScriptedChatModel\n"
+            "assert 'langhooks.chain._state_codec' not in sys.modules\n"
+            "state = LLMChain(ScriptedChatModel([])).to_state()\n"
+            "assert state['type'] == 'LLMChainState'\n"
+            "assert 'langhooks.chain._state_codec' in sys.modules\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 0, done.stderr
+
+    def test_the_codec_and_the_runtime_agree(self) -> None:
+        """langhooks.codec's state functions are the runtime's own."""
         chain = LLMChain(ScriptedChatModel([]), messages=[Message.user("hi")])
         state = chain.to_state()
-        assert state["type"] == "LLMChainState"
-        assert _chain.DEFAULT_STATE_CODEC in sys.modules
+        assert _decode_state(state)["messages"] == list(chain.messages)
         assert LLMChain.from_state(state, chain.model).messages == chain.messages
-
-    def test_a_codec_set_is_the_one_used(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        """use_state_codec replaces the codec both methods use."""
-        chain = LLMChain(ScriptedChatModel([]))
-        saved = chain.to_state()
-        monkeypatch.setattr(_chain, "_STATE_CODEC", [])
-        _chain.use_state_codec(
-            _chain.StateCodec(
-                encode=lambda _chain: {"type": "mine"},
-                decode=lambda _state: _decode_state(saved),
-            )
-        )
-        assert chain.to_state() == {"type": "mine"}
-        assert LLMChain.from_state({"type": "mine"}, chain.model).messages == ()

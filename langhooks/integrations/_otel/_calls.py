@@ -32,6 +32,7 @@ from ..._core._streaming import (
     PartialToolCallContext,
     StreamingChatResponseHandler,
 )
+from ...models._formats import provider_name
 from .. import _genai_content as content
 from ._capture import ContentCapture, request_content
 
@@ -100,18 +101,6 @@ FIRST_CHUNK_BUCKETS: Final = (
     7.5, 10.0,
 )  # fmt: skip
 
-# gen_ai.provider.name of langhooks' own models, by class name.
-_PROVIDERS: Final = {
-    "OpenAIChatModel": gen_ai.GenAiProviderNameValues.OPENAI.value,
-    "OpenAIResponsesModel": gen_ai.GenAiProviderNameValues.OPENAI.value,
-    "AnthropicChatModel": gen_ai.GenAiProviderNameValues.ANTHROPIC.value,
-    "GeminiChatModel": gen_ai.GenAiProviderNameValues.GCP_GEMINI.value,
-    "CohereChatModel": gen_ai.GenAiProviderNameValues.COHERE.value,
-    "MistralChatModel": gen_ai.GenAiProviderNameValues.MISTRAL_AI.value,
-    "BedrockChatModel": gen_ai.GenAiProviderNameValues.AWS_BEDROCK.value,
-    "OllamaChatModel": "ollama",
-    "ScriptedChatModel": "langhooks.scripted",
-}
 # The conventions' value when the provider is not known.
 _OTHER_PROVIDER: Final = "_OTHER"
 
@@ -120,7 +109,8 @@ def provider(model: object) -> str:
     cls = type(model)
     if not cls.__module__.startswith("langhooks."):
         return _OTHER_PROVIDER
-    name = _PROVIDERS.get(cls.__name__, _OTHER_PROVIDER)
+    # langhooks' own models: their format's entry (or their class) says.
+    name = provider_name(cls) or _OTHER_PROVIDER
     if name == gen_ai.GenAiProviderNameValues.GCP_GEMINI.value and _on_vertex(model):
         return gen_ai.GenAiProviderNameValues.GCP_VERTEX_AI.value
     return name
