@@ -108,6 +108,8 @@ nitpick_ignore_regex += [("py:class", r"(google\.adk|strands)\..*")]
 nitpick_ignore_regex += [("py:class", r"psycopg(_pool)?\..*")]
 # The provider SDKs' clients a model takes as client= (no inventories shipped).
 nitpick_ignore_regex += [("py:class", r"(google\.genai|cohere|mistralai)\..*")]
+# The LangChain bridge's bases and arguments are LangChain's and LangGraph's types.
+nitpick_ignore_regex += [("py:class", r"(langchain|langchain_core|langgraph)\..*")]
 # The chain type variables of the generic interfaces and results (ChainView's text
 # and the interfaces' say what they stand for).
 nitpick_ignore_regex += [("py:(class|obj)", r"(.*\.)?ChainT_(co|contra)")]

@@ -101,10 +101,9 @@ PAIRS: Final = (
             "client: a ``redis.asyncio.Redis``": (
                 "client: a synchronous ``redis.Redis``"
             ),
-            "once (async tools are\n        awaited).": "once.",
             **REDIS_CLIENTS,
         },
-        prefixed=frozenset({"aresume_once", "arun"}),
+        prefixed=frozenset({"aresume_once", "asave_run", "arun"}),
     ),
     Pair(
         "integrations/_postgres_store_async.py",
@@ -118,9 +117,8 @@ PAIRS: Final = (
             # The class docstring, for the sync store.
             "\n    The asyncio twin of ``PostgresRunStore``, on the same tables: a run "
             "saved by\n    one is resumed by the other. Every method is awaited.\n": "",
-            " (async tools awaited)": "",
         },
-        prefixed=frozenset({"aresume_once", "arun"}),
+        prefixed=frozenset({"aresume_once", "asave_run", "arun"}),
     ),
     Pair(
         "integrations/_redis_read_async.py",
@@ -212,7 +210,7 @@ PAIRS: Final = (
     Pair(
         "_persist/_stores_async.py",
         "_persist/_stores_sync.py",
-        what="the `RunStore` protocol",
+        what="the `RunStore` protocol, and the store every backend is under",
         exact={
             "``AsyncRedisRunStore`` and ``AsyncPostgresRunStore`` satisfy it: the\n"
             "    async twin of ``RunStore``, the same methods, awaited.": (
@@ -220,12 +218,13 @@ PAIRS: Final = (
                 "satisfy it; the\n    web apps take one as ``store=``."
             ),
         },
+        prefixed=frozenset({"aresume_once", "asave_run", "arun"}),
     ),
     Pair(
         "_persist/_claims_async.py",
         "_persist/_claims_sync.py",
         what="what a store gives the resume",
-        exact={"an async store gives": "a synchronous store gives"},
+        exact={"an async store's backend gives": "a synchronous store's backend gives"},
     ),
     Pair(
         "_persist/_resume_async.py",

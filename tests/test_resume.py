@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -15,14 +15,17 @@ import langhooks as lh
 from langhooks._persist._resume import (
     AsyncClaimBackend,
     ClaimBackend,
+    Known,
     ResumeCode,
+    Saved,
+    Write,
     aresume_once,
     resume_once,
 )
-from langhooks._persist._stores import CallKey, _MemoryClaims
+from langhooks._persist._stores import CallKey
 from langhooks.chain import Decision, LLMChain, Tool
 from langhooks.models import ScriptedChatModel, ScriptedTurn
-from langhooks.stores import MemoryRunStore
+from langhooks.stores import MemoryRunStore, PendingRun
 
 _CLAIM_TIMEOUT = 0.09  # a beat every 0.03 seconds
 
@@ -62,11 +65,21 @@ class FlakyClaims(ClaimBackend):
     """MemoryRunStore's claims whose first heartbeat raises."""
 
     def __init__(self, store: MemoryRunStore) -> None:
-        self._claims = _MemoryClaims(store)
+        self._claims = store._backend()
         self.beats = 0
 
     @override
-    def claim(self, run_id: str, token: str) -> Mapping[str, Any]:
+    def write(
+        self, write: Write, metadata: Mapping[str, Any], expires_in: float | None
+    ) -> bool:
+        return self._claims.write(write, metadata, expires_in)  # pragma: no cover
+
+    @override
+    def read(self, run_id: str) -> Saved | None:
+        return self._claims.read(run_id)  # pragma: no cover - not read here
+
+    @override
+    def claim(self, run_id: str, token: str) -> Saved:
         return self._claims.claim(run_id, token)
 
     @override
@@ -87,18 +100,28 @@ class FlakyClaims(ClaimBackend):
         self._claims.finish_call(run_id, token, call_id, outcome)
 
     @override
-    def settle(
-        self,
-        run_id: str,
-        token: str,
-        state: Mapping[str, Any],
-        waiting: Sequence[lh.ToolCall],
-    ) -> None:
-        self._claims.settle(run_id, token, state, waiting)
+    def settle(self, run_id: str, token: str, write: Write) -> None:
+        self._claims.settle(run_id, token, write)
 
     @override
     def release(self, run_id: str, token: str) -> None:
         self._claims.release(run_id, token)  # pragma: no cover - not released here
+
+    @override
+    def pending(self, wanted: Mapping[str, Any], limit: int) -> list[PendingRun]:
+        return self._claims.pending(wanted, limit)  # pragma: no cover - not here
+
+    @override
+    def waiting(self, run_id: str) -> PendingRun | None:
+        return self._claims.waiting(run_id)  # pragma: no cover - not here
+
+    @override
+    def delete(self, run_id: str) -> bool:
+        return self._claims.delete(run_id)  # pragma: no cover - not here
+
+    @override
+    def unknown(self, run_id: str) -> lh.LangHooksError:
+        return self._claims.unknown(run_id)  # pragma: no cover - not here
 
 
 class AsyncFlakyClaims(AsyncClaimBackend):
@@ -112,7 +135,17 @@ class AsyncFlakyClaims(AsyncClaimBackend):
         return self._claims.beats
 
     @override
-    async def claim(self, run_id: str, token: str) -> Mapping[str, Any]:
+    async def write(
+        self, write: Write, metadata: Mapping[str, Any], expires_in: float | None
+    ) -> bool:
+        return self._claims.write(write, metadata, expires_in)  # pragma: no cover
+
+    @override
+    async def read(self, run_id: str) -> Saved | None:
+        return self._claims.read(run_id)  # pragma: no cover - not read here
+
+    @override
+    async def claim(self, run_id: str, token: str) -> Saved:
         return self._claims.claim(run_id, token)
 
     @override
@@ -130,18 +163,28 @@ class AsyncFlakyClaims(AsyncClaimBackend):
         self._claims.finish_call(run_id, token, call_id, outcome)
 
     @override
-    async def settle(
-        self,
-        run_id: str,
-        token: str,
-        state: Mapping[str, Any],
-        waiting: Sequence[lh.ToolCall],
-    ) -> None:
-        self._claims.settle(run_id, token, state, waiting)
+    async def settle(self, run_id: str, token: str, write: Write) -> None:
+        self._claims.settle(run_id, token, write)
 
     @override
     async def release(self, run_id: str, token: str) -> None:
         self._claims.release(run_id, token)  # pragma: no cover - not released here
+
+    @override
+    async def pending(self, wanted: Mapping[str, Any], limit: int) -> list[PendingRun]:
+        return self._claims.pending(wanted, limit)  # pragma: no cover - not here
+
+    @override
+    async def waiting(self, run_id: str) -> PendingRun | None:
+        return self._claims.waiting(run_id)  # pragma: no cover - not here
+
+    @override
+    async def delete(self, run_id: str) -> bool:
+        return self._claims.delete(run_id)  # pragma: no cover - not here
+
+    @override
+    def unknown(self, run_id: str) -> lh.LangHooksError:
+        return self._claims.unknown(run_id)  # pragma: no cover - not here
 
 
 class TestHeartbeat:
@@ -162,6 +205,7 @@ class TestHeartbeat:
         run_id = _saved(store, tool)
         result = resume_once(
             backend,
+            Known(),
             run_id,
             [Decision.approve()],
             _code(tool),
@@ -187,6 +231,7 @@ class TestHeartbeat:
         run_id = _saved(store, tool)
         result = await aresume_once(
             backend,
+            Known(),
             run_id,
             [Decision.approve()],
             _code(tool),

@@ -10,6 +10,7 @@ import pytest
 from typing_extensions import override
 
 import langhooks as lh
+from langhooks._persist._log import Known
 from langhooks.chain import Decision, LLMChain, Tool
 from langhooks.models import ScriptedChatModel, ScriptedTurn
 from langhooks.stores import MemoryRunStore, PendingRun, RunStore
@@ -222,3 +223,38 @@ class TestCallRecords:
                 calls=["x"],  # type: ignore[list-item]
                 saved_at=datetime.now(UTC),
             )
+
+
+class TestMessageLog:
+    """What a save writes: the messages after those the store knows."""
+
+    def _chain(self) -> LLMChain:
+        model = ScriptedChatModel([ScriptedTurn(text="Hi.")])
+        return LLMChain(model).add_message(lh.Message.user("hello")).run().chain
+
+    def test_a_run_written_elsewhere_is_written_whole(self) -> None:
+        """A save whose base another writer replaced writes the whole log."""
+        store = MemoryRunStore()
+        chain = self._chain()
+        run_id = store.save(chain)
+        other = chain.add_messages([lh.Message.user("elsewhere")])
+        assert store._backend().write(Known().whole(run_id, other), {}, None)
+        later = chain.add_messages([lh.Message.user("here")])
+        store.save(later)  # its base is gone: whole
+        assert store.load(run_id, chain.model).messages == later.messages
+
+    def test_known_keeps_the_latest_runs(self) -> None:
+        """Known forgets the least recent runs beyond its budget of messages:
+        their next save is whole; a run noted again counts once."""
+        known = Known(budget=4)
+        first, second = self._chain(), self._chain()  # 2 messages each
+        known.wrote(known.plan("a", first), first)
+        known.wrote(known.plan("a", first), first)
+        known.wrote(known.plan("b", second), second)
+        assert known.plan("a", first).base is not None  # 4 messages: both kept
+        longer = second.add_messages([lh.Message.user("more")])
+        known.wrote(known.plan("b", longer), longer)  # 5: "a" goes
+        assert known.plan("a", first).base is None
+        assert known.plan("b", longer).base is not None
+        known.forget("b")
+        assert known.plan("b", longer).base is None

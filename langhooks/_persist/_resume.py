@@ -26,22 +26,30 @@ share (the heartbeat, the tools wrapped to record each call) in ``_resume_shared
 
 from ._claims_async import AsyncClaimBackend
 from ._claims_sync import ClaimBackend
-from ._resume_async import aresume_once
+from ._log import Known, Saved, Write
+from ._resume_async import aresume_once, asave_run
 from ._resume_shared import (
     ResumeCode,
     check_claim_timeout,
+    loaded,
     outcome_text,
     stopped_result,
 )
-from ._resume_sync import resume_once
+from ._resume_sync import resume_once, save_run
 
 __all__ = [
     "AsyncClaimBackend",
     "ClaimBackend",
+    "Known",
     "ResumeCode",
+    "Saved",
+    "Write",
     "aresume_once",
+    "asave_run",
     "check_claim_timeout",
+    "loaded",
     "outcome_text",
     "resume_once",
+    "save_run",
     "stopped_result",
 ]

@@ -26,6 +26,7 @@ from .._core._tools import Tool, ToolContext
 from ._claims_async import AsyncClaimBackend
 from ._claims_sync import ClaimBackend
 from ._codec import decode, encode
+from ._log import Known, Saved, state_of
 from ._runs import CallKey
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ __all__ = [
     "STARTED",
     "ResumeCode",
     "check_claim_timeout",
+    "loaded",
     "outcome_text",
     "stopped_result",
 ]
@@ -420,6 +422,27 @@ def _chain(
         fallbacks=code.fallbacks,
         retry=code.retry,
     )
+
+
+def loaded(
+    known: Known,
+    run_id: str,
+    saved: Saved,
+    model: ChatModel,
+    *,
+    tools: Sequence[Tool],
+    callbacks: Sequence[Handler],
+    fallbacks: Sequence[ChatModel],
+    retry: RetryPolicy | None,
+) -> LLMChain:
+    """The chain of a run ``load`` read, with this worker's code (and noted in
+    ``known``, so the next save writes what changed)."""
+    code = ResumeCode(
+        model=model, tools=tools, callbacks=callbacks, fallbacks=fallbacks, retry=retry
+    )
+    chain = _chain(state_of(saved), code, code.tools)
+    known.read(run_id, saved, chain)
+    return chain
 
 
 def _waiting(result: RunResult) -> tuple[ToolCall, ...]:

@@ -11,17 +11,22 @@ alive by a heartbeat, and a record of every tool call started.
 from __future__ import annotations
 
 import inspect
-import json
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final, Literal, final
+from typing import Any, Final, Literal, final
 
 import attrs
+from typing_extensions import override
 
 from .._core._messages import LangHooksError, ToolCall
-from ._resume import ResumeCode, check_claim_timeout, resume_once
+from ._resume import (
+    Known,
+    Saved,
+    Write,
+    check_claim_timeout,
+)
 from ._runs import (
     CallKey,
     PendingRun,
@@ -32,13 +37,7 @@ from ._runs import (
     run_id_of,
 )
 from ._stores_async import AsyncRunStore
-from ._stores_sync import RunStore
-
-if TYPE_CHECKING:
-    from .._core._tools import Tool
-    from ..chain import Decision, LLMChain, RetryPolicy, RunResult
-    from ..chain._chain import Handler
-    from ..models import ChatModel
+from ._stores_sync import RunStore, StoreBase
 
 __all__ = [
     "AsyncRunStore",
@@ -84,9 +83,19 @@ def _unknown(run_id: str) -> LangHooksError:
 _Status = Literal["waiting", "claimed", "done"]
 
 
+@attrs.frozen
+class _Log:
+    head: str
+    messages: tuple[str, ...]
+    version: str
+
+    def saved(self) -> Saved:
+        return Saved(self.head, ",".join(self.messages), self.version)
+
+
 @attrs.define
 class _Saved:
-    state: str
+    log: _Log
     calls: tuple[ToolCall, ...]
     metadata: dict[str, Any]
     saved_at: datetime
@@ -98,7 +107,7 @@ class _Saved:
 
 
 @final
-class MemoryRunStore:
+class MemoryRunStore(StoreBase):
     """A ``RunStore`` in this process's memory (the web apps' default store).
 
     Thread-safe; resumes once, as every store does (a second or concurrent resume
@@ -112,190 +121,13 @@ class MemoryRunStore:
     """
 
     def __init__(self, *, claim_timeout: float = 60.0) -> None:
-        self._claim_timeout: Final = check_claim_timeout(claim_timeout)
-        self._lock: Final = threading.Lock()
-        self._runs: Final[dict[str, _Saved]] = {}
+        self._claim_timeout = check_claim_timeout(claim_timeout)
+        self._known = Known()
+        self._storage: Final = _MemoryBackend(self._claim_timeout)
 
-    def _live(self, run_id: str) -> _Saved | None:
-        # Called with the lock held; forgets an expired run.
-        saved = self._runs.get(run_id)
-        if (
-            saved is not None
-            and saved.expires_at is not None
-            and saved.expires_at <= time.time()
-        ):
-            del self._runs[run_id]
-            return None
-        return saved
-
-    def save(
-        self,
-        chain: LLMChain,
-        *,
-        metadata: Mapping[str, Any] | None = None,
-        expires_in: float | None = None,
-    ) -> str:
-        """Save ``chain``'s state under its run id (replacing an earlier save).
-
-        Args:
-            chain: the chain of a ``RunResult`` (``result.chain``).
-            metadata: JSON values to find the run by (``pending(metadata=...)``).
-            expires_in: seconds until the run is forgotten (None: never).
-
-        Returns:
-            The run id (``chain.invocation.id``).
-
-        Raises:
-            TypeError: not an ``LLMChain``, metadata that is not JSON, or a state
-                holding a value that cannot be encoded.
-            ValueError: the chain has not run, or a bad ``expires_in``.
-        """
-        run_id = run_id_of(chain)
-        data = check_metadata(metadata)
-        seconds = check_expires_in(expires_in)
-        state = json.dumps(chain.to_state(), separators=(",", ":"))
-        calls = chain.pending_tool_calls
-        saved = _Saved(
-            state=state,
-            calls=calls,
-            metadata=data,
-            saved_at=datetime.now(UTC),
-            expires_at=None if seconds is None else time.time() + seconds,
-            status="waiting" if calls else "done",
-        )
-        with self._lock:
-            self._runs[run_id] = saved
-        return run_id
-
-    def load(
-        self,
-        run_id: str,
-        model: ChatModel,
-        *,
-        tools: Sequence[Tool] = (),
-        callbacks: Sequence[Handler] = (),
-        fallbacks: Sequence[ChatModel] = (),
-        retry: RetryPolicy | None = None,
-    ) -> LLMChain:
-        """The saved chain of run ``run_id`` (its latest state), with this
-        worker's code.
-
-        Raises:
-            LangHooksError: "invalid_request" for an unknown, deleted or expired
-                run.
-        """
-        from ..chain import LLMChain
-
-        with self._lock:
-            saved = self._live(run_id)
-            if saved is None:
-                raise _unknown(run_id)
-            state = saved.state
-        return LLMChain.from_state(
-            json.loads(state),
-            model,
-            tools=tools,
-            callbacks=callbacks,
-            fallbacks=fallbacks,
-            retry=retry,
-        )
-
-    def resume(
-        self,
-        run_id: str,
-        decisions: Sequence[Decision] | Mapping[str, Decision],
-        model: ChatModel,
-        *,
-        tools: Sequence[Tool] = (),
-        callbacks: Sequence[Handler] = (),
-        fallbacks: Sequence[ChatModel] = (),
-        retry: RetryPolicy | None = None,
-        continue_run: bool = True,
-    ) -> RunResult:
-        """Resume a waiting run with people's decisions, once.
-
-        The run is claimed first: a second or concurrent resume runs nothing and
-        raises "conflict". Each tool call is recorded before it runs and its
-        outcome when it returns, so a call never runs twice. After the
-        decisions the run goes on to the model's answer (``continue_run``) and
-        the state it ends in is saved under the same run id.
-
-        Args:
-            run_id: the run to resume.
-            decisions: one ``Decision`` per waiting call, in the order of
-                ``chain.pending_tool_calls``, or a mapping from tool call id to
-                ``Decision`` (for some of the waiting calls).
-            model: the model the run continues on; ``tools``, ``callbacks``,
-                ``fallbacks`` and ``retry`` as ``LLMChain.from_state``.
-            continue_run: after the decisions, ``run()`` on to the model's
-                answer (when they did not end the run).
-
-        Returns:
-            The ``RunResult`` the run ended with here.
-
-        Raises:
-            LangHooksError: "conflict" when the run is being resumed or waits for
-                no decision; "invalid_request" for an unknown, deleted or
-                expired run.
-            ValueError: the decisions do not match the waiting calls (the run
-                waits again, unchanged).
-        """
-        code = ResumeCode(
-            model=model,
-            tools=tools,
-            callbacks=callbacks,
-            fallbacks=fallbacks,
-            retry=retry,
-            continue_run=continue_run,
-        )
-        return resume_once(
-            _MemoryClaims(self),
-            run_id,
-            decisions,
-            code,
-            claim_timeout=self._claim_timeout,
-        )
-
-    def pending(
-        self, *, metadata: Mapping[str, Any] | None = None, limit: int = 100
-    ) -> list[PendingRun]:
-        """The runs waiting for decisions, newest first (the approval inbox).
-
-        Args:
-            metadata: keep only runs whose metadata contains this (as JSONB
-                ``@>``: ``{"tenant": "a"}`` matches ``{"tenant": "a", "user":
-                "b"}``).
-            limit: at most this many runs.
-
-        Raises:
-            TypeError: bad ``metadata`` or ``limit``.
-            ValueError: ``limit`` < 1.
-        """
-        wanted = check_metadata(metadata)
-        check_limit(limit)
-        with self._lock:
-            rows = [
-                (run_id, saved)
-                for run_id in list(self._runs)
-                if (saved := self._live(run_id)) is not None
-                and saved.status == "waiting"
-                and contains(saved.metadata, wanted)
-            ]
-        rows.sort(key=lambda row: row[1].saved_at, reverse=True)
-        return [_row(run_id, saved) for run_id, saved in rows[:limit]]
-
-    def waiting(self, run_id: str) -> PendingRun | None:
-        """Run ``run_id``'s row of the inbox: None unless it waits for decisions."""
-        with self._lock:
-            saved = self._live(run_id)
-        if saved is None or saved.status != "waiting":
-            return None
-        return _row(run_id, saved)
-
-    def delete(self, run_id: str) -> bool:
-        """Forget run ``run_id``; whether it was there (and not expired)."""
-        with self._lock:
-            return self._live(run_id) is not None and bool(self._runs.pop(run_id))
+    @override
+    def _backend(self) -> _MemoryBackend:
+        return self._storage
 
 
 def _row(run_id: str, saved: _Saved) -> PendingRun:
@@ -312,14 +144,29 @@ def _row(run_id: str, saved: _Saved) -> PendingRun:
 
 
 @final
-class _MemoryClaims:
-    """The claim primitives of ``MemoryRunStore``, under its lock."""
+class _MemoryBackend:
+    """The storage of ``MemoryRunStore`` (its ``ClaimBackend``): a dict, under a
+    lock."""
 
-    def __init__(self, store: MemoryRunStore) -> None:
-        self._store: Final = store
+    def __init__(self, claim_timeout: float) -> None:
+        self._claim_timeout: Final = claim_timeout
+        self._lock: Final = threading.Lock()
+        self._runs: Final[dict[str, _Saved]] = {}
+
+    def _live(self, run_id: str) -> _Saved | None:
+        # Called with the lock held; forgets an expired run.
+        saved = self._runs.get(run_id)
+        if (
+            saved is not None
+            and saved.expires_at is not None
+            and saved.expires_at <= time.time()
+        ):
+            del self._runs[run_id]
+            return None
+        return saved
 
     def _held(self, run_id: str, token: str) -> _Saved:
-        saved = self._store._live(run_id)  # the store's own helper
+        saved = self._live(run_id)
         if saved is None or saved.status != "claimed" or saved.token != token:
             raise LangHooksError(
                 "conflict",
@@ -327,14 +174,48 @@ class _MemoryClaims:
             )
         return saved
 
-    def claim(self, run_id: str, token: str) -> Mapping[str, Any]:
-        store = self._store
-        with store._lock:
-            saved = store._live(run_id)
+    def unknown(self, run_id: str) -> LangHooksError:
+        return _unknown(run_id)
+
+    def write(
+        self, write: Write, metadata: Mapping[str, Any], expires_in: float | None
+    ) -> bool:
+        with self._lock:
+            log = self._log(self._live(write.run_id), write)
+            if log is None:
+                return False
+            self._runs[write.run_id] = _Saved(
+                log=log,
+                calls=write.calls,
+                metadata=dict(metadata),
+                saved_at=datetime.now(UTC),
+                expires_at=None if expires_in is None else time.time() + expires_in,
+                status=write.status,
+            )
+            return True
+
+    @staticmethod
+    def _log(saved: _Saved | None, write: Write) -> _Log | None:
+        # The log ``write`` makes of ``saved``'s, or None when its base is gone.
+        if write.base is None:
+            return _Log(write.head, write.messages, write.version)
+        if saved is None or saved.log.version != write.base:
+            return None
+        kept = saved.log.messages[: write.keep]
+        return _Log(write.head, kept + write.messages, write.version)
+
+    def read(self, run_id: str) -> Saved | None:
+        with self._lock:
+            saved = self._live(run_id)
+            return None if saved is None else saved.log.saved()
+
+    def claim(self, run_id: str, token: str) -> Saved:
+        with self._lock:
+            saved = self._live(run_id)
             if saved is None:
                 raise _unknown(run_id)
             now = time.monotonic()
-            stale = now - saved.beat >= store._claim_timeout
+            stale = now - saved.beat >= self._claim_timeout
             if saved.status == "done":
                 raise LangHooksError(
                     "conflict",
@@ -348,13 +229,11 @@ class _MemoryClaims:
                     f"was run",
                 )
             saved.status, saved.token, saved.beat = "claimed", token, now
-            state: dict[str, Any] = json.loads(saved.state)
-            return state
+            return saved.log.saved()
 
     def heartbeat(self, run_id: str, token: str) -> bool:
-        store = self._store
-        with store._lock:
-            saved = store._live(run_id)
+        with self._lock:
+            saved = self._live(run_id)
             if saved is None or saved.status != "claimed" or saved.token != token:
                 return False
             saved.beat = time.monotonic()
@@ -362,7 +241,7 @@ class _MemoryClaims:
 
     def start_call(self, run_id: str, token: str, call: CallKey) -> str | None:
         # (Records in memory never outlive this release: none by id alone.)
-        with self._store._lock:
+        with self._lock:
             saved = self._held(run_id, token)
             if call.text in saved.records:
                 return saved.records[call.text]
@@ -370,26 +249,43 @@ class _MemoryClaims:
             return None
 
     def finish_call(self, run_id: str, token: str, call: CallKey, outcome: str) -> None:
-        with self._store._lock:
+        with self._lock:
             self._held(run_id, token).records[call.text] = outcome
 
-    def settle(
-        self,
-        run_id: str,
-        token: str,
-        state: Mapping[str, Any],
-        waiting: Sequence[ToolCall],
-    ) -> None:
-        text = json.dumps(state, separators=(",", ":"))
-        with self._store._lock:
+    def settle(self, run_id: str, token: str, write: Write) -> None:
+        with self._lock:
             saved = self._held(run_id, token)
-            saved.state, saved.calls = text, tuple(waiting)
-            saved.status = "waiting" if waiting else "done"
+            kept = saved.log.messages[: write.keep]
+            saved.log = _Log(write.head, kept + write.messages, write.version)
+            saved.calls, saved.status = write.calls, write.status
             saved.token, saved.records = None, {}
             saved.saved_at = datetime.now(UTC)
 
     def release(self, run_id: str, token: str) -> None:
-        with self._store._lock:
-            saved = self._store._live(run_id)
+        with self._lock:
+            saved = self._live(run_id)
             if saved is not None and saved.status == "claimed" and saved.token == token:
                 saved.status, saved.token = "waiting", None
+
+    def pending(self, wanted: Mapping[str, Any], limit: int) -> list[PendingRun]:
+        with self._lock:
+            rows = [
+                (run_id, saved)
+                for run_id in list(self._runs)
+                if (saved := self._live(run_id)) is not None
+                and saved.status == "waiting"
+                and contains(saved.metadata, wanted)
+            ]
+        rows.sort(key=lambda row: row[1].saved_at, reverse=True)
+        return [_row(run_id, saved) for run_id, saved in rows[:limit]]
+
+    def waiting(self, run_id: str) -> PendingRun | None:
+        with self._lock:
+            saved = self._live(run_id)
+        if saved is None or saved.status != "waiting":
+            return None
+        return _row(run_id, saved)
+
+    def delete(self, run_id: str) -> bool:
+        with self._lock:
+            return self._live(run_id) is not None and bool(self._runs.pop(run_id))

@@ -35,7 +35,7 @@ from ._snapshot import ChainSnapshot, handler_tuple
 if TYPE_CHECKING:
     from collections.abc import Generator
 
-__all__ = ["ABANDONED", "Handler", "LLMChain", "RunResult"]
+__all__ = ["ABANDONED", "Handler", "LLMChain", "RunResult", "shared_messages"]
 
 #: A handler an ``LLMChain`` takes: of either chain interface, written for
 #: ``LLMChain``, for any chain (``ChainView``), or unparameterised; a handler
@@ -56,6 +56,20 @@ _MODES = frozenset(get_args(Mode))
 ABANDONED: Final = (
     "The user moved on without deciding this tool call, so it was not run."
 )
+
+
+def shared_messages(earlier: Sequence[Message], later: Sequence[Message]) -> int:
+    """How many messages ``later`` starts with that ``earlier`` starts with too:
+    the length of their common beginning (a message compared by identity first,
+    then by value)."""
+    if len(later) >= len(earlier) and tuple(later[: len(earlier)]) == tuple(earlier):
+        return len(earlier)  # the usual case: appended to, compared in C
+    shared = 0
+    for old, new in zip(earlier, later, strict=False):
+        if old is not new and old != new:
+            break
+        shared += 1
+    return shared
 
 
 @attrs.frozen(kw_only=True)
@@ -108,6 +122,54 @@ class LLMChain(ChainSnapshot):
         from ._state_codec import encode_state  # the codec loads on first use
 
         return encode_state(self)
+
+    def state_since(self, earlier: LLMChain | int) -> dict[str, Any]:
+        """What changed since ``earlier``: ``to_state()`` with only the messages
+        that ``earlier`` does not have, for callers who keep states themselves
+        and write each one as what changed (an append to a message log).
+
+        The result has ``"since"``: how many of the messages at the start it
+        leaves out, which are ``earlier``'s first ``since`` messages. When the
+        history was only added to, ``since`` is the number of messages
+        ``earlier`` has; when a message of ``earlier`` was changed or removed,
+        it is the position of the first one changed, so the caller keeps its
+        first ``since`` messages, drops the rest and appends ``"messages"``.
+        ``from_state`` takes the whole state again:
+        ``{**changes, "messages": kept[:changes["since"]] + changes["messages"]}``.
+
+        Args:
+            earlier: the chain whose state the caller keeps (an earlier chain
+                of this run, or the one ``from_state`` gave), or the number of
+                messages kept when the caller knows the history was only added
+                to since.
+
+        Returns:
+            The ``to_state()`` dict with ``"messages"`` from position ``since``
+            on, and ``"since"``.
+
+        Raises:
+            TypeError: ``earlier`` is not an ``LLMChain`` or an int, or caller
+                data is not JSON (as ``to_state``).
+            ValueError: an int larger than the number of messages, or < 0.
+        """
+        if isinstance(earlier, LLMChain):
+            since = shared_messages(earlier.messages, self.messages)
+        elif isinstance(earlier, bool) or not isinstance(earlier, int):
+            raise TypeError(
+                f"earlier must be an LLMChain or a number of messages, got {earlier!r}"
+            )
+        elif not 0 <= earlier <= len(self.messages):
+            raise ValueError(
+                f"earlier must be between 0 and the chain's {len(self.messages)} "
+                f"messages, got {earlier}"
+            )
+        else:
+            since = earlier
+        from ._state_codec import encode_state
+
+        state = encode_state(self, since)
+        state["since"] = since
+        return state
 
     @classmethod
     def from_state(

@@ -8,7 +8,7 @@ runtime does not load the codec): the values a state holds have their codec in
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from .._core._json_fields import (
@@ -30,6 +30,7 @@ from .._core._json_messages import (
 from .._core._jsondata import Unencodable
 
 if TYPE_CHECKING:
+    from .._core._messages import Message
     from ._snapshot import ChainSnapshot
 
 __all__ = ["STATE_TAG", "decode_state", "encode_state"]
@@ -40,8 +41,9 @@ _T = TypeVar("_T")
 STATE_TAG: Final = "LLMChainState"
 
 
-def encode_state(chain: ChainSnapshot) -> dict[str, Any]:
-    """``chain.to_state()``: what a run needs to go on elsewhere, as JSON types.
+def encode_state(chain: ChainSnapshot, since: int = 0) -> dict[str, Any]:
+    """``chain.to_state()``: what a run needs to go on elsewhere, as JSON types
+    (with the messages from position ``since`` on: ``chain.state_since``).
 
     Raises:
         TypeError: caller data in the chain is not JSON (the message names its
@@ -53,7 +55,7 @@ def encode_state(chain: ChainSnapshot) -> dict[str, Any]:
         return {
             "type": STATE_TAG,
             "version": SCHEMA_VERSION,
-            "messages": each_field(chain.messages, encode_message, "messages"),
+            "messages": _messages_from(chain.messages, since),
             "custom_context": data_field(chain.custom_context, "custom_context"),
             "max_retry_count": chain.max_retry_count,
             "current_failure_count": chain.current_failure_count,
@@ -66,6 +68,20 @@ def encode_state(chain: ChainSnapshot) -> dict[str, Any]:
     except Unencodable as error:
         error.raise_public()
         raise  # pragma: no cover  # raise_public always raises
+
+
+def _messages_from(messages: Sequence[Message], since: int) -> list[Any]:
+    # each_field for the messages from ``since`` on, the path naming their
+    # positions in the whole conversation.
+    out: list[Any] = []
+    try:
+        for position in range(since, len(messages)):
+            out.append(encode_message(messages[position]))
+    except Unencodable as error:
+        error.path.append(f"[{since + len(out)}]")
+        error.path.append(".messages")
+        raise
+    return out
 
 
 def decode_state(state: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,13 +1,19 @@
 """``PostgresRunStore`` / ``AsyncPostgresRunStore``: interrupted runs in PostgreSQL.
 
-Two tables in the store's schema (``setup()`` creates them, under versioned
+Three tables in the store's schema (``setup()`` creates them, under versioned
 migrations recorded in ``{schema}.schema_migrations``):
 
-- ``runs``: one row per run: its state (``chain.to_state()`` as JSON text), the
-  waiting calls (JSONB), the metadata (JSONB, GIN-indexed for ``@>``), when it was
-  saved and expires, its status (waiting, claimed, done), the claim's token and
-  last heartbeat (the server's clock). A partial index on ``(saved_at DESC,
-  run_id DESC) WHERE status = 'waiting'`` makes the inbox an index scan.
+- ``runs``: one row per run: ``head`` (``chain.to_state()`` without its messages,
+  as JSON text), ``message_count`` and ``version`` (of the last write, which a
+  save that appends builds on), the waiting calls (JSONB), the metadata (JSONB,
+  GIN-indexed for ``@>``), when it was saved and expires, its status (waiting,
+  claimed, done), the claim's token and last heartbeat (the server's clock). A
+  partial index on ``(saved_at DESC, run_id DESC) WHERE status = 'waiting'`` makes
+  the inbox an index scan. A run an earlier release saved has ``state`` (the whole
+  state) and no head: it loads as it is, and its next save writes it whole.
+- ``run_messages``: the messages of each run, one row per ``(run_id, position)``:
+  a save writes the rows from the first message that changed on (usually the new
+  ones) and deletes those past the end.
 - ``run_calls``: one row per tool call a resume started (keyed by ``CallKey.text``),
   with its outcome once it returned.
 
@@ -15,7 +21,8 @@ JSONB holds no NUL and no lone surrogate, which tool arguments and metadata may
 carry (a file name ``os.listdir`` gave): such a string is kept in the JSONB columns
 escaped (``_searchable``: a mark, then its JSON escape, so ``@>`` still matches it
 exactly), and the exact value beside it as JSON text (``calls_text``,
-``metadata_text``; NULL when nothing needed escaping).
+``metadata_text``; NULL when nothing needed escaping). The messages and the head
+are ASCII JSON, which text always holds.
 
 Every operation is one statement (or, for ``setup()``, one transaction): nothing
 relies on session state, so it works through PgBouncer in transaction mode. The
@@ -29,26 +36,15 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import Any, Final, final
 
 import psycopg
 import psycopg.conninfo
 
 from .._core._messages import LangHooksError, ToolCall
 from .._persist._codec import decode, encode
-from .._persist._stores import (
-    CallKey,
-    PendingRun,
-    check_expires_in,
-    check_limit,
-    check_metadata,
-    run_id_of,
-)
-
-if TYPE_CHECKING:
-    from ..chain import LLMChain, RetryPolicy, Tool
-    from ..chain._chain import Handler
-    from ..models import ChatModel
+from .._persist._resume import Saved, Write
+from .._persist._stores import CallKey, PendingRun
 
 __all__ = [
     "CONNECT_TIMEOUT",
@@ -59,17 +55,18 @@ __all__ = [
     "claim_error",
     "claim_lost",
     "first_value",
-    "load_chain",
     "not_set_up",
     "pending_query",
     "pending_row",
-    "save_params",
+    "saved_of",
     "scalar",
     "settle_params",
     "started_outcome",
     "storable",
     "too_new",
+    "unknown",
     "unreachable",
+    "write_params",
     "wrong_source",
 ]
 
@@ -113,6 +110,20 @@ _MIGRATIONS: Final[tuple[tuple[int, tuple[str, ...]], ...]] = (
             "ALTER TABLE {s}.runs ADD COLUMN metadata_text text",
         ),
     ),
+    (
+        3,
+        (
+            "ALTER TABLE {s}.runs ALTER COLUMN state DROP NOT NULL",
+            "ALTER TABLE {s}.runs ADD COLUMN head text, ADD COLUMN version text, "
+            "ADD COLUMN message_count integer NOT NULL DEFAULT 0",
+            """CREATE TABLE {s}.run_messages (
+                run_id text NOT NULL REFERENCES {s}.runs ON DELETE CASCADE,
+                position integer NOT NULL,
+                message text NOT NULL,
+                PRIMARY KEY (run_id, position)
+            )""",
+        ),
+    ),
 )
 
 #: The schema version ``setup()`` brings a store's schema to.
@@ -154,26 +165,63 @@ class Sql:
         self.record_version: Final = (
             f"INSERT INTO {s}.schema_migrations (version) VALUES (%s)"
         )
-        self.save: Final = (
-            f"WITH gone AS (DELETE FROM {s}.run_calls WHERE run_id = %(id)s) "
-            f"INSERT INTO {s}.runs (run_id, status, state, calls, calls_text, "
-            f"metadata, metadata_text, saved_at, expires_at) VALUES (%(id)s, "
-            f"%(status)s, %(state)s, %(calls)s::jsonb, %(calls_text)s, "
-            f"%(meta)s::jsonb, %(meta_text)s, clock_timestamp(), clock_timestamp() + "
-            f"%(expires)s * interval '1 second') "
-            f"ON CONFLICT (run_id) DO UPDATE SET status = EXCLUDED.status, "
-            f"state = EXCLUDED.state, calls = EXCLUDED.calls, "
-            f"calls_text = EXCLUDED.calls_text, metadata = EXCLUDED.metadata, "
-            f"metadata_text = EXCLUDED.metadata_text, saved_at = EXCLUDED.saved_at, "
-            f"expires_at = EXCLUDED.expires_at, claim_token = NULL, "
-            f"heartbeat_at = NULL"
+        # A write: the run's row (``{run}``: updated when at version %(base)s,
+        # upserted for a whole write), then its call records deleted, its messages
+        # from %(keep)s on upserted and those past %(count)s deleted (disjoint
+        # rows, so one statement).
+        log = (
+            f"gone AS (DELETE FROM {s}.run_calls WHERE run_id IN (SELECT run_id "
+            f"FROM run)), cut AS (DELETE FROM {s}.run_messages WHERE run_id IN "
+            f"(SELECT run_id FROM run) AND position >= %(count)s), put AS (INSERT "
+            f"INTO {s}.run_messages (run_id, position, message) SELECT run.run_id, "
+            f"%(keep)s + t.n - 1, t.m FROM run, unnest(%(messages)s::text[]) WITH "
+            f"ORDINALITY AS t(m, n) ON CONFLICT (run_id, position) DO UPDATE SET "
+            f"message = EXCLUDED.message) "
         )
-        self.load: Final = f"SELECT state FROM {s}.runs WHERE run_id = %s AND {_LIVE}"
+        fields = (
+            "status = %(status)s, state = NULL, head = %(head)s, version = "
+            "%(version)s, message_count = %(count)s, calls = %(calls)s::jsonb, "
+            "calls_text = %(calls_text)s"
+        )
+        saved = (
+            "metadata = %(meta)s::jsonb, metadata_text = %(meta_text)s, saved_at = "
+            "clock_timestamp(), expires_at = "
+            "clock_timestamp() + %(expires)s * interval '1 second', claim_token = "
+            "NULL, heartbeat_at = NULL"
+        )
+        self.append: Final = (
+            f"WITH run AS (UPDATE {s}.runs SET {fields}, {saved} WHERE run_id = "
+            f"%(id)s AND version = %(base)s RETURNING run_id), {log}"
+            f"SELECT count(*) FROM run"
+        )
+        self.save: Final = (
+            f"WITH run AS (INSERT INTO {s}.runs (run_id, status, head, version, "
+            f"message_count, calls, calls_text, metadata, metadata_text, saved_at, "
+            f"expires_at) VALUES (%(id)s, %(status)s, %(head)s, %(version)s, "
+            f"%(count)s, %(calls)s::jsonb, %(calls_text)s, %(meta)s::jsonb, "
+            f"%(meta_text)s, clock_timestamp(), clock_timestamp() + "
+            f"%(expires)s * interval '1 second') ON CONFLICT (run_id) DO UPDATE SET "
+            f"status = EXCLUDED.status, state = NULL, head = EXCLUDED.head, "
+            f"version = EXCLUDED.version, message_count = EXCLUDED.message_count, "
+            f"calls = EXCLUDED.calls, calls_text = EXCLUDED.calls_text, {saved} "
+            f"RETURNING run_id), {log}"
+            f"SELECT count(*) FROM run"
+        )
+        # The messages as one text, joined by commas (no array to parse).
+        messages = (
+            f"(SELECT coalesce(string_agg(message, ',' ORDER BY position), '') "
+            f"FROM {s}.run_messages m WHERE m.run_id = r.run_id)"
+        )
+        self.load: Final = (
+            f"SELECT head, state, version, {messages} FROM {s}.runs r WHERE "
+            f"run_id = %s AND {_LIVE}"
+        )
         self.claim: Final = (
-            f"UPDATE {s}.runs SET status = 'claimed', claim_token = %(token)s, "
+            f"UPDATE {s}.runs r SET status = 'claimed', claim_token = %(token)s, "
             f"heartbeat_at = clock_timestamp() WHERE run_id = %(id)s AND {_LIVE} "
             f"AND (status = 'waiting' OR (status = 'claimed' AND heartbeat_at < "
-            f"clock_timestamp() - %(timeout)s * interval '1 second')) RETURNING state"
+            f"clock_timestamp() - %(timeout)s * interval '1 second')) RETURNING "
+            f"head, state, version, {messages}"
         )
         self.status: Final = (
             f"SELECT status FROM {s}.runs WHERE run_id = %s AND {_LIVE}"
@@ -206,13 +254,10 @@ class Sql:
             f"call_id = %s AND outcome IS NULL"
         )
         self.settle: Final = (
-            f"WITH settled AS (UPDATE {s}.runs SET state = %(state)s, "
-            f"calls = %(calls)s::jsonb, calls_text = %(calls_text)s, "
-            f"status = %(status)s, claim_token = NULL, "
-            f"heartbeat_at = NULL, saved_at = clock_timestamp() WHERE run_id = %(id)s "
-            f"AND claim_token = %(token)s AND status = 'claimed' RETURNING run_id), "
-            f"gone AS (DELETE FROM {s}.run_calls WHERE run_id IN "
-            f"(SELECT run_id FROM settled)) SELECT count(*) FROM settled"
+            f"WITH run AS (UPDATE {s}.runs SET {fields}, claim_token = NULL, "
+            f"heartbeat_at = NULL, saved_at = clock_timestamp() WHERE run_id = "
+            f"%(id)s AND claim_token = %(token)s AND status = 'claimed' "
+            f"RETURNING run_id), {log}SELECT count(*) FROM run"
         )
         self.release: Final = (
             f"UPDATE {s}.runs SET status = 'waiting', claim_token = NULL WHERE "
@@ -324,7 +369,7 @@ def not_set_up(schema: str, error: Exception) -> LangHooksError:
     )
 
 
-def _unknown(run_id: str, schema: str) -> LangHooksError:
+def unknown(run_id: str, schema: str) -> LangHooksError:
     return LangHooksError(
         "invalid_request",
         f"no saved run {run_id!r} in schema {schema!r} (never saved, deleted, or "
@@ -334,7 +379,7 @@ def _unknown(run_id: str, schema: str) -> LangHooksError:
 
 def claim_error(run_id: str, schema: str, status: str | None) -> LangHooksError:
     if status is None:
-        return _unknown(run_id, schema)
+        return unknown(run_id, schema)
     if status == "claimed":
         return LangHooksError(
             "conflict",
@@ -415,40 +460,56 @@ def _calls_params(calls: Sequence[ToolCall]) -> dict[str, str | None]:
     return {"calls": data, "calls_text": exact}
 
 
-def save_params(
-    chain: LLMChain, metadata: Mapping[str, Any] | None, expires_in: float | None
-) -> dict[str, Any]:
-    run_id = run_id_of(chain)
-    if not storable(run_id):
-        raise ValueError(
-            f"run id {run_id!r} holds a NUL or a lone surrogate, which PostgreSQL "
-            f"text cannot: give the run a plain id (Invocation(id=...))"
-        )
-    data = check_metadata(metadata)
-    seconds = check_expires_in(expires_in)
-    calls = chain.pending_tool_calls
-    meta, meta_text = _for_jsonb(data)
+def _log_params(write: Write) -> dict[str, Any]:
     return {
-        "id": run_id,
-        "status": "waiting" if calls else "done",
-        "state": _json(chain.to_state()),
-        **_calls_params(calls),
+        "id": write.run_id,
+        "status": write.status,
+        "head": write.head,
+        "version": write.version,
+        "count": write.count,
+        **_calls_params(write.calls),
+        "base": write.base,
+        "keep": write.keep,
+        "messages": list(write.messages),
+    }
+
+
+def write_params(
+    write: Write, metadata: Mapping[str, Any], expires_in: float | None
+) -> dict[str, Any]:
+    """The parameters of ``Sql.append`` (``write`` with a base) or ``Sql.save``.
+
+    Raises:
+        ValueError: a run id PostgreSQL text cannot hold.
+    """
+    if not storable(write.run_id):
+        raise ValueError(
+            f"run id {write.run_id!r} holds a NUL or a lone surrogate, which "
+            f"PostgreSQL text cannot: give the run a plain id (Invocation(id=...))"
+        )
+    meta, meta_text = _for_jsonb(metadata)
+    return {
+        **_log_params(write),
         "meta": meta,
         "meta_text": meta_text,
-        "expires": seconds,
+        "expires": expires_in,
     }
 
 
-def settle_params(
-    run_id: str, token: str, state: Mapping[str, Any], waiting: Sequence[ToolCall]
-) -> dict[str, Any]:
-    return {
-        "id": run_id,
-        "token": token,
-        "state": _json(state),
-        **_calls_params(waiting),
-        "status": "waiting" if waiting else "done",
-    }
+def settle_params(token: str, write: Write) -> dict[str, Any]:
+    """The parameters of ``Sql.settle``."""
+    return {**_log_params(write), "token": token}
+
+
+def saved_of(row: Sequence[Any] | None) -> Saved | None:
+    """The ``Saved`` of a ``load`` or ``claim`` row (head, state, version,
+    messages)."""
+    if row is None:
+        return None
+    head, state, version, messages = row
+    if head is None:
+        return Saved(state, None, "")  # an earlier release's layout
+    return Saved(head, messages, version)
 
 
 def pending_row(values: Sequence[Any]) -> PendingRun:
@@ -467,37 +528,11 @@ def pending_row(values: Sequence[Any]) -> PendingRun:
 
 
 def pending_query(
-    sql: Sql, metadata: Mapping[str, Any] | None, limit: int
+    sql: Sql, wanted: Mapping[str, Any], limit: int
 ) -> tuple[str, tuple[Any, ...]]:
-    wanted = check_metadata(metadata)
-    check_limit(limit)
     if wanted:
         return sql.pending_matching, (_json(_searchable(wanted)), limit)
     return sql.pending, (limit,)
-
-
-def load_chain(
-    state: str | None,
-    sql: Sql,
-    run_id: str,
-    model: ChatModel,
-    tools: Sequence[Tool],
-    callbacks: Sequence[Handler],
-    fallbacks: Sequence[ChatModel],
-    retry: RetryPolicy | None,
-) -> LLMChain:
-    from ..chain import LLMChain
-
-    if state is None:
-        raise _unknown(run_id, sql.schema)
-    return LLMChain.from_state(
-        json.loads(state),
-        model,
-        tools=tools,
-        callbacks=callbacks,
-        fallbacks=fallbacks,
-        retry=retry,
-    )
 
 
 def started_outcome(run_id: str, row: Sequence[Any]) -> str | None:

@@ -7,29 +7,26 @@ hand; the sync one is generated from it by ``scripts/unasync.py``.)"""
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
-from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, final
+from collections.abc import Iterator, Mapping
+from typing import Any, Final, final
 
 import psycopg
 import psycopg_pool
+from typing_extensions import override
 
-from .._core._messages import ToolCall
+from .._core._messages import LangHooksError
 from .._persist._resume import (
-    ResumeCode,
+    Known,
+    Saved,
+    Write,
     check_claim_timeout,
-    resume_once,
 )
 from .._persist._stores import (
     CallKey,
     PendingRun,
 )
-
-if TYPE_CHECKING:
-    from ..chain import Decision, LLMChain, RetryPolicy, RunResult, Tool
-    from ..chain._chain import Handler
-    from ..models import ChatModel
+from .._persist._stores_sync import StoreBase
 from ._postgres_sql import (
     SCHEMA_VERSION,
     Sql,
@@ -38,17 +35,18 @@ from ._postgres_sql import (
     claim_error,
     claim_lost,
     first_value,
-    load_chain,
     not_set_up,
     pending_query,
     pending_row,
-    save_params,
+    saved_of,
     scalar,
     settle_params,
     started_outcome,
     storable,
     too_new,
+    unknown,
     unreachable,
+    write_params,
     wrong_source,
 )
 
@@ -127,7 +125,7 @@ def _scope(
 
 
 @final
-class PostgresRunStore:
+class PostgresRunStore(StoreBase):
     """A ``RunStore`` in PostgreSQL: interrupted runs wait in a table, the inbox
     is one index scan, and a resume runs once, even across a crash.
 
@@ -170,8 +168,10 @@ class PostgresRunStore:
         claim_timeout: float = 60.0,
     ) -> None:
         self._sql: Final = Sql(schema)
-        self._claim_timeout: Final = check_claim_timeout(claim_timeout)
+        self._claim_timeout = check_claim_timeout(claim_timeout)
         self._db: Final = _Connections(conninfo_or_pool)
+        self._known = Known()
+        self._storage: Final = _Backend(self)
 
     def close(self) -> None:
         """Close the pool the store opened from a conninfo string (a connection
@@ -223,148 +223,9 @@ class PostgresRunStore:
                     cursor.execute(sql.record_version, (version,))
         return SCHEMA_VERSION
 
-    def save(
-        self,
-        chain: LLMChain,
-        *,
-        metadata: Mapping[str, Any] | None = None,
-        expires_in: float | None = None,
-    ) -> str:
-        """Save ``chain``'s state under its run id (replacing an earlier save).
-
-        Args:
-            chain: the chain of a ``RunResult`` (``result.chain``).
-            metadata: JSON values to find the run by (``pending(metadata=...)``).
-            expires_in: seconds until the run is forgotten (None: never).
-
-        Returns:
-            The run id (``chain.invocation.id``).
-
-        Raises:
-            ValueError: the chain has not run, or a bad ``expires_in``.
-            TypeError: not an ``LLMChain``, metadata that is not JSON, or a state
-                holding a value that cannot be encoded.
-        """
-        params = save_params(chain, metadata, expires_in)
-        with self._cursor() as cursor:
-            cursor.execute(self._sql.save, params)
-        run_id: str = params["id"]
-        return run_id
-
-    def load(
-        self,
-        run_id: str,
-        model: ChatModel,
-        *,
-        tools: Sequence[Tool] = (),
-        callbacks: Sequence[Handler] = (),
-        fallbacks: Sequence[ChatModel] = (),
-        retry: RetryPolicy | None = None,
-    ) -> LLMChain:
-        """The saved chain of run ``run_id`` (its latest state), with this
-        worker's code.
-
-        Raises:
-            LangHooksError: "invalid_request" for an unknown, deleted or expired
-                run.
-        """
-        row = None
-        if storable(run_id):
-            with self._cursor() as cursor:
-                cursor.execute(self._sql.load, (run_id,))
-                row = cursor.fetchone()
-        state = None if row is None else row[0]
-        return load_chain(
-            state, self._sql, run_id, model, tools, callbacks, fallbacks, retry
-        )
-
-    def resume(
-        self,
-        run_id: str,
-        decisions: Sequence[Decision] | Mapping[str, Decision],
-        model: ChatModel,
-        *,
-        tools: Sequence[Tool] = (),
-        callbacks: Sequence[Handler] = (),
-        fallbacks: Sequence[ChatModel] = (),
-        retry: RetryPolicy | None = None,
-        continue_run: bool = True,
-    ) -> RunResult:
-        """Resume a waiting run with human decisions, once.
-
-        Args:
-            run_id: the run to resume.
-            decisions: one ``Decision`` per waiting call, in the order of
-                ``chain.pending_tool_calls``, or a mapping from tool call id to
-                ``Decision`` (for some of the waiting calls).
-            model: the model the run continues on; ``tools``, ``callbacks``,
-                ``fallbacks`` and ``retry`` as ``LLMChain.from_state``.
-            continue_run: after the decisions, ``run()`` on to the model's
-                answer (when they did not end the run).
-
-        Returns:
-            The ``RunResult`` the run ended with here; the state it ended in is
-            saved under the same run id (waiting again, or done).
-
-        Raises:
-            LangHooksError: "conflict" when another resume holds the run or it
-                waits for no decision; "invalid_request" for an unknown, deleted
-                or expired run.
-            ValueError: the decisions do not match the waiting calls (the run
-                waits again, unchanged).
-        """
-        code = ResumeCode(
-            model=model,
-            tools=tools,
-            callbacks=callbacks,
-            fallbacks=fallbacks,
-            retry=retry,
-            continue_run=continue_run,
-        )
-        return resume_once(
-            _Claims(self),
-            run_id,
-            decisions,
-            code,
-            claim_timeout=self._claim_timeout,
-        )
-
-    def pending(
-        self, *, metadata: Mapping[str, Any] | None = None, limit: int = 100
-    ) -> list[PendingRun]:
-        """The runs waiting for decisions, newest first (the approval inbox).
-
-        Args:
-            metadata: keep only runs whose metadata contains this (JSONB ``@>``:
-                ``{"tenant": "a"}`` matches ``{"tenant": "a", "user": "b"}``).
-            limit: at most this many runs.
-
-        Raises:
-            TypeError: bad ``metadata`` or ``limit``.
-            ValueError: ``limit`` < 1.
-        """
-        query, params = pending_query(self._sql, metadata, limit)
-        with self._cursor() as cursor:
-            cursor.execute(query, params)
-            return [pending_row(values) for values in cursor.fetchall()]
-
-    def waiting(self, run_id: str) -> PendingRun | None:
-        """Run ``run_id``'s row of the inbox: None unless it waits for decisions
-        (unknown, expired, being resumed or done)."""
-        if not storable(run_id):
-            return None
-        with self._cursor() as cursor:
-            cursor.execute(self._sql.waiting, (run_id,))
-            row = cursor.fetchone()
-        return None if row is None else pending_row(row)
-
-    def delete(self, run_id: str) -> bool:
-        """Forget run ``run_id`` (and its call records); whether it was there."""
-        if not storable(run_id):
-            return False
-        with self._cursor() as cursor:
-            cursor.execute(self._sql.delete, (run_id,))
-            return cursor.rowcount > 0
+    @override
+    def _backend(self) -> _Backend:
+        return self._storage
 
     def purge(self) -> int:
         """Delete the runs whose expiry has passed (they are never read again,
@@ -375,14 +236,31 @@ class PostgresRunStore:
 
 
 @final
-class _Claims:
-    """The claim primitives of ``PostgresRunStore``: one statement each."""
+class _Backend:
+    """The storage of ``PostgresRunStore`` (its ``ClaimBackend``): one
+    statement each."""
 
     def __init__(self, store: PostgresRunStore) -> None:
         self._store: Final = store
         self._sql: Final = store._sql
 
-    def claim(self, run_id: str, token: str) -> Mapping[str, Any]:
+    def write(
+        self, write: Write, metadata: Mapping[str, Any], expires_in: float | None
+    ) -> bool:
+        sql = self._sql
+        params = write_params(write, metadata, expires_in)
+        with self._store._cursor() as cursor:
+            cursor.execute(sql.save if write.base is None else sql.append, params)
+            return bool(scalar(cursor.fetchone()))
+
+    def read(self, run_id: str) -> Saved | None:
+        if not storable(run_id):
+            return None  # a run id PostgreSQL cannot hold names no run
+        with self._store._cursor() as cursor:
+            cursor.execute(self._sql.load, (run_id,))
+            return saved_of(cursor.fetchone())
+
+    def claim(self, run_id: str, token: str) -> Saved:
         store, sql = self._store, self._sql
         if not storable(run_id):
             raise claim_error(run_id, sql.schema, None)
@@ -396,8 +274,9 @@ class _Claims:
                 cursor.execute(sql.status, (run_id,))
                 found = cursor.fetchone()
             raise claim_error(run_id, sql.schema, first_value(found))
-        state: dict[str, Any] = json.loads(row[0])
-        return state
+        saved = saved_of(row)
+        assert saved is not None
+        return saved
 
     def heartbeat(self, run_id: str, token: str) -> bool:
         with self._store._cursor() as cursor:
@@ -416,16 +295,9 @@ class _Claims:
         with self._store._cursor() as cursor:
             cursor.execute(self._sql.finish_call, (outcome, run_id, call.text))
 
-    def settle(
-        self,
-        run_id: str,
-        token: str,
-        state: Mapping[str, Any],
-        waiting: Sequence[ToolCall],
-    ) -> None:
-        params = settle_params(run_id, token, state, waiting)
+    def settle(self, run_id: str, token: str, write: Write) -> None:
         with self._store._cursor() as cursor:
-            cursor.execute(self._sql.settle, params)
+            cursor.execute(self._sql.settle, settle_params(token, write))
             settled = scalar(cursor.fetchone())
         if not settled:
             raise claim_lost(run_id)
@@ -433,3 +305,27 @@ class _Claims:
     def release(self, run_id: str, token: str) -> None:
         with self._store._cursor() as cursor:
             cursor.execute(self._sql.release, (run_id, token))
+
+    def pending(self, wanted: Mapping[str, Any], limit: int) -> list[PendingRun]:
+        query, params = pending_query(self._sql, wanted, limit)
+        with self._store._cursor() as cursor:
+            cursor.execute(query, params)
+            return [pending_row(values) for values in cursor.fetchall()]
+
+    def waiting(self, run_id: str) -> PendingRun | None:
+        if not storable(run_id):
+            return None
+        with self._store._cursor() as cursor:
+            cursor.execute(self._sql.waiting, (run_id,))
+            row = cursor.fetchone()
+        return None if row is None else pending_row(row)
+
+    def delete(self, run_id: str) -> bool:
+        if not storable(run_id):
+            return False
+        with self._store._cursor() as cursor:
+            cursor.execute(self._sql.delete, (run_id,))
+            return cursor.rowcount > 0
+
+    def unknown(self, run_id: str) -> LangHooksError:
+        return unknown(run_id, self._sql.schema)

@@ -1,13 +1,19 @@
 """What ``RedisRunStore`` and ``AsyncRedisRunStore`` share: keys, scripts, checks.
 
-One hash per run, ``{prefix}state:{run_id}``: the state (``chain.to_state()`` as
-JSON), the waiting calls, the metadata, when it was saved, its status (waiting,
-claimed by a resume's token, or done), the claim's last heartbeat (the server's
-clock) and one field ``step:{key}`` per tool call a resume started (``CallKey.text``:
-the position of the assistant message that made the call, and its id; empty until
-the call returns, then its outcome). Earlier releases kept ``call:{call_id}``; a
-resume takes such a field as the first call with that id it starts. Every change to
-a run is one Lua script on that one key, so it is atomic and works on Redis Cluster.
+One hash per run, ``{prefix}state:{run_id}``: the messages as a log, one field
+``m:{position}`` each (a message's JSON), ``head`` (the rest of ``chain.to_state()``
+as JSON), ``count`` (of messages) and ``version`` (of the last write, which a save
+that appends builds on), the waiting calls, the metadata, when it was saved, its
+status (waiting, claimed by a resume's token, or done), the claim's last heartbeat
+(the server's clock) and one field ``step:{key}`` per tool call a resume started
+(``CallKey.text``: the position of the assistant message that made the call, and its
+id; empty until the call returns, then its outcome). Earlier releases kept
+``call:{call_id}``; a resume takes such a field as the first call with that id it
+starts. A save that builds on the version it knows is one script that writes the new
+messages and the small fields only; a run an earlier release saved has ``state``
+(the whole state) instead of the log, is read as it is, and is written whole by its
+next save. Every change to a run is one Lua script (or one pipeline) on that one
+key, so it is atomic and works on Redis Cluster.
 
 The approval inbox is a sorted set per prefix, ``{prefix}waiting`` (score: when the
 run was saved, in ms), plus one per top-level scalar metadata value,
@@ -23,34 +29,30 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import Any, Final, final
 
 from .._core._messages import LangHooksError, ToolCall
-from .._persist._codec import decode, encode
+from .._persist._codec import decode
 from .._persist._resume import (
+    Saved,
+    Write,
     check_claim_timeout,
 )
 from .._persist._stores import (
     CallKey,
     PendingRun,
-    check_expires_in,
-    check_metadata,
     contains,
-    run_id_of,
 )
 from ._redis_wire import check_count
 
-if TYPE_CHECKING:
-    from ..chain import LLMChain, RetryPolicy, Tool
-    from ..chain._chain import Handler
-    from ..models import ChatModel
-
 __all__ = [
+    "APPEND",
     "CLAIM",
     "FIELDS",
     "FINISH_CALL",
     "HEARTBEAT",
     "INDEX",
+    "READ",
     "RELEASE",
     "SETTLE",
     "START_CALL",
@@ -61,8 +63,8 @@ __all__ = [
     "claim_lost",
     "index_for",
     "index_keys",
-    "load_chain",
     "member_ids",
+    "saved_of",
     "settle_args",
     "started_outcome",
 ]
@@ -73,9 +75,88 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 """
 
+# The run's log as one reply: head, state (an earlier release's), version, and the
+# messages joined by commas (HMGET in slices: Lua's unpack takes a few thousand at
+# most).
+_LOG: Final = """
+local function log(first)
+    local v = redis.call('HMGET', KEYS[1], 'head', 'state', 'version', 'count')
+    local out = first
+    out[#out + 1] = v[1]
+    out[#out + 1] = v[2]
+    out[#out + 1] = v[3]
+    local count = tonumber(v[4] or '0')
+    local messages = {}
+    local at = 0
+    while at < count do
+        local fields = {}
+        for i = at, math.min(at + 999, count - 1) do fields[#fields + 1] = 'm:' .. i end
+        for _, m in ipairs(redis.call('HMGET', KEYS[1], unpack(fields))) do
+            messages[#messages + 1] = m
+        end
+        at = at + 1000
+    end
+    out[#out + 1] = table.concat(messages, ',')
+    return out
+end
+"""
+
+# KEYS[1] run hash. Nothing, or {head, state, version, messages}.
+READ: Final = (
+    _LOG
+    + """
+if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
+return log({})
+"""
+)
+
+# Drops the call records and the messages from position keep on. A run in this
+# layout has its log and 10 fields more, so its fields are scanned for records
+# only when it has others; a run an earlier release saved always is.
+_DROP: Final = """
+local function drop(keep)
+    local count = tonumber(redis.call('HGET', KEYS[1], 'count') or '0')
+    if redis.call('HEXISTS', KEYS[1], 'head') == 0
+            or redis.call('HLEN', KEYS[1]) > count + 10 then
+        for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
+            local kind = string.sub(field, 1, 5)
+            if kind == 'step:' or kind == 'call:' then
+                redis.call('HDEL', KEYS[1], field)
+            end
+        end
+    end
+    for i = keep, count - 1 do redis.call('HDEL', KEYS[1], 'm:' .. i) end
+    redis.call('HDEL', KEYS[1], 'state')
+end
+local function append(keep, first, fields)
+    for i = first, #ARGV do
+        fields[#fields + 1] = 'm:' .. (keep + i - first)
+        fields[#fields + 1] = ARGV[i]
+    end
+    redis.call('HSET', KEYS[1], unpack(fields))
+end
+"""
+
+# KEYS[1] run hash; ARGV base, keep, count, version, head, calls, meta, saved (ms),
+# expires (ms), status, then the messages from position keep on. 0 when the run is
+# not at version base.
+APPEND: Final = (
+    _DROP
+    + """
+if redis.call('HGET', KEYS[1], 'version') ~= ARGV[1] then return 0 end
+drop(tonumber(ARGV[2]))
+append(tonumber(ARGV[2]), 11, {'count', ARGV[3], 'version', ARGV[4], 'head', ARGV[5],
+    'calls', ARGV[6], 'meta', ARGV[7], 'saved', ARGV[8], 'expires', ARGV[9],
+    'status', ARGV[10], 'token', '', 'beat', 0})
+redis.call('PEXPIREAT', KEYS[1], ARGV[9])
+return 1
+"""
+)
+
 # KEYS[1] run hash; ARGV token, claim timeout (ms).
 CLAIM: Final = (
     _NOW
+    + _LOG
     + """
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status then return {'missing'} end
@@ -85,8 +166,8 @@ if status == 'claimed' then
     if now - beat < tonumber(ARGV[2]) then return {'busy'} end
 end
 redis.call('HSET', KEYS[1], 'status', 'claimed', 'token', ARGV[1], 'beat', now)
-return {'ok', redis.call('HGET', KEYS[1], 'state'), redis.call('HGET', KEYS[1], 'meta'),
-        redis.call('HGET', KEYS[1], 'expires')}
+return log({'ok', redis.call('HGET', KEYS[1], 'meta'),
+            redis.call('HGET', KEYS[1], 'expires')})
 """
 )
 
@@ -135,17 +216,16 @@ end
 return 1
 """
 
-# KEYS[1] run hash; ARGV token, state, calls, status, saved (ms).
+# KEYS[1] run hash; ARGV token, keep, count, version, head, calls, status, saved
+# (ms), then the messages from position keep on. 0 when the claim is lost.
 SETTLE: Final = (
     _HELD
+    + _DROP
     + """
 if not held() then return 0 end
-for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
-    local kind = string.sub(field, 1, 5)
-    if kind == 'step:' or kind == 'call:' then redis.call('HDEL', KEYS[1], field) end
-end
-redis.call('HSET', KEYS[1], 'state', ARGV[2], 'calls', ARGV[3], 'status', ARGV[4],
-           'token', '', 'saved', ARGV[5])
+drop(tonumber(ARGV[2]))
+append(tonumber(ARGV[2]), 9, {'count', ARGV[3], 'version', ARGV[4], 'head', ARGV[5],
+    'calls', ARGV[6], 'status', ARGV[7], 'token', '', 'saved', ARGV[8]})
 return 1
 """
 )
@@ -194,10 +274,6 @@ def member_ids(found: Any) -> list[str]:
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def _calls_json(calls: Sequence[ToolCall]) -> str:
-    return json.dumps([encode(call) for call in calls], separators=(",", ":"))
 
 
 def _calls_of(text: str) -> tuple[ToolCall, ...]:
@@ -286,34 +362,52 @@ class Layout:
             f"deleted, or expired)",
         )
 
-    def saved(
-        self,
-        chain: LLMChain,
-        metadata: Mapping[str, Any] | None,
-        expires_in: float | None,
-    ) -> tuple[str, dict[Any, str | int], int, list[str], bool]:
-        """What ``save`` writes: run id, hash fields, expiry (ms), indexes, waiting."""
-        run_id = run_id_of(chain)
-        data = check_metadata(metadata)
-        seconds = check_expires_in(expires_in)
-        state = json.dumps(chain.to_state(), separators=(",", ":"))
-        calls = chain.pending_tool_calls
+    def expiry(self, expires_in: float | None) -> tuple[int, int]:
+        """When a save is, and when it expires (ms)."""
         saved = _now_ms()
-        expires = saved + round(
-            (self.expire_after if seconds is None else seconds) * 1000
-        )
-        # Keyed by Any: redis-py's stubs want a mapping invariant in its key type.
+        seconds = self.expire_after if expires_in is None else expires_in
+        return saved, saved + round(seconds * 1000)
+
+    def whole(
+        self, write: Write, metadata: Mapping[str, Any], saved: int, expires: int
+    ) -> dict[Any, str | int]:
+        """The hash fields of a whole write (keyed by Any: redis-py's stubs want a
+        mapping invariant in its key type)."""
         fields: dict[Any, str | int] = {
-            "state": state,
-            "calls": _calls_json(calls),
-            "meta": json.dumps(data, separators=(",", ":")),
+            "head": write.head,
+            "version": write.version,
+            "count": write.count,
+            "calls": write.calls_json,
+            "meta": json.dumps(metadata, separators=(",", ":")),
             "saved": saved,
             "expires": expires,
-            "status": "waiting" if calls else "done",
+            "status": write.status,
             "token": "",
             "beat": 0,
         }
-        return run_id, fields, expires, index_keys(self.prefix, data), bool(calls)
+        for position, message in enumerate(write.messages):
+            fields[f"m:{position}"] = message
+        return fields
+
+    @staticmethod
+    def append(
+        write: Write, metadata: Mapping[str, Any], saved: int, expires: int
+    ) -> list[str | int]:
+        """The arguments of ``APPEND``."""
+        assert write.base is not None
+        return [
+            write.base,
+            write.keep,
+            write.count,
+            write.version,
+            write.head,
+            write.calls_json,
+            json.dumps(metadata, separators=(",", ":")),
+            saved,
+            expires,
+            write.status,
+            *write.messages,
+        ]
 
     def row(
         self,
@@ -342,28 +436,17 @@ class Layout:
         )
 
 
-def load_chain(
-    state: bytes | str | None,
-    layout: Layout,
-    run_id: str,
-    model: ChatModel,
-    tools: Sequence[Tool],
-    callbacks: Sequence[Handler],
-    fallbacks: Sequence[ChatModel],
-    retry: RetryPolicy | None,
-) -> LLMChain:
-    from ..chain import LLMChain
-
-    if state is None:
-        raise layout.unknown(run_id)
-    return LLMChain.from_state(
-        json.loads(state),
-        model,
-        tools=tools,
-        callbacks=callbacks,
-        fallbacks=fallbacks,
-        retry=retry,
-    )
+def saved_of(answer: Sequence[Any]) -> Saved | None:
+    """The ``Saved`` of a ``READ`` reply (or a ``CLAIM`` reply after its first two
+    items): head, state, version, messages."""
+    if not answer:
+        return None
+    head, state, version = answer[0], answer[1], answer[2]
+    if head is None:
+        # An earlier release's layout: the whole state in one field.
+        assert state is not None  # every save wrote one or the other
+        return Saved(as_text(state), None, "")
+    return Saved(as_text(head), as_text(answer[3]), as_text(version))
 
 
 def started_outcome(run_id: str, answer: Sequence[Any]) -> str | None:
@@ -373,13 +456,16 @@ def started_outcome(run_id: str, answer: Sequence[Any]) -> str | None:
     return None if kind == "new" else as_text(answer[1])
 
 
-def settle_args(
-    token: str, state: Mapping[str, Any], waiting: Sequence[ToolCall]
-) -> list[str | int]:
+def settle_args(token: str, write: Write) -> list[str | int]:
+    """The arguments of ``SETTLE``."""
     return [
         token,
-        json.dumps(state, separators=(",", ":")),
-        _calls_json(waiting),
-        "waiting" if waiting else "done",
+        write.keep,
+        write.count,
+        write.version,
+        write.head,
+        write.calls_json,
+        write.status,
         _now_ms(),
+        *write.messages,
     ]

@@ -5,36 +5,27 @@ is generated from it by ``scripts/unasync.py``.)"""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, final
+from collections.abc import Mapping
+from typing import Any, Final, final
 
 import redis.asyncio
-import redis.asyncio.client
 import redis.asyncio.cluster
+import redis.commands.core
+import redis.exceptions
+from typing_extensions import override
 
-from .._core._messages import ToolCall
-from .._persist._resume import (
-    ResumeCode,
-    aresume_once,
-)
-from .._persist._stores import (
-    CallKey,
-    PendingRun,
-    check_limit,
-    check_metadata,
-)
-
-if TYPE_CHECKING:
-    from ..chain import Decision, LLMChain, RetryPolicy, RunResult, Tool
-    from ..chain._chain import Handler
-    from ..models import ChatModel
-
+from .._core._messages import LangHooksError
+from .._persist._resume import Known, Saved, Write
+from .._persist._stores import CallKey, PendingRun
+from .._persist._stores_async import AsyncStoreBase
 from ._redis_runs import (
+    APPEND,
     CLAIM,
     FIELDS,
     FINISH_CALL,
     HEARTBEAT,
     INDEX,
+    READ,
     RELEASE,
     SETTLE,
     START_CALL,
@@ -45,8 +36,8 @@ from ._redis_runs import (
     claim_lost,
     index_for,
     index_keys,
-    load_chain,
     member_ids,
+    saved_of,
     settle_args,
     started_outcome,
 )
@@ -56,7 +47,7 @@ __all__ = ["AsyncRedisRunStore"]
 
 
 @final
-class AsyncRedisRunStore:
+class AsyncRedisRunStore(AsyncStoreBase):
     """An ``AsyncRunStore`` in Redis (``redis.asyncio``): save an interrupted run,
     resume it in any worker, once. ``RedisRunStore`` is its sync twin, on the same
     keys: a run saved by one is resumed by the other.
@@ -99,7 +90,11 @@ class AsyncRedisRunStore:
     ) -> None:
         check_async_client(client, "AsyncRedisRunStore")
         self._layout: Final = Layout(prefix, expire_after, claim_timeout, lock_timeout)
+        self._claim_timeout = self._layout.claim_timeout
+        self._known = Known()
         self._client: Final = client
+        self._read: Final = client.register_script(READ)
+        self._append: Final = client.register_script(APPEND)
         self._claim: Final = client.register_script(CLAIM)
         self._heartbeat: Final = client.register_script(HEARTBEAT)
         self._start_call: Final = client.register_script(START_CALL)
@@ -108,214 +103,104 @@ class AsyncRedisRunStore:
         self._index: Final = client.register_script(INDEX)
         self._release: Final = client.register_script(RELEASE)
 
-    async def save(
-        self,
-        chain: LLMChain,
-        *,
-        metadata: Mapping[str, Any] | None = None,
-        expires_in: float | None = None,
-    ) -> str:
-        """Save ``chain``'s state under its run id (replacing an earlier save).
-
-        Args:
-            chain: the chain of a ``RunResult`` (``result.chain``).
-            metadata: JSON values to find the run by (``pending(metadata=...)``).
-            expires_in: seconds until the run is forgotten (None:
-                ``expire_after``).
-
-        Returns:
-            The run id (``chain.invocation.id``).
-
-        Raises:
-            ValueError: the chain has not run (it has no run id), or a bad
-                ``expires_in``.
-            TypeError: not an ``LLMChain``, metadata that is not JSON, or a state
-                holding a value that cannot be encoded.
-        """
-        run_id, fields, expires, indexes, waiting = self._layout.saved(
-            chain, metadata, expires_in
-        )
-        key = self._layout.key(run_id)
-        async with self._client.pipeline(transaction=False) as pipe:
-            pipe.delete(key)
-            pipe.hset(key, mapping=fields)
-            pipe.pexpireat(key, expires)
-            for index in indexes:
-                if waiting:
-                    await self._list(pipe, index, run_id, fields["saved"], expires)
-                else:
-                    pipe.zrem(index, run_id)
-            await pipe.execute()
-        return run_id
-
-    async def _list(
-        self,
-        pipe: Any,
-        index: str,
-        run_id: str,
-        saved: int | str,
-        expires: int | str,
-    ) -> None:
-        """List run ``run_id`` in inbox ``index``, whose expiry follows its runs'
-        (in ``pipe``; at once on a cluster, whose pipelines refuse scripts)."""
-        args = [run_id, saved, expires]
-        if is_cluster(self._client):
-            await self._index(keys=[index], args=args)
-        else:
-            await self._index(keys=[index], args=args, client=pipe)
-
-    async def load(
-        self,
-        run_id: str,
-        model: ChatModel,
-        *,
-        tools: Sequence[Tool] = (),
-        callbacks: Sequence[Handler] = (),
-        fallbacks: Sequence[ChatModel] = (),
-        retry: RetryPolicy | None = None,
-    ) -> LLMChain:
-        """The saved chain of run ``run_id`` (its latest state), with this
-        worker's code.
-
-        Raises:
-            LangHooksError: type "invalid_request" when no run is saved under
-                ``run_id`` (never saved, deleted or expired).
-        """
-        state = await self._client.hget(self._layout.key(run_id), "state")
-        return load_chain(
-            state, self._layout, run_id, model, tools, callbacks, fallbacks, retry
-        )
-
-    async def resume(
-        self,
-        run_id: str,
-        decisions: Sequence[Decision] | Mapping[str, Decision],
-        model: ChatModel,
-        *,
-        tools: Sequence[Tool] = (),
-        callbacks: Sequence[Handler] = (),
-        fallbacks: Sequence[ChatModel] = (),
-        retry: RetryPolicy | None = None,
-        continue_run: bool = True,
-    ) -> RunResult:
-        """Resume a waiting run with human decisions, once (async tools are
-        awaited).
-
-        Args:
-            run_id: the run to resume.
-            decisions: one ``Decision`` per waiting call, in the order of
-                ``chain.pending_tool_calls``, or a mapping from tool call id to
-                ``Decision`` (for some of the waiting calls).
-            model: the model the run continues on; ``tools``, ``callbacks``,
-                ``fallbacks`` and ``retry`` as ``LLMChain.from_state``.
-            continue_run: after the decisions, ``arun()`` on to the model's
-                answer (when they did not end the run).
-
-        Returns:
-            The ``RunResult`` the run ended with here; the state it ended in is
-            saved under the same run id (waiting again, or done).
-
-        Raises:
-            LangHooksError: type "conflict" when another resume holds the run or
-                it waits for no decision; "invalid_request" for an unknown,
-                deleted or expired run.
-            ValueError: the decisions do not match the waiting calls (the run
-                waits again, unchanged).
-        """
-        code = ResumeCode(
-            model=model,
-            tools=tools,
-            callbacks=callbacks,
-            fallbacks=fallbacks,
-            retry=retry,
-            continue_run=continue_run,
-        )
-        return await aresume_once(
-            _AsyncClaims(self),
-            run_id,
-            decisions,
-            code,
-            claim_timeout=self._layout.claim_timeout,
-        )
-
-    async def pending(
-        self, *, metadata: Mapping[str, Any] | None = None, limit: int = 100
-    ) -> list[PendingRun]:
-        """The runs waiting for decisions, newest first (the approval inbox).
-
-        Args:
-            metadata: keep only runs whose metadata contains this (as JSONB
-                ``@>``); a top-level str, number, bool or null value is looked up
-                in its own index.
-            limit: at most this many runs.
-
-        Raises:
-            TypeError: bad ``metadata`` or ``limit``.
-            ValueError: ``limit`` < 1.
-        """
-        wanted = check_metadata(metadata)
-        check_limit(limit)
-        index = index_for(self._layout.prefix, wanted)
-        rows: list[PendingRun] = []
-        start = 0
-        batch = max(limit, 50)
-        while len(rows) < limit:
-            ids = member_ids(
-                await self._client.zrevrange(index, start, start + batch - 1)
-            )
-            if not ids:
-                break
-            async with self._client.pipeline(transaction=False) as pipe:
-                for run_id in ids:
-                    pipe.hmget(self._layout.key(run_id), list(FIELDS))
-                found = await pipe.execute()
-            gone: list[str] = []
-            for run_id, values in zip(ids, found, strict=True):
-                if values[0] is None:
-                    gone.append(run_id)
-                    continue
-                row = self._layout.row(run_id, values, wanted)
-                if row is not None and len(rows) < limit:
-                    rows.append(row)
-            if gone:
-                await self._client.zrem(index, *gone)
-            start += batch - len(gone)
-        return rows
-
-    async def waiting(self, run_id: str) -> PendingRun | None:
-        """Run ``run_id``'s row of the inbox: None unless it waits for decisions
-        (unknown, expired, being resumed or done)."""
-        values = await self._client.hmget(self._layout.key(run_id), list(FIELDS))
-        return None if values[0] is None else self._layout.row(run_id, values, {})
+    @override
+    def _backend(self) -> _AsyncBackend:
+        return _AsyncBackend(self)
 
     async def claimed(self, run_id: str) -> bool:
         """Whether a resume holds run ``run_id`` now (its claim not yet settled)."""
         status = await self._client.hget(self._layout.key(run_id), "status")
         return status is not None and as_text(status) == "claimed"
 
-    async def delete(self, run_id: str) -> bool:
-        """Forget run ``run_id``; whether it was there."""
-        key = self._layout.key(run_id)
-        meta = await self._client.hget(key, "meta")
-        async with self._client.pipeline(transaction=False) as pipe:
-            pipe.delete(key)
-            data = json.loads(meta) if meta is not None else {}
-            for index in index_keys(self._layout.prefix, data):
-                pipe.zrem(index, run_id)
-            answers = await pipe.execute()
-        return bool(answers[0])
-
 
 @final
-class _AsyncClaims:
-    """The claim primitives of ``AsyncRedisRunStore``: one script call each."""
+class _AsyncBackend:
+    """The storage of ``AsyncRedisRunStore`` (its ``ClaimBackend``): one script
+    or pipeline each."""
 
     def __init__(self, store: AsyncRedisRunStore) -> None:
         self._store: Final = store
         self._indexes: list[str] = []  # the inbox indexes of the claimed run
         self._expires = ""  # and its expiry (ms)
 
-    async def claim(self, run_id: str, token: str) -> Mapping[str, Any]:
+    async def _scripted(
+        self,
+        script: redis.commands.core.AsyncScript,
+        run_id: str,
+        args: list[str | int],
+        whole: Mapping[Any, str | int] | None,
+        waiting: bool,
+        score: int,
+        expires: int | str,
+    ) -> Any:
+        """One round trip: ``script`` (or, with ``whole``, the hash replaced and
+        its expiry set), then the inbox indexes (hints that pending() checks
+        against the run's status; each expires with the last of its runs, at
+        ``expires``). redis-py refuses scripts in a cluster's pipeline: there,
+        one round trip each. The script's answer."""
+        store = self._store
+        key = store._layout.key(run_id)
+        cluster = is_cluster(store._client)
+        answer: Any = 1
+        async with store._client.pipeline(transaction=False) as pipe:
+            if whole is not None:
+                pipe.delete(key)
+                pipe.hset(key, mapping=whole)
+                pipe.pexpireat(key, int(expires))
+            elif cluster:
+                answer = await script(keys=[key], args=args)
+            else:
+                # EVALSHA itself: a Script object in a pipeline would first ask
+                # SCRIPT EXISTS, a round trip more every time.
+                pipe.evalsha(script.sha, 1, key, *args)
+            for index in self._indexes:
+                if not waiting:
+                    pipe.zrem(index, run_id)
+                elif cluster:
+                    await store._index(keys=[index], args=[run_id, score, expires])
+                else:
+                    pipe.evalsha(store._index.sha, 1, index, run_id, score, expires)
+            try:
+                answers = await pipe.execute()
+            except redis.exceptions.NoScriptError:
+                # The server forgot the scripts (a restart, SCRIPT FLUSH): load
+                # them and send the whole pipeline again (its changes repeat).
+                await store._client.script_load(script.script)
+                await store._client.script_load(store._index.script)
+                return await self._scripted(
+                    script, run_id, args, whole, waiting, score, expires
+                )
+        if whole is None and not cluster:
+            answer = answers[0]
+        return answer
+
+    async def write(
+        self, write: Write, metadata: Mapping[str, Any], expires_in: float | None
+    ) -> bool:
+        layout = self._store._layout
+        saved, expires = layout.expiry(expires_in)
+        self._indexes = index_keys(layout.prefix, metadata)
+        whole, args = None, []
+        if write.base is None:
+            whole = layout.whole(write, metadata, saved, expires)
+        else:
+            args = layout.append(write, metadata, saved, expires)
+        answer = await self._scripted(
+            self._store._append,
+            write.run_id,
+            args,
+            whole,
+            bool(write.calls),
+            saved,
+            expires,
+        )
+        return bool(answer)
+
+    async def read(self, run_id: str) -> Saved | None:
+        store = self._store
+        return saved_of(await store._read(keys=[store._layout.key(run_id)]))
+
+    async def claim(self, run_id: str, token: str) -> Saved:
         store = self._store
         layout = store._layout
         answer = await store._claim(
@@ -323,10 +208,11 @@ class _AsyncClaims:
         )
         if as_text(answer[0]) != "ok":
             raise claim_error(run_id, layout.prefix, answer)
-        state: dict[str, Any] = json.loads(answer[1])
-        self._indexes = index_keys(layout.prefix, json.loads(answer[2]))
-        self._expires = as_text(answer[3])
-        return state
+        self._indexes = index_keys(layout.prefix, json.loads(answer[1]))
+        self._expires = as_text(answer[2])
+        saved = saved_of(answer[3:])
+        assert saved is not None  # the claim found the run
+        return saved
 
     async def heartbeat(self, run_id: str, token: str) -> bool:
         store = self._store
@@ -349,37 +235,69 @@ class _AsyncClaims:
             args=[token, call_fields(call)[0], outcome],
         )
 
-    async def settle(
-        self,
-        run_id: str,
-        token: str,
-        state: Mapping[str, Any],
-        waiting: Sequence[ToolCall],
-    ) -> None:
-        store = self._store
-        layout = store._layout
-        args = settle_args(token, state, waiting)
-        # One round trip: the script, then the inbox indexes (hints that pending()
-        # checks against the run's status, so they follow only a settled script).
-        # redis-py refuses scripts in a cluster's pipeline: there, two.
-        cluster = is_cluster(store._client)
-        async with store._client.pipeline(transaction=False) as pipe:
-            if cluster:
-                settled = await store._settle(keys=[layout.key(run_id)], args=args)
-            else:
-                assert isinstance(pipe, redis.asyncio.client.Pipeline)  # one node
-                await store._settle(keys=[layout.key(run_id)], args=args, client=pipe)
-            for index in self._indexes:
-                if waiting:
-                    await store._list(pipe, index, run_id, args[-1], self._expires)
-                else:
-                    pipe.zrem(index, run_id)
-            answers = await pipe.execute()
-        if not cluster:
-            settled = answers[0]
+    async def settle(self, run_id: str, token: str, write: Write) -> None:
+        args = settle_args(token, write)
+        settled = await self._scripted(
+            self._store._settle,
+            run_id,
+            args,
+            None,
+            bool(write.calls),
+            int(args[7]),
+            self._expires,
+        )
         if not settled:
             raise claim_lost(run_id)
 
     async def release(self, run_id: str, token: str) -> None:
         store = self._store
         await store._release(keys=[store._layout.key(run_id)], args=[token])
+
+    async def pending(self, wanted: Mapping[str, Any], limit: int) -> list[PendingRun]:
+        store = self._store
+        index = index_for(store._layout.prefix, wanted)
+        rows: list[PendingRun] = []
+        start = 0
+        batch = max(limit, 50)
+        while len(rows) < limit:
+            ids = member_ids(
+                await store._client.zrevrange(index, start, start + batch - 1)
+            )
+            if not ids:
+                break
+            async with store._client.pipeline(transaction=False) as pipe:
+                for run_id in ids:
+                    pipe.hmget(store._layout.key(run_id), list(FIELDS))
+                found = await pipe.execute()
+            gone: list[str] = []
+            for run_id, values in zip(ids, found, strict=True):
+                if values[0] is None:
+                    gone.append(run_id)
+                    continue
+                row = store._layout.row(run_id, values, wanted)
+                if row is not None and len(rows) < limit:
+                    rows.append(row)
+            if gone:
+                await store._client.zrem(index, *gone)
+            start += batch - len(gone)
+        return rows
+
+    async def waiting(self, run_id: str) -> PendingRun | None:
+        store = self._store
+        values = await store._client.hmget(store._layout.key(run_id), list(FIELDS))
+        return None if values[0] is None else store._layout.row(run_id, values, {})
+
+    async def delete(self, run_id: str) -> bool:
+        store = self._store
+        key = store._layout.key(run_id)
+        meta = await store._client.hget(key, "meta")
+        async with store._client.pipeline(transaction=False) as pipe:
+            pipe.delete(key)
+            data = json.loads(meta) if meta is not None else {}
+            for index in index_keys(store._layout.prefix, data):
+                pipe.zrem(index, run_id)
+            answers = await pipe.execute()
+        return bool(answers[0])
+
+    def unknown(self, run_id: str) -> LangHooksError:
+        return self._store._layout.unknown(run_id)

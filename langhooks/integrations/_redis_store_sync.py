@@ -7,36 +7,27 @@ is generated from it by ``scripts/unasync.py``.)"""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, final
+from collections.abc import Mapping
+from typing import Any, Final, final
 
 import redis
-import redis.client
 import redis.cluster
+import redis.commands.core
+import redis.exceptions
+from typing_extensions import override
 
-from .._core._messages import ToolCall
-from .._persist._resume import (
-    ResumeCode,
-    resume_once,
-)
-from .._persist._stores import (
-    CallKey,
-    PendingRun,
-    check_limit,
-    check_metadata,
-)
-
-if TYPE_CHECKING:
-    from ..chain import Decision, LLMChain, RetryPolicy, RunResult, Tool
-    from ..chain._chain import Handler
-    from ..models import ChatModel
-
+from .._core._messages import LangHooksError
+from .._persist._resume import Known, Saved, Write
+from .._persist._stores import CallKey, PendingRun
+from .._persist._stores_sync import StoreBase
 from ._redis_runs import (
+    APPEND,
     CLAIM,
     FIELDS,
     FINISH_CALL,
     HEARTBEAT,
     INDEX,
+    READ,
     RELEASE,
     SETTLE,
     START_CALL,
@@ -47,8 +38,8 @@ from ._redis_runs import (
     claim_lost,
     index_for,
     index_keys,
-    load_chain,
     member_ids,
+    saved_of,
     settle_args,
     started_outcome,
 )
@@ -58,7 +49,7 @@ __all__ = ["RedisRunStore"]
 
 
 @final
-class RedisRunStore:
+class RedisRunStore(StoreBase):
     """A ``RunStore`` in Redis: save an interrupted run, resume it in any worker,
     once.
 
@@ -100,7 +91,11 @@ class RedisRunStore:
     ) -> None:
         check_sync_client(client, "RedisRunStore")
         self._layout: Final = Layout(prefix, expire_after, claim_timeout, lock_timeout)
+        self._claim_timeout = self._layout.claim_timeout
+        self._known = Known()
         self._client: Final = client
+        self._read: Final = client.register_script(READ)
+        self._append: Final = client.register_script(APPEND)
         self._claim: Final = client.register_script(CLAIM)
         self._heartbeat: Final = client.register_script(HEARTBEAT)
         self._start_call: Final = client.register_script(START_CALL)
@@ -109,220 +104,114 @@ class RedisRunStore:
         self._index: Final = client.register_script(INDEX)
         self._release: Final = client.register_script(RELEASE)
 
-    def save(
-        self,
-        chain: LLMChain,
-        *,
-        metadata: Mapping[str, Any] | None = None,
-        expires_in: float | None = None,
-    ) -> str:
-        """Save ``chain``'s state under its run id (replacing an earlier save).
-
-        Args:
-            chain: the chain of a ``RunResult`` (``result.chain``).
-            metadata: JSON values to find the run by (``pending(metadata=...)``).
-            expires_in: seconds until the run is forgotten (None:
-                ``expire_after``).
-
-        Returns:
-            The run id (``chain.invocation.id``).
-
-        Raises:
-            ValueError: the chain has not run (it has no run id), or a bad
-                ``expires_in``.
-            TypeError: not an ``LLMChain``, metadata that is not JSON, or a state
-                holding a value that cannot be encoded.
-        """
-        run_id, fields, expires, indexes, waiting = self._layout.saved(
-            chain, metadata, expires_in
-        )
-        key = self._layout.key(run_id)
-        with self._client.pipeline(transaction=False) as pipe:
-            pipe.delete(key)
-            pipe.hset(key, mapping=fields)
-            pipe.pexpireat(key, expires)
-            for index in indexes:
-                if waiting:
-                    self._list(pipe, index, run_id, fields["saved"], expires)
-                else:
-                    pipe.zrem(index, run_id)
-            pipe.execute()
-        return run_id
-
-    def _list(
-        self,
-        pipe: Any,
-        index: str,
-        run_id: str,
-        saved: int | str,
-        expires: int | str,
-    ) -> None:
-        """List run ``run_id`` in inbox ``index``, whose expiry follows its runs'
-        (in ``pipe``; at once on a cluster, whose pipelines refuse scripts)."""
-        args = [run_id, saved, expires]
-        if is_cluster(self._client):
-            self._index(keys=[index], args=args)
-        else:
-            self._index(keys=[index], args=args, client=pipe)
-
-    def load(
-        self,
-        run_id: str,
-        model: ChatModel,
-        *,
-        tools: Sequence[Tool] = (),
-        callbacks: Sequence[Handler] = (),
-        fallbacks: Sequence[ChatModel] = (),
-        retry: RetryPolicy | None = None,
-    ) -> LLMChain:
-        """The saved chain of run ``run_id`` (its latest state), with this
-        worker's code.
-
-        Raises:
-            LangHooksError: type "invalid_request" when no run is saved under
-                ``run_id`` (never saved, deleted or expired).
-        """
-        state = self._client.hget(self._layout.key(run_id), "state")
-        return load_chain(
-            state, self._layout, run_id, model, tools, callbacks, fallbacks, retry
-        )
-
-    def resume(
-        self,
-        run_id: str,
-        decisions: Sequence[Decision] | Mapping[str, Decision],
-        model: ChatModel,
-        *,
-        tools: Sequence[Tool] = (),
-        callbacks: Sequence[Handler] = (),
-        fallbacks: Sequence[ChatModel] = (),
-        retry: RetryPolicy | None = None,
-        continue_run: bool = True,
-    ) -> RunResult:
-        """Resume a waiting run with human decisions, once.
-
-        Args:
-            run_id: the run to resume.
-            decisions: one ``Decision`` per waiting call, in the order of
-                ``chain.pending_tool_calls``, or a mapping from tool call id to
-                ``Decision`` (for some of the waiting calls).
-            model: the model the run continues on; ``tools``, ``callbacks``,
-                ``fallbacks`` and ``retry`` as ``LLMChain.from_state``.
-            continue_run: after the decisions, ``run()`` on to the model's
-                answer (when they did not end the run).
-
-        Returns:
-            The ``RunResult`` the run ended with here; the state it ended in is
-            saved under the same run id (waiting again, or done).
-
-        Raises:
-            LangHooksError: type "conflict" when another resume holds the run or
-                it waits for no decision; "invalid_request" for an unknown,
-                deleted or expired run.
-            ValueError: the decisions do not match the waiting calls (the run
-                waits again, unchanged).
-        """
-        code = ResumeCode(
-            model=model,
-            tools=tools,
-            callbacks=callbacks,
-            fallbacks=fallbacks,
-            retry=retry,
-            continue_run=continue_run,
-        )
-        return resume_once(
-            _Claims(self),
-            run_id,
-            decisions,
-            code,
-            claim_timeout=self._layout.claim_timeout,
-        )
-
-    def pending(
-        self, *, metadata: Mapping[str, Any] | None = None, limit: int = 100
-    ) -> list[PendingRun]:
-        """The runs waiting for decisions, newest first (the approval inbox).
-
-        Args:
-            metadata: keep only runs whose metadata contains this (as JSONB
-                ``@>``); a top-level str, number, bool or null value is looked up
-                in its own index.
-            limit: at most this many runs.
-
-        Raises:
-            TypeError: bad ``metadata`` or ``limit``.
-            ValueError: ``limit`` < 1.
-        """
-        wanted = check_metadata(metadata)
-        check_limit(limit)
-        index = index_for(self._layout.prefix, wanted)
-        rows: list[PendingRun] = []
-        start = 0
-        batch = max(limit, 50)
-        while len(rows) < limit:
-            ids = member_ids(self._client.zrevrange(index, start, start + batch - 1))
-            if not ids:
-                break
-            with self._client.pipeline(transaction=False) as pipe:
-                for run_id in ids:
-                    pipe.hmget(self._layout.key(run_id), list(FIELDS))
-                found = pipe.execute()
-            gone: list[str] = []
-            for run_id, values in zip(ids, found, strict=True):
-                if values[0] is None:
-                    gone.append(run_id)
-                    continue
-                row = self._layout.row(run_id, values, wanted)
-                if row is not None and len(rows) < limit:
-                    rows.append(row)
-            if gone:
-                self._client.zrem(index, *gone)
-            start += batch - len(gone)
-        return rows
-
-    def waiting(self, run_id: str) -> PendingRun | None:
-        """Run ``run_id``'s row of the inbox: None unless it waits for decisions
-        (unknown, expired, being resumed or done)."""
-        values = self._client.hmget(self._layout.key(run_id), list(FIELDS))
-        return None if values[0] is None else self._layout.row(run_id, values, {})
+    @override
+    def _backend(self) -> _Backend:
+        return _Backend(self)
 
     def claimed(self, run_id: str) -> bool:
         """Whether a resume holds run ``run_id`` now (its claim not yet settled)."""
         status = self._client.hget(self._layout.key(run_id), "status")
         return status is not None and as_text(status) == "claimed"
 
-    def delete(self, run_id: str) -> bool:
-        """Forget run ``run_id``; whether it was there."""
-        key = self._layout.key(run_id)
-        meta = self._client.hget(key, "meta")
-        with self._client.pipeline(transaction=False) as pipe:
-            pipe.delete(key)
-            data = json.loads(meta) if meta is not None else {}
-            for index in index_keys(self._layout.prefix, data):
-                pipe.zrem(index, run_id)
-            answers = pipe.execute()
-        return bool(answers[0])
-
 
 @final
-class _Claims:
-    """The claim primitives of ``RedisRunStore``: one script call each."""
+class _Backend:
+    """The storage of ``RedisRunStore`` (its ``ClaimBackend``): one script
+    or pipeline each."""
 
     def __init__(self, store: RedisRunStore) -> None:
         self._store: Final = store
         self._indexes: list[str] = []  # the inbox indexes of the claimed run
         self._expires = ""  # and its expiry (ms)
 
-    def claim(self, run_id: str, token: str) -> Mapping[str, Any]:
+    def _scripted(
+        self,
+        script: redis.commands.core.Script,
+        run_id: str,
+        args: list[str | int],
+        whole: Mapping[Any, str | int] | None,
+        waiting: bool,
+        score: int,
+        expires: int | str,
+    ) -> Any:
+        """One round trip: ``script`` (or, with ``whole``, the hash replaced and
+        its expiry set), then the inbox indexes (hints that pending() checks
+        against the run's status; each expires with the last of its runs, at
+        ``expires``). redis-py refuses scripts in a cluster's pipeline: there,
+        one round trip each. The script's answer."""
+        store = self._store
+        key = store._layout.key(run_id)
+        cluster = is_cluster(store._client)
+        answer: Any = 1
+        with store._client.pipeline(transaction=False) as pipe:
+            if whole is not None:
+                pipe.delete(key)
+                pipe.hset(key, mapping=whole)
+                pipe.pexpireat(key, int(expires))
+            elif cluster:
+                answer = script(keys=[key], args=args)
+            else:
+                # EVALSHA itself: a Script object in a pipeline would first ask
+                # SCRIPT EXISTS, a round trip more every time.
+                pipe.evalsha(script.sha, 1, key, *args)
+            for index in self._indexes:
+                if not waiting:
+                    pipe.zrem(index, run_id)
+                elif cluster:
+                    store._index(keys=[index], args=[run_id, score, expires])
+                else:
+                    pipe.evalsha(store._index.sha, 1, index, run_id, score, expires)
+            try:
+                answers = pipe.execute()
+            except redis.exceptions.NoScriptError:
+                # The server forgot the scripts (a restart, SCRIPT FLUSH): load
+                # them and send the whole pipeline again (its changes repeat).
+                store._client.script_load(script.script)
+                store._client.script_load(store._index.script)
+                return self._scripted(
+                    script, run_id, args, whole, waiting, score, expires
+                )
+        if whole is None and not cluster:
+            answer = answers[0]
+        return answer
+
+    def write(
+        self, write: Write, metadata: Mapping[str, Any], expires_in: float | None
+    ) -> bool:
+        layout = self._store._layout
+        saved, expires = layout.expiry(expires_in)
+        self._indexes = index_keys(layout.prefix, metadata)
+        whole, args = None, []
+        if write.base is None:
+            whole = layout.whole(write, metadata, saved, expires)
+        else:
+            args = layout.append(write, metadata, saved, expires)
+        answer = self._scripted(
+            self._store._append,
+            write.run_id,
+            args,
+            whole,
+            bool(write.calls),
+            saved,
+            expires,
+        )
+        return bool(answer)
+
+    def read(self, run_id: str) -> Saved | None:
+        store = self._store
+        return saved_of(store._read(keys=[store._layout.key(run_id)]))
+
+    def claim(self, run_id: str, token: str) -> Saved:
         store = self._store
         layout = store._layout
         answer = store._claim(keys=[layout.key(run_id)], args=[token, layout.claim_ms])
         if as_text(answer[0]) != "ok":
             raise claim_error(run_id, layout.prefix, answer)
-        state: dict[str, Any] = json.loads(answer[1])
-        self._indexes = index_keys(layout.prefix, json.loads(answer[2]))
-        self._expires = as_text(answer[3])
-        return state
+        self._indexes = index_keys(layout.prefix, json.loads(answer[1]))
+        self._expires = as_text(answer[2])
+        saved = saved_of(answer[3:])
+        assert saved is not None  # the claim found the run
+        return saved
 
     def heartbeat(self, run_id: str, token: str) -> bool:
         store = self._store
@@ -343,37 +232,67 @@ class _Claims:
             args=[token, call_fields(call)[0], outcome],
         )
 
-    def settle(
-        self,
-        run_id: str,
-        token: str,
-        state: Mapping[str, Any],
-        waiting: Sequence[ToolCall],
-    ) -> None:
-        store = self._store
-        layout = store._layout
-        args = settle_args(token, state, waiting)
-        # One round trip: the script, then the inbox indexes (hints that pending()
-        # checks against the run's status, so they follow only a settled script).
-        # redis-py refuses scripts in a cluster's pipeline: there, two.
-        cluster = is_cluster(store._client)
-        with store._client.pipeline(transaction=False) as pipe:
-            if cluster:
-                settled = store._settle(keys=[layout.key(run_id)], args=args)
-            else:
-                assert isinstance(pipe, redis.client.Pipeline)  # one node
-                store._settle(keys=[layout.key(run_id)], args=args, client=pipe)
-            for index in self._indexes:
-                if waiting:
-                    store._list(pipe, index, run_id, args[-1], self._expires)
-                else:
-                    pipe.zrem(index, run_id)
-            answers = pipe.execute()
-        if not cluster:
-            settled = answers[0]
+    def settle(self, run_id: str, token: str, write: Write) -> None:
+        args = settle_args(token, write)
+        settled = self._scripted(
+            self._store._settle,
+            run_id,
+            args,
+            None,
+            bool(write.calls),
+            int(args[7]),
+            self._expires,
+        )
         if not settled:
             raise claim_lost(run_id)
 
     def release(self, run_id: str, token: str) -> None:
         store = self._store
         store._release(keys=[store._layout.key(run_id)], args=[token])
+
+    def pending(self, wanted: Mapping[str, Any], limit: int) -> list[PendingRun]:
+        store = self._store
+        index = index_for(store._layout.prefix, wanted)
+        rows: list[PendingRun] = []
+        start = 0
+        batch = max(limit, 50)
+        while len(rows) < limit:
+            ids = member_ids(store._client.zrevrange(index, start, start + batch - 1))
+            if not ids:
+                break
+            with store._client.pipeline(transaction=False) as pipe:
+                for run_id in ids:
+                    pipe.hmget(store._layout.key(run_id), list(FIELDS))
+                found = pipe.execute()
+            gone: list[str] = []
+            for run_id, values in zip(ids, found, strict=True):
+                if values[0] is None:
+                    gone.append(run_id)
+                    continue
+                row = store._layout.row(run_id, values, wanted)
+                if row is not None and len(rows) < limit:
+                    rows.append(row)
+            if gone:
+                store._client.zrem(index, *gone)
+            start += batch - len(gone)
+        return rows
+
+    def waiting(self, run_id: str) -> PendingRun | None:
+        store = self._store
+        values = store._client.hmget(store._layout.key(run_id), list(FIELDS))
+        return None if values[0] is None else store._layout.row(run_id, values, {})
+
+    def delete(self, run_id: str) -> bool:
+        store = self._store
+        key = store._layout.key(run_id)
+        meta = store._client.hget(key, "meta")
+        with store._client.pipeline(transaction=False) as pipe:
+            pipe.delete(key)
+            data = json.loads(meta) if meta is not None else {}
+            for index in index_keys(store._layout.prefix, data):
+                pipe.zrem(index, run_id)
+            answers = pipe.execute()
+        return bool(answers[0])
+
+    def unknown(self, run_id: str) -> LangHooksError:
+        return self._store._layout.unknown(run_id)

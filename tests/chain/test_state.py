@@ -11,9 +11,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import attrs
 import psycopg
 import pytest
 
+import langhooks as lh
 from langhooks import (
     Interrupt,
     Message,
@@ -408,3 +410,43 @@ class TestStateCodec:
         state = chain.to_state()
         assert _decode_state(state)["messages"] == list(chain.messages)
         assert LLMChain.from_state(state, chain.model).messages == chain.messages
+
+
+class TestStateSince:
+    """chain.state_since: what changed since an earlier chain, or a count."""
+
+    def _chain(self) -> LLMChain:
+        model = ScriptedChatModel([ScriptedTurn(text="Hi.")])
+        return LLMChain(model).add_message(lh.Message.user("hello")).run().chain
+
+    def test_appended_edited_and_counted(self) -> None:
+        earlier = self._chain()
+        later = earlier.add_messages([lh.Message.user("more")])
+        changes = later.state_since(earlier)
+        assert changes["since"] == 2
+        assert len(changes["messages"]) == 1
+        whole = {
+            **changes,
+            "messages": earlier.to_state()["messages"] + changes["messages"],
+        }
+        assert LLMChain.from_state(whole, later.model).messages == later.messages
+        edited = attrs.evolve(
+            later, messages=(lh.Message.user("hi"), *later.messages[1:])
+        )
+        assert edited.state_since(earlier)["since"] == 0
+        assert later.state_since(1)["messages"] == later.to_state()["messages"][1:]
+
+    def test_bad_earlier(self) -> None:
+        chain = self._chain()
+        with pytest.raises(ValueError, match="between 0"):
+            chain.state_since(3)
+        with pytest.raises(TypeError, match="LLMChain or a number"):
+            chain.state_since(True)
+
+    def test_the_path_names_the_position_in_the_conversation(self) -> None:
+        """A message that cannot be encoded is named by its position in the
+        whole conversation, not among the changes."""
+        odd = lh.Message(role="user", content="odd", metadata={"when": object()})
+        chain = self._chain().add_messages([odd])
+        with pytest.raises(TypeError, match=r"messages\[2\]"):
+            chain.state_since(1)

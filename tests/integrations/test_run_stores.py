@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -22,6 +23,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import psycopg
 import pytest
 import redis
@@ -29,7 +31,9 @@ import redis.asyncio
 from typing_extensions import override
 
 import langhooks as lh
+from langhooks import codec
 from langhooks.chain import Decision, LLMChain, RunResult
+from langhooks.integrations._postgres_sql import Sql
 from langhooks.integrations.postgres import (
     SCHEMA_VERSION,
     AsyncPostgresRunStore,
@@ -233,6 +237,30 @@ class TestContract:
         loaded = where.make().load(run_id, answer_model(), tools=TOOLS)
         assert loaded.messages == chain.messages
         assert [c.call_id for c in loaded.pending_tool_calls] == ["call_1", "call_2"]
+
+    def test_saves_write_what_changed(self, where: Place, log: Path) -> None:
+        """Saves that append, edit, remove and come from two store objects (each
+        knowing another version) all load as the chain saved last."""
+        chain = waiting_chain(log, calls=1)
+        one, two = where.make(), where.make()
+        run_id = one.save(chain)
+        longer = chain.add_messages([lh.Message.user("more"), lh.Message.user("é\x00")])
+        edited = attrs.evolve(
+            longer,
+            messages=(lh.Message.user("changed"), *longer.messages[1:]),
+        )
+        for store, saved in (
+            (one, longer),  # appended to
+            (two, chain),  # another object, which knows no version: whole
+            (one, longer),  # its version is gone: whole again
+            (one, edited),  # the first message changed
+            (one, chain),  # messages removed
+            (one, chain.add_messages([lh.Message.user("x")])),
+        ):
+            store.save(saved)
+            loaded = where.make().load(run_id, answer_model(), tools=TOOLS)
+            assert loaded.messages == saved.messages
+            assert loaded.pending_tool_calls == saved.pending_tool_calls
 
     def test_resume_once(self, where: Place, log: Path) -> None:
         """An approval runs each call once and continues to the answer; a repeated
@@ -1174,12 +1202,162 @@ class TestAsyncContract:
         assert resume_all(here.make(), run_id).status == "ok"
         assert starts(log) == ["call_1"]
 
+    async def test_saves_write_what_changed(
+        self, awhere: AsyncPlace, log: Path
+    ) -> None:
+        """Async saves that append, and that find the run changed by another
+        store object, load as the chain saved last."""
+        chain = waiting_chain(log)
+        one, two = await awhere.make(), await awhere.make()
+        run_id = await one.save(chain)
+        longer = chain.add_messages([lh.Message.user("more")])
+        for store, saved in ((one, longer), (two, chain), (one, longer)):
+            await store.save(saved)
+            loaded = await (await awhere.make()).load(
+                run_id, answer_model(), tools=TOOLS
+            )
+            assert loaded.messages == saved.messages
+
 
 # --- what only one store does ------------------------------------------------
 
 
+class TestRedisScripts:
+    """The scripts a save and a resume's settle send in a pipeline (as
+    EVALSHA) are loaded again when the server forgot them."""
+
+    def test_a_flushed_script_is_loaded_again(self, log: Path) -> None:
+        with place("redis") as here:
+            store = here.make()
+            chain = waiting_chain(log)
+            run_id = store.save(chain)
+            client = redis.Redis.from_url(here.url)
+            client.script_flush()
+            longer = chain.add_messages([lh.Message.user("more")])
+            store.save(longer)  # appends: EVALSHA, NOSCRIPT, loaded, again
+            loaded = here.make().load(run_id, answer_model(), tools=TOOLS)
+            assert loaded.messages == longer.messages
+            store.save(chain)
+            client.script_flush()
+            assert resume_all(store, run_id).status == "ok"  # settle: the same
+            assert starts(log) == ["call_1"]
+            client.close()
+
+    async def test_async_a_flushed_script_is_loaded_again(self, log: Path) -> None:
+        with place("redis") as here:
+            there = AsyncPlace(here)
+            try:
+                store = await there.make()
+                chain = waiting_chain(log)
+                run_id = await store.save(chain)
+                client = redis.Redis.from_url(here.url)
+                client.script_flush()
+                await store.save(chain.add_messages([lh.Message.user("more")]))
+                await store.save(chain)
+                client.script_flush()
+                assert (await aresume_all(store, run_id)).status == "ok"
+                client.close()
+            finally:
+                await there.close()
+
+
+class TestEarlierLayout:
+    """Runs an earlier release saved whole (one state text) still load and
+    resume; their next save writes the log."""
+
+    @pytest.mark.parametrize("kind", ["redis", "postgres"])
+    def test_a_whole_state_loads_and_resumes(self, kind: str, log: Path) -> None:
+        """A run in the first release's layout (PostgreSQL: in a schema at
+        migration 1, which setup() then brings up to date) loads, resumes, and
+        is saved again."""
+        chain = waiting_chain(log, calls=1)
+        assert chain.invocation is not None
+        run_id = chain.invocation.id
+        state = json.dumps(chain.to_state())
+        calls = json.dumps([codec.encode(c) for c in chain.pending_tool_calls])
+        with place(kind) as here:
+            if kind == "redis":
+                client = redis.Redis.from_url(here.url)
+                client.hset(
+                    f"{here.namespace}state:{run_id}",
+                    mapping={
+                        "state": state,
+                        "calls": calls,
+                        "meta": "{}",
+                        "saved": 1,
+                        "expires": 4_102_444_800_000,
+                        "status": "waiting",
+                        "token": "",
+                        "beat": 0,
+                        "call:call_1": "",  # a resume's record, started
+                    },
+                )
+            else:
+                sql = Sql(here.namespace)
+                with psycopg.connect(here.url, autocommit=True) as conn:
+                    conn.execute(sql.create_schema)
+                    conn.execute(sql.create_versions)
+                    version, statements = sql.migrations[0]
+                    for statement in statements:
+                        conn.execute(statement)
+                    conn.execute(sql.record_version, (version,))
+                    conn.execute(
+                        f'INSERT INTO "{here.namespace}".runs (run_id, status, '
+                        f"state, calls, saved_at) VALUES (%s, 'waiting', %s, "
+                        f"%s::jsonb, now())",
+                        (run_id, state, calls),
+                    )
+            store = here.make()  # PostgreSQL: setup() migrates
+            loaded = store.load(run_id, answer_model(), tools=TOOLS)
+            assert loaded.messages == chain.messages
+            assert len(loaded.pending_tool_calls) == 1
+            result = resume_all(here.make(), run_id)
+            assert result.status == "ok"
+            if kind == "redis":
+                # The record is this call's (its worker stopped) and is gone after.
+                assert "stopped" in str(result.chain.messages[-2].tool_results)
+                found = client.hkeys(f"{here.namespace}state:{run_id}")
+                names = [f.decode() if isinstance(f, bytes) else f for f in found]
+                assert not [name for name in names if name.startswith("call:")]
+                client.close()
+            again = here.make().load(run_id, answer_model(), tools=TOOLS)
+            assert again.messages == result.chain.messages
+            store.save(loaded)  # whole: its next save writes the log
+            last = here.make().load(run_id, answer_model(), tools=TOOLS)
+            assert last.messages == chain.messages
+
+
 class TestPostgres:
     """PostgresRunStore's schema, connections and errors."""
+
+    def test_a_turn_writes_its_messages_only(self, log: Path) -> None:
+        """A resume's end and a save that add messages leave the rows of the
+        earlier ones as they were (the same row versions; the resume replaces
+        the waiting call's stand-in result, the last message), and the run's
+        head small."""
+        chain = waiting_chain(log, calls=1)
+        with place("postgres") as here:
+            store = here.make()
+            run_id = store.save(chain)
+            rows = f'SELECT position, xmin::text FROM "{here.namespace}".run_messages'
+            with psycopg.connect(here.url, autocommit=True) as conn:
+                before: dict[int, str] = dict(conn.execute(rows).fetchall())
+                result = resume_all(store, run_id)
+                ended: dict[int, str] = dict(conn.execute(rows).fetchall())
+                assert len(ended) == len(result.chain.messages) > len(before)
+                kept = {p: v for p, v in before.items() if p < len(before) - 1}
+                assert {p: ended[p] for p in kept} == kept
+                assert ended[len(before) - 1] != before[len(before) - 1]
+                store.save(result.chain.add_messages([lh.Message.user("more")]))
+                after: dict[int, str] = dict(conn.execute(rows).fetchall())
+                assert len(after) == len(ended) + 1
+                assert {p: after[p] for p in ended} == ended
+                head = conn.execute(
+                    f'SELECT length(head), state FROM "{here.namespace}".runs'
+                ).fetchone()
+            assert head is not None
+            assert head[0] < 2000
+            assert head[1] is None
 
     def test_setup_is_idempotent_and_concurrent(self) -> None:
         """setup() from four threads at once (four sessions) and again later: one

@@ -1,0 +1,1 @@
+"""The LangChain / LangGraph bridge (``langhooks.integrations.langchain``)."""
