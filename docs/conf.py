@@ -110,6 +110,9 @@ nitpick_ignore_regex += [("py:class", r"psycopg(_pool)?\..*")]
 nitpick_ignore_regex += [("py:class", r"(google\.genai|cohere|mistralai)\..*")]
 # The LangChain bridge's bases and arguments are LangChain's and LangGraph's types.
 nitpick_ignore_regex += [("py:class", r"(langchain|langchain_core|langgraph)\..*")]
+# The agent frameworks the bridges attach to (pydantic-ai, the OpenAI Agents SDK):
+# no inventories shipped either.
+nitpick_ignore_regex += [("py:class", r"(agents|pydantic_ai)\..*")]
 # The chain type variables of the generic interfaces and results (ChainView's text
 # and the interfaces' say what they stand for).
 nitpick_ignore_regex += [("py:(class|obj)", r"(.*\.)?ChainT_(co|contra)")]

@@ -7,13 +7,15 @@ handler and the Redis publisher read it as they read a chain run's."""
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn, final
 
 import attrs
 
 from ..._core._invocation import Invocation
-from ..._core._messages import ChatResponse, LangHooksError, Message, ToolCall
+from ..._core._messages import ChatResponse, LangHooksError, Message
 from ..._core._model import ChatRequest
 from ..._core._streaming import (
     AsyncStreamingChatResponseHandler,
@@ -23,7 +25,7 @@ from ..._core._streaming import (
 from ..._core._tools import Tool, ToolContext
 from ...chain._chain import LLMChain
 
-__all__ = ["FrameworkModel", "stand_in_tool", "stand_in_tools", "start_chain"]
+__all__ = ["FrameworkModel", "stand_in_tool", "start_chain"]
 
 
 @final
@@ -81,20 +83,20 @@ def _run_by_framework(arguments: Mapping[str, Any], context: ToolContext) -> str
 def stand_in_tool(
     name: str, description: str, schema: Mapping[str, Any] | None
 ) -> Tool:
-    """The ``Tool`` that stands for a framework's tool in handlers' events."""
+    """The ``Tool`` that stands for a framework's tool in handlers' events
+    (made once per name, description and schema: runs reuse it)."""
+    text = None if schema is None else json.dumps(schema, sort_keys=True, default=str)
+    return _stand_in(name, description, text)
+
+
+@functools.lru_cache(maxsize=512)
+def _stand_in(name: str, description: str, schema: str | None) -> Tool:
     return Tool(
         name,
         _run_by_framework,
         description=description,
-        parameters_schema=schema,
+        parameters_schema=None if schema is None else json.loads(schema),
     )
-
-
-def stand_in_tools(
-    tools: Sequence[tuple[str, str, Mapping[str, Any] | None]],
-) -> tuple[Tool, ...]:
-    """Stand-ins for ``(name, description, schema)`` triples."""
-    return tuple(stand_in_tool(*tool) for tool in tools)
 
 
 def start_chain(

@@ -1,12 +1,12 @@
 """One bridged run: a framework's hook calls become the contract's events, in order.
 
 A bridge (one per framework) turns what its framework reports into calls of
-``FrameworkRun``'s methods; ``FrameworkRun`` keeps the run's chain (an ``LLMChain`` snapshot) and fires
-chain events on the chain handlers and stream events on the streaming handlers,
-as ``LLMChain`` and a model stream would: partials in stream order, a call
-identified once, review before any call runs, exactly one terminal call and
-nothing after it. Every method is async (both frameworks call their hooks on an
-event loop); a sync handler is called inline.
+``FrameworkRun``'s methods; ``FrameworkRun`` keeps the run's chain (an ``LLMChain``
+snapshot) and fires chain events on the chain handlers and stream events on the
+streaming handlers, as ``LLMChain`` and a model stream would: partials in stream
+order, a call identified once, review before any call runs, exactly one terminal
+call and nothing after it. Every method is async (both frameworks call their hooks
+on an event loop); a sync handler is called inline.
 
 Dispatches are serialised by a lock: a framework that runs tools (or gathers its
 hooks) concurrently still gives each handler one event at a time.
@@ -57,13 +57,13 @@ from ..._core._streaming import (
 from ..._core._tools import Tool
 from ..._wrap._compose import AsyncCompositeChainHandler, AsyncCompositeStreamingHandler
 from ..._wrap._wrappers import HandlerWithoutInvocation
+from ...chain._chain import LLMChain
 from ...chain._tool_results import (
     interrupt_data,
     interrupted_result,
     pending_results,
 )
 from ...models._errors import error_from_exception
-from ...chain._chain import LLMChain
 from ._chain import FrameworkModel, stand_in_tool, start_chain
 
 __all__ = ["BridgeHandlers", "FrameworkRun"]
@@ -150,6 +150,7 @@ class FrameworkRun:
     ) -> None:
         self._h: Final = handlers
         self._tools = {tool.name: tool for tool in tools}
+        self._sketched = False  # a tool known by name only (know_tool)
         self._lock: Final = asyncio.Lock()
         self._call: _ModelCall | None = None
         self.chain: LLMChain = start_chain(
@@ -166,21 +167,22 @@ class FrameworkRun:
         """The stand-in of the framework's tool ``name`` (None if unknown)."""
         return self._tools.get(name)
 
-    def tool_names(self) -> tuple[str, ...]:
-        """The names of the framework's tools the bridge knows."""
-        return tuple(self._tools)
-
     def know_tool(self, name: str) -> None:
         """Make sure a tool called ``name`` is known (a stand-in without schema
         until the framework names its tools)."""
         if name not in self._tools:
-            self.set_tools((*self._tools.values(), stand_in_tool(name, "", None)))
+            self._use((*self._tools.values(), stand_in_tool(name, "", None)))
+            self._sketched = True
 
-    def set_tools(self, tools: Iterable[Tool]) -> None:
-        """The framework's tools for the coming steps (kept when unchanged)."""
-        tools = tuple(tools)
-        if tuple(self._tools) == tuple(t.name for t in tools):
+    def set_tools(self, tools: Sequence[tuple[str, str, Mapping[str, Any]]]) -> None:
+        """The framework's tools for the coming steps, as ``(name, description,
+        schema)`` (the stand-ins are only made again when they changed)."""
+        if not self._sketched and tuple(self._tools) == tuple(t[0] for t in tools):
             return
+        self._sketched = False
+        self._use(tuple(stand_in_tool(*tool) for tool in tools))
+
+    def _use(self, tools: tuple[Tool, ...]) -> None:
         self._tools = {tool.name: tool for tool in tools}
         self.chain = attrs.evolve(self.chain, tools=tools)
 
@@ -194,7 +196,7 @@ class FrameworkRun:
         async with self._lock:
             await self._h.chain.on_run_start(self.chain)
 
-    async def complete(self, output: str | None = None) -> None:
+    async def complete(self) -> None:
         """The run ended well: ``on_run_complete`` with status "ok", or
         "interrupted" when the last tool message holds interrupted calls."""
         if self.ended:
@@ -213,7 +215,8 @@ class FrameworkRun:
             await self._h.chain.on_run_complete(self.chain, result)
 
     async def fail(self, exc: BaseException) -> LangHooksError:
-        """The run gave up: ``on_error``, once (nothing if it already ended).
+        """The run gave up: ``on_error``, once (nothing if it already ended). A
+        model call still streaming failed with it (``on_llm_error`` first).
 
         Returns:
             The ``LangHooksError`` the handlers were given.
@@ -221,6 +224,8 @@ class FrameworkRun:
         error = as_error(exc)
         if self.ended:
             return error
+        if self._call is not None:
+            await self.model_error(error)
         self.ended = True
         async with self._lock:
             await self._h.chain.on_error(self.chain, error)
@@ -254,7 +259,9 @@ class FrameworkRun:
                 )
             if self._h.has_stream:
                 context = PartialResponseContext(handle=call.handle)
-                await self._h.stream.on_partial_response(PartialResponse(text=text), context)
+                await self._h.stream.on_partial_response(
+                    PartialResponse(text=text), context
+                )
 
     async def thinking(self, text: str) -> None:
         """A piece of thinking text (ignored when empty)."""
@@ -268,7 +275,9 @@ class FrameworkRun:
                 )
             if self._h.has_stream:
                 context = PartialThinkingContext(handle=call.handle)
-                await self._h.stream.on_partial_thinking(PartialThinking(text=text), context)
+                await self._h.stream.on_partial_thinking(
+                    PartialThinking(text=text), context
+                )
 
     async def tool_fragment(
         self, index: int, call_id: str | None, name: str | None, arguments: str
@@ -292,7 +301,11 @@ class FrameworkRun:
             if self._h.has_stream:
                 context = PartialToolCallContext(handle=call.handle)
                 await self._h.stream.on_partial_tool_call(partial, context)
-        await self._identify(call, index, ToolCall(call_id=call_id or f"pending-{index}", name=name, index=index))
+        await self._identify(
+            call,
+            index,
+            ToolCall(call_id=call_id or f"pending-{index}", name=name, index=index),
+        )
 
     async def tool_complete(self, tool_call: ToolCall) -> None:
         """A streamed call is complete: ``on_complete_tool_call`` (identifying it
@@ -306,7 +319,9 @@ class FrameworkRun:
             async with self._lock:
                 await self._h.stream.on_complete_tool_call(complete)
 
-    async def _identify(self, call: _ModelCall, index: int, tool_call: ToolCall) -> None:
+    async def _identify(
+        self, call: _ModelCall, index: int, tool_call: ToolCall
+    ) -> None:
         if index in call.identified:
             return
         call.identified.add(index)
@@ -324,7 +339,9 @@ class FrameworkRun:
         async with self._lock:
             if call.streamed and not call.handle.is_cancelled:
                 if self._h.has_chain:
-                    end = MessageDelta(status=message.status, usage=response.token_usage)
+                    end = MessageDelta(
+                        status=message.status, usage=response.token_usage
+                    )
                     await self._h.chain.on_llm_new_delta(self.chain, (end,))
                 if self._h.has_stream:
                     await self._h.stream.on_complete_response(response)
@@ -411,12 +428,12 @@ class FrameworkRun:
         """``on_tool_execution_failed`` then ``on_tool_execution_exception``."""
         async with self._lock:
             await self._h.chain.on_tool_execution_failed(self.chain, call, result)
-            await self._h.chain.on_tool_execution_exception(
-                self.chain, call, exception
-            )
+            await self._h.chain.on_tool_execution_exception(self.chain, call, exception)
 
     async def tools_done(
-        self, results: Sequence[ToolResult], interrupts: Sequence[tuple[ToolCall, Interrupt]] = ()
+        self,
+        results: Sequence[ToolResult],
+        interrupts: Sequence[tuple[ToolCall, Interrupt]] = (),
     ) -> None:
         """The batch is settled: ``on_tool_interrupted`` (when calls wait for a
         human), then the tool message (``on_tool_response_created``,

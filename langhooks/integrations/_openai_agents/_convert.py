@@ -39,7 +39,9 @@ def message_of(response: ModelResponse) -> Message:
                     content.append(ContentPart.thinking(text))
         elif kind == "message":
             for part in _field(item, "content") or ():
-                if _field(part, "type") == "output_text" and (text := _field(part, "text")):
+                if _field(part, "type") == "output_text" and (
+                    text := _field(part, "text")
+                ):
                     content.append(ContentPart.text(text))
         elif kind == "function_call":
             calls.append(
@@ -58,22 +60,26 @@ def usage_of(response: ModelResponse) -> TokenUsage | None:
     usage = response.usage
     if not usage.input_tokens and not usage.output_tokens:
         return None
-    return TokenUsage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+    return TokenUsage(
+        input_tokens=usage.input_tokens, output_tokens=usage.output_tokens
+    )
 
 
-def input_messages(items: str | Iterable[Any]) -> list[Message]:
+def input_messages(items: Iterable[Any]) -> list[Message]:
     """The conversation a run starts from: its user, system and assistant
     messages (other items, such as earlier calls, are left out)."""
-    if isinstance(items, str):
-        return [Message.user(items)]
     out: list[Message] = []
     for item in items:
         role, content = _field(item, "role"), _field(item, "content")
-        text = content if isinstance(content, str) else "".join(
-            _field(part, "text") or "" for part in content or ()
+        text = (
+            content
+            if isinstance(content, str)
+            else "".join(_field(part, "text") or "" for part in content or ())
         )
         if role in ("user", "system", "developer"):
-            out.append(Message(role="system" if role == "developer" else role, content=text))
+            out.append(
+                Message(role="system" if role == "developer" else role, content=text)
+            )
         elif role == "assistant" and text:
             out.append(Message.assistant(text))
     return out

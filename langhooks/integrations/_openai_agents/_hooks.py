@@ -6,7 +6,8 @@
 (one call) gives the agent what the hooks cannot hear or decide by themselves: a
 model wrapper (each attempt, its failure, its raw stream) and, on each function
 tool, the review (``needs_approval`` for ``Interrupt``, an input guardrail for
-``Deny``) and a failure formatter that keeps the exception a tool raised.
+``Deny``), a failure formatter that keeps the exception a tool raised, and an
+invoker that fires ``on_tool_pre_execution`` in the tool's own task.
 
 A model turn's calls are reviewed together in ``on_llm_end``, before the SDK runs
 any; the SDK runs its tools concurrently and gathers its hooks, and the bridge's
@@ -111,13 +112,14 @@ class LangHooksRunHooks(RunHooks[Any]):
         self._custom_context: Final = dict(custom_context or {})
         self._installed: set[str] = set()
         self._current: FrameworkRun | None = None
+        self._last_install: tuple[tuple[Any, ...], Agent[Any]] | None = None
         self._batch: _Batch | None = None
         self._errors: dict[str, Exception] = {}
         self._interrupted: set[str] = set()  # the calls review sent to a human
         self._attempts = 0
         self._failed: Any = None
 
-    # --- installing on an agent --------------------------------------------------------
+    # --- installing on an agent ------------------------------------------------
 
     def install(
         self, agent: Agent[Any], *, model_provider: ModelProvider | None = None
@@ -130,6 +132,10 @@ class LangHooksRunHooks(RunHooks[Any]):
         (``needs_approval`` and an input guardrail) and keeps a raised exception
         for ``on_tool_execution_exception``.
         """
+        same = (agent, agent.model, *agent.tools)
+        last = self._last_install
+        if model_provider is None and last is not None and _same(last[0], same):
+            return last[1]  # the agent installed last, unchanged
         model = agent.model
         if not isinstance(model, Model):
             model = (model_provider or MultiProvider()).get_model(model)
@@ -137,7 +143,9 @@ class LangHooksRunHooks(RunHooks[Any]):
             self._install_tool(tool) if isinstance(tool, FunctionTool) else tool
             for tool in agent.tools
         ]
-        return agent.clone(model=ListenedModel(model, self), tools=tools)
+        installed = agent.clone(model=ListenedModel(model, self), tools=tools)
+        self._last_install = (same, installed)
+        return installed
 
     def _install_tool(self, tool: FunctionTool) -> FunctionTool:
         own = tool.needs_approval
@@ -147,11 +155,14 @@ class LangHooksRunHooks(RunHooks[Any]):
         ) -> bool:
             if self._interrupts(call_id):
                 return True
-            if callable(own):
-                return await own(context, arguments, call_id)
-            return bool(own)
+            wants = await own(context, arguments, call_id) if callable(own) else own
+            if wants:  # the tool's own approval: the run waits on it too
+                await self._held(call_id)
+            return bool(wants)
 
-        guard = ToolInputGuardrail(self._guard, name="langhooks_review")
+        guard: ToolInputGuardrail[Any] = ToolInputGuardrail(
+            self._guard, name="langhooks_review"
+        )
         installed = dataclasses.replace(
             tool,
             needs_approval=needs_approval,
@@ -159,17 +170,42 @@ class LangHooksRunHooks(RunHooks[Any]):
         )
         formatter = resolve_function_tool_failure_error_function(tool)
         if formatter is not None:
-            set_function_tool_failure_error_function(installed, self._keeping(formatter))
+            set_function_tool_failure_error_function(
+                installed, self._keeping(formatter)
+            )
+        # Assigned, not replaced: the SDK's own invoker (bound to the copy
+        # above, with its failure formatter) stays inside ours.
+        installed.on_invoke_tool = self._in_tool_context(installed.on_invoke_tool)
         self._installed.add(tool.name)
         return installed
+
+    def _in_tool_context(
+        self, invoke: Callable[[Any, str], Awaitable[Any]]
+    ) -> Callable[[Any, str], Awaitable[Any]]:
+        """The tool's invoker, run in the call's invocation after
+        ``on_tool_pre_execution``: in the tool's own task (and the thread a sync
+        tool runs in), so what the hook sets in a context variable reaches the
+        tool's code, and nothing after it."""
+
+        async def run_tool(context: Any, arguments: str) -> Any:
+            found = self._tool_call(context)
+            if found is None:  # pragma: no cover - see _tool_call
+                return await invoke(context, arguments)
+            run, _, call = found
+            with invocation(call.name, custom_context=self._custom_context):
+                await run.tool_pre_execution(call)
+                return await invoke(context, arguments)
+
+        marker = "__agents_sync_function_tool__"
+        if getattr(invoke, marker, False):  # the SDK refuses a timeout for those
+            setattr(run_tool, marker, True)
+        return run_tool
 
     def _keeping(
         self, formatter: Callable[[Any, Exception], str | Awaitable[str]]
     ) -> Callable[[Any, Exception], Awaitable[str]]:
         async def keep(context: Any, error: Exception) -> str:
-            call_id = getattr(context, "tool_call_id", None)
-            if isinstance(call_id, str):
-                self._errors[call_id] = error
+            self._errors[context.tool_call_id] = error
             text = formatter(context, error)
             return await text if inspect.isawaitable(text) else text
 
@@ -194,7 +230,10 @@ class LangHooksRunHooks(RunHooks[Any]):
         try:
             return Runner.run_sync(self.install(agent), input, hooks=self, **kwargs)
         except Exception as exc:
-            asyncio.run(self._fail(exc))
+            # On the thread's loop, which Runner.run_sync used and leaves open
+            # (asyncio.run would unset it, leaving it unclosed).
+            loop = asyncio.get_event_loop_policy().get_event_loop()
+            loop.run_until_complete(self._fail(exc))
             raise
 
     def run_streamed(
@@ -207,7 +246,7 @@ class LangHooksRunHooks(RunHooks[Any]):
         if self._current is not None:
             await self._current.fail(exc)
 
-    # --- the run's events --------------------------------------------------------------
+    # --- the run's events ------------------------------------------------------
 
     def _run_for(self, agent: Any) -> FrameworkRun:
         """The current run, or a new one when none is going on."""
@@ -266,7 +305,8 @@ class LangHooksRunHooks(RunHooks[Any]):
             self._attempts = 1
             return
         self._attempts += 1
-        if self._failed is not None:
+        if self._failed is not None:  # pragma: no branch
+            # (the SDK calls its model again in one turn only after a failure)
             failed, self._failed = self._failed, None
             await run.model_retry(failed, 0.0)
             await run.model_start(run.chain.model)  # type: ignore[arg-type]  # a FrameworkModel
@@ -276,7 +316,9 @@ class LangHooksRunHooks(RunHooks[Any]):
             self._failed = await self._current.model_error(exc)
 
     @override
-    async def on_llm_end(self, context: Any, agent: Any, response: ModelResponse) -> None:
+    async def on_llm_end(
+        self, context: Any, agent: Any, response: ModelResponse
+    ) -> None:
         run = self._run_for(agent)
         self._attempts = 0
         message = message_of(response)
@@ -304,16 +346,17 @@ class LangHooksRunHooks(RunHooks[Any]):
             await self._refuse(run, batch, call)
         for call in batch.calls:
             await self._announce(run, batch, call)
-        if batch.interrupts and not batch.runnable:
-            await self._close_batch(run)
-            await run.complete()
+        await self._finish_if_waiting(run, batch)
 
     async def _refuse(self, run: FrameworkRun, batch: _Batch, call: ToolCall) -> None:
         """Report a call review denied (an ``UpdateArguments`` too: fail closed)."""
         plan = batch.plans[call.call_id]
         if isinstance(plan, UpdateArguments):
             logger.warning(
-                "langhooks: tool call %s (%s): %s", call.call_id, call.name, CANNOT_REWRITE
+                "langhooks: tool call %s (%s): %s",
+                call.call_id,
+                call.name,
+                CANNOT_REWRITE,
             )
             plan = batch.plans[call.call_id] = Deny(CANNOT_REWRITE)
         if isinstance(plan, Deny):
@@ -336,6 +379,24 @@ class LangHooksRunHooks(RunHooks[Any]):
     def _interrupts(self, call_id: str) -> bool:
         return call_id in self._interrupted
 
+    async def _held(self, call_id: str) -> None:
+        """A call the tool's own ``needs_approval`` holds for a human: an
+        interrupted call like those review interrupts."""
+        batch, run = self._batch, self._current
+        call = None if batch is None else batch.call(call_id)
+        if batch is None or run is None or call is None:  # pragma: no cover
+            return  # (the SDK asks only about the calls of the turn just settled)
+        batch.runnable.discard(call_id)
+        batch.interrupts.append((call, Interrupt("the tool needs approval")))
+        self._interrupted.add(call_id)
+        await self._finish_if_waiting(run, batch)
+
+    async def _finish_if_waiting(self, run: FrameworkRun, batch: _Batch) -> None:
+        """End the run as interrupted once every call that runs has ended."""
+        if batch.interrupts and batch.runnable <= batch.done:
+            await self._close_batch(run)
+            await run.complete()
+
     async def _guard(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
         """The review's answer for one call about to run: a denial is the
         tool's answer; a call nobody reviewed yet is a resumed one a human
@@ -355,7 +416,9 @@ class LangHooksRunHooks(RunHooks[Any]):
             batch.calls.append(call)
             plan = await run.review(call, "approve")
             if isinstance(plan, Interrupt):  # a human already answered
-                plan = Deny(f"review interrupted a call a human approved: {plan.message}")
+                plan = Deny(
+                    f"review interrupted a call a human approved: {plan.message}"
+                )
             batch.plans[call_id] = plan
             await self._refuse(run, batch, call)
             await self._announce(run, batch, call)
@@ -366,17 +429,22 @@ class LangHooksRunHooks(RunHooks[Any]):
 
     @override
     async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
-        run, call = self._tool_call(agent, context, tool)
-        if call is not None:
+        if tool.name in self._installed:
+            return  # said by the installed invoker, in the tool's own task
+        found = self._tool_call(context)
+        if found is not None:  # pragma: no branch - see _tool_call
+            run, _, call = found
             with invocation(call.name, custom_context=self._custom_context):
                 await run.tool_pre_execution(call)
 
     @override
-    async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: object) -> None:
-        run, call = self._tool_call(agent, context, tool)
-        batch = self._batch
-        if call is None or batch is None:
+    async def on_tool_end(
+        self, context: Any, agent: Any, tool: Any, result: object
+    ) -> None:
+        found = self._tool_call(context)
+        if found is None:  # pragma: no cover - see _tool_call
             return
+        run, batch, call = found
         error = self._errors.pop(call.call_id, None)
         text = result if isinstance(result, str) else str(result)
         if error is None:
@@ -393,24 +461,33 @@ class LangHooksRunHooks(RunHooks[Any]):
             await run.tool_raised(call, done, error)
         batch.results[call.call_id] = done
         batch.done.add(call.call_id)
-        if batch.interrupts and batch.runnable <= batch.done:
-            await self._close_batch(run)
-            await run.complete()
+        await self._finish_if_waiting(run, batch)
 
-    def _tool_call(self, agent: Any, context: Any, tool: Any) -> tuple[FrameworkRun, ToolCall | None]:
-        run = self._run_for(agent)
+    def _tool_call(self, context: Any) -> tuple[FrameworkRun, _Batch, ToolCall] | None:
+        """The run, batch and settled call a tool hook is about (None for a
+        tool that is not a function tool of the turn: a hosted or computer one)."""
+        run, batch = self._current, self._batch
         call_id = getattr(context, "tool_call_id", None)
-        batch = self._batch
-        if batch is None or not isinstance(call_id, str):
-            return run, None
-        return run, batch.call(call_id)
+        call = None if batch is None else batch.call(call_id or "")
+        if run is None or batch is None or call is None:  # pragma: no cover
+            return None  # (function tools' calls are all settled first)
+        return run, batch, call
 
     async def _close_batch(self, run: FrameworkRun) -> None:
         batch, self._batch = self._batch, None
         if batch is None or not batch.calls:
             return
-        results = [batch.results[c.call_id] for c in batch.calls if c.call_id in batch.results]
+        results = [
+            batch.results[c.call_id] for c in batch.calls if c.call_id in batch.results
+        ]
         await run.tools_done(results, batch.interrupts)
+
+
+def _same(left: tuple[Any, ...], right: tuple[Any, ...]) -> bool:
+    """Whether two tuples hold the same objects (identity, not equality)."""
+    return len(left) == len(right) and all(
+        a is b for a, b in zip(left, right, strict=True)
+    )
 
 
 def _model(agent: Any) -> FrameworkModel:
@@ -423,7 +500,9 @@ def _model(agent: Any) -> FrameworkModel:
     )
 
 
-def apply_decisions(state: RunState[Any, Any], decisions: Mapping[str, Decision]) -> None:
+def apply_decisions(
+    state: RunState[Any, Any], decisions: Mapping[str, Decision]
+) -> None:
     """Answer an interrupted run's calls, by tool call id, on its ``RunState``.
 
     ``Decision.approve()`` approves, ``Decision.reject(reason)`` rejects with

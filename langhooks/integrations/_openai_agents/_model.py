@@ -10,7 +10,7 @@ translated into partials. Everything else is the wrapped model's.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, Protocol, final
 
 from agents.models.interface import Model
 from agents.retry import ModelRetryAdvice, ModelRetryAdviceRequest
@@ -22,21 +22,34 @@ from ._convert import arguments_of
 if TYPE_CHECKING:
     from agents.items import ModelResponse, TResponseStreamEvent
 
-    from ._hooks import LangHooksRunHooks
+    from .._bridging._run import FrameworkRun
 
-__all__ = ["ListenedModel"]
+__all__ = ["ListenedModel", "Listener"]
+
+
+class Listener(Protocol):
+    """What the wrapper reports to (``LangHooksRunHooks``)."""
+
+    @property
+    def _current(self) -> FrameworkRun | None: ...
+
+    async def _attempt(self) -> None: ...
+
+    async def _attempt_failed(self, exc: Exception) -> None: ...
 
 
 @final
 class ListenedModel(Model):
     """A ``Model`` that reports each attempt and its stream to a bridge."""
 
-    def __init__(self, model: Model, hooks: LangHooksRunHooks) -> None:
+    def __init__(self, model: Model, hooks: Listener) -> None:
         self.model = model
         self._hooks = hooks
 
     @override
-    def get_retry_advice(self, request: ModelRetryAdviceRequest) -> ModelRetryAdvice | None:
+    def get_retry_advice(
+        self, request: ModelRetryAdviceRequest
+    ) -> ModelRetryAdvice | None:
         return self.model.get_retry_advice(request)
 
     @override
@@ -53,7 +66,7 @@ class ListenedModel(Model):
             raise
 
     @override
-    async def stream_response(  # type: ignore[override]  # the SDK's signature, forwarded
+    async def stream_response(
         self, *args: Any, **kwargs: Any
     ) -> AsyncIterator[TResponseStreamEvent]:
         await self._hooks._attempt()
@@ -74,14 +87,19 @@ async def _translate(run: Any, event: Any, calls: dict[int, int]) -> None:
     kind = getattr(event, "type", None)
     if kind == "response.output_text.delta":
         await run.text(event.delta)
-    elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+    elif kind in (
+        "response.reasoning_summary_text.delta",
+        "response.reasoning_text.delta",
+    ):
         await run.thinking(event.delta)
     elif kind == "response.output_item.added" and event.item.type == "function_call":
         index = calls.setdefault(event.output_index, len(calls))
         await run.tool_fragment(
             index, event.item.call_id, event.item.name, event.item.arguments or ""
         )
-    elif kind == "response.function_call_arguments.delta" and event.output_index in calls:
+    elif (
+        kind == "response.function_call_arguments.delta" and event.output_index in calls
+    ):
         await run.tool_fragment(calls[event.output_index], None, None, event.delta)
     elif kind == "response.output_item.done" and event.output_index in calls:
         item = event.item

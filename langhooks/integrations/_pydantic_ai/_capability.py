@@ -13,6 +13,7 @@ denied or deferred one by one (``wrap_tool_execute``). A run gets its own copy
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping
 from typing import Any, Final, final
 
@@ -28,15 +29,23 @@ from pydantic_ai import (
 )
 from pydantic_ai import messages as pai
 from pydantic_ai.capabilities import AbstractCapability, CapabilityOrdering
+from pydantic_ai.capabilities.abstract import (
+    WrapRunHandler,
+    WrapToolExecuteHandler,
+    leaf_capabilities,
+)
 from pydantic_ai.exceptions import ToolFailedError, ToolRetryError
+from pydantic_ai.messages import AgentStreamEvent
+from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.run import AgentRunResult
 from pydantic_ai.tools import RunContext, ToolDefinition
 from typing_extensions import override
 
 from ..._core._chain_callbacks import Deny, Interrupt, ReviewDecision, UpdateArguments
 from ..._core._invocation import Invocation, current_invocation, entered, invocation
-from ..._core._messages import Message, ToolCall, ToolResult
+from ..._core._messages import LangHooksError, Message, ToolCall, ToolResult
 from ...chain._tool_results import short_description
-from .._bridging._chain import FrameworkModel, stand_in_tool
+from .._bridging._chain import FrameworkModel
 from .._bridging._run import BridgeHandlers, FrameworkRun, response_of
 from ._messages import (
     DECISION_KEY,
@@ -71,7 +80,7 @@ class _RunState:
     def __init__(self, run: FrameworkRun) -> None:
         self.run: Final = run
         self.batch: _Batch | None = None
-        self.failed: Any = None  # the last attempt's error, until the next attempt
+        self.failed: LangHooksError | None = None  # until the next attempt
         self.stream_calls: dict[int, int] = {}  # part index: call index
 
 
@@ -80,9 +89,11 @@ def _denial(reason: str) -> str:
 
 
 def _text(value: object) -> str:
-    return value if isinstance(value, str) else pai.ToolReturnPart(
-        tool_name="_", content=value
-    ).model_response_str()
+    return (
+        value
+        if isinstance(value, str)
+        else pai.ToolReturnPart(tool_name="_", content=value).model_response_str()
+    )
 
 
 class LangHooksCapability(AbstractCapability[Any]):
@@ -94,7 +105,8 @@ class LangHooksCapability(AbstractCapability[Any]):
     ``iter``). ``on_tool_call_review`` decides each call: ``UpdateArguments`` runs
     it with the new arguments, ``Deny`` answers the model with the denial as the
     tool's failure, ``Interrupt`` defers it (``ApprovalRequired``): the run ends with
-    ``DeferredToolRequests`` (give the agent ``output_type=[..., DeferredToolRequests]``)
+    ``DeferredToolRequests`` (give the agent
+    ``output_type=[..., DeferredToolRequests]``)
     and resumes with ``deferred_tool_results=deferred_tool_results(decisions)``.
 
     Args:
@@ -150,7 +162,9 @@ class LangHooksCapability(AbstractCapability[Any]):
     # --- the run ---------------------------------------------------------------------
 
     @override
-    async def wrap_run(self, ctx: RunContext[Any], *, handler: Any) -> Any:
+    async def wrap_run(
+        self, ctx: RunContext[Any], *, handler: WrapRunHandler
+    ) -> AgentRunResult[Any]:
         state = self._run_state()
         run = state.run
         history = messages_of(ctx.messages)
@@ -173,8 +187,7 @@ class LangHooksCapability(AbstractCapability[Any]):
         self, ctx: RunContext[Any], tool_defs: list[ToolDefinition]
     ) -> list[ToolDefinition]:
         self._run_state().run.set_tools(
-            stand_in_tool(d.name, d.description or "", d.parameters_json_schema)
-            for d in tool_defs
+            [(d.name, d.description or "", d.parameters_json_schema) for d in tool_defs]
         )
         return tool_defs
 
@@ -182,7 +195,7 @@ class LangHooksCapability(AbstractCapability[Any]):
 
     @override
     async def prepare_model_request(
-        self, ctx: RunContext[Any], request_context: Any
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> Any:
         state = self._run_state()
         if state.failed is not None:
@@ -193,7 +206,7 @@ class LangHooksCapability(AbstractCapability[Any]):
         return request_context
 
     @override
-    async def on_event(self, ctx: RunContext[Any], *, event: Any) -> None:
+    async def on_event(self, ctx: RunContext[Any], *, event: AgentStreamEvent) -> None:
         state = self._run_state()
         run = state.run
         if isinstance(event, pai.PartStartEvent):
@@ -202,11 +215,16 @@ class LangHooksCapability(AbstractCapability[Any]):
                 await run.text(part.content)
             elif isinstance(part, pai.ThinkingPart):
                 await run.thinking(part.content)
-            elif isinstance(part, pai.ToolCallPart):
-                index = state.stream_calls.setdefault(event.index, len(state.stream_calls))
+            elif isinstance(part, pai.ToolCallPart):  # pragma: no branch
+                # (other parts, files and native tools, have no partial)
+                index = state.stream_calls.setdefault(
+                    event.index, len(state.stream_calls)
+                )
                 await run.tool_fragment(
-                    index, part.tool_call_id, part.tool_name, part.args_as_json_str()
-                    if part.args else ""
+                    index,
+                    part.tool_call_id,
+                    part.tool_name,
+                    _fragment(part.args),
                 )
         elif isinstance(event, pai.PartDeltaEvent):
             delta = event.delta
@@ -214,24 +232,30 @@ class LangHooksCapability(AbstractCapability[Any]):
                 await run.text(delta.content_delta)
             elif isinstance(delta, pai.ThinkingPartDelta):
                 await run.thinking(delta.content_delta or "")
-            elif isinstance(delta, pai.ToolCallPartDelta) and event.index in state.stream_calls:
+            elif isinstance(delta, pai.ToolCallPartDelta):  # pragma: no branch
+                # (other deltas, speech, have no partial)
                 args = delta.args_delta
                 await run.tool_fragment(
-                    state.stream_calls[event.index],
+                    state.stream_calls.setdefault(event.index, len(state.stream_calls)),
                     delta.tool_call_id,
                     delta.tool_name_delta,
                     args if isinstance(args, str) else "",
                 )
         elif isinstance(event, pai.PartEndEvent):
             part = event.part
-            if isinstance(part, pai.ToolCallPart) and event.index in state.stream_calls:
-                await run.tool_complete(
-                    tool_call_of(part, state.stream_calls[event.index])
+            if isinstance(part, pai.ToolCallPart):
+                index = state.stream_calls.setdefault(
+                    event.index, len(state.stream_calls)
                 )
+                await run.tool_complete(tool_call_of(part, index))
 
     @override
     async def after_model_request(
-        self, ctx: RunContext[Any], *, request_context: Any, response: pai.ModelResponse
+        self,
+        ctx: RunContext[Any],
+        *,
+        request_context: ModelRequestContext,
+        response: pai.ModelResponse,
     ) -> pai.ModelResponse:
         run = self._run_state().run
         message = message_of_response(response)
@@ -246,8 +270,27 @@ class LangHooksCapability(AbstractCapability[Any]):
         return response
 
     @override
+    def _handles_model_request_error(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> bool:
+        # pydantic-ai opens a streamed request eagerly for a capability that
+        # handles its failure, which slows every run. Observing is only worth
+        # it when another capability may recover the attempt (a retry, a
+        # fallback): otherwise the failure ends the run and wrap_run reports it.
+        root = ctx.root_capability
+        return root is not None and any(
+            not isinstance(cap, LangHooksCapability)
+            and cap._handles_model_request_error(ctx, request_context)
+            for cap in leaf_capabilities(root)
+        )
+
+    @override
     async def on_model_request_error(
-        self, ctx: RunContext[Any], *, request_context: Any, error: Exception
+        self,
+        ctx: RunContext[Any],
+        *,
+        request_context: ModelRequestContext,
+        error: Exception,
     ) -> pai.ModelResponse:
         state = self._run_state()
         state.failed = await state.run.model_error(error)
@@ -262,11 +305,17 @@ class LangHooksCapability(AbstractCapability[Any]):
         return node
 
     @override
-    async def after_node_run(self, ctx: RunContext[Any], *, node: Any, result: Any) -> Any:
+    async def after_node_run(
+        self, ctx: RunContext[Any], *, node: Any, result: Any
+    ) -> Any:
         state = self._run_state()
         batch, state.batch = state.batch, None
         if isinstance(node, CallToolsNode) and batch is not None and batch.calls:
-            ordered = [batch.results[c.call_id] for c in batch.calls if c.call_id in batch.results]
+            ordered = [
+                batch.results[c.call_id]
+                for c in batch.calls
+                if c.call_id in batch.results
+            ]
             await state.run.tools_done(ordered, batch.interrupts)
         return result
 
@@ -279,13 +328,13 @@ class LangHooksCapability(AbstractCapability[Any]):
         human = node.tool_call_results
         for index, part in enumerate(node.model_response.tool_calls):
             call = tool_call_of(part, index)
-            if human is None and run.tool(call.name):
-                batch.calls.append(call)
-                batch.plans[call.call_id] = await run.review(call)
+            if human is None:
+                if run.tool(call.name):  # not an output tool's call
+                    batch.calls.append(call)
+                    batch.plans[call.call_id] = await run.review(call)
                 continue
-            answer = None if human is None else human.get(call.call_id)
-            if answer is not None:
-                run.know_tool(call.name)  # resuming: before the step's tools
+            run.know_tool(call.name)  # resuming: before the step's tools
+            answer = human.get(call.call_id)
             if isinstance(answer, ToolDenied):
                 batch.calls.append(call)
                 batch.results[call.call_id] = ToolResult(
@@ -308,18 +357,25 @@ class LangHooksCapability(AbstractCapability[Any]):
             plan = batch.plans.get(call.call_id)
             if isinstance(plan, Deny):
                 result = ToolResult(
-                    tool_call_id=call.call_id, name=call.name, content=_denial(plan.reason)
+                    tool_call_id=call.call_id,
+                    name=call.name,
+                    content=_denial(plan.reason),
                 )
                 batch.results[call.call_id] = result
             if call.call_id in batch.results:
                 await run.tool_failed(call, batch.results[call.call_id])
         for call in batch.calls:
-            plan = batch.plans.get(call.call_id, False)
-            if plan is False or isinstance(plan, Deny | Interrupt):
+            if call.call_id not in batch.plans:
+                continue  # a human rejected it
+            plan = batch.plans[call.call_id]
+            if isinstance(plan, Deny | Interrupt):
                 continue
             if isinstance(plan, UpdateArguments):
                 call = ToolCall(
-                    call_id=call.call_id, name=call.name, arguments=plan.arguments, index=call.index
+                    call_id=call.call_id,
+                    name=call.name,
+                    arguments=plan.arguments,
+                    index=call.index,
                 )
             await run.tool_started(call)
 
@@ -331,11 +387,12 @@ class LangHooksCapability(AbstractCapability[Any]):
         call: pai.ToolCallPart,
         tool_def: ToolDefinition,
         args: dict[str, Any],
-        handler: Any,
+        handler: WrapToolExecuteHandler,
     ) -> Any:
         state = self._run_state()
         batch = state.batch
-        if batch is None or call.tool_call_id not in batch.plans:
+        if batch is None or call.tool_call_id not in batch.plans:  # pragma: no cover
+            # (pydantic-ai runs only the calls of the step the bridge settled)
             return await handler(args)
         plan = batch.plans[call.tool_call_id]
         known = next(c for c in batch.calls if c.call_id == call.tool_call_id)
@@ -370,15 +427,20 @@ class LangHooksCapability(AbstractCapability[Any]):
                 else:
                     await run.tool_raised(call, result, cause)
                 raise
-            except (ApprovalRequired, CallDeferred):
-                raise  # the tool itself deferred the call: pydantic-ai's to answer
+            except (ApprovalRequired, CallDeferred) as deferred:
+                # The tool itself deferred the call: the run waits on it too.
+                data = dict(deferred.metadata or {})
+                batch.interrupts.append((call, Interrupt("deferred by the tool", data)))
+                raise
             except Exception as exc:
                 text = f"Error: the tool failed: {short_description(exc)}"
                 result = _failed(call, text, exc)
                 batch.results[call.call_id] = result
                 await run.tool_raised(call, result, exc)
                 raise
-        result = ToolResult(tool_call_id=call.call_id, name=call.name, content=_text(value))
+        result = ToolResult(
+            tool_call_id=call.call_id, name=call.name, content=_text(value)
+        )
         batch.results[call.call_id] = result
         await run.tool_completed(call, result)
         return value
@@ -400,11 +462,20 @@ def _underlying(failure: BaseException) -> Exception | None:
     return None
 
 
+def _fragment(args: object) -> str:
+    """A call's arguments as streamed so far (a str as it came, possibly cut)."""
+    if isinstance(args, str):
+        return args
+    return json.dumps(args, default=str) if args else ""
+
+
 def _model(model: Any) -> FrameworkModel:
     return FrameworkModel(model.model_name, f"pydantic-ai:{model.system}")
 
 
-def _failed(call: ToolCall, text: str, exception: Exception | None = None) -> ToolResult:
+def _failed(
+    call: ToolCall, text: str, exception: Exception | None = None
+) -> ToolResult:
     return ToolResult(
         tool_call_id=call.call_id,
         name=call.name,

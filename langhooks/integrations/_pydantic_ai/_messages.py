@@ -4,10 +4,10 @@ pydantic-ai's deferred tool results: pure translations."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from pydantic_ai import messages as pai
 from pydantic_ai.tools import DeferredToolResults, ToolApproved, ToolDenied
+from pydantic_ai.usage import RequestUsage
 
 from ..._core._messages import (
     ContentPart,
@@ -42,11 +42,13 @@ def tool_call_of(part: pai.ToolCallPart, index: int) -> ToolCall:
     )
 
 
-def usage_of(usage: pai.RequestUsage | Any) -> TokenUsage | None:
+def usage_of(usage: RequestUsage) -> TokenUsage | None:
     """A response's usage (None when it reports none)."""
     if not usage.input_tokens and not usage.output_tokens:
         return None
-    return TokenUsage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+    return TokenUsage(
+        input_tokens=usage.input_tokens, output_tokens=usage.output_tokens
+    )
 
 
 def message_of_response(response: pai.ModelResponse) -> Message:

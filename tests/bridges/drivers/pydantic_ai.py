@@ -17,6 +17,8 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from typing_extensions import override
+
 from tests.bridges._support import need_module
 
 need_module("pydantic_ai", "pydantic-ai")
@@ -51,6 +53,7 @@ from langhooks.integrations.pydantic_ai import (  # noqa: E402
 )
 
 from .._driver import Place  # noqa: E402
+from .._loops import close_sync_loop  # noqa: E402
 from .._script import PROMPT, TURNS, ScriptTool, script_tools  # noqa: E402
 
 Item = str | dict[int, DeltaToolCall] | dict[int, DeltaThinkingPart]
@@ -77,7 +80,9 @@ class _Script:
         for offset, call in enumerate(turn.calls, start=1):
             text = json.dumps(dict(call.arguments))
             half = len(text) // 2
-            yield {offset: DeltaToolCall(call.name, text[:half], tool_call_id=call.call_id)}
+            yield {
+                offset: DeltaToolCall(call.name, text[:half], tool_call_id=call.call_id)
+            }
             yield {offset: DeltaToolCall(json_args=text[half:])}
 
 
@@ -89,8 +94,13 @@ def _words(text: str) -> list[str]:
 class _RetryOnce(AbstractCapability[Any]):
     """Retries a failed model attempt once on the same model."""
 
+    @override
     async def on_model_request_error(
-        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, error: Exception
+        self,
+        ctx: RunContext[Any],
+        *,
+        request_context: ModelRequestContext,
+        error: Exception,
     ) -> ModelResponse:
         if request_context.attempt == 1:
             raise RetryModelRequest()
@@ -105,7 +115,9 @@ def _tool(tool: ScriptTool, ledger: Path) -> Tool[Any]:
             raise ToolFailed(f"Error: the tool failed: {exc}") from exc
 
     return Tool.from_schema(
-        _as_any(run), name=tool.name, description=tool.description,
+        _as_any(run),
+        name=tool.name,
+        description=tool.description,
         json_schema=dict(tool.parameters),
     )
 
@@ -114,13 +126,23 @@ def _as_any(function: Callable[..., str]) -> Any:
     return function
 
 
-def _agent(place: Place, handlers: Sequence[Any]) -> Agent[None, str | DeferredToolRequests]:
+def _agent(
+    place: Place, handlers: Sequence[Any]
+) -> Agent[None, str | DeferredToolRequests]:
     return Agent(
         FunctionModel(stream_function=_Script()),
         tools=[_tool(t, place.ledger) for t in script_tools()],
         output_type=[str, DeferredToolRequests],
         capabilities=[_RetryOnce(), LangHooksCapability(*handlers)],
     )
+
+
+def _sync(agent: Agent[None, Any], *args: Any, **kwargs: Any) -> Any:
+    """``run_sync``, then the event loop it leaves open closed (see _loops)."""
+    try:
+        return agent.run_sync(*args, **kwargs)
+    finally:
+        close_sync_loop()
 
 
 class PydanticAIDriver:
@@ -130,7 +152,7 @@ class PydanticAIDriver:
 
     def start(self, place: Place, handlers: Sequence[Any], *, use_async: bool) -> None:
         agent = _agent(place, handlers)
-        result = asyncio.run(agent.run(PROMPT)) if use_async else agent.run_sync(PROMPT)
+        result = asyncio.run(agent.run(PROMPT)) if use_async else _sync(agent, PROMPT)
         output = result.output
         assert isinstance(output, DeferredToolRequests), output
         assert [c.tool_call_id for c in output.approvals] == ["call_4"], output
@@ -148,7 +170,9 @@ class PydanticAIDriver:
             "message_history": history,
             "deferred_tool_results": results,
         }
-        result = asyncio.run(agent.run(**kwargs)) if use_async else agent.run_sync(**kwargs)
+        result = (
+            asyncio.run(agent.run(**kwargs)) if use_async else _sync(agent, **kwargs)
+        )
         assert isinstance(result.output, str), result.output
         return result.output
 
