@@ -46,7 +46,7 @@ from langhooks.chain import Decision  # noqa: E402
 from langhooks.events import EventRecord, EventRecorder  # noqa: E402
 from langhooks.integrations._google_adk._convert import (  # noqa: E402
     pieces,
-    tool_of,
+    spec_of,
     usage_of,
 )
 from langhooks.integrations.google_adk import (  # noqa: E402
@@ -564,10 +564,9 @@ class TestConversions:
             """Find an order."""
             return str(order)
 
-        tool = tool_of(FunctionTool(lookup))
-        assert tool.name == "lookup"
-        assert tool.parameters_schema is not None
-        assert "order" in tool.parameters_schema["properties"]
+        name, _, schema = spec_of(FunctionTool(lookup))
+        assert name == "lookup"
+        assert "order" in schema["properties"]
 
     def test_a_tool_declared_with_a_genai_schema(self) -> None:
         """Parameters given as a genai ``Schema`` become JSON schema."""
@@ -581,8 +580,7 @@ class TestConversions:
                 )
                 return types.FunctionDeclaration(name="s", parameters=schema)
 
-        tool = tool_of(Declared(name="s", description="search"))
-        assert tool.parameters_schema == {
+        assert spec_of(Declared(name="s", description="search"))[2] == {
             "type": "OBJECT",
             "properties": {"q": {"type": "STRING"}},
         }
@@ -595,5 +593,5 @@ class TestConversions:
             def _get_declaration(self) -> types.FunctionDeclaration:
                 return types.FunctionDeclaration(name="bare")
 
-        assert tool_of(BaseTool(name="x", description="d")).parameters_schema is None
-        assert tool_of(Bare(name="bare", description="d")).parameters_schema is None
+        assert spec_of(BaseTool(name="x", description="d")) == ("x", "d", {})
+        assert spec_of(Bare(name="bare", description="d"))[2] == {}

@@ -12,9 +12,7 @@ from google.adk.tools.base_tool import BaseTool
 from google.genai import types
 
 from ..._core._messages import ContentPart, Message, TokenUsage, ToolCall, ToolResult
-from ..._core._tools import Tool
 from ...chain._decision import Decision
-from .._bridging._chain import stand_in_tool
 
 __all__ = [
     "CONFIRMATION",
@@ -23,8 +21,8 @@ __all__ = [
     "message_of",
     "messages_of",
     "pieces",
+    "spec_of",
     "tool_call_of",
-    "tool_of",
     "usage_of",
 ]
 
@@ -108,16 +106,17 @@ def messages_of(contents: Iterable[types.Content]) -> list[Message]:
     return out
 
 
-def tool_of(tool: BaseTool) -> Tool:
-    """The stand-in of an ADK tool, with its declared schema."""
+def spec_of(tool: BaseTool) -> tuple[str, str, Mapping[str, Any]]:
+    """An ADK tool as ``(name, description, schema)``: its declared parameters as
+    JSON schema (empty when it declares none)."""
     declaration = tool._get_declaration()  # the schema the model is sent
-    schema: Mapping[str, Any] | None = None
+    schema: Mapping[str, Any] = {}
     if declaration is not None:
         if declaration.parameters_json_schema is not None:
             schema = declaration.parameters_json_schema
         elif declaration.parameters is not None:
             schema = declaration.parameters.model_dump(mode="json", exclude_none=True)
-    return stand_in_tool(tool.name, tool.description, schema)
+    return tool.name, tool.description, schema
 
 
 def confirmations(

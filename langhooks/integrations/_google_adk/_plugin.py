@@ -49,8 +49,8 @@ from ._convert import (
     message_of,
     messages_of,
     pieces,
+    spec_of,
     tool_call_of,
-    tool_of,
     usage_of,
 )
 
@@ -178,7 +178,7 @@ class LangHooksPlugin(BasePlugin):
         )
         if hasattr(agent, "canonical_tools"):
             tools = await agent.canonical_tools(ReadonlyContext(invocation_context))
-            run.set_tools(tool_of(tool) for tool in tools)
+            run.set_tools([spec_of(tool) for tool in tools])
         self._runs[invocation_context.invocation_id] = _RunState(run)
         await run.start()
         return None
@@ -212,8 +212,9 @@ class LangHooksPlugin(BasePlugin):
         state = self._state(callback_context.invocation_id)
         state.fragments = 0
         tools = llm_request.tools_dict
-        if tuple(tools) != state.run.tool_names():  # declarations cost: once a change
-            state.run.set_tools(tool_of(t) for t in tools.values())
+        known = tuple(tool.name for tool in state.run.chain.tools)
+        if tuple(tools) != known:  # a declaration costs: made again on a change only
+            state.run.set_tools([spec_of(t) for t in tools.values()])
         name = llm_request.model or "model"
         await state.run.model_start(FrameworkModel(name, _SYSTEM))
         return None
