@@ -85,7 +85,7 @@ class Handlers:
         self.hears: Final = frozenset().union(*map(overridden_events, checked))
         #: Whether a handler overrides ``on_tool_call_review`` (a reviewer, or an
         #: observer of reviews such as ``EventRecorder``).
-        self.reviews: Final = bool(self.chain._reviewers)
+        self.reviews: Final = "on_tool_call_review" in self.hears
 
     def deliver(self, run: BridgedRun, events: list[Event], key: Any = None) -> None:
         """Call each event on its handlers, in order (sync handlers only)."""
