@@ -2,6 +2,9 @@
 
 Every run is ADK's own ``Runner`` on ``ScriptedGemini`` (Gemini's chunks through
 ADK's own aggregator), with sessions in a SQLite file of the test's own.
+
+The conformance script itself (paused here, resumed in a second process) runs
+in ``test_conformance.py`` through ``drivers/google_adk.py``.
 """
 
 from __future__ import annotations
@@ -55,24 +58,10 @@ from langhooks.integrations.google_adk import (  # noqa: E402
 )
 
 from ._adk_model import ScriptedGemini  # noqa: E402
-from ._compare import statuses  # noqa: E402
 from ._driver import Place  # noqa: E402
 from ._recording import AsyncChainLog, ReviewLog, StreamLog, names  # noqa: E402
 from ._script import TURNS, Reviewer, Turn, ledger_count  # noqa: E402
-from ._two import run_two  # noqa: E402
 from .drivers.google_adk import APP, STREAM, USER, runner  # noqa: E402
-
-#: What differs from LLMChain's events, and why (docs/guide/bridges.md).
-EXPECTED = {
-    # LLMChain resumes in two runs (the decisions, then run()); ADK in one.
-    "on_run_start": "different",
-    "on_run_complete": "different",
-    # The failed attempt is retried below ADK (the genai client): ADK never
-    # sees it, so neither the error nor the retry nor the attempt's start.
-    "on_llm_call_start": "different",
-    "on_llm_error": "absent",
-    "on_llm_retry": "absent",
-}
 
 
 def _message(text: str) -> types.Content:
@@ -119,25 +108,6 @@ def _events(run: Any, place: Place) -> list[Any]:
 @pytest.fixture
 def place(tmp_path: Path) -> Place:
     return Place(tmp_path, "", "thread-1")
-
-
-class TestScript:
-    """The conformance script through ADK, paused here, resumed in a second process."""
-
-    @pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
-    def test_events_match_llmchain_but_for_the_documented_ones(
-        self, tmp_path: Path, use_async: bool
-    ) -> None:
-        """The approved transfer runs once; the events are LLMChain's but for
-        ADK's documented differences."""
-        (tmp_path / "llmchain").mkdir()
-        (tmp_path / "adk").mkdir()
-        ours = run_two("llmchain", tmp_path / "llmchain", use_async=use_async)
-        theirs = run_two("google_adk", tmp_path / "adk", use_async=use_async)
-        found = statuses(ours, theirs)
-        assert {e: s for e, s in found.items() if s != "same"} == EXPECTED
-        same = {e for e, s in found.items() if s == "same"}
-        assert [x for x in theirs if x[0] in same] == [x for x in ours if x[0] in same]
 
 
 class TestStreaming:

@@ -2,6 +2,9 @@
 
 Every run is Strands' own ``Agent`` on ``ScriptedStrandsModel`` (Strands' stream
 events), with sessions in files of the test's own.
+
+The conformance script itself (paused here, resumed in a second process) runs
+in ``test_conformance.py`` through ``drivers/strands.py``.
 """
 
 from __future__ import annotations
@@ -47,20 +50,11 @@ from langhooks.integrations.strands import (  # noqa: E402
     interrupt_responses,
 )
 
-from ._compare import statuses  # noqa: E402
 from ._driver import Place  # noqa: E402
 from ._recording import AsyncChainLog, ReviewLog, StreamLog, names  # noqa: E402
 from ._script import TURNS, Reviewer, Turn, ledger_count  # noqa: E402
 from ._strands_model import ScriptedStrandsModel  # noqa: E402
-from ._two import run_two  # noqa: E402
 from .drivers.strands import agent, threads_left_alone  # noqa: E402
-
-#: What differs from LLMChain's events, and why (docs/guide/bridges.md).
-EXPECTED = {
-    # LLMChain resumes in two runs (the decisions, then run()); Strands in one.
-    "on_run_start": "different",
-    "on_run_complete": "different",
-}
 
 
 @pytest.fixture
@@ -77,26 +71,6 @@ def _threads_left_alone() -> Iterator[None]:
 
 def _interrupts(result: Any) -> list[StrandsInterrupt]:
     return list(result.interrupts or ())
-
-
-class TestScript:
-    """The conformance script through Strands, paused here and resumed in a
-    second process."""
-
-    @pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
-    def test_events_match_llmchain_but_for_the_documented_ones(
-        self, tmp_path: Path, use_async: bool
-    ) -> None:
-        """The approved transfer runs once; the events are LLMChain's but for the
-        documented run frame."""
-        (tmp_path / "llmchain").mkdir()
-        (tmp_path / "strands").mkdir()
-        ours = run_two("llmchain", tmp_path / "llmchain", use_async=use_async)
-        theirs = run_two("strands", tmp_path / "strands", use_async=use_async)
-        found = statuses(ours, theirs)
-        assert {e: s for e, s in found.items() if s != "same"} == EXPECTED
-        same = {e for e, s in found.items() if s == "same"}
-        assert [x for x in theirs if x[0] in same] == [x for x in ours if x[0] in same]
 
 
 class TestStreaming:
