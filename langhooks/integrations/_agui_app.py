@@ -14,25 +14,30 @@ import pydantic
 from ag_ui import core as agui
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from .._core._messages import LangHooksError, Message, ToolCall, ToolResult
 from .._persist._stores import MemoryRunStore
 from ..chain import Decision
-from ._agui_events import AguiTranslator
+from ._agui_events import AguiTranslator, thread_snapshot
 from ._frontend_app import (
     Agent,
+    Answers,
     LiveRun,
     Work,
     allowed,
     build_chain,
+    close_unanswered,
     error,
     fresh_run,
     known,
+    moves_on,
     resumed_run,
+    settle_stored,
     stream_events,
     waiting_calls,
+    waiting_thread,
 )
 from ._frontend_records import MESSAGE_ID, RESULT_IDS, split_approval_id
 from ._web_auth import Authorize, check_authorize, owner_metadata, started_by
@@ -227,11 +232,14 @@ class _AguiApp:
         store: RunStore,
         heartbeat: float,
         authorize: Authorize | None,
+        expose_errors: bool,
     ) -> None:
         self._agent = agent
         self._store = store
         self._heartbeat = heartbeat
         self._authorize = authorize
+        self._expose_errors = expose_errors
+        self._answers = Answers()
 
     async def run(self, request: Request) -> Response:
         """POST /: a ``RunAgentInput``; the run as AG-UI events."""
@@ -252,12 +260,26 @@ class _AguiApp:
             )
             if refused is not None:
                 return refused
-            messages = conversation(given.messages)
+            messages = close_unanswered(conversation(given.messages))
             if resume is None:
                 return await self._start(given, messages, started_by(request))
-            return await self._resumed(given, messages, *resume)
+            return await self._resumed(
+                given, messages, *resume, owner=started_by(request)
+            )
         except BadRequest as bad:
             return error(bad.status, bad.message)
+
+    async def thread(self, request: Request) -> Response:
+        """GET /{thread_id}/messages: the thread's waiting run, to rebuild a
+        page from (a ``MESSAGES_SNAPSHOT`` with its ``interrupts``)."""
+        thread_id = request.path_params["thread_id"]
+        found = await waiting_thread(
+            self._authorize, request, self._store, self._agent, {_THREAD: thread_id}
+        )
+        if isinstance(found, Response):
+            return found
+        run_id, messages = found
+        return JSONResponse(thread_snapshot(messages, run_id), headers=_HEADERS)
 
     async def _start(
         self, given: agui.RunAgentInput, messages: list[Message], owner: str | None
@@ -265,21 +287,32 @@ class _AguiApp:
         # A user's thread: another user's run waiting on the same thread id is
         # neither told of nor in the way.
         thread = {_THREAD: given.thread_id, **owner_metadata(owner)}
-        rows = await asyncio.to_thread(self._store.pending, metadata=thread, limit=1)
+        rows = await asyncio.to_thread(self._store.pending, metadata=thread)
         chain = build_chain(self._agent, messages)
+        if moves_on(chain, rows):
+            # A new message rejects the calls that wait, as chat products do.
+            try:
+                await settle_stored(self._store, rows, chain)
+            except LangHooksError as exc:
+                if exc.type != "conflict":  # pragma: no cover - a store failure
+                    raise
+                return self._refused(given, exc)
+            work = fresh_run(chain, self._store, thread, abandon=True)
+            return await self._stream(given, work, owner)
         calls = rows[0].calls if rows else chain.pending_tool_calls
         if calls:
-            # A new message would leave them unanswered: the client chooses.
+            # Neither an answer nor a new message: the client chooses.
             return error(
                 409,
                 f"thread {given.thread_id!r} waits for answers to its interrupts, "
-                f"tool call(s) {waiting_calls(calls)}: send them as resume before a "
-                f'new message, each "resolved" with {{"approved": true}} to run it '
-                f'or {{"approved": false, "reason": "..."}} to decide against it, '
+                f"tool call(s) {waiting_calls(calls)}: send them as resume, each "
+                f'"resolved" with {{"approved": true}} to run it or '
+                f'{{"approved": false, "reason": "..."}} to decide against it, '
                 f'or "cancelled" to abandon it (the model reads the reason as the '
-                f"tool's result)",
+                f"tool's result), or send a new user message (it rejects them)",
             )
-        return await self._stream(given, fresh_run(chain, self._store, thread))
+        work = fresh_run(chain, self._store, thread)
+        return await self._stream(given, work, owner)
 
     async def _resumed(
         self,
@@ -287,6 +320,8 @@ class _AguiApp:
         messages: list[Message],
         run_id: str,
         decisions: dict[str, Decision],
+        *,
+        owner: str | None,
     ) -> Response:
         chain = build_chain(self._agent, messages)
         waiting = await asyncio.to_thread(
@@ -311,17 +346,40 @@ class _AguiApp:
                 422, f"answer every open interrupt: tool call(s) {missing} wait too"
             )
         work = resumed_run(chain, self._store, run_id, decisions)
-        return await self._stream(given, work)
+        return await self._stream(given, work, owner)
 
     def _refused(self, given: agui.RunAgentInput, exc: LangHooksError) -> Response:
-        translator = AguiTranslator(thread_id=given.thread_id, run_id=given.run_id)
+        translator = AguiTranslator(
+            thread_id=given.thread_id,
+            run_id=given.run_id,
+            expose_errors=self._expose_errors,
+        )
         return _events_response(_once(translator.failed(exc)))
 
-    async def _stream(self, given: agui.RunAgentInput, work: Work) -> Response:
-        translator = AguiTranslator(thread_id=given.thread_id, run_id=given.run_id)
+    async def _stream(
+        self, given: agui.RunAgentInput, work: Work, owner: str | None
+    ) -> Response:
+        translator = AguiTranslator(
+            thread_id=given.thread_id,
+            run_id=given.run_id,
+            expose_errors=self._expose_errors,
+        )
         live = LiveRun(work)
         events = stream_events(live, translator, self._heartbeat)
-        return _events_response(events)
+        answer = self._answers.start((given.thread_id, owner), events)
+        return _events_response(answer.follow(self._heartbeat))
+
+    async def reconnect(self, request: Request) -> Response:
+        """GET /{thread_id}/stream: the thread's latest run from its first event,
+        then the rest as it comes; 204 when this process has none."""
+        refused = await allowed(self._authorize, request, "read", None, self._store, {})
+        if refused is not None:
+            return refused
+        key = (request.path_params["thread_id"], started_by(request))
+        answer = self._answers.get(key)
+        if answer is None:
+            return Response(status_code=204)
+        return _events_response(answer.follow(self._heartbeat))
 
 
 async def _once(events: list[dict[str, Any]]) -> AsyncIterator[dict[str, Any] | None]:
@@ -348,6 +406,7 @@ def create_agui_app(
     store: RunStore | None = None,
     heartbeat: float = 15.0,
     authorize: Authorize | None = None,
+    expose_errors: bool = False,
 ) -> Starlette:
     """An AG-UI server for an agent: ``POST /`` runs it and streams AG-UI events.
 
@@ -386,13 +445,18 @@ def create_agui_app(
             None serves only requests naming the app by ``localhost`` or an IP
             address. A POST from another origin is refused (403) before
             ``authorize`` is asked.
+        expose_errors: a run that fails ends with ``RUN_ERROR`` whose ``code``
+            is the error's type; its ``message`` says only that code and the
+            run id, unless this is True (then it is the error's own message,
+            which may hold server internals). The details are logged on the
+            ``langhooks.integrations.frontends`` logger with the run id.
 
     Returns:
         The app (a ``Starlette``), to serve with uvicorn or mount in another app.
 
     Raises:
-        TypeError: ``agent`` or ``authorize`` is not callable, or ``heartbeat``
-            is not a number.
+        TypeError: ``agent`` or ``authorize`` is not callable, ``heartbeat``
+            is not a number, or ``expose_errors`` is not a bool.
         ValueError: ``heartbeat`` is not positive.
     """
     if not callable(agent):
@@ -404,7 +468,19 @@ def create_agui_app(
     if not heartbeat > 0:
         raise ValueError(f"heartbeat must be positive, got {heartbeat!r}")
     check_authorize(authorize)
+    if not isinstance(expose_errors, bool):
+        raise TypeError(f"expose_errors must be a bool, got {expose_errors!r}")
     app = _AguiApp(
-        agent, MemoryRunStore() if store is None else store, heartbeat, authorize
+        agent,
+        MemoryRunStore() if store is None else store,
+        heartbeat,
+        authorize,
+        expose_errors,
     )
-    return Starlette(routes=[Route("/", app.run, methods=["POST"])])
+    return Starlette(
+        routes=[
+            Route("/", app.run, methods=["POST"]),
+            Route("/{thread_id}/messages", app.thread, methods=["GET"]),
+            Route("/{thread_id}/stream", app.reconnect, methods=["GET"]),
+        ]
+    )

@@ -8,7 +8,7 @@ as well as by the client.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, Literal, final
 
 import attrs
@@ -20,7 +20,7 @@ except ImportError as error:  # pragma: no cover - the web extra installs it
         "langhooks.integrations.agui needs the web extra: pip install 'langhooks[web]'"
     ) from error
 
-from .._core._messages import LangHooksError, Message, ToolCall
+from .._core._messages import Message, ToolCall
 from .._persist._records import EventRecord
 from ._frontend_records import (
     ModelCallEnded,
@@ -37,11 +37,14 @@ from ._frontend_records import (
     ToolProgressed,
     ToolsInterrupted,
     approval_id,
+    numbered,
     result_id,
+    shown_error,
     tool_result_text,
+    waiting_results,
 )
 
-__all__ = ["AguiTranslator", "agui_events"]
+__all__ = ["AguiTranslator", "agui_events", "thread_snapshot"]
 
 _ENDS: Final = frozenset({"RUN_FINISHED", "RUN_ERROR"})
 
@@ -76,10 +79,15 @@ class AguiTranslator:
     Args:
         thread_id: the AG-UI thread (``RunAgentInput.threadId``).
         run_id: the AG-UI run (``RunAgentInput.runId``).
+        expose_errors: a failed run's ``RUN_ERROR`` says the error's message;
+            False says only its code and the run id (``shown_error``).
     """
 
-    def __init__(self, *, thread_id: str, run_id: str) -> None:
+    def __init__(
+        self, *, thread_id: str, run_id: str, expose_errors: bool = True
+    ) -> None:
         self._thread_id = thread_id
+        self._expose = expose_errors
         self._run_id = run_id
         self._reader = RunReader()
         self._answer = "answer"
@@ -153,9 +161,7 @@ class AguiTranslator:
             case _:  # RunFailed, the last kind of step
                 yield from self._switch(None)
                 yield from self._end_calls()
-                yield agui.RunErrorEvent(
-                    message=step.error.message, code=step.error.type
-                )
+                yield self._error(step.error)
 
     def ends(self, event: Mapping[str, Any]) -> bool:
         """Whether ``event`` is the last of its request (the run finished or
@@ -179,16 +185,18 @@ class AguiTranslator:
             )
         events.extend(self._switch(None))
         events.extend(self._end_calls())
-        if isinstance(exc, LangHooksError):
-            events.append(agui.RunErrorEvent(message=exc.message, code=exc.type))
-        else:
-            events.append(
-                agui.RunErrorEvent(
-                    message=f"the run failed: {type(exc).__name__}",
-                    code="internal_error",
-                )
-            )
+        events.append(self._error(exc))
         return [_dump(event) for event in events]
+
+    @property
+    def run_id(self) -> str | None:
+        """The langhooks run id of the records translated so far (None before
+        the run started)."""
+        return self._reader.started
+
+    def _error(self, exc: BaseException) -> agui.RunErrorEvent:
+        code, message = shown_error(exc, self._reader.started, expose=self._expose)
+        return agui.RunErrorEvent(message=message, code=code)
 
     def _thinking_id(self) -> str:
         return f"{self._answer}:thinking"
@@ -332,6 +340,30 @@ def _snapshot(messages: Iterable[tuple[str, Message]]) -> list[agui.Message]:
                     )
                 )
     return out
+
+
+def thread_snapshot(messages: Sequence[Message], run_id: str) -> dict[str, Any]:
+    """A waiting run's thread as the AG-UI read route answers it: the
+    ``MESSAGES_SNAPSHOT`` event of its conversation, with the ``interrupts`` a
+    resume answers (those ``RUN_FINISHED`` carried when the run stopped)."""
+    conversation = numbered(messages, run_id)
+    interrupts = [
+        agui.Interrupt(
+            id=approval_id(run_id, result.tool_call_id),
+            reason=TOOL_APPROVAL,
+            tool_call_id=result.tool_call_id,
+            message=result.display_text or tool_result_text(result),
+        )
+        for result in waiting_results(messages)
+    ]
+    snapshot = agui.MessagesSnapshotEvent(messages=_snapshot(conversation))
+    return {
+        **_dump(snapshot),
+        "interrupts": [
+            interrupt.model_dump(by_alias=True, exclude_none=True)
+            for interrupt in interrupts
+        ],
+    }
 
 
 def agui_events(

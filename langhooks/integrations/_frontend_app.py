@@ -11,34 +11,50 @@ store, so a client that answers at once finds it.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol, final
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from .._core._messages import LangHooksError, Message, ToolCall
+from .._core._messages import LangHooksError, Message, ToolCall, ToolResult
 from .._persist._events import EventRecord, EventRecorder
 from ..chain import Decision, LLMChain
-from ._web_auth import Action, Authorize, Guard, metadata_owner
+from ..chain._chain import ABANDONED
+from ._web_auth import (
+    Action,
+    Authorize,
+    Guard,
+    metadata_owner,
+    owner_metadata,
+    started_by,
+)
 
 if TYPE_CHECKING:
+    from .._persist._runs import PendingRun
     from .._persist._stores import RunStore
 
 __all__ = [
     "Agent",
+    "Answers",
     "LiveRun",
     "Translation",
     "Work",
     "allowed",
     "build_chain",
+    "close_unanswered",
     "error",
     "fresh_run",
     "known",
+    "moves_on",
     "resumed_run",
+    "settle_stored",
     "stream_events",
     "waiting_calls",
+    "waiting_thread",
 ]
 
 _log: Final = logging.getLogger("langhooks.integrations.frontends")
@@ -75,6 +91,36 @@ async def allowed(
     return await Guard(authorize, owner_of).check(request, action, run_id)
 
 
+async def waiting_thread(
+    authorize: Authorize | None,
+    request: Request,
+    store: RunStore,
+    agent: Agent,
+    where: Mapping[str, Any],
+) -> tuple[str, list[Message]] | Response:
+    """The run waiting in ``store`` on the thread (or chat) ``where`` names, as
+    the read route answers it: its id and conversation, once ``authorize``
+    allowed "read" of the thread (run id None, as "start" is asked: the thread
+    is the user's own, another user's run under the same id is not found);
+    else the answer that refuses (404: nothing waits)."""
+    refused = await allowed(authorize, request, "read", None, store, where)
+    if refused is not None:
+        return refused
+    mine = {**where, **owner_metadata(started_by(request))}
+    rows = await asyncio.to_thread(store.pending, metadata=mine, limit=1)
+    if not rows:
+        return error(
+            404,
+            "nothing waits on this thread: the server keeps a "
+            "thread only while its tool calls wait for a human",
+        )
+    chain = build_chain(agent, [])
+    stored = await asyncio.to_thread(
+        store.load, rows[0].run_id, chain.model, tools=chain.tools
+    )
+    return rows[0].run_id, list(stored.messages)
+
+
 def waiting_calls(calls: Sequence[ToolCall]) -> str:
     """The calls a refusal names: ``name ('call id')``, comma-separated."""
     return ", ".join(f"{call.name} ({call.call_id!r})" for call in calls)
@@ -92,11 +138,87 @@ def build_chain(agent: Agent, messages: Sequence[Message]) -> LLMChain:
     return chain
 
 
-def fresh_run(chain: LLMChain, store: RunStore, metadata: Mapping[str, Any]) -> Work:
-    """Run ``chain``; an interrupted run is saved in ``store`` with ``metadata``."""
+def close_unanswered(messages: Sequence[Message]) -> list[Message]:
+    """``messages`` with each tool call that has no result and messages after
+    it answered with ``ABANDONED`` (the conversation moved on without
+    deciding it: a model is never sent a call without its result). Calls at
+    the end of the conversation are left as they are: they still wait."""
+    out: list[Message] = []
+    for position, message in enumerate(messages):
+        out.append(message)
+        later = messages[position + 1 :]
+        calls = message.tool_calls
+        if not calls or not any(m.role != "tool" for m in later):
+            continue
+        answered = {
+            result.tool_call_id
+            for after in itertools.takewhile(lambda m: m.role == "tool", later)
+            for result in after.tool_results
+        }
+        missing = [
+            ToolResult(tool_call_id=call.call_id, name=call.name, content=ABANDONED)
+            for call in calls
+            if call.call_id not in answered
+        ]
+        if missing:
+            out.append(Message.tool(missing))
+    return out
+
+
+def moves_on(chain: LLMChain, stored: Sequence[PendingRun]) -> bool:
+    """Whether a request is a new message that moves on past waiting calls: calls
+    wait (in the store, or in the posted conversation) and the conversation
+    ends with a user message."""
+    waiting = bool(stored) or bool(chain.pending_tool_calls)
+    last = chain.messages[-1] if chain.messages else None
+    return waiting and last is not None and last.role == "user"
+
+
+async def settle_stored(
+    store: RunStore, stored: Sequence[PendingRun], chain: LLMChain
+) -> None:
+    """Reject every waiting call of the ``stored`` runs with ``ABANDONED``, as
+    ``LLMChain.abandon_tool_calls`` does, through the store's claim (a call is
+    answered once: a concurrent answer makes this raise "conflict"). The runs
+    do not go on to the model; the new message's run answers instead. The
+    agent's handlers see the rejections, as ``abandon_tool_calls`` fires them.
+
+    Raises:
+        LangHooksError: "conflict" when another request answers them now.
+    """
+    for row in stored:
+        decisions = {call.call_id: Decision.reject(ABANDONED) for call in row.calls}
+        await asyncio.to_thread(
+            store.resume,
+            row.run_id,
+            decisions,
+            chain.model,
+            tools=chain.tools,
+            callbacks=chain.callbacks,
+            continue_run=False,
+        )
+
+
+def fresh_run(
+    chain: LLMChain,
+    store: RunStore,
+    metadata: Mapping[str, Any],
+    *,
+    abandon: bool = False,
+) -> Work:
+    """Run ``chain``; an interrupted run is saved in ``store`` with ``metadata``.
+    With ``abandon``, calls of ``chain`` that wait for a human are first
+    answered with ``ABANDONED`` (``abandon_tool_calls``: the agent's handlers
+    see the rejections; the client sees the new run)."""
 
     def work(recorder: EventRecorder) -> None:
-        result = chain.add_callback(recorder).run()
+        current = chain
+        if abandon and chain.pending_tool_calls:
+            settled = chain.abandon_tool_calls()
+            if settled.error is not None:
+                raise settled.error
+            current = settled.chain
+        result = current.add_callback(recorder).run()
         if result.status == "interrupted":
             store.save(result.chain, metadata=metadata)
 
@@ -215,6 +337,11 @@ class Translation(Protocol):
     def failed(self, exc: BaseException) -> list[dict[str, Any]]:
         """The events that end a request whose run raised ``exc``."""
 
+    @property
+    def run_id(self) -> str | None:
+        """The langhooks run id of the records translated so far (None before
+        the run started)."""
+
 
 async def stream_events(
     live: LiveRun, translation: Translation, heartbeat: float
@@ -225,7 +352,7 @@ async def stream_events(
         try:
             record = await live.next(heartbeat)
         except Exception as exc:
-            _log.exception("langhooks frontends: a run raised")
+            _log.exception("langhooks frontends: run %s raised", translation.run_id)
             for event in translation.failed(exc):
                 yield event
             return
@@ -240,13 +367,21 @@ async def stream_events(
                 return
             yield None
             continue
+        if record.event == "on_error":
+            # The details stay here; the client is told what the app exposes.
+            _log.error(
+                "langhooks frontends: run %s failed: %s",
+                record.run_id,
+                record.payload.get("error"),
+            )
         events = translation.translate(record)
         ending = any(translation.ends(event) for event in events)
         if any(translation.waits(event) for event in events):
             problem = await live.settled()
             if problem is not None:
                 _log.error(
-                    "langhooks frontends: a run raised after it ended",
+                    "langhooks frontends: run %s raised after it ended",
+                    translation.run_id,
                     exc_info=problem,
                 )
                 events = translation.failed(problem)
@@ -254,3 +389,84 @@ async def stream_events(
             yield event
         if ending:
             return
+
+
+@final
+class _Answer:
+    """The events of one answer so far; followers get them all, then the rest
+    as they come."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.done = False
+        self._changed = asyncio.Event()
+
+    def add(self, event: dict[str, Any]) -> None:
+        self.events.append(event)
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def finish(self) -> None:
+        self.done = True
+        self._changed.set()
+
+    async def follow(self, heartbeat: float) -> AsyncIterator[dict[str, Any] | None]:
+        """Every event from the first; None for a heartbeat."""
+        sent = 0
+        while True:
+            while sent < len(self.events):
+                yield self.events[sent]
+                sent += 1
+            if self.done:
+                return
+            changed = self._changed
+            try:
+                await asyncio.wait_for(changed.wait(), heartbeat)
+            except TimeoutError:
+                yield None
+
+
+@final
+class Answers:
+    """Each chat's latest answer in this process, kept until the chat's next
+    one (at most ``limit`` chats, the oldest forgotten first): the run is
+    translated by a task of its own, so an answer goes on when its client is
+    gone, and a client that comes back follows it from its first event.
+
+    Args:
+        limit: how many chats' answers are kept.
+    """
+
+    def __init__(self, limit: int = 1000) -> None:
+        self._answers: OrderedDict[Hashable, _Answer] = OrderedDict()
+        self._running: set[asyncio.Task[None]] = set()
+        self._limit = limit
+
+    def start(
+        self, key: Hashable, events: AsyncIterator[dict[str, Any] | None]
+    ) -> _Answer:
+        """Translate ``events`` into a new answer of chat ``key``."""
+        answer = _Answer()
+
+        async def drain() -> None:
+            try:
+                async for event in events:
+                    if event is not None:
+                        answer.add(event)
+            finally:
+                answer.finish()
+
+        task = asyncio.ensure_future(drain())
+        # The loop keeps only a weak reference: a run whose answer was
+        # forgotten (more chats than ``limit``) still ends.
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+        self._answers.pop(key, None)
+        self._answers[key] = answer
+        while len(self._answers) > self._limit:
+            self._answers.popitem(last=False)
+        return answer
+
+    def get(self, key: Hashable) -> _Answer | None:
+        """The latest answer of chat ``key``, or None."""
+        return self._answers.get(key)

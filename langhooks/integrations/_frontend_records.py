@@ -36,9 +36,12 @@ __all__ = [
     "ToolProgressed",
     "ToolsInterrupted",
     "approval_id",
+    "numbered",
     "result_id",
+    "shown_error",
     "split_approval_id",
     "tool_result_text",
+    "waiting_results",
 ]
 
 
@@ -196,6 +199,23 @@ def split_approval_id(value: str) -> tuple[str, str] | None:
     return run_id, call_id
 
 
+def numbered(
+    messages: Sequence[Message], run_id: str
+) -> tuple[tuple[str, Message], ...]:
+    """A stored run's conversation with the ids its translation gave each
+    message (``RunReader.message_id``): the frontend's own, else the run id
+    and the position."""
+    return tuple(
+        (
+            given
+            if isinstance(given := m.metadata.get(MESSAGE_ID), str)
+            else f"{run_id}:{position}",
+            m,
+        )
+        for position, m in enumerate(messages)
+    )
+
+
 def result_id(messages: Sequence[tuple[str, Message]], call_id: str) -> str:
     """The id of the result of ``call_id`` in a numbered conversation: the one
     its frontend gave it (``metadata["result_ids"]`` of its tool message), else
@@ -208,6 +228,38 @@ def result_id(messages: Sequence[tuple[str, Message]], call_id: str) -> str:
         if isinstance(given, Mapping) and isinstance(given.get(call_id), str):
             return str(given[call_id])
     return f"{answer or 'call'}/{call_id}"
+
+
+def shown_error(
+    exc: BaseException, run_id: str | None, *, expose: bool
+) -> tuple[str, str]:
+    """The code and message a frontend is told of a run that failed with
+    ``exc``: the error's type as code ("internal_error" for an exception that
+    is not a ``LangHooksError``) and, unless ``expose``, a message that names
+    only the code and the run id (the details may hold server internals: a
+    repr, an address; the app logs them under the run id). A "conflict" (an
+    answer that came twice) is said as it is: its message is langhooks' own."""
+    code: str
+    if isinstance(exc, LangHooksError):
+        code, message = exc.type, exc.message
+    else:
+        code, message = "internal_error", f"the run failed: {type(exc).__name__}"
+    if expose or code == "conflict":
+        return code, message
+    under = "" if run_id is None else f" under run id {run_id!r}"
+    return code, f"the run failed ({code}); the server's log has the details{under}"
+
+
+def waiting_results(messages: Sequence[Message]) -> list[ToolResult]:
+    """The stand-in results of the calls of ``messages`` that wait for a human
+    (a settled call's stand-in is replaced by its result)."""
+    return [
+        result
+        for message in messages
+        if message.role == "tool"
+        for result in message.tool_results
+        if result.is_interrupt
+    ]
 
 
 def tool_result_text(result: ToolResult) -> str:
@@ -230,6 +282,7 @@ class RunReader:
         self._ids: dict[int, str] = {}
         self._attempts: dict[int, int] = {}
         self._run_id = "run"
+        self._started: str | None = None
         self._active = False
         self._streamed = False
 
@@ -237,6 +290,11 @@ class RunReader:
     def run_id(self) -> str:
         """The id of the run being read (its records' ``run_id``)."""
         return self._run_id
+
+    @property
+    def started(self) -> str | None:
+        """The id of the run read so far, or None before its ``on_run_start``."""
+        return self._started
 
     def message_id(self, position: int) -> str:
         """The id of the message at ``position`` of the run's conversation: the
@@ -271,6 +329,7 @@ class RunReader:
             return
         self._active = True
         self._run_id = record.run_id or "run"
+        self._started = record.run_id
         yield RunStarted(self._run_id)
 
     def _on_llm_call_start(self, record: EventRecord) -> Iterator[Step]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Final, final
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from .._core._messages import ContentPart, LangHooksError, Message, ToolCall, ToolResult
@@ -19,19 +19,24 @@ from .._persist._stores import MemoryRunStore
 from ..chain import Decision
 from ._frontend_app import (
     Agent,
+    Answers,
     LiveRun,
     Work,
     allowed,
     build_chain,
+    close_unanswered,
     error,
     fresh_run,
     known,
+    moves_on,
     resumed_run,
+    settle_stored,
     stream_events,
     waiting_calls,
+    waiting_thread,
 )
 from ._frontend_records import split_approval_id
-from ._ui_message_chunks import UiMessageTranslator
+from ._ui_message_chunks import UiMessageTranslator, chat_messages
 from ._web_auth import Authorize, check_authorize, owner_metadata, started_by
 from ._web_limits import BadRequest, json_body
 
@@ -279,11 +284,17 @@ def _approvals(
 @final
 class _UiMessageApp:
     def __init__(
-        self, agent: Agent, store: RunStore, authorize: Authorize | None
+        self,
+        agent: Agent,
+        store: RunStore,
+        authorize: Authorize | None,
+        expose_errors: bool,
     ) -> None:
         self._agent = agent
         self._store = store
         self._authorize = authorize
+        self._expose_errors = expose_errors
+        self._answers = Answers()
 
     async def chat(self, request: Request) -> Response:
         """POST /: a chat's UI messages; the run as a UI message stream."""
@@ -302,26 +313,38 @@ class _UiMessageApp:
             )
             if refused is not None:
                 return refused
-            converted = conversation(messages)
+            converted = close_unanswered(conversation(messages))
         except BadRequest as bad:
             return error(bad.status, bad.message)
         chain = build_chain(self._agent, converted)
         # A user's chat: another user's run waiting under the same chat id is
         # neither told of nor in the way.
         chat = {_CHAT: chat_id, **owner_metadata(started_by(request))}
+        key = (chat_id, started_by(request))
         waiting = await asyncio.to_thread(self._store.pending, metadata=chat)
         if approvals is None:
+            if moves_on(chain, waiting):
+                # A new message rejects the calls that wait, as chat products do.
+                try:
+                    await settle_stored(self._store, waiting, chain)
+                except LangHooksError as exc:
+                    if exc.type != "conflict":  # pragma: no cover - a store failure
+                        raise
+                    return error(409, exc.message)
+                work = fresh_run(chain, self._store, chat, abandon=True)
+                return await self._stream(work, key)
             calls = waiting[0].calls if waiting else chain.pending_tool_calls
             if calls:
-                # A new message would leave them unanswered: the client chooses.
+                # The unanswered request posted back: neither answer nor message.
                 return error(
                     409,
                     f"chat {chat_id!r} waits for answers to its tool approvals, "
-                    f"tool call(s) {waiting_calls(calls)}: answer them first, each "
+                    f"tool call(s) {waiting_calls(calls)}: answer them, each "
                     f"approved to run it, or not approved (with a reason the model "
-                    f"reads as the tool's result) to decide against or abandon it",
+                    f"reads as the tool's result) to decide against it, or send a "
+                    f"new message (it rejects them)",
                 )
-            return await self._stream(fresh_run(chain, self._store, chat))
+            return await self._stream(fresh_run(chain, self._store, chat), key)
         run_id, decisions = approvals
         run = next((p for p in waiting if p.run_id == run_id), None)
         if run is None:
@@ -340,16 +363,51 @@ class _UiMessageApp:
             return error(
                 422, f"answer every approval request: tool call(s) {missing} wait too"
             )
-        return await self._stream(resumed_run(chain, self._store, run_id, decisions))
+        work = resumed_run(chain, self._store, run_id, decisions)
+        return await self._stream(work, key)
 
-    async def _stream(self, work: Work) -> Response:
+    async def messages(self, request: Request) -> Response:
+        """GET /{chat_id}/messages: the chat's waiting run as UI messages."""
+        chat_id = request.path_params["chat_id"]
+        found = await waiting_thread(
+            self._authorize, request, self._store, self._agent, {_CHAT: chat_id}
+        )
+        if isinstance(found, Response):
+            return found
+        run_id, messages = found
+        return JSONResponse(
+            {"id": chat_id, "messages": chat_messages(messages, run_id)},
+            headers={"Cache-Control": "no-store"},
+        )
+
+    async def stream(self, request: Request) -> Response:
+        """GET /{chat_id}/stream: the chat's latest answer from its first chunk,
+        then the rest as it comes (the AI SDK's ``resume: true``); 204 when
+        this process has none."""
+        refused = await allowed(self._authorize, request, "read", None, self._store, {})
+        if refused is not None:
+            return refused
+        key = (request.path_params["chat_id"], started_by(request))
+        answer = self._answers.get(key)
+        if answer is None:
+            return Response(status_code=204)
+        return StreamingResponse(
+            _lines(answer.follow(_HEARTBEAT)),
+            media_type="text/event-stream",
+            headers=_HEADERS,
+        )
+
+    async def _stream(self, work: Work, key: tuple[str, str | None]) -> Response:
         live = LiveRun(work)
         refused = await live.begun()
         if isinstance(refused, LangHooksError) and refused.type == "conflict":
             return error(409, refused.message)
-        chunks = stream_events(live, UiMessageTranslator(), _HEARTBEAT)
+        translator = UiMessageTranslator(expose_errors=self._expose_errors)
+        answer = self._answers.start(key, stream_events(live, translator, _HEARTBEAT))
         return StreamingResponse(
-            _lines(chunks), media_type="text/event-stream", headers=_HEADERS
+            _lines(answer.follow(_HEARTBEAT)),
+            media_type="text/event-stream",
+            headers=_HEADERS,
         )
 
 
@@ -369,6 +427,7 @@ def create_ui_message_app(
     agent: Agent,
     store: RunStore | None = None,
     authorize: Authorize | None = None,
+    expose_errors: bool = False,
 ) -> Starlette:
     """An endpoint for the AI SDK's ``useChat``: ``POST /`` runs the agent on the
     chat and streams the UI message stream protocol v1 (AI SDK 6).
@@ -404,17 +463,34 @@ def create_ui_message_app(
             None serves only requests naming the app by ``localhost`` or an IP
             address. A POST from another origin is refused (403) before
             ``authorize`` is asked.
+        expose_errors: a run that fails ends with an ``error`` chunk whose
+            ``errorText`` is ``"<code>: <message>"``, the code being the
+            error's type; the message says only that code and the run id,
+            unless this is True (then it is the error's own message, which may
+            hold server internals). The details are logged on the
+            ``langhooks.integrations.frontends`` logger with the run id.
 
     Returns:
         The app (a ``Starlette``), to serve with uvicorn or mount in another app.
 
     Raises:
-        TypeError: ``agent`` or ``authorize`` is not callable.
+        TypeError: ``agent`` or ``authorize`` is not callable, or
+            ``expose_errors`` is not a bool.
     """
     if not callable(agent):
         raise TypeError(
             f"agent must be a function from messages to an LLMChain, got {agent!r}"
         )
     check_authorize(authorize)
-    app = _UiMessageApp(agent, MemoryRunStore() if store is None else store, authorize)
-    return Starlette(routes=[Route("/", app.chat, methods=["POST"])])
+    if not isinstance(expose_errors, bool):
+        raise TypeError(f"expose_errors must be a bool, got {expose_errors!r}")
+    app = _UiMessageApp(
+        agent, MemoryRunStore() if store is None else store, authorize, expose_errors
+    )
+    return Starlette(
+        routes=[
+            Route("/", app.chat, methods=["POST"]),
+            Route("/{chat_id}/messages", app.messages, methods=["GET"]),
+            Route("/{chat_id}/stream", app.stream, methods=["GET"]),
+        ]
+    )

@@ -7,12 +7,12 @@ the tests check every chunk with the SDK's own parser.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, Literal, final
 
 import attrs
 
-from .._core._messages import LangHooksError, Message, ToolCall
+from .._core._messages import Message, ToolCall, ToolResult
 from .._persist._records import EventRecord
 from ._frontend_records import (
     ModelCallEnded,
@@ -29,9 +29,12 @@ from ._frontend_records import (
     ToolProgressed,
     ToolsInterrupted,
     approval_id,
+    numbered,
+    shown_error,
+    tool_result_text,
 )
 
-__all__ = ["UiMessageTranslator", "ui_message_chunks"]
+__all__ = ["UiMessageTranslator", "chat_messages", "ui_message_chunks"]
 
 Chunk = dict[str, Any]
 
@@ -60,9 +63,14 @@ class UiMessageTranslator:
     The whole run is one assistant message, whose id is the run's id (kept
     across a resume, so a continuation continues the same message); each model
     call is a step.
+
+    Args:
+        expose_errors: a failed run's ``error`` chunk says the error's message;
+            False says only its code and the run id (``shown_error``).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, expose_errors: bool = True) -> None:
+        self._expose = expose_errors
         self._reader = RunReader()
         self._answer = "answer"
         self._open: Literal["text", "reasoning"] | None = None
@@ -132,7 +140,7 @@ class UiMessageTranslator:
                 error = step.error
                 yield from self._switch(None)
                 yield from self._abandon_calls(error.message)
-                yield {"type": "error", "errorText": f"{error.type}: {error.message}"}
+                yield self._error(error)
 
     def ends(self, chunk: Mapping[str, Any]) -> bool:
         """Whether ``chunk`` is the last of its request."""
@@ -147,12 +155,18 @@ class UiMessageTranslator:
         """The chunks that end a request whose run raised ``exc``: the open
         parts closed, then ``error``."""
         chunks = [*self._switch(None), *self._abandon_calls("the run failed")]
-        if isinstance(exc, LangHooksError):
-            text = f"{exc.type}: {exc.message}"
-        else:
-            text = f"internal_error: the run failed: {type(exc).__name__}"
-        chunks.append({"type": "error", "errorText": text})
+        chunks.append(self._error(exc))
         return chunks
+
+    @property
+    def run_id(self) -> str | None:
+        """The langhooks run id of the records translated so far (None before
+        the run started)."""
+        return self._reader.started
+
+    def _error(self, exc: BaseException) -> Chunk:
+        code, message = shown_error(exc, self._reader.started, expose=self._expose)
+        return {"type": "error", "errorText": f"{code}: {message}"}
 
     def _part(self) -> str:
         return f"{self._answer}:{self._open}"
@@ -260,6 +274,73 @@ def _outcome(outcome: ToolOutcome) -> Chunk:
         "toolCallId": outcome.call_id,
         "errorText": outcome.text,
     }
+
+
+def chat_messages(messages: Sequence[Message], run_id: str) -> list[dict[str, Any]]:
+    """A waiting run's chat as UI messages, what ``useChat`` takes as
+    ``messages``: user messages with their text; the run's answer since the
+    last user message as one assistant message whose id is the run's (the id
+    its stream gave it, so an approval answered from it continues it), each
+    model call a step with its reasoning, text and tool parts; a call that
+    waits is in state ``approval-requested``. System messages stay on the
+    server."""
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+    out: list[dict[str, Any]] = []
+    parts: list[dict[str, Any]] = []
+    first = run_id
+    results = {
+        r.tool_call_id: r for m in messages if m.role == "tool" for r in m.tool_results
+    }
+    for (message_id, message), position in zip(
+        numbered(messages, run_id), range(len(messages)), strict=True
+    ):
+        if message.role == "user":
+            text = {"type": "text", "text": message.text}
+            out.append({"id": message_id, "role": "user", "parts": [text]})
+        elif message.role == "assistant":
+            if not parts:
+                first = message_id
+            parts.append({"type": "step-start"})
+            if message.thinking:
+                parts.append(
+                    {"type": "reasoning", "text": message.thinking, "state": "done"}
+                )
+            if message.text:
+                parts.append({"type": "text", "text": message.text, "state": "done"})
+            parts.extend(
+                _tool_part(call, results.get(call.call_id), run_id)
+                for call in message.tool_calls
+            )
+        if parts and (
+            position + 1 == len(messages) or messages[position + 1].role == "user"
+        ):
+            answer = run_id if position > last_user else first
+            out.append({"id": answer, "role": "assistant", "parts": parts})
+            parts = []
+    return out
+
+
+def _tool_part(
+    call: ToolCall, result: ToolResult | None, run_id: str
+) -> dict[str, Any]:
+    """The tool part of ``call``, in the state its result says."""
+    part: dict[str, Any] = {
+        "type": f"tool-{call.name}",
+        "toolCallId": call.call_id,
+        "input": dict(call.arguments),
+    }
+    if result is None:
+        part["state"] = "input-available"
+    elif result.is_interrupt:
+        part["state"] = "approval-requested"
+        part["approval"] = {"id": approval_id(run_id, call.call_id)}
+    elif result.is_error:
+        part["state"] = "output-error"
+        part["errorText"] = tool_result_text(result)
+    else:
+        part["state"] = "output-available"
+        part["output"] = tool_result_text(result)
+    return part
 
 
 def ui_message_chunks(records: Iterable[EventRecord]) -> Iterator[dict[str, Any]]:

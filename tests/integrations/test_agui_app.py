@@ -397,9 +397,12 @@ class TestRefusals:
     def test_a_new_run_while_the_thread_waits(
         self, client: httpx.Client, url: str
     ) -> None:
-        """A thread with open interrupts takes only their answers."""
-        interrupted(client, url)
-        self.refused(client.post(url, json=run_input(run="r2")), 409, "resume")
+        """A thread with open interrupts posted back unanswered, with no new
+        message, takes only their answers."""
+        snapshot = interrupted(client, url)[-2]["messages"]
+        self.refused(
+            client.post(url, json=run_input(snapshot, run="r2")), 409, "resume"
+        )
 
     def test_an_unknown_interrupt(self, client: httpx.Client, url: str) -> None:
         """An interrupt this app never made."""
@@ -510,7 +513,9 @@ class TestRuns:
         """An interrupted run that cannot be saved ends with RUN_ERROR."""
 
         with serving(
-            create_agui_app(agent=WeatherAgent(), store=UnsavingStore())
+            create_agui_app(
+                agent=WeatherAgent(), store=UnsavingStore(), expose_errors=True
+            )
         ) as url:
             out = answers(client.post(url, json=run_input()))
         assert out[-1] == {

@@ -21,6 +21,7 @@ from langhooks import (
     ToolContext,
 )
 from langhooks.chain import LLMChain, Tool
+from langhooks.integrations._frontend_records import tool_result_text
 from langhooks.integrations.agui import create_agui_app
 from langhooks.integrations.postgres import PostgresRunStore
 from langhooks.integrations.ui_messages import create_ui_message_app
@@ -125,8 +126,9 @@ class TestAPostgresStoreInTheAguiApp:
                     first = answers(client.post(app, json=run_input(thread=thread)))
                     finished = first[-1]
                     assert finished["outcome"]["type"] == "interrupt"
-                    again = client.post(app, json=run_input(thread=thread, run="r2"))
-                    _refused(again, 409, "waits for answers")
+                    snapshot = first[-2]["messages"]
+                    body = run_input(snapshot, thread=thread, run="r2")
+                    _refused(client.post(app, json=body), 409, "waits for answers")
                     resume = approve(finished)
                     body = run_input(thread=thread, run="r3", resume=resume)
                     done = answers(client.post(app, json=body))
@@ -177,32 +179,34 @@ class Gate(ChainCallbackHandler):
 
 
 class TestANewMessageWhileCallsWait:
-    """A new message while calls wait is refused naming them and the ways on,
-    never run past them (issue 37, 7)."""
+    """A conversation posted back without answering the waiting calls, and no
+    new message, is refused naming them and the ways on (issue 37, 7); a new
+    message rejects them instead (issue 41, 1: test_frontend_moves_on)."""
 
     def test_agui_thread_in_the_store(self, client: httpx.Client) -> None:
         """The AG-UI app's 409 names the waiting call and how to answer it."""
         with serving(create_agui_app(agent=WeatherAgent())) as url:
-            answers(client.post(url, json=run_input()))
-            again = client.post(url, json=run_input(run="r2"))
+            first = answers(client.post(url, json=run_input()))
+            posted_back = run_input(first[-2]["messages"], run="r2")
+            again = client.post(url, json=posted_back)
         _refused(again, 409, "get_weather ('call_1')")
         assert '"cancelled" to abandon it' in again.json()["error"]
+        assert "send a new user message (it rejects them)" in again.json()["error"]
 
     def test_ui_chat_in_the_store(self, client: httpx.Client) -> None:
         """The UI-message app's 409 names the waiting call and how to answer it."""
         with serving(create_ui_message_app(agent=WeatherAgent())) as url:
             out = chunks(client.post(url, json=chat([USER])))
-            again = chat([USER, assistant_of(out), {**USER, "id": "user-2"}])
-            refused = client.post(url, json=again)
+            refused = client.post(url, json=chat([USER, assistant_of(out)]))
         _refused(refused, 409, "get_weather ('call_1')")
-        assert "abandon" in refused.json()["error"]
+        assert "send a new message (it rejects them)" in refused.json()["error"]
 
     @pytest.mark.parametrize("app", ["agui", "ui"])
     def test_an_agents_chain_with_waiting_calls(
         self, client: httpx.Client, app: str
     ) -> None:
         """An agent whose chain still has waiting calls under the new message
-        gets a 409 naming them; the tool does not run and no model is called."""
+        has them rejected: the tool does not run and the model answers."""
         ran: list[str] = []
         interrupted = _interrupted_chain(ran)
 
@@ -211,14 +215,18 @@ class TestANewMessageWhileCallsWait:
 
         if app == "agui":
             with serving(create_agui_app(agent=agent)) as url:
-                refused = client.post(url, json=run_input())
+                events = answers(client.post(url, json=run_input()))
+            assert events[-1]["type"] == "RUN_FINISHED"
         else:
             with serving(create_ui_message_app(agent=agent)) as url:
-                refused = client.post(url, json=chat([USER]))
-        _refused(refused, 409, "get_weather ('call_1')")
+                out = chunks(client.post(url, json=chat([USER])))
+            assert out[-1] == {"type": "finish", "finishReason": "stop"}
         assert ran == []
         assert isinstance(interrupted.model, ScriptedChatModel)
-        assert interrupted.model.remaining == 1
+        assert interrupted.model.remaining == 0
+        told = interrupted.model.requests[-1].messages
+        assert [m.role for m in told[-3:]] == ["assistant", "tool", "user"]
+        assert "moved on" in tool_result_text(told[-2].tool_results[0])
 
     def test_the_serve_app(self) -> None:
         """The web app of ``langhooks serve`` answers a prompt whose chain has
@@ -236,3 +244,33 @@ class TestANewMessageWhileCallsWait:
         assert "get_weather ('call_1')" in error
         assert "abandon_tool_calls(reason)" in error
         assert ran == []
+
+
+class _FailsOnRejection(ChainCallbackHandler):
+    """A handler that raises when a call is rejected."""
+
+    @override
+    def on_tool_execution_failed(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("internal detail: db-7")
+
+
+@pytest.mark.parametrize("app", ["agui", "ui"])
+def test_a_handler_that_fails_on_the_rejection(client: httpx.Client, app: str) -> None:
+    """A new message whose rejection a handler fails on ends with the error's
+    code ("handler_error"), the details kept on the server; nothing runs."""
+    ran: list[str] = []
+    interrupted = _interrupted_chain(ran).add_callback(_FailsOnRejection())
+
+    def agent(messages: Sequence[Message]) -> LLMChain:
+        return interrupted.add_message(Message.user("Something else?"))
+
+    if app == "agui":
+        with serving(create_agui_app(agent=agent)) as url:
+            events = answers(client.post(url, json=run_input()))
+        assert events[-1]["code"] == "handler_error"
+        assert "db-7" not in events[-1]["message"]
+    else:
+        with serving(create_ui_message_app(agent=agent)) as url:
+            out = chunks(client.post(url, json=chat([USER])))
+        assert out[-1]["errorText"].startswith("handler_error: the run failed")
+    assert ran == []

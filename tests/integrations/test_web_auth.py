@@ -224,7 +224,9 @@ class WebApp(Subject):
 class AguiApp(Subject):
     name = "create_agui_app"
     asks: ClassVar[dict[tuple[str, str], tuple[Action, ...]]] = {
-        ("POST", "/"): ("start", "decide")
+        ("POST", "/"): ("start", "decide"),
+        ("GET", "/{thread_id}/messages"): ("read",),
+        ("GET", "/{thread_id}/stream"): ("read",),
     }
 
     @override
@@ -255,6 +257,9 @@ class AguiApp(Subject):
         run: Waiting,
         headers: dict[str, str],
     ) -> Answer:
+        if route[0] == "GET":
+            path = route[1].replace("{thread_id}", run.body["threadId"])
+            return send("GET", base + path.lstrip("/"), headers, None, whole=True)
         body = run.body if action == "decide" else self.start(uuid.uuid4().hex)
         return send("POST", base, headers, body, whole=True)
 
@@ -262,7 +267,9 @@ class AguiApp(Subject):
 class UiMessageApp(Subject):
     name = "create_ui_message_app"
     asks: ClassVar[dict[tuple[str, str], tuple[Action, ...]]] = {
-        ("POST", "/"): ("start", "decide")
+        ("POST", "/"): ("start", "decide"),
+        ("GET", "/{chat_id}/messages"): ("read",),
+        ("GET", "/{chat_id}/stream"): ("read",),
     }
 
     @override
@@ -298,6 +305,9 @@ class UiMessageApp(Subject):
         run: Waiting,
         headers: dict[str, str],
     ) -> Answer:
+        if route[0] == "GET":
+            path = route[1].replace("{chat_id}", run.body["id"])
+            return send("GET", base + path.lstrip("/"), headers, None, whole=True)
         body = run.body if action == "decide" else self.start(uuid.uuid4().hex)
         return send("POST", base, headers, body, whole=True)
 
@@ -595,8 +605,8 @@ class TestOwnerOnlyOnTheFrontends:
 
     @pytest.mark.parametrize("name", ["create_agui_app", "create_ui_message_app"])
     def test_a_thread_id_is_each_users_own(self, name: str) -> None:
-        """Another user's run waiting on the same thread (chat) id is neither told
-        of nor in the way; the user's own still is."""
+        """Another user's run waiting on the same thread (chat) id is neither
+        read, nor in the way, nor rejected by the user's new message."""
         subject = SUBJECTS[name]
         with serving(subject.make(owner_only(user_of))) as base:
             thread = uuid.uuid4().hex
@@ -606,11 +616,16 @@ class TestOwnerOnlyOnTheFrontends:
             assert alices.status == 200
             bobs = send("POST", base, as_user("bob"), subject.start(thread), whole=True)
             assert bobs.status == 200
+            read = f"{base}{thread}/messages"
+            first = httpx.get(read, headers=as_user("alice")).json()
+            bobs_run = httpx.get(read, headers=as_user("bob")).json()
+            assert first != bobs_run
             again = send(
                 "POST", base, as_user("alice"), subject.start(thread), whole=True
             )
-            assert again.status == 409
-            assert thread in again.refusal["error"]
+            assert again.status == 200  # a new message: her waiting run rejected
+            assert httpx.get(read, headers=as_user("alice")).json() != first
+            assert httpx.get(read, headers=as_user("bob")).json() == bobs_run
 
 
 class TestOrigin:
