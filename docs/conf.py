@@ -101,6 +101,9 @@ nitpick_ignore_regex += [("py:exc", r"redis\..*")]
 # The MCP SDK's sessions and types, and anyio's portal (the mcp extra): no inventory
 # shipped either.
 nitpick_ignore_regex += [("py:class", r"(mcp|mcp_types|anyio)\..*")]
+# Google ADK's and Strands' types (the google-adk and strands extras): no inventory
+# shipped either.
+nitpick_ignore_regex += [("py:class", r"(google\.adk|strands)\..*")]
 # psycopg's connections and pools (the postgres extra): no inventory shipped either.
 nitpick_ignore_regex += [("py:class", r"psycopg(_pool)?\..*")]
 # The provider SDKs' clients a model takes as client= (no inventories shipped).

@@ -40,8 +40,9 @@ class TestReadme:
 
 class TestExtras:
     def test_all_means_every_extra_and_the_table_lists_them(self) -> None:
-        """``langhooks[all]`` installs every extra but dev and bench, and
-        getting-started's table lists exactly those extras."""
+        """``langhooks[all]`` installs every extra but dev, bench and the two whose
+        pins conflict with the others', and getting-started's table lists every
+        extra."""
         import tomllib
 
         project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
@@ -51,7 +52,9 @@ class TestExtras:
             names = re.fullmatch(r"langhooks\[([a-z,-]+)\]", requirement)
             assert names, requirement
             included |= set(names.group(1).split(","))
-        assert included == extras
+        # Google ADK's and Strands' pins conflict with other extras' (pyproject.toml
+        # says which): pip could not install `all` with them.
+        assert included == extras - {"google-adk", "strands"}
         page = (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
         listed = set(re.findall(r"^\| `langhooks\[([\w-]+)\]`", page, re.M))
         assert listed == extras | {"all"}

@@ -1,0 +1,1 @@
+"""The Google ADK bridge: a ``BasePlugin`` that fires langhooks events."""

@@ -1,0 +1,1 @@
+"""The Strands Agents bridge: a ``HookProvider`` that fires langhooks events."""
