@@ -87,10 +87,6 @@ class NoOpMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return None
 
     @override
-    def after_model(self, state: AgentState[Any], runtime: Any) -> None:
-        return None
-
-    @override
     def after_agent(self, state: AgentState[Any], runtime: Any) -> None:
         return None
 
