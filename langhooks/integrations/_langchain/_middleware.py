@@ -452,16 +452,15 @@ class LangHooksMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return run.event(_C.on_tool_call_review, call, run.tools[call.name], context)
 
     def _announce(self, run: BridgedRun, plans: Sequence[_Plan]) -> list[Event]:
+        """The failures and starts review settled, for the handlers that hear them."""
         events: list[Event] = []
         for plan in plans:
             if plan.result is not None and not plan.result.is_interrupt:
-                events.append(
-                    run.event(_C.on_tool_execution_failed, plan.call, plan.result)
-                )
+                run.emit(events, _C.on_tool_execution_failed, plan.call, plan.result)
         for plan in plans:
             tool = run.tool(plan.call.name)
             if plan.result is None and tool is not None:
-                events.append(run.event(_C.on_tool_execution_started, plan.call, tool))
+                run.emit(events, _C.on_tool_execution_started, plan.call, tool)
         return events
 
     # --- tool calls -------------------------------------------------------------------
