@@ -33,6 +33,7 @@ from ..._core._messages import (
     ToolCall,
     ToolResult,
     trusted_partial_response,
+    trusted_text_delta,
 )
 from ..._core._model import ChatRequest
 from ..._core._result import run_result
@@ -326,11 +327,7 @@ class BridgedRun:
                         (STREAM, "on_partial_response", (partial, call.text_context))
                     )
             if self.deltas:
-                delta = (
-                    MessageDelta(thinking=piece)
-                    if thinking
-                    else MessageDelta(text=piece)
-                )
+                delta = trusted_text_delta(piece, thinking=thinking)
                 events.append((CHAIN, "on_llm_new_delta", (self.chain, (delta,))))
         if isinstance(chunk, AIMessageChunk):
             for fragment in chunk.tool_call_chunks:
