@@ -158,11 +158,17 @@ def _observed(observer: BaseCallbackHandler) -> Iterator[None]:
 
 
 def _with_batch(
-    response: ModelResponse[Any], decisions: Mapping[str, Any]
-) -> ExtendedModelResponse[Any]:
+    request: ModelRequest[Any],
+    response: ModelResponse[Any],
+    decisions: Mapping[str, Any],
+) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
     """The model's answer, with the settled decisions of its calls saved in the
     agent's state (``langhooks_batch``) beside it: the tool step reads them there,
-    also after a checkpointed pause resumed in another process."""
+    also after a checkpointed pause resumed in another process. Without a
+    decision to save and none saved before, the answer alone (a state update
+    costs the graph a write per turn)."""
+    if not decisions and not request.state.get(_BATCH):
+        return response
     return ExtendedModelResponse(
         model_response=response, command=Command(update={_BATCH: dict(decisions)})
     )
@@ -365,7 +371,7 @@ class LangHooksMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
-    ) -> ExtendedModelResponse[Any]:
+    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         run, events = self._model_step(request)
         handlers = self._sync
         handlers.deliver(run, events)
@@ -393,14 +399,14 @@ class LangHooksMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 decisions[call.call_id] = encode(decision)
             plans.append(_settled(call, decision))
         handlers.deliver(run, self._announce(run, plans))
-        return _with_batch(response, decisions)
+        return _with_batch(request, response, decisions)
 
     @override
     async def awrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
-    ) -> ExtendedModelResponse[Any]:
+    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         run, events = self._model_step(request)
         handlers = self._async_handlers
         await handlers.adeliver(run, events)
@@ -428,7 +434,7 @@ class LangHooksMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 decisions[call.call_id] = encode(decision)
             plans.append(_settled(call, decision))
         await handlers.adeliver(run, self._announce(run, plans))
-        return _with_batch(response, decisions)
+        return _with_batch(request, response, decisions)
 
     # --- review -----------------------------------------------------------------------
 
