@@ -28,6 +28,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+# This checkout's langhooks (and tests), not an installed one: imported first.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 import _harness
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, AgentState
@@ -40,8 +43,6 @@ from langhooks.integrations.langchain import (
     LangHooksCallbackHandler,
     LangHooksMiddleware,
 )
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.bridges._langchain_model import ScriptedChatModel
 from tests.bridges._script import Turn
 
@@ -84,10 +85,6 @@ class NoOpMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     @override
     def before_agent(self, state: AgentState[Any], runtime: Any) -> None:
-        return None
-
-    @override
-    def after_model(self, state: AgentState[Any], runtime: Any) -> None:
         return None
 
     @override

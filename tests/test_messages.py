@@ -30,7 +30,11 @@ from langhooks import (
     ToolContext,
     ToolResult,
 )
-from langhooks._core._messages import message_tuple, trusted_partial_response
+from langhooks._core._messages import (
+    message_tuple,
+    trusted_partial_response,
+    trusted_text_delta,
+)
 from langhooks._core._tools import tool_tuple
 
 
@@ -260,6 +264,14 @@ class TestPartials:
         trusted = trusted_partial_response("Hel")
         assert trusted == PartialResponse(text="Hel")
         assert attrs.asdict(trusted) == {"text": "Hel"}
+
+    @pytest.mark.parametrize("thinking", [False, True])
+    def test_trusted_text_delta(self, thinking: bool) -> None:
+        """The bridges' unchecked delta sets every field as the class does."""
+        trusted = trusted_text_delta("Hel", thinking=thinking)
+        checked = MessageDelta(thinking="Hel") if thinking else MessageDelta(text="Hel")
+        assert trusted == checked
+        assert attrs.asdict(trusted) == attrs.asdict(checked)
 
     def test_partial_tool_call(self) -> None:
         """A fragment may have no id yet and empty arguments text."""

@@ -462,6 +462,24 @@ class MessageDelta:
             )
 
 
+def trusted_text_delta(text: str, *, thinking: bool = False) -> MessageDelta:
+    """``MessageDelta(text=text)`` (``thinking=text`` when ``thinking``) without
+    re-running its validators.
+
+    For a bridge's per-token path, where ``text`` is a non-empty str already (the
+    validators double the cost of the one delta built per token). Kept beside the
+    class so a new field cannot be missed here.
+    """
+    delta = object.__new__(MessageDelta)
+    setattr_ = object.__setattr__
+    setattr_(delta, "text", "" if thinking else text)
+    setattr_(delta, "thinking", text if thinking else "")
+    setattr_(delta, "tool_call", None)
+    setattr_(delta, "usage", None)
+    setattr_(delta, "status", None)
+    return delta
+
+
 class FinishReason(enum.StrEnum):
     """Why a model stopped generating.
 

@@ -709,6 +709,18 @@ class TestMiddleware:
             _run(agent, _INPUT, None, mode)
         assert LEDGER == ["Bob", "Bob"]
 
+    def test_review_adds_no_graph_node_per_turn(self) -> None:
+        """The review runs inside the model step: the middleware's only nodes are
+        the run's start and end, none per model turn."""
+        agent = _agent(
+            ScriptedChatModel(turns=[Turn(text="ok")]), RecordingChainHandler()
+        )
+        ours = {name for name in agent.get_graph().nodes if "LangHooks" in name}
+        assert ours == {
+            "LangHooksMiddleware.before_agent",
+            "LangHooksMiddleware.after_agent",
+        }
+
     def test_model_callbacks_are_added_outside_a_graph_too(self) -> None:
         """The model step's callbacks are added whatever the config holds."""
         observer = LangHooksCallbackHandler()

@@ -7,11 +7,14 @@ Where each event comes from:
 - ``wrap_model_call`` adds a callback handler to the model call's config for the
   call's duration, so each attempt's start, tokens, answer and failure become the
   model events (a retry middleware inside this one shows as ``on_llm_retry``).
-- ``after_model`` reviews every call of the answer before any runs (the batch
-  contract): the fold of the handlers' ``on_tool_call_review``, then
-  ``on_tool_execution_failed`` for the denied calls and ``on_tool_execution_started``
-  for those that will run. The settled decisions are saved in the agent's state
-  (``langhooks_batch``), so they survive a checkpoint.
+- after the model answers, still inside ``wrap_model_call``, every call of the
+  answer is reviewed before any runs (the batch contract): the fold of the
+  handlers' ``on_tool_call_review``, then ``on_tool_execution_failed`` for the
+  denied calls and ``on_tool_execution_started`` for those that will run. The
+  settled decisions go into the agent's state (``langhooks_batch``) with the
+  model's answer (an ``ExtendedModelResponse`` command), so they survive a
+  checkpoint. (An ``after_model`` hook would be one more graph node per model
+  turn, which costs about as much as the whole bridge's own work.)
 - ``wrap_tool_call`` honours the decision: runs the call (with rewritten
   arguments; a tool that raises answers the model with an error tool message, as
   under ``LLMChain``, and the run goes on), returns the denial as an error tool
@@ -38,6 +41,7 @@ from typing import Annotated, Any, Final, NotRequired
 from langchain.agents.middleware.types import (
     AgentMiddleware,
     AgentState,
+    ExtendedModelResponse,
     ModelRequest,
     ModelResponse,
     PrivateStateAttr,
@@ -151,6 +155,23 @@ def _observed(observer: BaseCallbackHandler) -> Iterator[None]:
         yield
     finally:
         var_child_runnable_config.reset(token)
+
+
+def _with_batch(
+    request: ModelRequest[Any],
+    response: ModelResponse[Any],
+    decisions: Mapping[str, Any],
+) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+    """The model's answer, with the settled decisions of its calls saved in the
+    agent's state (``langhooks_batch``) beside it: the tool step reads them there,
+    also after a checkpointed pause resumed in another process. Without a
+    decision to save and none saved before, the answer alone (a state update
+    costs the graph a write per turn)."""
+    if not decisions and not request.state.get(_BATCH):
+        return response
+    return ExtendedModelResponse(
+        model_response=response, command=Command(update={_BATCH: dict(decisions)})
+    )
 
 
 class _Plan:
@@ -350,13 +371,13 @@ class LangHooksMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
-    ) -> ModelResponse[Any]:
+    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         run, events = self._model_step(request)
         handlers = self._sync
         handlers.deliver(run, events)
         try:
             with _observed(LangHooksCallbackHandler._for_run(run, handlers)):
-                return handler(request)
+                response = handler(request)
         except GraphInterrupt as pause:  # a middleware inside this one paused
             handlers.deliver(
                 run, run.complete("interrupted", pause_data(pause.args[0]))
@@ -369,19 +390,29 @@ class LangHooksMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             handlers.deliver(run, run.fail(error))
             self._forget(run)
             raise
+        decisions: dict[str, Any] = {}  # Allow when absent
+        plans = []
+        for call in self._calls(run, response):
+            decision = None
+            if handlers.reviews:  # the fold settles a decision for every call
+                decision = handlers.review(self._review_event(run, call, None))
+                decisions[call.call_id] = encode(decision)
+            plans.append(_settled(call, decision))
+        handlers.deliver(run, self._announce(run, plans))
+        return _with_batch(request, response, decisions)
 
     @override
     async def awrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
-    ) -> ModelResponse[Any]:
+    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         run, events = self._model_step(request)
         handlers = self._async_handlers
         await handlers.adeliver(run, events)
         try:
             with _observed(AsyncLangHooksCallbackHandler._for_run(run, handlers)):
-                return await handler(request)
+                response = await handler(request)
         except GraphInterrupt as pause:  # a middleware inside this one paused
             await handlers.adeliver(
                 run, run.complete("interrupted", pause_data(pause.args[0]))
@@ -394,13 +425,23 @@ class LangHooksMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             await handlers.adeliver(run, run.fail(error))
             self._forget(run)
             raise
+        decisions: dict[str, Any] = {}  # Allow when absent
+        plans = []
+        for call in self._calls(run, response):
+            decision = None
+            if handlers.reviews:  # the fold settles a decision for every call
+                decision = await handlers.areview(self._review_event(run, call, None))
+                decisions[call.call_id] = encode(decision)
+            plans.append(_settled(call, decision))
+        await handlers.adeliver(run, self._announce(run, plans))
+        return _with_batch(request, response, decisions)
 
     # --- review -----------------------------------------------------------------------
 
-    def _calls(self, run: BridgedRun, state: Mapping[str, Any]) -> list[ToolCall]:
+    def _calls(self, run: BridgedRun, response: ModelResponse[Any]) -> list[ToolCall]:
         """The calls of the answer to review (a call of an unknown tool is left
         to LangChain, which answers it)."""
-        messages = state.get("messages") or ()
+        messages = response.result
         last = messages[-1] if messages else None
         if not isinstance(last, AIMessage) or not last.tool_calls:
             return []
@@ -417,53 +458,16 @@ class LangHooksMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return run.event(_C.on_tool_call_review, call, run.tools[call.name], context)
 
     def _announce(self, run: BridgedRun, plans: Sequence[_Plan]) -> list[Event]:
+        """The failures and starts review settled, for the handlers that hear them."""
         events: list[Event] = []
         for plan in plans:
             if plan.result is not None and not plan.result.is_interrupt:
-                events.append(
-                    run.event(_C.on_tool_execution_failed, plan.call, plan.result)
-                )
+                run.emit(events, _C.on_tool_execution_failed, plan.call, plan.result)
         for plan in plans:
             tool = run.tool(plan.call.name)
             if plan.result is None and tool is not None:
-                events.append(run.event(_C.on_tool_execution_started, plan.call, tool))
+                run.emit(events, _C.on_tool_execution_started, plan.call, tool)
         return events
-
-    @override
-    def after_model(
-        self, state: AgentState[Any], runtime: Any
-    ) -> dict[str, Any] | None:
-        run, events = self._current(state)
-        handlers = self._sync
-        handlers.deliver(run, events)
-        decisions: dict[str, Any] = {}  # Allow when absent
-        plans = []
-        for call in self._calls(run, state):
-            decision = None
-            if handlers.reviews:  # the fold settles a decision for every call
-                decision = handlers.review(self._review_event(run, call, None))
-                decisions[call.call_id] = encode(decision)
-            plans.append(_settled(call, decision))
-        handlers.deliver(run, self._announce(run, plans))
-        return {_BATCH: decisions}
-
-    @override
-    async def aafter_model(
-        self, state: AgentState[Any], runtime: Any
-    ) -> dict[str, Any] | None:
-        run, events = self._current(state)
-        handlers = self._async_handlers
-        await handlers.adeliver(run, events)
-        decisions: dict[str, Any] = {}  # Allow when absent
-        plans = []
-        for call in self._calls(run, state):
-            decision = None
-            if handlers.reviews:  # the fold settles a decision for every call
-                decision = await handlers.areview(self._review_event(run, call, None))
-                decisions[call.call_id] = encode(decision)
-            plans.append(_settled(call, decision))
-        await handlers.adeliver(run, self._announce(run, plans))
-        return {_BATCH: decisions}
 
     # --- tool calls -------------------------------------------------------------------
 

@@ -33,6 +33,7 @@ from ..._core._messages import (
     ToolCall,
     ToolResult,
     trusted_partial_response,
+    trusted_text_delta,
 )
 from ..._core._model import ChatRequest
 from ..._core._result import run_result
@@ -174,7 +175,7 @@ class BridgedRun:
     def _add(self, message: Message) -> None:
         self.messages = (*self.messages, message)
 
-    def _emit(self, events: list[Event], method: Any, *args: Any) -> None:
+    def emit(self, events: list[Event], method: Any, *args: Any) -> None:
         """Append chain event ``method`` on the current snapshot, when some
         handler hears it."""
         if self.hears is None or method.__name__ in self.hears:
@@ -283,7 +284,7 @@ class BridgedRun:
             error, at = self.failed
             self.failed = None
             waited = max(0.0, time.monotonic() - at)
-            self._emit(events, _C.on_llm_retry, error, waited)
+            self.emit(events, _C.on_llm_retry, error, waited)
         conversation = self.conversation(messages)
         known = self.messages
         if len(conversation) != len(known) or any(
@@ -294,7 +295,7 @@ class BridgedRun:
         if self.hears is None or "on_llm_call_start" in self.hears:
             chain = self.chain
             request = ChatRequest(messages=chain.messages, tools=chain.tools)
-            self._emit(events, _C.on_llm_call_start, chain.model, request)
+            self.emit(events, _C.on_llm_call_start, chain.model, request)
         return events
 
     def token(self, key: Any, chunk: BaseMessage | None, text: str) -> list[Event]:
@@ -326,11 +327,7 @@ class BridgedRun:
                         (STREAM, "on_partial_response", (partial, call.text_context))
                     )
             if self.deltas:
-                delta = (
-                    MessageDelta(thinking=piece)
-                    if thinking
-                    else MessageDelta(text=piece)
-                )
+                delta = trusted_text_delta(piece, thinking=thinking)
                 events.append((CHAIN, "on_llm_new_delta", (self.chain, (delta,))))
         if isinstance(chunk, AIMessageChunk):
             for fragment in chunk.tool_call_chunks:
@@ -392,18 +389,18 @@ class BridgedRun:
             events.append(_stream_event(_S.on_complete_response, response))
         if call.streamed and self.deltas:
             end = MessageDelta(status=answer.status, usage=response.token_usage)
-            self._emit(events, _C.on_llm_new_delta, (end,))
-        self._emit(events, _C.on_llm_call_complete, response)
+            self.emit(events, _C.on_llm_new_delta, (end,))
+        self.emit(events, _C.on_llm_call_complete, response)
         if not call.streamed:
-            self._emit(events, _C.on_llm_new_message, answer)
+            self.emit(events, _C.on_llm_new_message, answer)
         for tool_call in answer.tool_calls:
             tool = self.tools.get(tool_call.name)
             if tool_call.index not in call.identified and tool is not None:
-                self._emit(events, _C.on_tool_call_identified, tool_call, tool)
+                self.emit(events, _C.on_tool_call_identified, tool_call, tool)
         self._add(answer)
-        self._emit(events, _C.on_message_processed, answer)
+        self.emit(events, _C.on_message_processed, answer)
         if response.token_usage is not None:
-            self._emit(events, _C.on_llm_token_usage, response.token_usage)
+            self.emit(events, _C.on_llm_token_usage, response.token_usage)
         self.batch = {c.call_id: None for c in answer.tool_calls}
         return events
 
@@ -434,7 +431,7 @@ class BridgedRun:
         self.tool_runs[key] = (call, tool, invocation)
         events: list[Event] = []
         if announce:
-            self._emit(events, _C.on_tool_execution_started, call, tool)
+            self.emit(events, _C.on_tool_execution_started, call, tool)
         if self.hears is None or "on_tool_pre_execution" in self.hears:
             events.append((PRE, "on_tool_pre_execution", (self.chain, call, tool)))
         return events
@@ -465,7 +462,7 @@ class BridgedRun:
             else _C.on_tool_execution_completed
         )
         events: list[Event] = []
-        self._emit(events, method, call, result)
+        self.emit(events, method, call, result)
         return events + self.settle(call.call_id, result)
 
     def tool_error(self, key: Any, error: BaseException) -> list[Event]:
@@ -516,8 +513,8 @@ class BridgedRun:
             self.batches[tuple(map(id, tools))] = (tools, message)
         self._add(message)
         events: list[Event] = []
-        self._emit(events, _C.on_tool_response_created, message)
-        self._emit(events, _C.on_message_processed, message)
+        self.emit(events, _C.on_tool_response_created, message)
+        self.emit(events, _C.on_message_processed, message)
         return events
 
     def interrupted(self, results: Sequence[ToolResult]) -> list[Event]:
