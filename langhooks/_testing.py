@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from typing_extensions import override
 
 from ._core._chain_callbacks import ChainCallbackHandler, ReviewContext, ReviewDecision
+from ._core._event_fields import call_index
 from ._core._invocation import Invocation, current_invocation
 from ._core._messages import (
     ChatResponse,
@@ -104,9 +105,10 @@ class RecordingChainHandler(_Recorder, ChainCallbackHandler):
         For example ``"on_tool_execution_started get_weather"``.
         """
         lines: list[str] = []
+        events = ChainCallbackHandler._langhooks_own_events
         for event, args in list(self.events):
-            call = next((a for a in args if isinstance(a, ToolCall)), None)
-            lines.append(event if call is None else f"{event} {call.name}")
+            index = call_index(event, events[event].params)
+            lines.append(event if index is None else f"{event} {args[index].name}")
         return lines
 
     @override
