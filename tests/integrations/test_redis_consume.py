@@ -318,6 +318,7 @@ class TestConsumerGroups:
             server.wait()
             down = redis.Redis(
                 port=client.connection_pool.connection_kwargs["port"],
+                db=9,
                 socket_connect_timeout=0.3,
                 retry=redis.retry.Retry(redis.backoff.NoBackoff(), 0),
             )

@@ -534,7 +534,7 @@ class TestWrongAddresses:
     @pytest.mark.parametrize(
         ("conninfo", "words"),
         [
-            ("redis://127.0.0.1:6379/0", "RedisRunStore takes Redis"),
+            ("redis://127.0.0.1:6379/9", "RedisRunStore takes Redis"),
             ("http://example.invalid/", "got a http:// URL"),
             ("not a conninfo", "not a PostgreSQL conninfo"),
         ],

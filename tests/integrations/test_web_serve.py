@@ -278,7 +278,7 @@ class TestServe:
     ) -> None:
         """Without redis-py, --redis names the extra to install."""
         monkeypatch.setitem(sys.modules, "redis", None)
-        args = _parser().parse_args(["serve", "--redis", "redis://127.0.0.1:6379"])
+        args = _parser().parse_args(["serve", "--redis", "redis://127.0.0.1:6379/9"])
         assert _serve_cli.run(args) == 2
         assert "pip install 'langhooks[redis]'" in capsys.readouterr().err
 
