@@ -227,6 +227,25 @@ PAIRS: Final = (
         exact={"an async store's backend gives": "a synchronous store's backend gives"},
     ),
     Pair(
+        "integrations/_langchain/_callbacks_async.py",
+        "integrations/_langchain/_callbacks_sync.py",
+        what="the LangChain callback handler",
+        exact={
+            "AsyncCallbackHandler": "BaseCallbackHandler",
+            " Sync and async langhooks handlers attach;\n    the async ones are"
+            " awaited.": "",
+            (
+                "Attach langhooks handlers, sync or async.\n\n        Raises:\n"
+                "            TypeError: a handler is not a langhooks handler."
+            ): (
+                "Attach sync langhooks handlers.\n\n        Raises:\n"
+                "            TypeError: a handler is not a langhooks handler, or is an"
+                " async\n                one (the async twin takes those)."
+            ),
+        },
+        prefixed=frozenset({"ainvoke", "adeliver", "areview"}),
+    ),
+    Pair(
         "_persist/_resume_async.py",
         "_persist/_resume_sync.py",
         what="a resume, at most once per call",

@@ -73,7 +73,8 @@ from ..._core._messages import ToolCall, ToolResult
 from ..._persist._codec_api import decode, encode
 from ...chain._decision import Decision
 from ...chain._tool_results import error_result, interrupted_result, result_of
-from ._callbacks import AsyncLangHooksCallbackHandler, LangHooksCallbackHandler
+from ._callbacks_async import AsyncLangHooksCallbackHandler
+from ._callbacks_sync import LangHooksCallbackHandler
 from ._convert import model_name
 from ._deliver import Handlers
 from ._run import BridgedRun, Event, new_invocation, pause_data
