@@ -14,7 +14,8 @@ except ImportError as _missing:  # pragma: no cover - the extra is installed in 
         "pip install 'langhooks[google-adk]'"
     ) from _missing
 
+from ._bridging._warnings import BridgeWarning
 from ._google_adk._convert import confirmations
 from ._google_adk._plugin import LangHooksPlugin
 
-__all__ = ["LangHooksPlugin", "confirmations"]
+__all__ = ["BridgeWarning", "LangHooksPlugin", "confirmations"]

@@ -23,7 +23,7 @@ except ImportError as _missing:  # pragma: no cover  # tested in a subprocess
         "pip install 'langhooks[langchain]'"
     ) from _missing
 
-from ._langchain._callbacks import BridgeWarning
+from ._bridging._warnings import BridgeWarning
 from ._langchain._callbacks_async import AsyncLangHooksCallbackHandler
 from ._langchain._callbacks_sync import LangHooksCallbackHandler
 from ._langchain._convert import FrameworkModel

@@ -15,6 +15,7 @@ except ImportError as _missing:  # pragma: no cover - the extra is installed in 
         "pip install 'langhooks[openai-agents]'"
     ) from _missing
 
+from ._bridging._warnings import BridgeWarning
 from ._openai_agents._hooks import LangHooksRunHooks, apply_decisions
 
-__all__ = ["LangHooksRunHooks", "apply_decisions"]
+__all__ = ["BridgeWarning", "LangHooksRunHooks", "apply_decisions"]

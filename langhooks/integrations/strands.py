@@ -14,7 +14,8 @@ except ImportError as _missing:  # pragma: no cover - the extra is installed in 
         "pip install 'langhooks[strands]'"
     ) from _missing
 
+from ._bridging._warnings import BridgeWarning
 from ._strands._convert import interrupt_responses
 from ._strands._hooks import LangHooksHookProvider
 
-__all__ = ["LangHooksHookProvider", "interrupt_responses"]
+__all__ = ["BridgeWarning", "LangHooksHookProvider", "interrupt_responses"]

@@ -53,6 +53,7 @@ from langhooks.integrations._google_adk._convert import (  # noqa: E402
     usage_of,
 )
 from langhooks.integrations.google_adk import (  # noqa: E402
+    BridgeWarning,
     LangHooksPlugin,
     confirmations,
 )
@@ -289,7 +290,7 @@ class TestReview:
         again = runner(place, [Stubborn()], turns=TURNS[2:])
         answer = confirmations(_events(again, place), {"call_4": Decision.approve()})
         with pytest.warns(
-            UserWarning, match="ADK cannot ask twice, so the call is denied"
+            BridgeWarning, match="ADK cannot ask twice, so the call is denied"
         ):
             events = _run(again, place, answer)
         answers = [r.response for e in events for r in e.get_function_responses()]

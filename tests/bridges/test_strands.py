@@ -46,6 +46,7 @@ from langhooks.integrations._strands._convert import (  # noqa: E402
     usage_of,
 )
 from langhooks.integrations.strands import (  # noqa: E402
+    BridgeWarning,
     LangHooksHookProvider,
     interrupt_responses,
 )
@@ -227,7 +228,7 @@ class TestReview:
 
         paused = self._paused(place)
         bot = agent(place, [Stubborn()], turns=TURNS[2:])
-        with pytest.warns(UserWarning, match="Strands cannot pause a call twice"):
+        with pytest.warns(BridgeWarning, match="Strands cannot pause a call twice"):
             bot(interrupt_responses(paused, {"call_4": Decision.approve()}))
         assert ledger_count(place.ledger) == 0
 

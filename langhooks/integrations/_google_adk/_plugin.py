@@ -43,6 +43,7 @@ from ...chain._tool_results import short_description
 from .._bridging._chain import FrameworkModel
 from .._bridging._run import BridgeHandlers, FrameworkRun, response_of
 from .._bridging._tool_scope import ToolScopes
+from .._bridging._warnings import BridgeWarning
 from ._convert import (
     CONFIRMATION,
     DECISION_KEY,
@@ -320,7 +321,7 @@ class LangHooksPlugin(BasePlugin):
             warnings.warn(
                 f"the review interrupted tool call {call.call_id!r} again after the "
                 f"user's confirmation; ADK cannot ask twice, so the call is denied",
-                UserWarning,
+                BridgeWarning,
                 stacklevel=2,
             )
             plan = Deny(

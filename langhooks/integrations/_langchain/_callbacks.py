@@ -28,16 +28,9 @@ from langgraph.errors import GraphInterrupt
 from ..._core._chain_callbacks import Allow, ChainCallbackHandler, ReviewContext
 from ..._core._invocation import current_invocation
 from ..._core._messages import LangHooksError, ToolCall
+from .._bridging._warnings import BridgeWarning
 from ._convert import model_name
 from ._run import BridgedRun, Event, new_invocation, pause_data
-
-__all__ = ["BridgeWarning"]
-
-
-class BridgeWarning(UserWarning):
-    """A bridge could not do what a handler asked (a review decision a callback
-    cannot honour): the call was refused instead."""
-
 
 _HOOKS: Final = ("before_agent", "before_model", "after_model", "after_agent")
 

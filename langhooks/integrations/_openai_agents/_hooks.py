@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
-import logging
+import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, final
 
@@ -53,12 +53,12 @@ from ...chain._decision import Decision
 from ...chain._tool_results import short_description
 from .._bridging._chain import FrameworkModel, stand_in_tool
 from .._bridging._run import BridgeHandlers, FrameworkRun, response_of
+from .._bridging._warnings import BridgeWarning
 from ._convert import arguments_of, input_messages, message_of, usage_of
 from ._model import ListenedModel
 
 __all__ = ["LangHooksRunHooks", "apply_decisions"]
 
-logger: Final = logging.getLogger("langhooks.integrations.openai_agents")
 
 #: Why an ``UpdateArguments`` review (or a human's edit) denies the call.
 CANNOT_REWRITE: Final = (
@@ -352,11 +352,10 @@ class LangHooksRunHooks(RunHooks[Any]):
         """Report a call review denied (an ``UpdateArguments`` too: fail closed)."""
         plan = batch.plans[call.call_id]
         if isinstance(plan, UpdateArguments):
-            logger.warning(
-                "langhooks: tool call %s (%s): %s",
-                call.call_id,
-                call.name,
-                CANNOT_REWRITE,
+            warnings.warn(
+                f"tool call {call.call_id!r} ({call.name}): {CANNOT_REWRITE}",
+                BridgeWarning,
+                stacklevel=2,
             )
             plan = batch.plans[call.call_id] = Deny(CANNOT_REWRITE)
         if isinstance(plan, Deny):
@@ -520,5 +519,7 @@ def apply_decisions(
         elif decision.kind == "reject":
             state.reject(item, rejection_message=decision.reason)
         else:
-            logger.warning("langhooks: tool call %s: %s", call_id, CANNOT_REWRITE)
+            warnings.warn(
+                f"tool call {call_id!r}: {CANNOT_REWRITE}", BridgeWarning, stacklevel=2
+            )
             state.reject(item, rejection_message=_denial(CANNOT_REWRITE))

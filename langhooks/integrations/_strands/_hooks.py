@@ -43,6 +43,7 @@ from ..._core._messages import LangHooksError, ToolCall, ToolResult
 from .._bridging._chain import FrameworkModel
 from .._bridging._run import BridgeHandlers, FrameworkRun, response_of
 from .._bridging._tool_scope import ToolScopes
+from .._bridging._warnings import BridgeWarning
 from ._convert import (
     DECISION_KEY,
     INTERRUPT_NAME,
@@ -330,7 +331,7 @@ class LangHooksHookProvider:
             warnings.warn(
                 f"the review interrupted tool call {call.call_id!r} again after a "
                 f"human's decision; Strands cannot pause a call twice, so it is denied",
-                UserWarning,
+                BridgeWarning,
                 stacklevel=2,
             )
             plan = Deny(
