@@ -60,7 +60,6 @@ if TYPE_CHECKING:
 __all__ = ["LoggingHandler"]
 
 DEBUG: Final = logging.DEBUG
-WARNING: Final = logging.WARNING
 ERROR: Final = logging.ERROR
 
 
