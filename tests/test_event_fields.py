@@ -16,7 +16,7 @@ from langhooks._core._event_fields import (
 )
 from langhooks._core._messages import ToolCall
 from langhooks._core._stream_handler import StreamingChatResponseHandler
-from langhooks.integrations.logging import _call
+from langhooks.integrations._event_lines import call_extra
 
 SPECS = (
     (ChainCallbackHandler._langhooks_own_events, CHAIN_FIELDS),
@@ -75,5 +75,5 @@ def test_logging_carries_the_data_fields_of_a_call() -> None:
     call = ToolCall(call_id="c1", name="get_weather", arguments={"city": "Paris"})
     row = CHAIN_FIELDS["on_tool_pre_execution"]
     data = {f.name: f.of({"call": call}) for f in row if f.param == "call"}
-    assert _call(call) == data
+    assert call_extra(call) == data
     assert not any(f.content for f in row)

@@ -10,6 +10,10 @@ what it carried; consecutive streamed pieces of one kind share a line::
       on_tool_call_review          get_weather {"city": "Paris"}
       on_run_complete              status interrupted
 
+An event's line is its ``recorded`` row in ``integrations/_event_lines.py``; an
+event without one (a newer event too) shows its recorded arguments as
+``name=JSON``.
+
 Text that came from a model or a tool is shown escaped (``repr`` for text, JSON
 for data), as ``langhooks replay`` shows it, so a recording cannot drive the
 terminal. Exit status: 0 when the recording was read, 2 when the file cannot be
@@ -23,18 +27,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final, TextIO
 
-from .._core._terminal import escaped, short_json
-from .._core._terminal_style import progress_text
+from .._core._terminal import escaped
 from .._persist._events import read_numbered_events
 from .._persist._records import EventRecord
+from ..integrations._event_lines import LINES, short, text
 
 __all__ = ["add_arguments", "run"]
 
 _WIDTH: Final = 28
-_LIMIT: Final = 200
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -98,15 +101,6 @@ def _print(printer: _Printer, record: EventRecord, where: str) -> None:
         ) from None
 
 
-def _short(value: object) -> str:
-    return short_json(value, _LIMIT)
-
-
-def _text(value: str) -> str:
-    text = repr(value)
-    return text if len(text) <= _LIMIT else text[: _LIMIT - 4] + "...'"
-
-
 def _value(value: Any) -> Any:
     """A payload value for the generic line: tagged data shown as the data."""
     if isinstance(value, Mapping) and value.get("type") == "Mapping":
@@ -114,107 +108,11 @@ def _value(value: Any) -> Any:
     return value
 
 
-# --- what each event shows ---------------------------------------------------------
-
-
-def _call(payload: Mapping[str, Any]) -> str:
-    call = payload["call"]
-    return f"{call['name']} {_short(call['arguments'])}"
-
-
-def _result_text(result: Mapping[str, Any]) -> str:
-    return "".join(
-        part["content"] for part in result["content"] if part["content_type"] == "text"
-    )
-
-
-def _message(message: Mapping[str, Any]) -> str:
-    if message["role"] == "tool":
-        return f"tool message, {len(message['tool_results'])} result(s)"
-    calls = len(message["tool_calls"])
-    return f"{message['role']} message, {calls} tool call(s)"
-
-
-def _error(error: Mapping[str, Any]) -> str:
-    if error.get("type") == "LangHooksError":
-        return f"{error['error_type']}: {_text(error['message'])}"
-    return f"{error.get('class', '?')}: {_text(str(error.get('message', '')))}"
-
-
-def _usage(usage: Mapping[str, Any]) -> str:
-    total = usage["input_tokens"] + usage["output_tokens"]
-    return f"in {usage['input_tokens']}, out {usage['output_tokens']}, total {total}"
-
-
-def _model_call(payload: Mapping[str, Any]) -> str:
-    model, request = payload["model"], payload["request"]
-    name = model.get("name")
-    count = (
-        payload["chain"]["message_count"]
-        if request.get("messages_of_chain")
-        else len(request["messages"])
-    )
-    label = model.get("class", "?") + (f" {name!r}" if name else "")
-    return f"{label}, {count} message(s), {len(request['tools'])} tool(s)"
-
-
-def _response(response: Mapping[str, Any]) -> str:
-    reason = response["finish_reason"] or "-"
-    return f"finish={reason} status={response['message']['status']}"
-
-
-_DETAILS: Final[dict[str, Callable[[Mapping[str, Any]], str]]] = {
-    "on_run_start": lambda p: f"{p['chain']['message_count']} message(s)",
-    "on_llm_call_start": _model_call,
-    "on_llm_call_complete": lambda p: _response(p["response"]),
-    "on_llm_new_message": lambda p: _message(p["message"]),
-    "on_message_processed": lambda p: _message(p["message"]),
-    "on_message_processing_error": lambda p: _message(p["message"]),
-    "on_error_message_created": lambda p: _message(p["message"]),
-    "on_llm_token_usage": lambda p: _usage(p["usage"]),
-    "on_llm_response_headers": lambda p: f"{len(p['headers']['value'])} header(s)",
-    "on_tool_call_identified": lambda p: (
-        p["tool"]["name"]
-        + (f" ({p['tool']['display_text']})" if p["tool"]["display_text"] else "")
-    ),
-    "on_tool_call_review": lambda p: (
-        _call(p)
-        + (
-            f" (human: {p['review']['human_decision']})"
-            if p["review"]["human_decision"]
-            else ""
-        )
-    ),
-    "on_tool_execution_started": _call,
-    "on_tool_pre_execution": lambda p: p["call"]["name"],
-    "on_tool_progress": lambda p: (
-        f"{p['call']['name']} "
-        + progress_text(
-            p["progress"]["progress"], p["progress"]["total"], p["progress"]["message"]
-        )
-    ),
-    "on_tool_execution_completed": lambda p: (
-        f"{p['call']['name']} -> {_text(_result_text(p['result']))}"
-    ),
-    "on_tool_execution_failed": lambda p: (
-        f"{p['call']['name']}: {_text(_result_text(p['result']))}"
-    ),
-    "on_tool_execution_exception": lambda p: _error(p["exception"]),
-    "on_tool_interrupted": lambda p: (
-        ", ".join(r["name"] for r in p["results"]) + " waits for a human"
-    ),
-    "on_tool_response_created": lambda p: (
-        f"{len(p['message']['tool_results'])} result(s)"
-    ),
-    "on_llm_error": lambda p: _error(p["error"]),
-    "on_error": lambda p: _error(p["error"]),
-    "on_retries_exceeded": lambda p: f"{p['chain']['current_failure_count']} failures",
-    "on_run_complete": lambda p: f"status {p['result']['status']}",
-    "on_complete_tool_call": lambda p: (
-        f"#{p['complete']['index']} {p['complete']['tool_call']['name']} "
-        f"{_short(p['complete']['tool_call']['arguments'])}"
-    ),
-    "on_complete_response": lambda p: _response(p["response"]),
+#: The line of each event that has its own (``_event_lines.LINES``' ``recorded``).
+_DETAILS: Final = {
+    event: lines.recorded
+    for event, lines in LINES.items()
+    if lines.recorded is not None
 }
 
 
@@ -253,7 +151,7 @@ class _Printer:
         if self._open is None:
             return
         event, kind = self._open
-        self.line(event, f"{kind}: {_text(''.join(self._pieces))}")
+        self.line(event, f"{kind}: {text(''.join(self._pieces))}")
         self._open = None
         self._pieces = []
 
@@ -308,7 +206,7 @@ def _detail(record: EventRecord) -> str | None:
         return show(record.payload)
     # An event this command has no line for (a newer one): its arguments as data.
     return " ".join(
-        f"{name}={_short(_value(value))}"
+        f"{name}={short(_value(value))}"
         for name, value in record.payload.items()
         if name != "chain"
     )

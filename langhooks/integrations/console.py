@@ -10,30 +10,27 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final, TextIO
 
 from typing_extensions import override
 
-from .._core._chain_callbacks import ChainCallbackHandler, ReviewContext
-from .._core._invocation import current_invocation
-from .._core._messages import (
-    ChatResponse,
-    LangHooksError,
-    Message,
-    MessageDelta,
-    TokenUsage,
-    ToolCall,
-    ToolResult,
-)
+from .._core._chain_callbacks import ChainCallbackHandler
+from .._core._event_fields import CHAIN_FIELDS, Field
+from .._core._messages import LangHooksError, MessageDelta
 from .._core._terminal_style import Style as _Style
-from .._core._terminal_style import call_arguments as _arguments
-from .._core._terminal_style import progress_text
 from .._core._terminal_style import wants_color as _wants_color
-from .._core._tools import Tool, ToolProgress
+from ._event_lines import (
+    LINES,
+    Console,
+    Lines,
+    field_values,
+    method_factory,
+    pairs_text,
+    params_of,
+)
 
 if TYPE_CHECKING:
-    from .._core._chain_callbacks import ReviewDecision
     from ..chain import LLMChain, RunResult
     from ..models import ChatModel, ChatRequest
 
@@ -46,8 +43,45 @@ def _run_key(chain: LLMChain) -> str:
     return "" if invocation is None else invocation.id
 
 
+def line_methods(
+    fields: Mapping[str, tuple[Field, ...]],
+    params: Mapping[str, tuple[str, ...]],
+    lines: Mapping[str, Lines],
+) -> dict[str, Callable[..., None]]:
+    """One method per event of ``fields``, printing its line: its row in ``lines``,
+    else its fields as ``name=value``. Built once, when the module is imported."""
+    methods: dict[str, Callable[..., None]] = {}
+    for event, row in fields.items():
+        console = lines.get(event, Lines()).console
+        if console is None:
+            values = field_values(row, params[event], data_only=False)
+            console = Console(lambda style, *args, v=values: pairs_text(v(*args)))
+        methods[event] = _line_method(
+            event, console.detail, console.color, len(params[event])
+        )
+    return methods
+
+
+def _line_method(
+    event: str, detail: Callable[..., str], color: str, arity: int
+) -> Callable[..., None]:
+    source = (
+        "def factory(column, detail, color):\n"
+        "    def method(self, {args}):\n"
+        "        self._line(column, detail(self._style, {args}), color)\n"
+        "    return method\n"
+    )
+    make = method_factory(source, arity)
+    method: Callable[..., None] = make(f"{event:<28}", detail, color)
+    method.__name__ = method.__qualname__ = event
+    return method
+
+
 class ConsoleHandler(ChainCallbackHandler):
     """Prints each chain event on one line; streamed text continues its line.
+
+    What the line says is the event's row in ``_event_lines.LINES`` (or its fields);
+    the methods here are the events with more to do than print one line.
 
     Safe to share across threads (tools running concurrently): lines are written
     whole, under a lock.
@@ -62,6 +96,10 @@ class ConsoleHandler(ChainCallbackHandler):
         lines: how many lines those events took (streamed increments of one kind
             continue one line).
     """
+
+    # The table's methods, made once, in the class body (not a base class, which the
+    # API docs would show); a method below replaces the table's for its event.
+    vars().update(line_methods(CHAIN_FIELDS, params_of(ChainCallbackHandler), LINES))
 
     def __init__(self, stream: TextIO | None = None, *, color: bool | None = None):
         self._out: Final = sys.stdout if stream is None else stream
@@ -91,12 +129,15 @@ class ConsoleHandler(ChainCallbackHandler):
             color: the name's colour (one of dim, bold, cyan, green, yellow, red,
                 magenta, blue).
         """
+        self._line(f"{event:<28}", detail, color)
+
+    def _line(self, column: str, detail: str, color: str) -> None:
+        """``line`` with the event's name already padded to its column."""
         with self._lock:
             self._end_line()
             self.count += 1
             self.lines += 1
-            name = self._style(f"{event:<28}", color)
-            self._out.write(f"  {name} {detail}".rstrip() + "\n")
+            self._out.write(f"  {self._style(column, color)} {detail}".rstrip() + "\n")
             self._out.flush()
 
     def note(self, text: str, color: str = "bold") -> None:
@@ -120,12 +161,6 @@ class ConsoleHandler(ChainCallbackHandler):
             self._out.write(f"  {head} {self._style(label, color)} ")
         self._out.write(self._style(text, color) if kind == "thinking" else text)
         self._out.flush()
-
-    @override
-    def on_run_start(self, chain: LLMChain) -> None:
-        invocation = chain.invocation
-        name = "" if invocation is None else f"{invocation.name} {invocation.id[:8]}"
-        self.line("on_run_start", self._style(name, "dim"), "magenta")
 
     @override
     def on_llm_new_delta(self, chain: LLMChain, deltas: Sequence[MessageDelta]) -> None:
@@ -154,115 +189,6 @@ class ConsoleHandler(ChainCallbackHandler):
             self.line("on_llm_new_delta", f"stream {delta.status}{usage}")
 
     @override
-    def on_tool_call_identified(
-        self, chain: LLMChain, call: ToolCall, tool: Tool
-    ) -> None:
-        self.line("on_tool_call_identified", f"{tool.name} ({tool.display_text})")
-
-    @override
-    def on_llm_response_headers(
-        self, chain: LLMChain, headers: Mapping[str, str]
-    ) -> None:
-        self.line("on_llm_response_headers", f"{len(headers)} header(s)")
-
-    @override
-    def on_llm_ratelimit_info(
-        self, chain: LLMChain, info: Mapping[str, object]
-    ) -> None:
-        self.line(
-            "on_llm_ratelimit_info", ", ".join(f"{k}={v}" for k, v in info.items())
-        )
-
-    @override
-    def on_message_processed(self, chain: LLMChain, message: Message) -> None:
-        if message.role == "tool":
-            detail = f"tool message, {len(message.tool_results)} result(s)"
-        else:
-            calls = len(message.tool_calls)
-            detail = f"assistant message, {calls} tool call(s)"
-        self.line("on_message_processed", detail)
-
-    @override
-    def on_llm_new_message(self, chain: LLMChain, message: Message) -> None:
-        self.line("on_llm_new_message", f"{len(message.tool_calls)} tool call(s)")
-
-    @override
-    def on_message_processing_error(self, chain: LLMChain, message: Message) -> None:
-        self.line("on_message_processing_error", "a processor rejected it", "red")
-
-    @override
-    def on_error_message_created(self, chain: LLMChain, message: Message) -> None:
-        self.line("on_error_message_created", message.text, "yellow")
-
-    @override
-    def on_llm_token_usage(self, chain: LLMChain, usage: TokenUsage) -> None:
-        self.line(
-            "on_llm_token_usage",
-            f"in {usage.input_tokens}, out {usage.output_tokens}, "
-            f"total {usage.total_tokens}",
-        )
-
-    @override
-    def on_tool_call_review(
-        self, chain: LLMChain, call: ToolCall, tool: Tool, review: ReviewContext
-    ) -> ReviewDecision | None:
-        human = f" (human: {review.human_decision})" if review.human_decision else ""
-        self.line("on_tool_call_review", f"{call.name}({_arguments(call)}){human}")
-        return None
-
-    @override
-    def on_tool_execution_started(
-        self, chain: LLMChain, call: ToolCall, tool: Tool
-    ) -> None:
-        self.line("on_tool_execution_started", f"{call.name}({_arguments(call)})")
-
-    @override
-    def on_tool_pre_execution(
-        self, chain: LLMChain, call: ToolCall, tool: Tool
-    ) -> None:
-        current = current_invocation()
-        where = "" if current is None else f"in invocation {current.name}"
-        self.line("on_tool_pre_execution", f"{call.name} {self._style(where, 'dim')}")
-
-    @override
-    def on_tool_progress(
-        self, chain: LLMChain, call: ToolCall, progress: ToolProgress
-    ) -> None:
-        report = progress_text(progress.progress, progress.total, progress.message)
-        self.line("on_tool_progress", f"{call.name} {report}")
-
-    @override
-    def on_tool_execution_completed(
-        self, chain: LLMChain, call: ToolCall, result: ToolResult
-    ) -> None:
-        self.line(
-            "on_tool_execution_completed", f"{call.name} -> {result.text}", "green"
-        )
-
-    @override
-    def on_tool_execution_failed(
-        self, chain: LLMChain, call: ToolCall, result: ToolResult
-    ) -> None:
-        self.line("on_tool_execution_failed", f"{call.name}: {result.text}", "red")
-
-    @override
-    def on_tool_execution_exception(
-        self, chain: LLMChain, call: ToolCall, exception: BaseException
-    ) -> None:
-        self.line("on_tool_execution_exception", repr(exception), "red")
-
-    @override
-    def on_tool_interrupted(
-        self, chain: LLMChain, results: Sequence[ToolResult]
-    ) -> None:
-        names = ", ".join(result.name for result in results)
-        self.line("on_tool_interrupted", f"{names} waits for a human", "yellow")
-
-    @override
-    def on_tool_response_created(self, chain: LLMChain, message: Message) -> None:
-        self.line("on_tool_response_created", f"{len(message.tool_results)} result(s)")
-
-    @override
     def on_llm_call_start(
         self, chain: LLMChain, model: ChatModel, request: ChatRequest
     ) -> None:
@@ -276,16 +202,6 @@ class ConsoleHandler(ChainCallbackHandler):
             f"{label}, {len(request.messages)} message(s), {len(request.tools)} tool(s)"
         )
         self.line("on_llm_call_start", detail, "dim")
-
-    @override
-    def on_llm_call_complete(self, chain: LLMChain, response: ChatResponse) -> None:
-        reason = response.finish_reason or "-"
-        detail = f"finish={reason} status={response.message.status}"
-        self.line("on_llm_call_complete", detail, "dim")
-
-    @override
-    def on_llm_error(self, chain: LLMChain, error: LangHooksError) -> None:
-        self.line("on_llm_error", str(error), "red")
 
     @override
     def on_llm_retry(
@@ -303,12 +219,6 @@ class ConsoleHandler(ChainCallbackHandler):
         with self._lock:
             self._attempt.pop(key, None)
             self._retrying.pop(key, None)
-
-    @override
-    def on_retries_exceeded(self, chain: LLMChain) -> None:
-        self.line(
-            "on_retries_exceeded", f"{chain.current_failure_count} failures", "red"
-        )
 
     @override
     def on_error(self, chain: LLMChain, error: LangHooksError) -> None:

@@ -32,59 +32,96 @@ keep the raw values. The traceback of an attached exception is the formatter's
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, overload
 
 from typing_extensions import override
 
-from .._core._chain_callbacks import ChainCallbackHandler, ReviewContext
+from .._core._chain_callbacks import ChainCallbackHandler
+from .._core._event_fields import CHAIN_FIELDS, STREAM_FIELDS, Field
 from .._core._invocation import current_invocation
-from .._core._messages import (
-    ChatResponse,
-    CompleteToolCall,
-    LangHooksError,
-    Message,
-    MessageDelta,
-    PartialResponse,
-    PartialThinking,
-    PartialToolCall,
-    TokenUsage,
-    ToolCall,
-    ToolResult,
-)
-from .._core._streaming import (
-    PartialResponseContext,
-    PartialThinkingContext,
-    PartialToolCallContext,
-    StreamingChatResponseHandler,
-)
+from .._core._messages import LangHooksError, MessageDelta
+from .._core._streaming import StreamingChatResponseHandler
 from .._core._terminal import escaped
-from .._core._tools import Tool, ToolProgress
+from ._event_lines import (
+    LINES,
+    Lines,
+    Log,
+    field_values,
+    method_factory,
+    pairs_text,
+    params_of,
+    usage_extra,
+)
 
 if TYPE_CHECKING:
-    from .._core._chain_callbacks import ReviewDecision
-    from ..chain import LLMChain, RunResult
-    from ..models import ChatModel, ChatRequest
+    from ..chain import LLMChain
 
 __all__ = ["LoggingHandler"]
 
 DEBUG: Final = logging.DEBUG
-WARNING: Final = logging.WARNING
 ERROR: Final = logging.ERROR
 
 
-def _usage(usage: TokenUsage | None) -> dict[str, Any]:
-    if usage is None:
-        return {}
-    return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
+def record_methods(
+    fields: Mapping[str, tuple[Field, ...]],
+    params: Mapping[str, tuple[str, ...]],
+    lines: Mapping[str, Lines],
+    *,
+    chain: bool,
+) -> dict[str, Callable[..., None]]:
+    """One method per event of ``fields``, logging its record: its row in
+    ``lines``, else its data fields in the message and the extras. ``chain``: the
+    events are chain events (the chain their first argument). Built once, when the
+    module is imported."""
+    methods: dict[str, Callable[..., None]] = {}
+    for event, row in fields.items():
+        log = lines.get(event, Lines()).log
+        if log is None:
+            values = field_values(row, params[event], data_only=True)
+            log = Log(
+                lambda *args, v=values: pairs_text(v(*args)),
+                extra=lambda *args, v=values: dict(v(*args)),
+            )
+        attach = params[event].index(log.attach) if log.attach else None
+        methods[event] = _record_method(event, log, attach, chain, len(params[event]))
+    return methods
 
 
-def _call(call: ToolCall) -> dict[str, Any]:
-    return {"tool": call.name, "tool_call_id": call.call_id}
+def _nothing(*args: object) -> str:
+    return ""
+
+
+def _record_method(
+    event: str, log: Log, attach: int | None, chain: bool, arity: int
+) -> Callable[..., None]:
+    # Specialised per row when made: no test of the row's parts per event.
+    level = "self.level" if log.level is None else "fixed"
+    extra = "None" if log.extra is None else "extra({args})"
+    source = (
+        "def factory(event, fixed, detail, extra):\n"
+        "    def method(self, {args}):\n"
+        f"        level = {level}\n"
+        "        if self.logger.isEnabledFor(level):  # else no work at all\n"
+        "            self._emit(level, event, detail({args}), "
+        f"{'a0' if chain else 'None'}, {extra}, "
+        f"{'None' if attach is None else f'a{attach}'})\n"
+        "    return method\n"
+    )
+    detail = _nothing if log.detail is None else log.detail
+    method: Callable[..., None] = method_factory(source, arity)(
+        event, log.level, detail, log.extra
+    )
+    method.__name__ = method.__qualname__ = event
+    return method
 
 
 class LoggingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
     """Logs every chain and streaming event through stdlib ``logging``.
+
+    A record's level, message and extras are its event's row in
+    ``_event_lines.LINES`` (or its data fields); the methods here are the events
+    with more than one record to write or of two specs.
 
     Works as a chain handler (``LLMChain(callbacks=[...])``, also for ``arun()``)
     and as a streaming handler (``model.stream(request, handler)``). Thread-safe:
@@ -97,6 +134,23 @@ class LoggingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
     Raises:
         TypeError: ``logger`` is not a ``logging.Logger`` or ``level`` not an int.
     """
+
+    # The table's methods, made once, in the class body (not a base class, which the
+    # API docs would show); a method below replaces the table's for its event. An
+    # event of both specs (on_error) is the class's own method.
+    vars().update(
+        {
+            event: method
+            for fields, interface, chain in (
+                (STREAM_FIELDS, StreamingChatResponseHandler, False),
+                (CHAIN_FIELDS, ChainCallbackHandler, True),
+            )
+            for event, method in record_methods(
+                fields, params_of(interface), LINES, chain=chain
+            ).items()
+            if event not in CHAIN_FIELDS.keys() & STREAM_FIELDS.keys()
+        }
+    )
 
     def __init__(
         self, logger: logging.Logger | None = None, *, level: int = logging.INFO
@@ -120,9 +174,19 @@ class LoggingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
         extra: Mapping[str, Any] | None = None,
         exc_info: BaseException | None = None,
     ) -> None:
-        logger = self.logger
-        if not logger.isEnabledFor(level):
-            return
+        if self.logger.isEnabledFor(level):
+            self._emit(level, event, detail, chain, extra, exc_info)
+
+    def _emit(
+        self,
+        level: int,
+        event: str,
+        detail: str,
+        chain: LLMChain | None,
+        extra: Mapping[str, Any] | None,
+        exc_info: BaseException | None,
+    ) -> None:
+        """Log a record (``level`` already known to be enabled)."""
         run = None if chain is None or chain.invocation is None else chain.invocation
         current = current_invocation()
         run_id = None if run is None else run.id
@@ -136,29 +200,7 @@ class LoggingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
         # One line whatever the values in ``detail`` (a model picks a tool's
         # name; a provider writes an error's text): escaped here, raw in extras.
         message = escaped(f"{event} {detail}") if detail else event
-        logger.log(level, message, extra=fields, exc_info=exc_info)
-
-    # --- chain events ---------------------------------------------------------------
-
-    @override
-    def on_run_start(self, chain: LLMChain) -> None:
-        self._log(self.level, "on_run_start", "", chain)
-
-    @override
-    def on_llm_call_start(
-        self, chain: LLMChain, model: ChatModel, request: ChatRequest
-    ) -> None:
-        detail = f"{type(model).__name__}, {len(request.messages)} message(s)"
-        self._log(DEBUG, "on_llm_call_start", detail, chain)
-
-    @override
-    def on_llm_call_complete(self, chain: LLMChain, response: ChatResponse) -> None:
-        reason = response.finish_reason
-        detail = f"{response.model_name or 'model'}"
-        if reason is not None:
-            detail += f", finish {reason.value}"
-        extra = _usage(response.token_usage)
-        self._log(self.level, "on_llm_call_complete", detail, chain, extra)
+        self.logger.log(level, message, extra=fields, exc_info=exc_info)
 
     @override
     def on_llm_new_delta(self, chain: LLMChain, deltas: Sequence[MessageDelta]) -> None:
@@ -170,144 +212,9 @@ class LoggingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
                 detail = f"{delta.tool_call.name}: {delta.tool_call.partial_arguments}"
             if delta.status is not None:
                 detail = f"stream {delta.status}"
-            self._log(DEBUG, "on_llm_new_delta", detail, chain, _usage(delta.usage))
-
-    @override
-    def on_llm_new_message(self, chain: LLMChain, message: Message) -> None:
-        calls = len(message.tool_calls)
-        self._log(self.level, "on_llm_new_message", f"{calls} tool call(s)", chain)
-
-    @override
-    def on_llm_ratelimit_info(
-        self, chain: LLMChain, info: Mapping[str, object]
-    ) -> None:
-        detail = ", ".join(f"{key}={value}" for key, value in info.items())
-        self._log(DEBUG, "on_llm_ratelimit_info", detail, chain)
-
-    @override
-    def on_llm_token_usage(self, chain: LLMChain, usage: TokenUsage) -> None:
-        detail = f"in {usage.input_tokens}, out {usage.output_tokens}"
-        self._log(self.level, "on_llm_token_usage", detail, chain, _usage(usage))
-
-    @override
-    def on_llm_response_headers(
-        self, chain: LLMChain, headers: Mapping[str, str]
-    ) -> None:
-        detail = f"{len(headers)} header(s)"
-        self._log(DEBUG, "on_llm_response_headers", detail, chain)
-
-    @override
-    def on_message_processed(self, chain: LLMChain, message: Message) -> None:
-        self._log(self.level, "on_message_processed", f"{message.role} message", chain)
-
-    @override
-    def on_message_processing_error(self, chain: LLMChain, message: Message) -> None:
-        detail = "a message processor rejected the answer"
-        self._log(WARNING, "on_message_processing_error", detail, chain)
-
-    @override
-    def on_error_message_created(self, chain: LLMChain, message: Message) -> None:
-        detail = "the reply to a rejected answer was added"
-        self._log(self.level, "on_error_message_created", detail, chain)
-
-    @override
-    def on_tool_call_identified(
-        self, chain: LLMChain, call: ToolCall, tool: Tool
-    ) -> None:
-        self._log(self.level, "on_tool_call_identified", tool.name, chain, _call(call))
-
-    @override
-    def on_tool_call_review(
-        self, chain: LLMChain, call: ToolCall, tool: Tool, review: ReviewContext
-    ) -> ReviewDecision | None:
-        human = f" (human: {review.human_decision})" if review.human_decision else ""
-        detail = f"{call.name}{human}"
-        self._log(self.level, "on_tool_call_review", detail, chain, _call(call))
-        return None
-
-    @override
-    def on_tool_execution_started(
-        self, chain: LLMChain, call: ToolCall, tool: Tool
-    ) -> None:
-        event = "on_tool_execution_started"
-        self._log(self.level, event, call.name, chain, _call(call))
-
-    @override
-    def on_tool_pre_execution(
-        self, chain: LLMChain, call: ToolCall, tool: Tool
-    ) -> None:
-        self._log(self.level, "on_tool_pre_execution", call.name, chain, _call(call))
-
-    @override
-    def on_tool_progress(
-        self, chain: LLMChain, call: ToolCall, progress: ToolProgress
-    ) -> None:
-        # The message is the tool's own words about its work, as a result's text
-        # would be: only the numbers are logged.
-        total = "" if progress.total is None else f" of {progress.total:g}"
-        detail = f"{call.name} at {progress.progress:g}{total}"
-        self._log(self.level, "on_tool_progress", detail, chain, _call(call))
-
-    @override
-    def on_tool_execution_completed(
-        self, chain: LLMChain, call: ToolCall, result: ToolResult
-    ) -> None:
-        event = "on_tool_execution_completed"
-        self._log(self.level, event, call.name, chain, _call(call))
-
-    @override
-    def on_tool_execution_failed(
-        self, chain: LLMChain, call: ToolCall, result: ToolResult
-    ) -> None:
-        # The result's text is content (a tool's or a reviewer's words): not logged.
-        detail = f"{call.name} failed"
-        self._log(WARNING, "on_tool_execution_failed", detail, chain, _call(call))
-
-    @override
-    def on_tool_execution_exception(
-        self, chain: LLMChain, call: ToolCall, exception: BaseException
-    ) -> None:
-        detail = f"{call.name} raised {type(exception).__name__}: {exception}"
-        extra = _call(call)
-        self._log(ERROR, "on_tool_execution_exception", detail, chain, extra, exception)
-
-    @override
-    def on_tool_interrupted(
-        self, chain: LLMChain, results: Sequence[ToolResult]
-    ) -> None:
-        names = ", ".join(result.name for result in results)
-        detail = f"{names} wait(s) for a human"
-        self._log(self.level, "on_tool_interrupted", detail, chain)
-
-    @override
-    def on_tool_response_created(self, chain: LLMChain, message: Message) -> None:
-        detail = f"{len(message.tool_results)} result(s)"
-        self._log(self.level, "on_tool_response_created", detail, chain)
-
-    @override
-    def on_llm_error(self, chain: LLMChain, error: LangHooksError) -> None:
-        extra = {"error_type": error.type}
-        self._log(WARNING, "on_llm_error", str(error), chain, extra)
-
-    @override
-    def on_llm_retry(
-        self, chain: LLMChain, error: LangHooksError, delay: float
-    ) -> None:
-        # At ``level``, not WARNING: the failure already has its WARNING record;
-        # this one says the run is recovering from it.
-        extra = {"error_type": error.type, "retry_delay": delay}
-        detail = f"retrying in {delay:.2f} s after {error.type}"
-        self._log(self.level, "on_llm_retry", detail, chain, extra)
-
-    @override
-    def on_retries_exceeded(self, chain: LLMChain) -> None:
-        detail = f"{chain.current_failure_count} failure(s)"
-        self._log(WARNING, "on_retries_exceeded", detail, chain)
-
-    @override
-    def on_run_complete(self, chain: LLMChain, result: RunResult) -> None:
-        detail = f"status {result.status}"
-        self._log(self.level, "on_run_complete", detail, chain)
+            self._log(
+                DEBUG, "on_llm_new_delta", detail, chain, usage_extra(delta.usage)
+            )
 
     @overload
     def on_error(self, error: BaseException, /) -> None: ...
@@ -331,41 +238,3 @@ class LoggingHandler(ChainCallbackHandler, StreamingChatResponseHandler):
         error_type = getattr(error, "type", type(error).__name__)
         extra = {"error_type": error_type}
         self._log(ERROR, "on_error", str(error), chain, extra, error)
-
-    # --- streaming events -----------------------------------------------------------
-
-    @override
-    def on_partial_response(
-        self, partial: PartialResponse, context: PartialResponseContext
-    ) -> None:
-        self._log(DEBUG, "on_partial_response", partial.text, None)
-
-    @override
-    def on_partial_thinking(
-        self, partial: PartialThinking, context: PartialThinkingContext
-    ) -> None:
-        self._log(DEBUG, "on_partial_thinking", partial.text, None)
-
-    @override
-    def on_partial_tool_call(
-        self, partial: PartialToolCall, context: PartialToolCallContext
-    ) -> None:
-        detail = f"{partial.name}: {partial.partial_arguments}"
-        self._log(DEBUG, "on_partial_tool_call", detail, None)
-
-    @override
-    def on_complete_tool_call(self, complete: CompleteToolCall) -> None:
-        call = complete.tool_call
-        self._log(self.level, "on_complete_tool_call", call.name, None, _call(call))
-
-    @override
-    def on_unmapped_raw_event(self, raw_event: object) -> None:
-        detail = type(raw_event).__name__
-        self._log(DEBUG, "on_unmapped_raw_event", detail, None)
-
-    @override
-    def on_complete_response(self, response: ChatResponse) -> None:
-        reason = response.finish_reason
-        detail = f"finish {reason.value}" if reason is not None else ""
-        extra = _usage(response.token_usage)
-        self._log(self.level, "on_complete_response", detail, None, extra)
