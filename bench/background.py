@@ -41,6 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import _checkout  # noqa: F401  # this checkout's langhooks first
 from _harness import (
     Case,
     Result,

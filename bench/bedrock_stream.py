@@ -32,6 +32,7 @@ import string
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
+import _checkout  # noqa: F401  # this checkout's langhooks first
 from typing_extensions import override
 
 import langhooks as lh

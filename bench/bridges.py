@@ -28,9 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-# This checkout's langhooks (and tests), not an installed one: imported first.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
+import _checkout  # noqa: F401  # this checkout's langhooks first
 import _harness
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, AgentState

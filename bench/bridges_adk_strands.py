@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import _checkout  # noqa: F401  # this checkout's langhooks first
 import _harness
 from google.adk.agents.llm_agent import LlmAgent
 from google.adk.agents.run_config import (  # type: ignore[attr-defined]  # ADK's documented import
@@ -58,8 +59,6 @@ from typing_extensions import override
 from langhooks import ChainCallbackHandler, MessageDelta, ToolCall, ToolResult
 from langhooks.integrations.google_adk import LangHooksPlugin
 from langhooks.integrations.strands import LangHooksHookProvider
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.bridges._adk_model import ScriptedGemini
 from tests.bridges._script import Turn
 from tests.bridges._strands_model import ScriptedStrandsModel

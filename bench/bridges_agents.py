@@ -23,6 +23,7 @@ import sys
 from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from typing import Any
 
+import _checkout  # noqa: F401  # this checkout's langhooks first
 import _harness
 from agents import Agent, Runner, function_tool, set_tracing_disabled
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call

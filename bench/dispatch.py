@@ -19,12 +19,9 @@ import asyncio
 import sys
 import time
 from collections.abc import Awaitable, Sequence
-from pathlib import Path
 from typing import cast
 
-# This checkout's langhooks, not an installed one: imported first.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
+import _checkout  # noqa: F401  # this checkout's langhooks first
 import _harness
 
 

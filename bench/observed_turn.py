@@ -47,6 +47,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import _checkout  # noqa: F401  # this checkout's langhooks first
 import _harness
 import otel
 from opentelemetry.sdk.metrics import MeterProvider

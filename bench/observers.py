@@ -27,10 +27,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import _checkout  # noqa: F401  # this checkout's langhooks first
 from typing_extensions import override
-
-# This checkout's langhooks, not an installed one: imported first.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import langhooks
 from langhooks import Message, MessageDelta, ToolCall, ToolResult

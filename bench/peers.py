@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import _checkout  # noqa: F401  # this checkout's langhooks first
 import _harness
 import blinker
 import pluggy

@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+import _checkout  # noqa: F401  # this checkout's langhooks first
 import attrs
 from typing_extensions import override
 

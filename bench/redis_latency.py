@@ -25,6 +25,7 @@ import time
 import uuid
 from pathlib import Path
 
+import _checkout  # noqa: F401  # this checkout's langhooks first
 import redis
 
 from langhooks import (

@@ -37,6 +37,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+import _checkout  # noqa: F401  # this checkout's langhooks first
 import redis
 
 from langhooks import (

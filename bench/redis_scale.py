@@ -45,6 +45,7 @@ from multiprocessing.synchronize import Event as EventType
 from pathlib import Path
 from typing import Any
 
+import _checkout  # noqa: F401  # this checkout's langhooks first
 import redis
 import redis.asyncio
 import redis.asyncio.cluster

@@ -46,6 +46,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+import _checkout  # noqa: F401  # this checkout's langhooks first
 import psycopg
 import redis
 from typing_extensions import override

@@ -40,6 +40,7 @@ import tracemalloc
 from collections.abc import Callable, Iterator
 from typing import Any, Final, cast
 
+import _checkout  # noqa: F401  # this checkout's langhooks first
 import bedrock_stream  # the Bedrock case: binary eventstream frames
 from typing_extensions import override
 
