@@ -1,0 +1,286 @@
+"""A chat's life in a real browser (issue 41): React pages on the official
+clients, one per protocol, against the frontend apps.
+
+``tests/browser`` holds the pages (``ui.html``: AI SDK 6 ``useChat`` with
+``DefaultChatTransport``; ``agui.html``: an ``@ag-ui/client`` ``HttpAgent``),
+pinned in its ``package.json`` and lock file and bundled with esbuild once per
+test session. Each test serves a page from the same server as the app (the app
+mounted at ``/api/<protocol>/``, as a Next.js rewrite would put it) and drives it
+with Debian's chromium through Playwright: a page keeps only the chat id, in its
+URL. Skipped with a reason without node, the pages' packages or chromium, except
+in CI (CI=true), where that fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import re
+import subprocess
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from starlette.applications import Starlette
+from starlette.routing import Mount
+from starlette.staticfiles import StaticFiles
+
+from langhooks import (
+    ChatResponse,
+    LangHooksError,
+    Message,
+    PartialResponse,
+    PartialResponseContext,
+    StreamingChatResponseHandler,
+    StreamingHandle,
+)
+from langhooks.chain import LLMChain
+from langhooks.chain._chain import ABANDONED
+from langhooks.integrations._frontends._records import tool_result_text
+from langhooks.integrations.agui import create_agui_app
+from langhooks.integrations.ui_messages import create_ui_message_app
+from langhooks.models import ChatRequest, ScriptedChatModel, ScriptedTurn
+
+from .._services import need_command, unavailable
+from ._frontend_agent import ANSWER, FORECAST, QUESTION, WeatherAgent, weather_turns
+from ._web_harness import serving
+from .test_web_browser import browser, expect
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
+
+__all__ = ["browser"]
+
+PAGES = Path(__file__).parents[1] / "browser"
+PROTOCOLS = ["ui", "agui"]
+LOGGER = "langhooks.integrations.frontends"
+
+
+@pytest.fixture(scope="session")
+def chat_pages(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The pages, built once per session from the pinned packages."""
+    program = need_command("node", "install Node.js 20 or later")
+    if not (PAGES / "node_modules" / "esbuild" / "package.json").is_file():
+        unavailable(
+            "the chat pages' packages are not installed: run "
+            "`npm ci --prefix tests/browser`",
+            "the chat pages' packages (npm ci --prefix tests/browser)",
+        )
+    out = tmp_path_factory.mktemp("chat-pages")
+    done = subprocess.run(
+        [program, str(PAGES / "build.mjs"), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    """A fresh page; script errors on it fail the test."""
+    opened = browser.new_page(viewport={"width": 900, "height": 700})
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    try:
+        yield opened
+    finally:
+        opened.close()
+    assert errors == []
+
+
+def site(pages: Path, protocol: str, agent: Any, **options: Any) -> Starlette:
+    """The page and the protocol's app (``agent`` and ``options``) on one server."""
+    create = create_ui_message_app if protocol == "ui" else create_agui_app
+    return Starlette(
+        routes=[
+            Mount(f"/api/{protocol}", create(agent=agent, **options)),
+            Mount("/", StaticFiles(directory=pages, html=True)),
+        ]
+    )
+
+
+def send(page: Page, text: str) -> None:
+    """Type ``text`` in the composer and send it."""
+    page.fill("#prompt", text)
+    page.click("#send")
+
+
+def assistant_texts(page: Page) -> Any:
+    """The texts of the assistant's messages, as a retrying locator."""
+    return page.locator(".message[data-role=assistant] .text")
+
+
+def told(agent: WeatherAgent) -> str:
+    """What the model was last told of the weather call."""
+    messages = agent.model.requests[-1].messages
+    tool = next(m for m in reversed(messages) if m.role == "tool")
+    return tool_result_text(tool.tool_results[0])
+
+
+class HeldAnswer:
+    """A model that streams ``words`` one partial each and, after ``pause``
+    of them, waits until the test sets ``release`` (``reached`` says it got
+    there): the answer is running, half sent, for as long as the test needs."""
+
+    def __init__(self, words: Sequence[str], pause: int) -> None:
+        self.words = list(words)
+        self.pause = pause
+        self.reached = threading.Event()
+        self.release = threading.Event()
+
+    def _message(self) -> Message:
+        return Message.assistant("".join(self.words))
+
+    def stream(
+        self,
+        request: ChatRequest,
+        handler: StreamingChatResponseHandler,
+        *,
+        handle: StreamingHandle | None = None,
+    ) -> ChatResponse:
+        """The words, held after ``pause`` of them."""
+        context = PartialResponseContext(handle=handle or StreamingHandle())
+        for number, word in enumerate(self.words):
+            if number == self.pause:
+                self.reached.set()
+                self.release.wait(30)
+            handler.on_partial_response(PartialResponse(text=word), context)
+        response = ChatResponse(message=self._message())
+        handler.on_complete_response(response)
+        return response
+
+    async def astream(
+        self, request: ChatRequest, handler: Any, *, handle: Any = None
+    ) -> ChatResponse:
+        """As ``stream``, for an app that runs its chains with ``arun``."""
+        context = PartialResponseContext(handle=handle or StreamingHandle())
+        for number, word in enumerate(self.words):
+            if number == self.pause:
+                self.reached.set()
+                await asyncio.to_thread(self.release.wait, 30)
+            called = handler.on_partial_response(PartialResponse(text=word), context)
+            if inspect.isawaitable(called):
+                await called
+        response = ChatResponse(message=self._message())
+        called = handler.on_complete_response(response)
+        if inspect.isawaitable(called):
+            await called
+        return response
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+class TestAReload:
+    def test_mid_answer_shows_the_whole_answer(
+        self, page: Page, chat_pages: Path, protocol: str
+    ) -> None:
+        """The page is reloaded while the answer streams: it follows the
+        answer again from its start (AI SDK: ``resume: true``; AG-UI:
+        ``connectAgent`` on the plain GET) and shows it whole, once."""
+        words = [f"word{n} " for n in range(12)]
+        model = HeldAnswer(words, pause=4)
+
+        def agent(messages: Sequence[Message]) -> LLMChain:
+            return LLMChain(model).add_messages(messages)
+
+        with serving(site(chat_pages, protocol, agent)) as url:
+            page.goto(f"{url}{protocol}.html")
+            send(page, "Count to twelve.")
+            try:
+                assert model.reached.wait(30)
+                expect(assistant_texts(page)).to_have_text("word0 word1 word2 word3")
+                page.reload()
+                # The answer so far, replayed to the reloaded page; then the rest.
+                expect(assistant_texts(page)).to_have_text("word0 word1 word2 word3")
+            finally:
+                model.release.set()
+            expect(assistant_texts(page)).to_have_text("".join(words).strip())
+            expect(page.locator("#chat")).to_have_attribute("data-status", "ready")
+            assert page.locator("#error").count() == 0
+
+    def test_with_only_the_chat_id_finds_the_waiting_approval(
+        self, page: Page, chat_pages: Path, protocol: str
+    ) -> None:
+        """Reloaded while an approval waits, the page reads the thread back
+        (GET /{id}/messages: the question and the waiting call); Approve
+        finishes the run and the tool runs once."""
+        agent = WeatherAgent()
+        with serving(site(chat_pages, protocol, agent)) as url:
+            page.goto(f"{url}{protocol}.html")
+            send(page, QUESTION)
+            expect(page.locator(".tool[data-state=waiting]")).to_have_count(1)
+            page.reload()
+            assert "chat=" in page.url
+            expect(page.locator(".tool[data-state=waiting]")).to_have_count(1)
+            expect(page.locator(".message[data-role=user] .text")).to_have_text(
+                QUESTION
+            )
+            page.click("button.approve")
+            expect(page.locator(".tool .output")).to_have_text(FORECAST)
+            expect(assistant_texts(page).last).to_have_text(ANSWER)
+            expect(page.locator("#chat")).to_have_attribute("data-status", "ready")
+            assert page.locator("button.approve").count() == 0
+        assert agent.runs == [{"city": "Paris"}]
+
+    def test_a_second_message_rejects_the_waiting_approval(
+        self, page: Page, chat_pages: Path, protocol: str
+    ) -> None:
+        """A new message while the approval waits rejects it (the model reads
+        why), is answered, and the chat goes on; the tool never runs."""
+        turns = [
+            weather_turns()[0],
+            ScriptedTurn(text="No weather, then. Anything else?"),
+            ScriptedTurn(text="You are welcome."),
+        ]
+        agent = WeatherAgent(turns)
+        with serving(site(chat_pages, protocol, agent)) as url:
+            page.goto(f"{url}{protocol}.html")
+            send(page, QUESTION)
+            expect(page.locator(".tool[data-state=waiting]")).to_have_count(1)
+            send(page, "Never mind.")
+            expect(assistant_texts(page).last).to_have_text(
+                "No weather, then. Anything else?"
+            )
+            assert page.locator("button.approve").count() == 0
+            send(page, "Thanks!")
+            expect(assistant_texts(page).last).to_have_text("You are welcome.")
+            expect(page.locator("#chat")).to_have_attribute("data-status", "ready")
+            assert page.locator("#error").count() == 0
+            users = page.locator(".message[data-role=user] .text")
+            expect(users).to_have_text([QUESTION, "Never mind.", "Thanks!"])
+        assert agent.runs == []
+        assert told(agent) == ABANDONED
+
+    def test_a_failing_model_shows_a_safe_message(
+        self,
+        page: Page,
+        chat_pages: Path,
+        protocol: str,
+        caplog: pytest.LogCaptureFixture,
+    ) -> None:
+        """The page shows the error's code and the run id, never its details;
+        the server's log has them under that run id."""
+        secret = "the key sk-test-4242 was refused by auth.internal:8443"
+
+        def agent(messages: Sequence[Message]) -> LLMChain:
+            model = ScriptedChatModel([LangHooksError("authentication", secret)])
+            return LLMChain(model).add_messages(messages)
+
+        caplog.set_level(logging.ERROR, logger=LOGGER)
+        with serving(site(chat_pages, protocol, agent)) as url:
+            page.goto(f"{url}{protocol}.html")
+            send(page, "Hello?")
+            expect(page.locator("#error")).to_contain_text("authentication")
+            shown = page.locator("#error").inner_text()
+            html = page.content()
+        assert "sk-test-4242" not in html
+        assert "auth.internal" not in html
+        found = re.search(r"run id '([^']+)'", shown)
+        assert found is not None, shown
+        logged = [r.getMessage() for r in caplog.records if r.name == LOGGER]
+        assert any(found[1] in line and secret in line for line in logged), logged
