@@ -27,6 +27,8 @@ import pytest
 from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
+from starlette.types import Message as ASGIMessage
+from starlette.types import Receive, Scope, Send
 
 from langhooks import (
     ChatResponse,
@@ -45,7 +47,14 @@ from langhooks.integrations.ui_messages import create_ui_message_app
 from langhooks.models import ChatRequest, ScriptedChatModel, ScriptedTurn
 
 from .._services import need_command, unavailable
-from ._frontend_agent import ANSWER, FORECAST, QUESTION, WeatherAgent, weather_turns
+from ._frontend_agent import (
+    ANSWER,
+    FIRST_TEXT,
+    FORECAST,
+    QUESTION,
+    WeatherAgent,
+    weather_turns,
+)
 from ._web_harness import serving
 from .test_web_browser import browser, expect
 
@@ -94,15 +103,40 @@ def page(browser: Browser) -> Iterator[Page]:
     assert errors == []
 
 
-def site(pages: Path, protocol: str, agent: Any, **options: Any) -> Starlette:
-    """The page and the protocol's app (``agent`` and ``options``) on one server."""
-    create = create_ui_message_app if protocol == "ui" else create_agui_app
-    return Starlette(
-        routes=[
-            Mount(f"/api/{protocol}", create(agent=agent, **options)),
-            Mount("/", StaticFiles(directory=pages, html=True)),
+class Site:
+    """The page and the protocol's app (``agent`` and ``options``) on one server,
+    as an ASGI app that records each request's method, path and status."""
+
+    def __init__(self, pages: Path, protocol: str, agent: Any, **options: Any) -> None:
+        create = create_ui_message_app if protocol == "ui" else create_agui_app
+        self.app = Starlette(
+            routes=[
+                Mount(f"/api/{protocol}", create(agent=agent, **options)),
+                Mount("/", StaticFiles(directory=pages, html=True)),
+            ]
+        )
+        self.requests: list[tuple[str, str, int]] = []
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def sending(message: ASGIMessage) -> None:
+            if message["type"] == "http.response.start":
+                entry = (scope["method"], scope["path"], message["status"])
+                self.requests.append(entry)
+            await send(message)
+
+        await self.app(scope, receive, sending)
+
+    def asked(self, route: str) -> list[int]:
+        """The statuses answered to GET ``/api/<protocol>/<chat id>/<route>``."""
+        return [
+            status
+            for method, path, status in self.requests
+            if method == "GET" and path.startswith("/api/") and path.endswith(route)
         ]
-    )
 
 
 def send(page: Page, text: str) -> None:
@@ -175,7 +209,9 @@ class HeldAnswer:
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-class TestAReload:
+class TestAChatsLife:
+    """Each test drives the page of one protocol: ``ui.html`` or ``agui.html``."""
+
     def test_mid_answer_shows_the_whole_answer(
         self, page: Page, chat_pages: Path, protocol: str
     ) -> None:
@@ -188,20 +224,23 @@ class TestAReload:
         def agent(messages: Sequence[Message]) -> LLMChain:
             return LLMChain(model).add_messages(messages)
 
-        with serving(site(chat_pages, protocol, agent)) as url:
+        app = Site(chat_pages, protocol, agent)
+        with serving(app) as url:
             page.goto(f"{url}{protocol}.html")
             send(page, "Count to twelve.")
             try:
                 assert model.reached.wait(30)
-                expect(assistant_texts(page)).to_have_text("word0 word1 word2 word3")
+                expect(assistant_texts(page)).to_have_text(["word0 word1 word2 word3"])
                 page.reload()
                 # The answer so far, replayed to the reloaded page; then the rest.
-                expect(assistant_texts(page)).to_have_text("word0 word1 word2 word3")
+                expect(assistant_texts(page)).to_have_text(["word0 word1 word2 word3"])
             finally:
                 model.release.set()
-            expect(assistant_texts(page)).to_have_text("".join(words).strip())
+            expect(assistant_texts(page)).to_have_text(["".join(words).strip()])
             expect(page.locator("#chat")).to_have_attribute("data-status", "ready")
             assert page.locator("#error").count() == 0
+        # The first page load found no stream; the reload followed the answer.
+        assert app.asked("/stream") == [204, 200]
 
     def test_with_only_the_chat_id_finds_the_waiting_approval(
         self, page: Page, chat_pages: Path, protocol: str
@@ -210,7 +249,8 @@ class TestAReload:
         (GET /{id}/messages: the question and the waiting call); Approve
         finishes the run and the tool runs once."""
         agent = WeatherAgent()
-        with serving(site(chat_pages, protocol, agent)) as url:
+        app = Site(chat_pages, protocol, agent)
+        with serving(app) as url:
             page.goto(f"{url}{protocol}.html")
             send(page, QUESTION)
             expect(page.locator(".tool[data-state=waiting]")).to_have_count(1)
@@ -218,14 +258,16 @@ class TestAReload:
             assert "chat=" in page.url
             expect(page.locator(".tool[data-state=waiting]")).to_have_count(1)
             expect(page.locator(".message[data-role=user] .text")).to_have_text(
-                QUESTION
+                [QUESTION]
             )
             page.click("button.approve")
-            expect(page.locator(".tool .output")).to_have_text(FORECAST)
-            expect(assistant_texts(page).last).to_have_text(ANSWER)
+            expect(page.locator(".tool .output")).to_have_text([FORECAST])
+            expect(assistant_texts(page)).to_have_text([FIRST_TEXT, ANSWER])
             expect(page.locator("#chat")).to_have_attribute("data-status", "ready")
             assert page.locator("button.approve").count() == 0
         assert agent.runs == [{"city": "Paris"}]
+        # Nothing waited on the first load; the reload read the thread back.
+        assert app.asked("/messages") == [404, 200]
 
     def test_a_second_message_rejects_the_waiting_approval(
         self, page: Page, chat_pages: Path, protocol: str
@@ -238,7 +280,7 @@ class TestAReload:
             ScriptedTurn(text="You are welcome."),
         ]
         agent = WeatherAgent(turns)
-        with serving(site(chat_pages, protocol, agent)) as url:
+        with serving(Site(chat_pages, protocol, agent)) as url:
             page.goto(f"{url}{protocol}.html")
             send(page, QUESTION)
             expect(page.locator(".tool[data-state=waiting]")).to_have_count(1)
@@ -272,7 +314,7 @@ class TestAReload:
             return LLMChain(model).add_messages(messages)
 
         caplog.set_level(logging.ERROR, logger=LOGGER)
-        with serving(site(chat_pages, protocol, agent)) as url:
+        with serving(Site(chat_pages, protocol, agent)) as url:
             page.goto(f"{url}{protocol}.html")
             send(page, "Hello?")
             expect(page.locator("#error")).to_contain_text("authentication")

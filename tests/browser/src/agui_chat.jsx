@@ -44,7 +44,7 @@ function useAgentView(agent) {
   return [view, refresh, fail];
 }
 
-function AssistantMessage({ message, results, interrupts, decide }) {
+function AssistantMessage({ message, results, interrupts, busy, decide }) {
   return (
     <Bubble role="assistant" id={message.id}>
       {message.content ? <p className="text">{message.content}</p> : null}
@@ -53,7 +53,7 @@ function AssistantMessage({ message, results, interrupts, decide }) {
         let input;
         try { input = JSON.parse(call.function.arguments); } catch { input = call.function.arguments; }
         return <ToolCard key={call.id} name={call.function.name} input={input} output={results.get(call.id)}
-          waiting={Boolean(interrupt)} onDecide={(approved) => decide(interrupt, approved)} />;
+          waiting={Boolean(interrupt)} busy={busy} onDecide={(approved) => decide(interrupt, approved)} />;
       })}
     </Bubble>
   );
@@ -100,7 +100,7 @@ function Chat({ id }) {
         message.role === "user" ? (
           <Bubble key={message.id} role="user" id={message.id}><p className="text">{message.content}</p></Bubble>
         ) : message.role === "assistant" ? (
-          <AssistantMessage key={message.id} message={message} results={results} interrupts={view.interrupts} decide={decide} />
+          <AssistantMessage key={message.id} message={message} results={results} interrupts={view.interrupts} busy={view.running} decide={decide} />
         ) : null,
       )}
       <ErrorBanner error={view.error} />

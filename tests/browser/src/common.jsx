@@ -45,16 +45,17 @@ export function ErrorBanner({ error }) {
   return error ? <p id="error" role="alert">{error}</p> : null;
 }
 
-/** One tool call: its name, arguments, result, and Approve / Reject while it waits. */
-export function ToolCard({ name, input, output, waiting, onDecide }) {
+/** One tool call: its name, arguments, result, and Approve / Reject while it
+ * waits (disabled while an answer streams: a resumed answer replaces the message). */
+export function ToolCard({ name, input, output, waiting, busy, onDecide }) {
   return (
     <div className="tool" data-name={name} data-state={waiting ? "waiting" : output === undefined ? "called" : "done"}>
       <span className="name">{name}</span> <code className="input">{JSON.stringify(input)}</code>
       {output !== undefined && <pre className="output">{output}</pre>}
       {waiting && (
         <span className="approval">
-          <button className="approve" onClick={() => onDecide(true)}>Approve</button>
-          <button className="reject" onClick={() => onDecide(false)}>Reject</button>
+          <button className="approve" disabled={busy} onClick={() => onDecide(true)}>Approve</button>
+          <button className="reject" disabled={busy} onClick={() => onDecide(false)}>Reject</button>
         </span>
       )}
     </div>

@@ -14,7 +14,7 @@ const transport = new DefaultChatTransport({
   prepareReconnectToStreamRequest: ({ id }) => ({ api: `${API}${encodeURIComponent(id)}/stream` }),
 });
 
-function Part({ part, current, decide }) {
+function Part({ part, current, busy, decide }) {
   if (part.type === "text") return <p className="text">{part.text}</p>;
   if (part.type === "reasoning") return <em className="reasoning">{part.text}</em>;
   if (isToolUIPart(part)) {
@@ -24,7 +24,7 @@ function Part({ part, current, decide }) {
     // An approval on an earlier message was rejected by the later message.
     const waiting = current && part.state === "approval-requested";
     return <ToolCard name={getToolName(part)} input={part.input} output={output}
-      waiting={waiting} onDecide={(approved) => decide(part.approval.id, approved)} />;
+      waiting={waiting} busy={busy} onDecide={(approved) => decide(part.approval.id, approved)} />;
   }
   return null;
 }
@@ -39,17 +39,18 @@ function Chat({ id, saved }) {
   });
   const decide = (approvalId, approved) =>
     addToolApprovalResponse({ id: approvalId, approved, ...(approved ? {} : { reason: "The user said no." }) });
+  const busy = status === "submitted" || status === "streaming";
   return (
     <main id="chat" data-status={status}>
       {messages.map((message, index) => (
         <Bubble key={message.id} role={message.role} id={message.id}>
           {message.parts.map((part, i) => (
-            <Part key={i} part={part} current={index === messages.length - 1} decide={decide} />
+            <Part key={i} part={part} current={index === messages.length - 1} busy={busy} decide={decide} />
           ))}
         </Bubble>
       ))}
       <ErrorBanner error={error && error.message} />
-      <Composer busy={status === "submitted" || status === "streaming"} onSend={(text) => sendMessage({ text })} />
+      <Composer busy={busy} onSend={(text) => sendMessage({ text })} />
     </main>
   );
 }
