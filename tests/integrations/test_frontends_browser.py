@@ -212,7 +212,7 @@ class HeldAnswer:
 class TestAChatsLife:
     """Each test drives the page of one protocol: ``ui.html`` or ``agui.html``."""
 
-    def test_mid_answer_shows_the_whole_answer(
+    def test_a_reload_mid_answer_shows_the_whole_answer(
         self, page: Page, chat_pages: Path, protocol: str
     ) -> None:
         """The page is reloaded while the answer streams: it follows the
@@ -242,7 +242,7 @@ class TestAChatsLife:
         # The first page load found no stream; the reload followed the answer.
         assert app.asked("/stream") == [204, 200]
 
-    def test_with_only_the_chat_id_finds_the_waiting_approval(
+    def test_a_reload_with_only_the_chat_id_finds_the_waiting_approval(
         self, page: Page, chat_pages: Path, protocol: str
     ) -> None:
         """Reloaded while an approval waits, the page reads the thread back
@@ -266,8 +266,10 @@ class TestAChatsLife:
             expect(page.locator("#chat")).to_have_attribute("data-status", "ready")
             assert page.locator("button.approve").count() == 0
         assert agent.runs == [{"city": "Paris"}]
-        # Nothing waited on the first load; the reload read the thread back.
+        # Nothing waited on the first load; the reload read the thread back
+        # and, as it waited, followed no answer.
         assert app.asked("/messages") == [404, 200]
+        assert app.asked("/stream") == [204]
 
     def test_a_second_message_rejects_the_waiting_approval(
         self, page: Page, chat_pages: Path, protocol: str

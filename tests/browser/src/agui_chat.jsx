@@ -99,6 +99,8 @@ function Chat({ id }) {
       {view.messages.map((message) =>
         message.role === "user" ? (
           <Bubble key={message.id} role="user" id={message.id}><p className="text">{message.content}</p></Bubble>
+        ) : message.role === "reasoning" ? (
+          <Bubble key={message.id} role="reasoning" id={message.id}><em className="reasoning">{message.content}</em></Bubble>
         ) : message.role === "assistant" ? (
           <AssistantMessage key={message.id} message={message} results={results} interrupts={view.interrupts} busy={view.running} decide={decide} />
         ) : null,

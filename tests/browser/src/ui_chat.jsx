@@ -33,7 +33,10 @@ function Chat({ id, saved }) {
   const { messages, sendMessage, addToolApprovalResponse, status, error } = useChat({
     id,
     messages: saved,
-    resume: true,
+    // A thread read back waits for approval: no answer of it runs. Otherwise an
+    // answer may be running: GET /{id}/stream follows it (204 when none).
+    // (Resuming the finished answer too would race with an early Approve.)
+    resume: saved.length === 0,
     transport,
     sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
   });
