@@ -38,9 +38,11 @@ from langhooks import (
     PartialResponseContext,
     StreamingChatResponseHandler,
     StreamingHandle,
+    ToolCall,
 )
 from langhooks.chain import LLMChain
 from langhooks.chain._chain import ABANDONED
+from langhooks.cli.demo import ApprovalGate
 from langhooks.integrations._frontends._records import tool_result_text
 from langhooks.integrations.agui import create_agui_app
 from langhooks.integrations.ui_messages import create_ui_message_app
@@ -162,14 +164,23 @@ class HeldAnswer:
     of them, waits until the test sets ``release`` (``reached`` says it got
     there): the answer is running, half sent, for as long as the test needs."""
 
-    def __init__(self, words: Sequence[str], pause: int) -> None:
+    def __init__(
+        self,
+        words: Sequence[str],
+        pause: int,
+        *,
+        calls: Sequence[ToolCall] = (),
+        then: ScriptedChatModel | None = None,
+    ) -> None:
         self.words = list(words)
         self.pause = pause
+        self.calls = list(calls)
+        self.then = then
         self.reached = threading.Event()
         self.release = threading.Event()
 
     def _message(self) -> Message:
-        return Message.assistant("".join(self.words))
+        return Message.assistant("".join(self.words), tool_calls=self.calls)
 
     def stream(
         self,
@@ -178,7 +189,10 @@ class HeldAnswer:
         *,
         handle: StreamingHandle | None = None,
     ) -> ChatResponse:
-        """The words, held after ``pause`` of them."""
+        """The words, held after ``pause`` of them, and the ``calls``; once
+        held, the next calls are ``then``'s."""
+        if self.then is not None and self.reached.is_set():
+            return self.then.stream(request, handler, handle=handle)
         context = PartialResponseContext(handle=handle or StreamingHandle())
         for number, word in enumerate(self.words):
             if number == self.pause:
@@ -193,6 +207,8 @@ class HeldAnswer:
         self, request: ChatRequest, handler: Any, *, handle: Any = None
     ) -> ChatResponse:
         """As ``stream``, for an app that runs its chains with ``arun``."""
+        if self.then is not None and self.reached.is_set():
+            return await self.then.astream(request, handler, handle=handle)
         context = PartialResponseContext(handle=handle or StreamingHandle())
         for number, word in enumerate(self.words):
             if number == self.pause:
@@ -241,6 +257,40 @@ class TestAChatsLife:
             assert page.locator("#error").count() == 0
         # The first page load found no stream; the reload followed the answer.
         assert app.asked("/stream") == [204, 200]
+
+    def test_a_reload_mid_answer_then_approving_finishes_the_run(
+        self, page: Page, chat_pages: Path, protocol: str
+    ) -> None:
+        """Reloaded while the answer that ends at an approval streams, the
+        page follows it to the approval; Approve runs the tool once and the
+        answer comes."""
+        weather = WeatherAgent(weather_turns()[1:])
+        call = ToolCall(
+            call_id="call_1", name="get_weather", arguments={"city": "Paris"}
+        )
+        words = ["Let ", "me ", "check ", "the ", "weather ", "in ", "Paris."]
+        model = HeldAnswer(words, pause=3, calls=[call], then=weather.model)
+
+        def agent(messages: Sequence[Message]) -> LLMChain:
+            chain = LLMChain(model, tools=[weather.tool], callbacks=[ApprovalGate()])
+            return chain.add_messages(messages)
+
+        with serving(Site(chat_pages, protocol, agent)) as url:
+            page.goto(f"{url}{protocol}.html")
+            send(page, QUESTION)
+            try:
+                assert model.reached.wait(30)
+                expect(assistant_texts(page)).to_have_text(["Let me check"])
+                page.reload()
+                expect(assistant_texts(page)).to_have_text(["Let me check"])
+            finally:
+                model.release.set()
+            page.click("button.approve")
+            expect(page.locator(".tool .output")).to_have_text([FORECAST])
+            expect(assistant_texts(page)).to_have_text([FIRST_TEXT, ANSWER])
+            expect(page.locator("#chat")).to_have_attribute("data-status", "ready")
+            assert page.locator("#error").count() == 0
+        assert weather.runs == [{"city": "Paris"}]
 
     def test_a_reload_with_only_the_chat_id_finds_the_waiting_approval(
         self, page: Page, chat_pages: Path, protocol: str
