@@ -33,7 +33,6 @@ from langhooks.models import ScriptedChatModel, ScriptedTurn
 
 HERE = Path(__file__).resolve().parent
 PAGES = HERE.parents[2] / "tests" / "browser"
-VIEWPORT = {"width": 760, "height": 420}
 QUESTION = "What's the weather in Paris? Do I need an umbrella?"
 LOOK_UP = ScriptedTurn(
     thinking="I should look up the weather before answering.",
@@ -79,7 +78,7 @@ def main() -> None:
             with sync_playwright() as playwright:
                 browser = playwright.chromium.launch(executable_path=chromium)
                 for protocol in ("ui", "agui"):
-                    page = browser.new_page(viewport=VIEWPORT)
+                    page = browser.new_page(viewport={"width": 760, "height": 420})
                     page.goto(f"{url}{protocol}.html")
                     page.fill("#prompt", QUESTION)
                     page.click("#send")
