@@ -63,6 +63,7 @@ from .test_web_browser import browser, expect
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
 
+# The Playwright browser fixture of the live page's tests, shared.
 __all__ = ["browser"]
 
 PAGES = Path(__file__).parents[1] / "browser"
