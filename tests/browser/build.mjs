@@ -1,7 +1,9 @@
 // Bundles the chat pages into the folder given as the first argument:
 // ui.html (AI SDK 6 useChat) and agui.html (@ag-ui/client), with their
 // scripts and style. tests/integrations/test_frontends_browser.py runs it once
-// per test session.
+// per test session. The pages share src/common.jsx (chat id, composer, tool card):
+// a later step (a tool the page runs, shared state) is one more component there
+// or in a page; a new page is one more entry point and HTML file below.
 import { copyFileSync, mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
