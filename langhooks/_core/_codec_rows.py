@@ -47,6 +47,7 @@ __all__ = [
     "ValueCodec",
     "each",
     "nested",
+    "write_bool",
     "write_data",
     "write_optional_str",
     "write_scalar",
@@ -83,7 +84,7 @@ def write_optional_str(value: str | None) -> str:
     return "null" if value is None else _str(value)
 
 
-def _write_bool(value: object) -> str:
+def write_bool(value: object) -> str:
     """A bool (another value, set past its validator, as ``write_scalar``)."""
     if value is True:
         return "true"
@@ -125,7 +126,7 @@ _HELPERS: Final[dict[str, Any]] = {
     "_ostr": write_optional_str,
     # An int field validated as a count (a str or a float: TypeError).
     "_int": int.__repr__,
-    "_bool": _write_bool,
+    "_bool": write_bool,
     "_scalar": write_scalar,
     "_data": write_data,
 }
@@ -138,8 +139,9 @@ _HELPERS: Final[dict[str, Any]] = {
 class Kind:
     """A kind of field: the Python expressions of its dict value (``encode``) and of
     its JSON text (``text``), ``{v}`` standing for the attribute read and ``{key}``
-    for the key as a literal; ``row`` is the row of a nested value (its encoder is
-    ``row.encode``, its text writer is the recorder's ``w[row.cls]``)."""
+    for the key as a literal; ``row`` is the row of a nested value: ``{row}`` stands
+    for it (its encoder is ``{row}.encode``) and ``{cls}`` for its class (its text
+    writer is the recorder's ``w[{cls}]``)."""
 
     __slots__ = ("encode", "row", "text")
 
@@ -174,7 +176,7 @@ def nested(row: ValueCodec) -> Kind:
     """A value of ``row``'s type, or None."""
     return Kind(
         "nested_field({v}, {row}.encode, {key})",
-        '"null" if {v} is None else "{{" + w[{row}.cls]({v}) + "}}"',
+        '"null" if {v} is None else "{{" + w[{cls}]({v}) + "}}"',
         row,
     )
 
@@ -183,7 +185,7 @@ def each(row: ValueCodec) -> Kind:
     """A sequence of values of ``row``'s type, as a list."""
     return Kind(
         "each_field({v}, {row}.encode, {key})",
-        '"[" + ",".join(["{{" + w[{row}.cls](x) + "}}" for x in {v}]) + "]"',
+        '"[" + ",".join(["{{" + w[{cls}](x) + "}}" for x in {v}]) + "]"',
         row,
     )
 
@@ -236,16 +238,17 @@ class ValueCodec:
         )
 
     def _expression(self, kind: Kind, template: str, key: str, attr: str) -> str:
-        row = "" if kind.row is None else f"row_{kind.row.tag}"
-        return template.format(v=f"v.{attr}", key=repr(key), row=row)
+        tag = "" if kind.row is None else kind.row.tag
+        return template.format(
+            v=f"v.{attr}", key=repr(key), row=f"row_{tag}", cls=f"cls_{tag}"
+        )
 
     def _compile(self, source: str, name: str) -> Any:
         names: dict[str, Any] = dict(_HELPERS)
-        names.update(
-            (f"row_{kind.row.tag}", kind.row)
-            for _, kind, _ in self.fields
-            if kind.row is not None
-        )
+        for _, kind, _ in self.fields:
+            if kind.row is not None:
+                names[f"row_{kind.row.tag}"] = kind.row
+                names[f"cls_{kind.row.tag}"] = kind.row.cls
         exec(compile(source, f"<codec of {self.tag}>", "exec"), names)
         return names[name]
 
