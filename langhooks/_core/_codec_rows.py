@@ -123,10 +123,8 @@ _HELPERS: Final[dict[str, Any]] = {
     "each_field": each_field,
     "nested_field": nested_field,
     "_str": _str,
-    "_ostr": write_optional_str,
     # An int field validated as a count (a str or a float: TypeError).
     "_int": int.__repr__,
-    "_bool": write_bool,
     "_scalar": write_scalar,
     "_data": write_data,
 }
@@ -154,11 +152,13 @@ class Kind:
 #: A str.
 STR: Final = Kind("{v}", "_str({v})")
 #: A str or None.
-OPT_STR: Final = Kind("{v}", "_ostr({v})")
+OPT_STR: Final = Kind("{v}", '"null" if {v} is None else _str({v})')
 #: An int (a count: its class validates it).
 INT: Final = Kind("{v}", "_int({v})")
-#: A bool.
-BOOL: Final = Kind("{v}", "_bool({v})")
+#: A bool (another value, set past its class's validator, as a scalar).
+BOOL: Final = Kind(
+    "{v}", '"true" if {v} is True else "false" if {v} is False else _scalar({v})'
+)
 #: A str, int, float, bool or None.
 SCALAR: Final = Kind("{v}", "_scalar({v})")
 #: Caller data: JSON already (refused with its path when not).
