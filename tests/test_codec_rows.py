@@ -211,3 +211,11 @@ def test_a_row_of_no_fields() -> None:
     )
     pair.assert_identical()
     assert '"partial":{"type":"Allow"}' in pair.lines()[0]
+
+
+@pytest.mark.parametrize("field", [("é", STR), ("a-b", STR), ("ok", STR, "x'y")])
+def test_keys_and_attributes_are_identifiers(field: Any) -> None:
+    """A key or an attribute is written into the generated code as it is: an ASCII
+    identifier, or the row is refused."""
+    with pytest.raises(ValueError, match="must be ASCII identifiers"):
+        ValueCodec(Forecast, decode_forecast, field)

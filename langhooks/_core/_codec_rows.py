@@ -213,11 +213,24 @@ class ValueCodec:
 
     Attributes:
         encode: the encoder made from ``fields`` (value -> fields as JSON types).
+
+    Raises:
+        ValueError: a key or an attribute is not an ASCII identifier (they are
+            written into the generated code as they are).
     """
 
     __slots__ = ("_text", "cls", "decode", "encode", "fields", "tag")
 
     def __init__(self, cls: type, decode: Decoder, *fields: Field) -> None:
+        for field in fields:
+            for name in field[::2]:
+                if not (
+                    isinstance(name, str) and name.isascii() and name.isidentifier()
+                ):
+                    raise ValueError(
+                        f"{cls.__name__}'s field {field[0]!r}: keys and attributes "
+                        f"must be ASCII identifiers, got {name!r}"
+                    )
         self.cls = cls
         self.tag = cls.__name__
         self.decode = decode
