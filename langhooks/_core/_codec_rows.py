@@ -224,9 +224,7 @@ class ValueCodec:
     def __init__(self, cls: type, decode: Decoder, *fields: Field) -> None:
         for field in fields:
             for name in field[::2]:
-                if not (
-                    isinstance(name, str) and name.isascii() and name.isidentifier()
-                ):
+                if not (name.isascii() and name.isidentifier()):
                     raise ValueError(
                         f"{cls.__name__}'s field {field[0]!r}: keys and attributes "
                         f"must be ASCII identifiers, got {name!r}"
