@@ -180,6 +180,8 @@ def test_the_fast_path_writes_it(monkeypatch: pytest.MonkeyPatch) -> None:
         ({"data": [float("nan")]}, ValueError),
         ({"city": 5}, None),
         ({"hours": "3"}, None),
+        ({"hours": True}, None),
+        ({"sunny": 1}, None),
     ],
 )
 def test_values_the_writer_cannot_write(

@@ -6,18 +6,20 @@ that list:
 
 - ``encode``: the value's fields as a dict of JSON types (``langhooks.codec``, run
   state, the event recorder's reference path);
-- ``text``: the same fields as the JSON text ``json_text`` writes for that dict,
-  without building it (the event recorder's fast path).
+- the text writers (``text_writers``): the same fields as the JSON text
+  ``json_text`` writes for that dict, without building it (the event recorder's
+  fast path).
 
 Each kind gives both: the expression of a field's dict value and the expression of
 its text, and the text is what ``json`` writes for the dict value, so the two paths
-agree for every row by construction: a new value type is one row. A value the text
-cannot be written of (a str field holding something else, caller data that is not
-JSON) raises TypeError, ValueError or ``Unencodable``, and the recorder then takes
-``encode``, which raises the public error or writes what ``json`` writes.
+agree for every row by construction: a new value type is one row. A field holding
+a value of another type than its kind's is written as ``json`` writes it, or its
+writer raises (TypeError, ValueError or ``Unencodable``: a str field holding an
+int, caller data that is not JSON) and the recorder then takes ``encode``, which
+raises the public error or gives what ``json`` writes.
 
-Both are generated as code, once (``encode`` when the row is made, ``text`` the
-first time a recorder asks), so the hot paths do no reflection: a record per
+Both are generated as code, once (``encode`` when the row is made, the text writers
+the first time a recorder asks), so the hot paths do no reflection: a record per
 streamed token costs what a hand-written f-string costs.
 """
 
@@ -123,7 +125,6 @@ _HELPERS: Final[dict[str, Any]] = {
     "each_field": each_field,
     "nested_field": nested_field,
     "_str": _str,
-    # An int field validated as a count (a str or a float: TypeError).
     "_int": int.__repr__,
     "_scalar": write_scalar,
     "_data": write_data,
@@ -138,8 +139,8 @@ class Kind:
     """A kind of field: the Python expressions of its dict value (``encode``) and of
     its JSON text (``text``), ``{v}`` standing for the attribute read and ``{key}``
     for the key as a literal; ``row`` is the row of a nested value: ``{row}`` stands
-    for it (its encoder is ``{row}.encode``) and ``{cls}`` for its class (its text
-    writer is the recorder's ``w[{cls}]``)."""
+    for it (its encoder is ``{row}.encode``) and ``{writer}`` for the recorder's
+    writer of its fields."""
 
     __slots__ = ("encode", "row", "text")
 
@@ -153,8 +154,8 @@ class Kind:
 STR: Final = Kind("{v}", "_str({v})")
 #: A str or None.
 OPT_STR: Final = Kind("{v}", '"null" if {v} is None else _str({v})')
-#: An int (a count: its class validates it).
-INT: Final = Kind("{v}", "_int({v})")
+#: An int (a bool or a subclass, set past its class's validator, as a scalar).
+INT: Final = Kind("{v}", "_int({v}) if {v}.__class__ is int else _scalar({v})")
 #: A bool (another value, set past its class's validator, as a scalar).
 BOOL: Final = Kind(
     "{v}", '"true" if {v} is True else "false" if {v} is False else _scalar({v})'
@@ -176,7 +177,7 @@ def nested(row: ValueCodec) -> Kind:
     """A value of ``row``'s type, or None."""
     return Kind(
         "nested_field({v}, {row}.encode, {key})",
-        '"null" if {v} is None else "{{" + w[{cls}]({v}) + "}}"',
+        '"null" if {v} is None else "{{" + {writer}({v}) + "}}"',
         row,
     )
 
@@ -185,7 +186,7 @@ def each(row: ValueCodec) -> Kind:
     """A sequence of values of ``row``'s type, as a list."""
     return Kind(
         "each_field({v}, {row}.encode, {key})",
-        '"[" + ",".join(["{{" + w[{cls}](x) + "}}" for x in {v}]) + "]"',
+        '"[" + ",".join(["{{" + {writer}(x) + "}}" for x in {v}]) + "]"',
         row,
     )
 
@@ -251,7 +252,7 @@ class ValueCodec:
     def _expression(self, kind: Kind, template: str, key: str, attr: str) -> str:
         tag = "" if kind.row is None else kind.row.tag
         return template.format(
-            v=f"v.{attr}", key=repr(key), row=f"row_{tag}", cls=f"cls_{tag}"
+            v=f"v.{attr}", key=repr(key), row=f"row_{tag}", writer=f"write_{tag}"
         )
 
     def _compile(self, source: str, name: str) -> Any:
@@ -259,9 +260,13 @@ class ValueCodec:
         for _, kind, _ in self.fields:
             if kind.row is not None:
                 names[f"row_{kind.row.tag}"] = kind.row
-                names[f"cls_{kind.row.tag}"] = kind.row.cls
         exec(compile(source, f"<codec of {self.tag}>", "exec"), names)
         return names[name]
+
+    @property
+    def nested_rows(self) -> tuple[ValueCodec, ...]:
+        """The rows of the values nested in this row's."""
+        return tuple(kind.row for _, kind, _ in self.fields if kind.row is not None)
 
     def text_writers(
         self, writers: TextWriters
@@ -271,8 +276,9 @@ class ValueCodec:
         braces) and of the whole tagged value (``{"type":<tag>,<fields>}``).
 
         Args:
-            writers: the recorder's writers of each row's fields, by class: a
-                nested value is written by the one found there.
+            writers: the recorder's writers of each row's fields, by class,
+                holding those of the ``nested_rows``: a nested value is written
+                by the one found there.
         """
         if self._text is None:
             pieces = [
@@ -286,7 +292,11 @@ class ValueCodec:
             whole = _escape('{"type":"' + self.tag + '"' + ("," if body else ""))
             self._text = self._compile(
                 "def make(w):\n"
-                f"    def fields(v):\n        return f'{body}'\n"
+                + "".join(
+                    f"    write_{row.tag} = w[row_{row.tag}.cls]\n"
+                    for row in dict.fromkeys(self.nested_rows)
+                )
+                + f"    def fields(v):\n        return f'{body}'\n"
                 f"    def value(v):\n        return f'{whole}{body}}}}}'\n"
                 "    return fields, value\n",
                 "make",

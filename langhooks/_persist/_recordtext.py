@@ -40,6 +40,7 @@ from typing import Any, Final, Protocol, final
 
 from .._core._codec_rows import (
     TextWriters,
+    ValueCodec,
     write_bool,
     write_data,
     write_optional_str,
@@ -298,12 +299,7 @@ class RecordText:
         fields: TextWriters = {}
         self._writers: dict[type, Callable[[Any], str]] = {}
         for row in _codec.ROWS.values():
-            write_fields, write_value = row.text_writers(fields)
-            if row.cls in _KEPT:
-                write_fields = self._keeping(write_fields)
-                write_value = self._tagged(row.tag, write_fields)
-            fields[row.cls] = write_fields
-            self._writers[row.cls] = write_value
+            self._add(row, fields)
         self._message = fields[Message]
         self._writers.update({Tool: self._tool, tuple: self._items, list: self._items})
 
@@ -428,6 +424,19 @@ class RecordText:
         self._known[id(value)] = text
         self._kept.append(value)
         return text
+
+    def _add(self, row: ValueCodec, fields: TextWriters) -> None:
+        """Make ``row``'s writers, after those of the rows nested in it."""
+        if row.cls in fields:
+            return
+        for nested in row.nested_rows:
+            self._add(nested, fields)
+        write_fields, write_value = row.text_writers(fields)
+        if row.cls in _KEPT:
+            write_fields = self._keeping(write_fields)
+            write_value = self._tagged(row.tag, write_fields)
+        fields[row.cls] = write_fields
+        self._writers[row.cls] = write_value
 
     def _keeping(self, write: Callable[[Any], str]) -> Callable[[Any], str]:
         """``write``, the text kept per value (for the rest of the run)."""
