@@ -391,6 +391,10 @@ class TestFallback:
             usage = TokenUsage(input_tokens=1)
             object.__setattr__(usage, "cumulative", cumulative)
             pair.call("on_llm_token_usage", chain, usage)
+        for concurrent in (True, 1):  # the tool's own bool field
+            tool = Tool("g", lambda a, c: "")
+            object.__setattr__(tool, "concurrent", concurrent)
+            pair.call("on_tool_pre_execution", chain, call, tool)
         pair.assert_identical()
 
     def test_many_tools(self) -> None:

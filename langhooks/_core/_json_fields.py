@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable, Mapping
-from typing import Any, Final, TypeAlias
+from typing import Any, Final
 
 from ._jsondata import Unencodable, jsonable
 
 __all__ = [
     "SCHEMA_VERSION",
-    "Decoder",
-    "Encoder",
-    "ValueCodec",
     "bool_field",
     "check_version",
     "data_field",
@@ -158,14 +155,3 @@ def check_version(data: Mapping[str, Any], what: str) -> None:
             f"{what} has schema version {version}, newer than this langhooks reads "
             f"({SCHEMA_VERSION}): upgrade langhooks to read it"
         )
-
-
-# --- a value type's codec ------------------------------------------------------------
-
-#: A value's fields as JSON types (no tag, no version).
-Encoder: TypeAlias = Callable[[Any], dict[str, Any]]
-#: The value whose fields those are.
-Decoder: TypeAlias = Callable[[Mapping[str, Any]], Any]
-#: One row of the codec's table: a value type, its encoder and its decoder. The
-#: tag is the class's name.
-ValueCodec: TypeAlias = tuple[type, Encoder, Decoder]

@@ -1,6 +1,7 @@
 """The codec of what a chain's state holds: messages, tool calls and results,
-usage, answers, errors and the run's invocation; each type's encoder (value ->
-fields) beside its decoder (fields -> value), and their rows of the codec's table.
+usage, answers, errors and the run's invocation; each type's decoder (fields ->
+value) beside its row of the codec's table (its fields, from which its encoder and
+the event recorder's text writer are made: see ``_codec_rows``).
 
 It sits in ``_core``, beside the types, so that the runtime's state codec
 (``chain._state_codec``) imports it plainly, as ``langhooks.codec`` does.
@@ -11,14 +12,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from ._codec_rows import (
+    BOOL,
+    DATA,
+    INT,
+    OPT_STR,
+    OPT_VALUE,
+    SCALAR,
+    STR,
+    TIME,
+    ValueCodec,
+    each,
+    nested,
+)
 from ._invocation import Invocation
 from ._json_fields import (
-    ValueCodec,
     bool_field,
-    data_field,
-    each_field,
     mapping_or_none,
-    nested_field,
     optional_str,
     str_field,
     time_field,
@@ -35,7 +45,10 @@ from ._messages import (
 )
 
 __all__ = [
+    "CALL",
     "CODECS",
+    "MESSAGE",
+    "USAGE",
     "decode_call",
     "decode_invocation",
     "decode_message",
@@ -47,26 +60,17 @@ __all__ = [
 ]
 
 
-def encode_part(part: ContentPart) -> dict[str, Any]:
-    return {"content_type": part.type, "content": part.content}
-
-
 def decode_part(data: Mapping[str, Any]) -> ContentPart:
     return ContentPart(type=data["content_type"], content=data["content"])
 
 
+PART: Final = ValueCodec(
+    ContentPart, decode_part, ("content_type", STR, "type"), ("content", STR)
+)
+
+
 def decode_parts(items: Any) -> list[ContentPart]:
     return [decode_part(item) for item in items]
-
-
-def encode_call(call: ToolCall) -> dict[str, Any]:
-    return {
-        "call_id": call.call_id,
-        "name": call.name,
-        "arguments": data_field(call.arguments, "arguments"),
-        "index": call.index,
-        "display_text": call.display_text,
-    }
 
 
 def decode_call(data: Mapping[str, Any]) -> ToolCall:
@@ -79,17 +83,15 @@ def decode_call(data: Mapping[str, Any]) -> ToolCall:
     )
 
 
-def encode_result(result: ToolResult) -> dict[str, Any]:
-    return {
-        "tool_call_id": result.tool_call_id,
-        "name": result.name,
-        "content": [encode_part(part) for part in result.content],
-        "display_text": result.display_text,
-        "is_error": result.is_error,
-        "is_interrupt": result.is_interrupt,
-        "interrupt_data": data_field(result.interrupt_data, "interrupt_data"),
-        "processed_content": data_field(result.processed_content, "processed_content"),
-    }
+CALL: Final = ValueCodec(
+    ToolCall,
+    decode_call,
+    ("call_id", STR),
+    ("name", STR),
+    ("arguments", DATA),
+    ("index", INT),
+    ("display_text", OPT_STR),
+)
 
 
 def decode_result(data: Mapping[str, Any]) -> ToolResult:
@@ -105,15 +107,18 @@ def decode_result(data: Mapping[str, Any]) -> ToolResult:
     )
 
 
-def encode_message(message: Message) -> dict[str, Any]:
-    return {
-        "role": message.role,
-        "content": [encode_part(part) for part in message.content],
-        "tool_calls": each_field(message.tool_calls, encode_call, "tool_calls"),
-        "tool_results": each_field(message.tool_results, encode_result, "tool_results"),
-        "status": message.status,
-        "metadata": data_field(message.metadata, "metadata"),
-    }
+RESULT: Final = ValueCodec(
+    ToolResult,
+    decode_result,
+    ("tool_call_id", STR),
+    ("name", STR),
+    ("content", each(PART)),
+    ("display_text", OPT_STR),
+    ("is_error", BOOL),
+    ("is_interrupt", BOOL),
+    ("interrupt_data", DATA),
+    ("processed_content", DATA),
+)
 
 
 def decode_message(data: Mapping[str, Any]) -> Message:
@@ -127,13 +132,16 @@ def decode_message(data: Mapping[str, Any]) -> Message:
     )
 
 
-def encode_usage(usage: TokenUsage) -> dict[str, Any]:
-    return {
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "raw": data_field(usage.raw, "raw"),
-        "cumulative": usage.cumulative,
-    }
+MESSAGE: Final = ValueCodec(
+    Message,
+    decode_message,
+    ("role", STR),
+    ("content", each(PART)),
+    ("tool_calls", each(CALL)),
+    ("tool_results", each(RESULT)),
+    ("status", STR),
+    ("metadata", DATA),
+)
 
 
 def decode_usage(data: Mapping[str, Any]) -> TokenUsage:
@@ -145,24 +153,21 @@ def decode_usage(data: Mapping[str, Any]) -> TokenUsage:
     )
 
 
-def encode_reason(reason: FinishReason) -> dict[str, Any]:
-    return {"value": reason.value}
+USAGE: Final = ValueCodec(
+    TokenUsage,
+    decode_usage,
+    ("input_tokens", INT),
+    ("output_tokens", INT),
+    ("raw", DATA),
+    ("cumulative", BOOL),
+)
 
 
 def decode_reason(data: Mapping[str, Any]) -> FinishReason:
     return FinishReason(data["value"])
 
 
-def encode_response(response: ChatResponse) -> dict[str, Any]:
-    reason = response.finish_reason
-    return {
-        "message": nested_field(response.message, encode_message, "message"),
-        "id": response.id,
-        "model_name": response.model_name,
-        "token_usage": nested_field(response.token_usage, encode_usage, "token_usage"),
-        "finish_reason": None if reason is None else reason.value,
-        "metadata": data_field(response.metadata, "metadata"),
-    }
+REASON: Final = ValueCodec(FinishReason, decode_reason, ("value", STR))
 
 
 def decode_response(data: Mapping[str, Any]) -> ChatResponse:
@@ -177,14 +182,16 @@ def decode_response(data: Mapping[str, Any]) -> ChatResponse:
     )
 
 
-def encode_error(error: LangHooksError) -> dict[str, Any]:
-    return {
-        "error_type": error.type,
-        "message": error.message,
-        "retryable": error.retryable,
-        "retry_after": error.retry_after,
-        "metadata": data_field(error.metadata, "metadata"),
-    }
+RESPONSE: Final = ValueCodec(
+    ChatResponse,
+    decode_response,
+    ("message", nested(MESSAGE)),
+    ("id", OPT_STR),
+    ("model_name", OPT_STR),
+    ("token_usage", nested(USAGE)),
+    ("finish_reason", OPT_VALUE),
+    ("metadata", DATA),
+)
 
 
 def decode_error(data: Mapping[str, Any]) -> LangHooksError:
@@ -197,14 +204,15 @@ def decode_error(data: Mapping[str, Any]) -> LangHooksError:
     )
 
 
-def encode_invocation(current: Invocation) -> dict[str, Any]:
-    return {
-        "id": current.id,
-        "name": current.name,
-        "parent_id": current.parent_id,
-        "custom_context": data_field(current.custom_context, "custom_context"),
-        "started_at": current.started_at.isoformat(),
-    }
+ERROR: Final = ValueCodec(
+    LangHooksError,
+    decode_error,
+    ("error_type", STR, "type"),
+    ("message", STR),
+    ("retryable", BOOL),
+    ("retry_after", SCALAR),
+    ("metadata", DATA),
+)
 
 
 def decode_invocation(data: Mapping[str, Any]) -> Invocation:
@@ -217,15 +225,31 @@ def decode_invocation(data: Mapping[str, Any]) -> Invocation:
     )
 
 
+INVOCATION: Final = ValueCodec(
+    Invocation,
+    decode_invocation,
+    ("id", STR),
+    ("name", STR),
+    ("parent_id", OPT_STR),
+    ("custom_context", DATA),
+    ("started_at", TIME),
+)
+
+#: The encoders the run state uses.
+encode_call: Final = CALL.encode
+encode_message: Final = MESSAGE.encode
+encode_usage: Final = USAGE.encode
+encode_invocation: Final = INVOCATION.encode
+
 #: This concept's rows of the codec's table.
 CODECS: Final[tuple[ValueCodec, ...]] = (
-    (ContentPart, encode_part, decode_part),
-    (ToolCall, encode_call, decode_call),
-    (ToolResult, encode_result, decode_result),
-    (Message, encode_message, decode_message),
-    (TokenUsage, encode_usage, decode_usage),
-    (FinishReason, encode_reason, decode_reason),
-    (ChatResponse, encode_response, decode_response),
-    (LangHooksError, encode_error, decode_error),
-    (Invocation, encode_invocation, decode_invocation),
+    PART,
+    CALL,
+    RESULT,
+    MESSAGE,
+    USAGE,
+    REASON,
+    RESPONSE,
+    ERROR,
+    INVOCATION,
 )

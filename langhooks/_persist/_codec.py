@@ -1,4 +1,4 @@
-"""JSON for langhooks' value types: hand-written encoders and decoders.
+"""JSON for langhooks' value types: each type's row of the codec's table.
 
 ``encode(value)`` gives a dict of JSON types whose ``"type"`` key names the value's
 class and whose ``"version"`` key is the schema version; fields follow, nested value
@@ -6,12 +6,14 @@ types as plain dicts (their class is known from the field). Fields that hold cal
 data (tool arguments, metadata, custom context, ...) must already be JSON: anything
 else is refused with the path to it, never turned into a string.
 
-Why hand-written (not cattrs): the value types are few and fixed, the runtime
-dependencies are attrs and typing-extensions only, and the contract asks for things a
-generic converter does not give for free (a type tag beside a field named ``type``,
-a schema version, the path to an unencodable value, JSON-only data fields). Written
-out, each class is one small encoder and one decoder, and the hot path (an event
-record per streamed token) does no reflection.
+Why not cattrs: the value types are few and fixed, the runtime dependencies are
+attrs and typing-extensions only, and the contract asks for things a generic
+converter does not give for free (a type tag beside a field named ``type``, a schema
+version, the path to an unencodable value, JSON-only data fields). Each class is one
+row (``_core._codec_rows.ValueCodec``): its fields, listed once, from which its
+encoder and the event recorder's text writer are generated as code, and a
+hand-written decoder; the hot path (an event record per streamed token) does no
+reflection.
 """
 
 from __future__ import annotations
@@ -20,13 +22,8 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from .._core import _json_messages
-from .._core._json_fields import (
-    SCHEMA_VERSION,
-    Decoder,
-    Encoder,
-    ValueCodec,
-    check_version,
-)
+from .._core._codec_rows import ValueCodec
+from .._core._json_fields import SCHEMA_VERSION, check_version
 from .._core._jsondata import (
     MAX_DEPTH,
     Unencodable,
@@ -40,6 +37,7 @@ from . import _codec_records, _codec_review, _codec_streaming
 
 __all__ = [
     "MAX_DEPTH",
+    "ROWS",
     "SCHEMA_VERSION",
     "STATE_TAG",
     "check_version",
@@ -56,26 +54,30 @@ __all__ = [
     "loads",
     "message_from_data",
     "parse_json",
+    "register",
 ]
 
 
 # --- the registry -----------------------------------------------------------------
 
-# class -> (tag, encoder); tag -> decoder. The tag is the public class name. Each
-# concept's module holds its types' encoders and decoders side by side, and its
-# rows of this table (``CODECS``).
-_ENCODERS: Final[dict[type, tuple[str, Encoder]]] = {}
-_DECODERS: Final[dict[str, Decoder]] = {}
+# class -> its row; tag -> its row. The tag is the public class name. Each concept's
+# module holds its types' decoders, each beside its row of this table (``CODECS``:
+# the type's fields, from which its encoder and the recorder's text writer are
+# made).
+ROWS: Final[dict[type, ValueCodec]] = {}
+_TAGS: Final[dict[str, ValueCodec]] = {}
 
 
-def _register(*tables: tuple[ValueCodec, ...]) -> None:
+def register(*tables: tuple[ValueCodec, ...]) -> None:
+    """Add each row of ``tables`` to the codec's table (the recorder's fast path
+    writes their values too)."""
     for table in tables:
-        for cls, encoder, decoder in table:
-            _ENCODERS[cls] = (cls.__name__, encoder)
-            _DECODERS[cls.__name__] = decoder
+        for row in table:
+            ROWS[row.cls] = row
+            _TAGS[row.tag] = row
 
 
-_register(
+register(
     _json_messages.CODECS,
     _codec_streaming.CODECS,
     _codec_review.CODECS,
@@ -88,7 +90,7 @@ _register(
 
 def is_value_type(kind: type) -> bool:
     """Whether ``encode`` takes instances of ``kind``."""
-    return kind in _ENCODERS
+    return kind in ROWS
 
 
 def encode_fields(value: Any) -> tuple[str, dict[str, Any]]:
@@ -99,16 +101,15 @@ def encode_fields(value: Any) -> tuple[str, dict[str, Any]]:
             data (the message names its path).
         ValueError: a float in it is NaN or infinite.
     """
-    entry = _ENCODERS.get(type(value))
-    if entry is None:
-        known = ", ".join(sorted(_DECODERS))
+    row = ROWS.get(type(value))
+    if row is None:
+        known = ", ".join(sorted(_TAGS))
         raise TypeError(
             f"cannot encode a {type(value).__qualname__}: langhooks.codec encodes "
             f"its value types ({known})"
         )
-    tag, encoder = entry
     try:
-        return tag, encoder(value)
+        return row.tag, row.encode(value)
     except Unencodable as error:
         error.raise_public()
         raise  # pragma: no cover  # raise_public always raises
@@ -144,14 +145,14 @@ def decode_fields(tag: str, data: Mapping[str, Any]) -> Any:
     Raises:
         ValueError: an unknown tag, or fields that do not make a valid value.
     """
-    decoder = _DECODERS.get(tag)
-    if decoder is None:
+    row = _TAGS.get(tag)
+    if row is None:
         raise ValueError(
             f"unknown type tag {tag!r}: langhooks.codec knows "
-            f"{', '.join(sorted(_DECODERS))} (was it written by a newer langhooks?)"
+            f"{', '.join(sorted(_TAGS))} (was it written by a newer langhooks?)"
         )
     try:
-        return decoder(data)
+        return row.decode(data)
     except KeyError as error:
         raise ValueError(
             f"not a valid encoded {tag}: the field {error} is missing"

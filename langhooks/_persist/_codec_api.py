@@ -42,7 +42,9 @@ from ._records import EventRecord
 
 __all__ = ["Encodable", "decode", "dumps", "encode", "loads"]
 
-#: What ``encode`` and ``dumps`` take: every langhooks value type.
+#: What ``encode`` and ``dumps`` take: every langhooks value type. The classes of
+#: the codec's table (``_codec.ROWS``), written out because a type checker cannot
+#: read a union from a table; ``tests/test_codec_table.py`` keeps the two equal.
 Encodable: TypeAlias = (
     ContentPart
     | ToolCall

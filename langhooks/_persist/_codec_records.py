@@ -1,5 +1,5 @@
-"""The codec of what a run is recorded as: an event record's encoder beside its
-decoder, and its row of the codec's table (the invocation it names is in
+"""The codec of what a run is recorded as: an event record's decoder beside its
+row of the codec's table (the invocation it names is in
 ``_core._json_messages``)."""
 
 from __future__ import annotations
@@ -7,22 +7,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .._core._json_fields import ValueCodec, data_field, time_field
+from .._core._codec_rows import DATA, INT, OPT_STR, STR, TIME, ValueCodec
+from .._core._json_fields import time_field
 from ._records import EventRecord
 
 __all__ = ["CODECS"]
-
-
-def encode_record(record: EventRecord) -> dict[str, Any]:
-    return {
-        "seq": record.seq,
-        "event": record.event,
-        "run_id": record.run_id,
-        "invocation_id": record.invocation_id,
-        "parent_id": record.parent_id,
-        "time": record.time.isoformat(),
-        "payload": data_field(record.payload, "payload"),
-    }
 
 
 def decode_record(data: Mapping[str, Any]) -> EventRecord:
@@ -38,4 +27,16 @@ def decode_record(data: Mapping[str, Any]) -> EventRecord:
 
 
 #: This concept's rows of the codec's table.
-CODECS: Final[tuple[ValueCodec, ...]] = ((EventRecord, encode_record, decode_record),)
+CODECS: Final[tuple[ValueCodec, ...]] = (
+    ValueCodec(
+        EventRecord,
+        decode_record,
+        ("seq", INT),
+        ("event", STR),
+        ("run_id", OPT_STR),
+        ("invocation_id", OPT_STR),
+        ("parent_id", OPT_STR),
+        ("time", TIME),
+        ("payload", DATA),
+    ),
+)

@@ -1,6 +1,6 @@
 """The codec of what a run streams: partials, completed tool calls, message deltas
-and a tool's progress reports; each type's encoder beside its decoder, and their
-rows of the codec's table.
+and a tool's progress reports; each type's decoder beside its row of the codec's
+table (its fields: see ``_core._codec_rows``).
 """
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .._core._json_fields import ValueCodec, nested_field
-from .._core._json_messages import decode_call, decode_usage, encode_call, encode_usage
+from .._core._codec_rows import INT, OPT_STR, SCALAR, STR, ValueCodec, nested
+from .._core._json_messages import CALL, USAGE, decode_call, decode_usage
 from .._core._messages import (
     CompleteToolCall,
     MessageDelta,
@@ -22,25 +22,18 @@ from .._core._tools import ToolProgress
 __all__ = ["CODECS"]
 
 
-def encode_text(partial: PartialResponse | PartialThinking) -> dict[str, Any]:
-    return {"text": partial.text}
-
-
 def decode_response_text(data: Mapping[str, Any]) -> PartialResponse:
     return PartialResponse(text=data["text"])
+
+
+RESPONSE_TEXT: Final = ValueCodec(PartialResponse, decode_response_text, ("text", STR))
 
 
 def decode_thinking_text(data: Mapping[str, Any]) -> PartialThinking:
     return PartialThinking(text=data["text"])
 
 
-def encode_partial_call(partial: PartialToolCall) -> dict[str, Any]:
-    return {
-        "index": partial.index,
-        "id": partial.id,
-        "name": partial.name,
-        "partial_arguments": partial.partial_arguments,
-    }
+THINKING_TEXT: Final = ValueCodec(PartialThinking, decode_thinking_text, ("text", STR))
 
 
 def decode_partial_call(data: Mapping[str, Any]) -> PartialToolCall:
@@ -52,11 +45,14 @@ def decode_partial_call(data: Mapping[str, Any]) -> PartialToolCall:
     )
 
 
-def encode_complete_call(complete: CompleteToolCall) -> dict[str, Any]:
-    return {
-        "index": complete.index,
-        "tool_call": nested_field(complete.tool_call, encode_call, "tool_call"),
-    }
+PARTIAL_CALL: Final = ValueCodec(
+    PartialToolCall,
+    decode_partial_call,
+    ("index", INT),
+    ("id", OPT_STR),
+    ("name", STR),
+    ("partial_arguments", STR),
+)
 
 
 def decode_complete_call(data: Mapping[str, Any]) -> CompleteToolCall:
@@ -65,16 +61,12 @@ def decode_complete_call(data: Mapping[str, Any]) -> CompleteToolCall:
     )
 
 
-def encode_delta(delta: MessageDelta) -> dict[str, Any]:
-    return {
-        "text": delta.text,
-        "thinking": delta.thinking,
-        "tool_call": None
-        if delta.tool_call is None
-        else encode_partial_call(delta.tool_call),
-        "usage": nested_field(delta.usage, encode_usage, "usage"),
-        "status": delta.status,
-    }
+COMPLETE_CALL: Final = ValueCodec(
+    CompleteToolCall,
+    decode_complete_call,
+    ("index", INT),
+    ("tool_call", nested(CALL)),
+)
 
 
 def decode_delta(data: Mapping[str, Any]) -> MessageDelta:
@@ -88,24 +80,35 @@ def decode_delta(data: Mapping[str, Any]) -> MessageDelta:
     )
 
 
-def encode_progress(report: ToolProgress) -> dict[str, Any]:
-    return {
-        "progress": report.progress,
-        "total": report.total,
-        "message": report.message,
-    }
+DELTA: Final = ValueCodec(
+    MessageDelta,
+    decode_delta,
+    ("text", STR),
+    ("thinking", STR),
+    ("tool_call", nested(PARTIAL_CALL)),
+    ("usage", nested(USAGE)),
+    ("status", OPT_STR),
+)
 
 
 def decode_progress(data: Mapping[str, Any]) -> ToolProgress:
     return ToolProgress(data["progress"], data["total"], data["message"])
 
 
+PROGRESS: Final = ValueCodec(
+    ToolProgress,
+    decode_progress,
+    ("progress", SCALAR),
+    ("total", SCALAR),
+    ("message", SCALAR),
+)
+
 #: This concept's rows of the codec's table.
 CODECS: Final[tuple[ValueCodec, ...]] = (
-    (MessageDelta, encode_delta, decode_delta),
-    (PartialResponse, encode_text, decode_response_text),
-    (PartialThinking, encode_text, decode_thinking_text),
-    (PartialToolCall, encode_partial_call, decode_partial_call),
-    (CompleteToolCall, encode_complete_call, decode_complete_call),
-    (ToolProgress, encode_progress, decode_progress),
+    DELTA,
+    RESPONSE_TEXT,
+    THINKING_TEXT,
+    PARTIAL_CALL,
+    COMPLETE_CALL,
+    PROGRESS,
 )

@@ -3,10 +3,12 @@
 ``EventRecorder`` with a file sink used to build each record as a dict (the payload
 through ``langhooks.codec``'s encoders, then the record around it) and encode that
 dict with ``json``: about 20 µs a record, most of it building dicts that are thrown
-away. Here each event's record is written as text directly, one piece per argument,
-by per-type writers that give, byte for byte, what ``json_text`` gives for the dict
-the reference path builds (the same keys in the same order, compact separators,
-ASCII escapes through ``json``'s own string encoder).
+away. Here each event's record is written as text directly, one piece per argument.
+A value type's text is written by the writer its row of the codec's table makes
+(``_core._codec_rows``: the same field list its encoder is made from), which gives,
+byte for byte, what ``json_text`` gives for the dict the reference path builds (the
+same keys in the same order, compact separators, ASCII escapes through ``json``'s
+own string encoder): a value type added to the table is written here with no edit.
 
 What an event's record needs besides its arguments (its name, which argument is
 the chain, which are not recorded) is worked out once per recording method
@@ -17,8 +19,9 @@ before in the run (the same object: they are frozen, and the caller data inside
 them, such as a call's arguments, is not changed in place while the run uses them;
 a tool's schema is read again in the next run).
 
-Any value this module has no writer for (a rare event's argument: an exception, a
-run result, a mapping of headers, ...) is encoded by the reference path and embedded
+The payload descriptions that are the recorder's own (a chain, a request, a model,
+a tool) are written here. Any other value (a rare event's argument: an exception,
+a run result, a mapping of headers, ...) is encoded by the reference path and embedded
 as its JSON text, which keeps the output identical. A value the reference path
 would refuse (caller data that is not JSON) makes ``line`` return None without
 changing any state, and the recorder then takes the reference path, which raises
@@ -33,24 +36,19 @@ import time
 from collections.abc import Callable, Sequence
 from json.encoder import encode_basestring_ascii
 from operator import is_
-from types import MappingProxyType
 from typing import Any, Final, Protocol, final
 
-from .._core._chain_callbacks import ReviewContext
-from .._core._invocation import Invocation
-from .._core._jsondata import Unencodable, json_text, jsonable
-from .._core._messages import (
-    ChatResponse,
-    ContentPart,
-    Message,
-    MessageDelta,
-    PartialResponse,
-    PartialThinking,
-    PartialToolCall,
-    TokenUsage,
-    ToolCall,
-    ToolResult,
+from .._core._codec_rows import (
+    TextWriters,
+    ValueCodec,
+    write_bool,
+    write_data,
+    write_optional_str,
+    write_scalar,
 )
+from .._core._invocation import Invocation
+from .._core._jsondata import Unencodable, json_text
+from .._core._messages import Message, ToolCall, ToolResult
 from .._core._model import ChatRequest
 from .._core._tools import Tool
 from ..chain._chain import LLMChain
@@ -64,124 +62,13 @@ _time_ns: Final = time.time_ns
 _UTC: Final = datetime.UTC
 
 
-def _scalar(value: Any) -> str:
-    """A str, int, bool or None field as ``json_text`` writes it."""
-    kind = type(value)
-    if kind is str:
-        return _str(value)
-    if value is None:
-        return "null"
-    if kind is int:
-        return int.__repr__(value)
-    return json_text(value)  # a bool, a float (NaN refused), a subclass
+_scalar: Final = write_scalar
+_ostr: Final = write_optional_str
+_bool: Final = write_bool
+_data: Final = write_data
 
 
-def _ostr(value: str | None) -> str:
-    """A str-or-None field (TypeError for anything else: the reference path then
-    takes the record)."""
-    return "null" if value is None else _str(value)
-
-
-def _bool(value: object) -> str:
-    """A bool field (another value, set past its validator, as ``_scalar`` writes
-    it)."""
-    if value is True:
-        return "true"
-    return "false" if value is False else _scalar(value)
-
-
-#: An int field validated as a count (never a bool).
-_int: Final[Callable[[int], str]] = int.__repr__
-
-
-#: The types of the values of a flat dict that ``json_text`` writes as ``jsonable``
-#: would have them (a NaN is refused by both).
-_FLAT: Final = frozenset({str, int, bool, float, type(None)})
-_KEYS: Final = frozenset({str})
-
-
-def _data(value: Any) -> str:
-    """Caller data (arguments, metadata, ...), checked as the reference path does."""
-    if value is None:
-        return "null"
-    kind = type(value)
-    if kind is MappingProxyType or kind is dict:
-        if not value:
-            return "{}"  # the usual metadata
-        # The usual arguments: str keys and plain values, checked without a
-        # Python loop and written as they are.
-        if (
-            kind is dict
-            and _KEYS.issuperset(map(type, value))
-            and _FLAT.issuperset(map(type, value.values()))
-        ):
-            return json_text(value)
-    return json_text(jsonable(value))
-
-
-# --- value types: the fields, as codec's encoders order them --------------------------
-
-
-def _part(part: ContentPart) -> str:
-    return f'{{"content_type":{_str(part.type)},"content":{_str(part.content)}}}'
-
-
-def _parts(parts: Sequence[ContentPart]) -> str:
-    return "[" + ",".join([_part(part) for part in parts]) + "]"
-
-
-def _call_fields(call: ToolCall) -> str:
-    return (
-        f'"call_id":{_str(call.call_id)},"name":{_str(call.name)},'
-        f'"arguments":{_data(call.arguments)},"index":{_int(call.index)},'
-        f'"display_text":{_ostr(call.display_text)}'
-    )
-
-
-def _result_fields(result: ToolResult) -> str:
-    return (
-        f'"tool_call_id":{_str(result.tool_call_id)},'
-        f'"name":{_str(result.name)},"content":{_parts(result.content)},'
-        f'"display_text":{_ostr(result.display_text)},'
-        f'"is_error":{_bool(result.is_error)},'
-        f'"is_interrupt":{_bool(result.is_interrupt)},'
-        f'"interrupt_data":{_data(result.interrupt_data)},'
-        f'"processed_content":{_data(result.processed_content)}'
-    )
-
-
-def _usage_fields(usage: TokenUsage) -> str:
-    return (
-        f'"input_tokens":{_int(usage.input_tokens)},'
-        f'"output_tokens":{_int(usage.output_tokens)},'
-        f'"raw":{_data(usage.raw)},"cumulative":{_bool(usage.cumulative)}'
-    )
-
-
-def _partial_call_fields(partial: PartialToolCall) -> str:
-    return (
-        f'"index":{_int(partial.index)},"id":{_ostr(partial.id)},'
-        f'"name":{_str(partial.name)},'
-        f'"partial_arguments":{_str(partial.partial_arguments)}'
-    )
-
-
-def _delta(delta: MessageDelta) -> str:
-    call, usage, status = delta.tool_call, delta.usage, delta.status
-    if call is None and usage is None and status is None:  # streamed text
-        return (
-            f'{{"type":"MessageDelta","text":{_str(delta.text)},'
-            f'"thinking":{_str(delta.thinking)},"tool_call":null,"usage":null,'
-            '"status":null}'
-        )
-    return (
-        f'{{"type":"MessageDelta","text":{_str(delta.text)},'
-        f'"thinking":{_str(delta.thinking)},"tool_call":'
-        + ("null" if call is None else "{" + _partial_call_fields(call) + "}")
-        + ',"usage":'
-        + ("null" if usage is None else "{" + _usage_fields(usage) + "}")
-        + f',"status":{_ostr(status)}}}'
-    )
+# --- the recorder's own descriptions ----------------------------------------------
 
 
 def _tool(tool: Tool) -> str:
@@ -206,25 +93,9 @@ def _model(model: object) -> str:
 #: text of (all dropped when full, and when a run ends).
 _MAX_KEPT: Final = 1024
 
-#: Writers of values written afresh each time (made for one event).
-_WRITERS: Final[dict[type, Callable[[Any], str]]] = {
-    MessageDelta: _delta,
-    TokenUsage: lambda usage: '{"type":"TokenUsage",' + _usage_fields(usage) + "}",
-    PartialResponse: lambda partial: (
-        f'{{"type":"PartialResponse","text":{_str(partial.text)}}}'
-    ),
-    PartialThinking: lambda partial: (
-        f'{{"type":"PartialThinking","text":{_str(partial.text)}}}'
-    ),
-    PartialToolCall: lambda partial: (
-        '{"type":"PartialToolCall",' + _partial_call_fields(partial) + "}"
-    ),
-    ReviewContext: lambda review: (
-        '{"type":"ReviewContext","human_decision":'
-        + _scalar(review.human_decision)
-        + f',"custom_context":{_data(review.custom_context)}}}'
-    ),
-}
+#: The value types whose fields' text a recorder keeps (per run): the frozen values
+#: a run hands to event after event.
+_KEPT: Final = frozenset({Message, ToolCall, ToolResult})
 
 
 # --- the reference path's pieces ---------------------------------------------------
@@ -385,6 +256,7 @@ class RecordText:
         "_ids_text",
         "_kept",
         "_known",
+        "_message",
         "_models",
         "_prefix",
         "_run",
@@ -421,20 +293,15 @@ class RecordText:
         # model classes the reference path described as a ChatModel (the check is a
         # runtime Protocol's, which is slow).
         self._models: set[type] = set()
-        self._writers: dict[type, Callable[[Any], str]] = {
-            **_WRITERS,
-            ToolCall: lambda call: '{"type":"ToolCall",' + self._call(call) + "}",
-            ToolResult: lambda result: (
-                '{"type":"ToolResult",' + self._result(result) + "}"
-            ),
-            Message: lambda message: (
-                '{"type":"Message",' + self._message(message) + "}"
-            ),
-            ChatResponse: self._response,
-            Tool: self._tool,
-            tuple: self._items,
-            list: self._items,
-        }
+        # Each value type's writers, made by its row of the codec's table: of its
+        # fields (which a nested value of the type is written by) and of a whole
+        # value (an argument).
+        fields: TextWriters = {}
+        self._writers: dict[type, Callable[[Any], str]] = {}
+        for row in _codec.ROWS.values():
+            self._add(row, fields)
+        self._message = fields[Message]
+        self._writers.update({Tool: self._tool, tuple: self._items, list: self._items})
 
     def line(
         self, plan: Plan, args: Sequence[Any], seq: int, current: Invocation | None
@@ -558,46 +425,34 @@ class RecordText:
         self._kept.append(value)
         return text
 
-    def _call(self, call: ToolCall) -> str:
-        text = self._known.get(id(call))
-        return self._keep(call, _call_fields(call)) if text is None else text
+    def _add(self, row: ValueCodec, fields: TextWriters) -> None:
+        """Make ``row``'s writers, after those of the rows nested in it."""
+        if row.cls in fields:
+            return
+        for nested in row.nested_rows:
+            self._add(nested, fields)
+        write_fields, write_value = row.text_writers(fields)
+        if row.cls in _KEPT:
+            write_fields = self._keeping(write_fields)
+            write_value = self._tagged(row.tag, write_fields)
+        fields[row.cls] = write_fields
+        self._writers[row.cls] = write_value
 
-    def _result(self, result: ToolResult) -> str:
-        text = self._known.get(id(result))
-        return self._keep(result, _result_fields(result)) if text is None else text
+    def _keeping(self, write: Callable[[Any], str]) -> Callable[[Any], str]:
+        """``write``, the text kept per value (for the rest of the run)."""
+        known, keep = self._known, self._keep
 
-    def _message(self, message: Message) -> str:
-        """A message's fields (a value in a chain's messages, in a response, or an
-        event's argument)."""
-        text = self._known.get(id(message))
-        if text is not None:
-            return text
-        calls = message.tool_calls
-        results = message.tool_results
-        return self._keep(
-            message,
-            f'"role":{_str(message.role)},"content":{_parts(message.content)},'
-            '"tool_calls":['
-            + ",".join(["{" + self._call(call) + "}" for call in calls])
-            + '],"tool_results":['
-            + ",".join(["{" + self._result(result) + "}" for result in results])
-            + f'],"status":{_str(message.status)},'
-            f'"metadata":{_data(message.metadata)}',
-        )
+        def kept(value: Any) -> str:
+            text = known.get(id(value))
+            return keep(value, write(value)) if text is None else text
 
-    def _response(self, response: ChatResponse) -> str:
-        usage, reason = response.token_usage, response.finish_reason
-        return (
-            '{"type":"ChatResponse","message":{'
-            + self._message(response.message)
-            + f'}},"id":{_ostr(response.id)},'
-            f'"model_name":{_ostr(response.model_name)},"token_usage":'
-            + ("null" if usage is None else "{" + _usage_fields(usage) + "}")
-            + ',"finish_reason":'
-            # A StrEnum member: json writes its value (and so does _str).
-            + ("null" if reason is None else _str(reason))
-            + f',"metadata":{_data(response.metadata)}}}'
-        )
+        return kept
+
+    @staticmethod
+    def _tagged(tag: str, write: Callable[[Any], str]) -> Callable[[Any], str]:
+        """A whole value of type ``tag`` whose fields ``write`` writes."""
+        head = f'{{"type":"{tag}",'
+        return lambda value: head + write(value) + "}"
 
     def _chain_of(
         self, chain: LLMChain, run: Invocation | None
