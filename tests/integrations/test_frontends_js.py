@@ -144,6 +144,9 @@ class TestAguiClient:
             ("assistant", ANSWER, []),
         ]
 
+        (outcome,) = (m for m in second["messages"] if m["role"] == "tool")
+        assert outcome["metadata"] == {"langhooks.tool_outcome": "output"}
+
         assert repeated["types"] == ["RUN_STARTED", "RUN_ERROR"]
         assert repeated["events"][-1]["code"] == "conflict"
         assert agent.runs == [{"city": "Paris"}]
@@ -206,7 +209,8 @@ class TestAiSdkClient:
         assert message["parts"][-1]["text"] == ANSWER
 
         assert repeated["status"] == 409
-        assert "nothing was run" in repeated["body"]["error"]
+        # useChat's error is the reason itself, not a JSON object.
+        assert repeated["shown"].startswith("these approvals were answered already")
         assert agent.runs == [{"city": "Paris"}]
         # Each stream also sends its closing `data: [DONE]`, which is no chunk.
         parsed = [len(first["chunks"]) + 1, len(second["chunks"]) + 1, 0]

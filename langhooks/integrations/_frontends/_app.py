@@ -97,9 +97,9 @@ async def waiting_thread(
     store: RunStore,
     agent: Agent,
     where: Mapping[str, Any],
-) -> tuple[str, list[Message]] | Response:
+) -> tuple[PendingRun, list[Message]] | Response:
     """The run waiting in ``store`` on the thread (or chat) ``where`` names, as
-    the read route answers it: its id and conversation, once ``authorize``
+    the read route answers it: its row and conversation, once ``authorize``
     allowed "read" of the thread (run id None, as "start" is asked: the thread
     is the user's own, another user's run under the same id is not found);
     else the answer that refuses (404: nothing waits)."""
@@ -118,7 +118,7 @@ async def waiting_thread(
     stored = await asyncio.to_thread(
         store.load, rows[0].run_id, chain.model, tools=chain.tools
     )
-    return rows[0].run_id, list(stored.messages)
+    return rows[0], list(stored.messages)
 
 
 def waiting_calls(calls: Sequence[ToolCall]) -> str:
