@@ -19,6 +19,7 @@ from langhooks.chain import LLMChain
 from langhooks.integrations._frontends._agui_events import AguiTranslator
 from langhooks.integrations._frontends._app import LiveRun, build_chain, stream_events
 from langhooks.integrations.agui import create_agui_app
+from langhooks.integrations.web import owner_only
 from langhooks.models import ScriptedChatModel, ScriptedTurn
 from langhooks.stores import MemoryRunStore
 
@@ -471,6 +472,27 @@ class TestRefusals:
         self.refused(client.post(url, json=run_input(resume=other)), 422, "x/y")
         twice = approve(first[-1]) * 2
         self.refused(client.post(url, json=run_input(resume=twice)), 400, "twice")
+
+    def test_interrupts_of_two_runs(self, client: httpx.Client) -> None:
+        """One resume answering interrupts of two runs waiting under the same
+        thread id (two users' threads) runs nothing (400)."""
+        app = create_agui_app(
+            agent=lambda messages: WeatherAgent()(messages),
+            authorize=owner_only(lambda request: request.headers.get("x-user")),
+        )
+        with serving(app) as url:
+            ids = [
+                answers(
+                    client.post(url, json=run_input(run=user), headers={"x-user": user})
+                )[-1]["outcome"]["interrupts"][0]["id"]
+                for user in ("alice", "bob")
+            ]
+            assert ids == ["alice/call_1", "bob/call_1"]
+            resume = [{"interruptId": i, "status": "cancelled"} for i in ids]
+            response = client.post(
+                url, json=run_input(run="r3", resume=resume), headers={"x-user": "bob"}
+            )
+        self.refused(response, 400, "one run")
 
     def test_every_open_interrupt_is_answered(self, client: httpx.Client) -> None:
         """A resume that leaves an interrupt open runs nothing (422)."""

@@ -43,6 +43,7 @@ __all__ = [
     "LiveRun",
     "Translation",
     "Work",
+    "abandon_waiting",
     "allowed",
     "build_chain",
     "close_unanswered",
@@ -163,6 +164,23 @@ def close_unanswered(messages: Sequence[Message]) -> list[Message]:
         if missing:
             out.append(Message.tool(missing))
     return out
+
+
+async def abandon_waiting(chain: LLMChain) -> LLMChain:
+    """``chain`` with the calls that wait for a human answered with
+    ``ABANDONED`` (``aabandon_tool_calls``: its handlers see the rejections,
+    the model reads the reason as each call's result), so a new message runs
+    as chat products do; ``chain`` itself when no call waits.
+
+    Raises:
+        LangHooksError: a handler failed on a rejection (nothing ran).
+    """
+    if not chain.pending_tool_calls:
+        return chain
+    settled = await chain.aabandon_tool_calls()
+    if settled.error is not None:
+        raise settled.error
+    return settled.chain
 
 
 def moves_on(chain: LLMChain, stored: Sequence[PendingRun]) -> bool:
