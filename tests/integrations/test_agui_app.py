@@ -160,7 +160,8 @@ class TestRoundTrip:
         assert interrupt["id"] == "run-1/call_1"
         snapshot = next(e for e in first if e["type"] == "MESSAGES_SNAPSHOT")
         made = [m["id"] for m in snapshot["messages"][1:]]
-        assert made and all(i.startswith("run-1:") for i in made)
+        assert made
+        assert all(i.startswith("run-1:") for i in made)
         read = client.get(f"{url}{THREAD}/messages").json()
         assert read["interrupts"][0]["id"] == "run-1/call_1"
         assert [m["id"] for m in read["messages"]] == [
@@ -170,7 +171,8 @@ class TestRoundTrip:
             client.post(url, json=run_input(run="run-2", resume=approve(first[-1])))
         )
         ids = {e["messageId"] for e in second if "messageId" in e}
-        assert ids and all(i.startswith("run-1:") for i in ids)
+        assert ids
+        assert all(i.startswith("run-1:") for i in ids)
 
     def test_edited_arguments(
         self, agent: WeatherAgent, client: httpx.Client, url: str
@@ -473,26 +475,45 @@ class TestRefusals:
         twice = approve(first[-1]) * 2
         self.refused(client.post(url, json=run_input(resume=twice)), 400, "twice")
 
-    def test_interrupts_of_two_runs(self, client: httpx.Client) -> None:
-        """One resume answering interrupts of two runs waiting under the same
-        thread id (two users' threads) runs nothing (400)."""
+    def test_two_users_runs_under_one_thread_and_run_id(
+        self, client: httpx.Client
+    ) -> None:
+        """Two users' runs waiting under the same thread id and runId have the
+        same interrupt ids: a resume decides the one its user may (Bob's, under
+        ``owner_only``), never the other's; answering both is a 422."""
+        store = MemoryRunStore()
         app = create_agui_app(
             agent=lambda messages: WeatherAgent()(messages),
             authorize=owner_only(lambda request: request.headers.get("x-user")),
+            store=store,
         )
+        alice, bob = {"x-user": "alice"}, {"x-user": "bob"}
         with serving(app) as url:
             ids = [
-                answers(
-                    client.post(url, json=run_input(run=user), headers={"x-user": user})
-                )[-1]["outcome"]["interrupts"][0]["id"]
-                for user in ("alice", "bob")
+                answers(client.post(url, json=run_input(), headers=user))[-1][
+                    "outcome"
+                ]["interrupts"][0]["id"]
+                for user in (alice, bob)
             ]
-            assert ids == ["alice/call_1", "bob/call_1"]
-            resume = [{"interruptId": i, "status": "cancelled"} for i in ids]
-            response = client.post(
-                url, json=run_input(run="r3", resume=resume), headers={"x-user": "bob"}
+            assert ids == ["run-1/call_1", "run-1/call_1"]
+            (alices_run,) = (
+                row.run_id
+                for row in store.pending()
+                if row.metadata["owner"] == "alice"
             )
-        self.refused(response, 400, "one run")
+            both = [
+                {"interruptId": "run-1/call_1", "status": "cancelled"},
+                {"interruptId": "run-1/other", "status": "cancelled"},
+            ]
+            response = client.post(url, json=run_input(resume=both), headers=bob)
+            self.refused(response, 422, "run-1/other")
+            resume = [{"interruptId": "run-1/call_1", "status": "cancelled"}]
+            body = run_input(run="r2", resume=resume)
+            done = answers(client.post(url, json=body, headers=bob))
+        (result,) = (e for e in done if e["type"] == "TOOL_CALL_RESULT")
+        assert result["metadata"] == {"langhooks.tool_outcome": "denied"}
+        waiting = {row.metadata["owner"]: row.run_id for row in store.pending()}
+        assert waiting["alice"] == alices_run
 
     def test_every_open_interrupt_is_answered(self, client: httpx.Client) -> None:
         """A resume that leaves an interrupt open runs nothing (422)."""

@@ -20,7 +20,13 @@ from starlette.routing import Route
 from ..._core._messages import LangHooksError, Message, ToolCall, ToolResult
 from ..._persist._stores import MemoryRunStore
 from ...chain import Decision
-from .._auth import Authorize, check_authorize, owner_metadata, started_by
+from .._auth import (
+    Action,
+    Authorize,
+    check_authorize,
+    owner_metadata,
+    started_by,
+)
 from .._web._limits import BadRequest, json_body
 from ._agui_events import AguiTranslator, refusal_event, thread_snapshot
 from ._app import (
@@ -261,17 +267,11 @@ class _AguiApp:
             if not given.run_id:
                 raise BadRequest(400, "runId must not be empty")
             answers = _answers(given.resume) if given.resume else None
-            waiting = None
-            if answers is not None:
-                waiting = await self._answered(given.thread_id, answers)
-            refused = await allowed(
-                self._authorize,
-                request,
-                "start" if answers is None else "decide",
-                None if waiting is None else waiting.run_id,
-                self._store,
-                {_THREAD: given.thread_id},
-            )
+            if answers is None:
+                waiting = None
+                refused = await self._allowed(request, given, "start", None)
+            else:
+                waiting, refused = await self._decider(request, given, answers)
             if refused is not None:
                 return refused
             messages = close_unanswered(conversation(given.messages))
@@ -295,22 +295,42 @@ class _AguiApp:
         run, messages = found
         return JSONResponse(thread_snapshot(messages, _named(run)), headers=_HEADERS)
 
-    async def _answered(
-        self, thread_id: str, answers: Mapping[str, Decision]
-    ) -> PendingRun | None:
-        """The run waiting on the thread whose interrupts ``answers`` answer
-        (None: no run waits for any of them).
+    async def _allowed(
+        self,
+        request: Request,
+        given: agui.RunAgentInput,
+        action: Action,
+        run_id: str | None,
+    ) -> Response | None:
+        where = {_THREAD: given.thread_id}
+        return await allowed(
+            self._authorize, request, action, run_id, self._store, where
+        )
 
-        Raises:
-            BadRequest: answers to the interrupts of different runs.
-        """
+    async def _decider(
+        self,
+        request: Request,
+        given: agui.RunAgentInput,
+        answers: Mapping[str, Decision],
+    ) -> tuple[PendingRun | None, Response | None]:
+        """The run waiting on the thread whose interrupts ``answers`` answer
+        and that ``authorize`` lets the request decide, or the refusal. Two
+        users' runs may wait under one thread id with the same interrupt ids
+        (the same ``runId``): the one the request may decide is taken."""
         rows = await asyncio.to_thread(
-            self._store.pending, metadata={_THREAD: thread_id}
+            self._store.pending, metadata={_THREAD: given.thread_id}
         )
         answered = [row for row in rows if set(_interrupts(row)) & set(answers)]
-        if len(answered) > 1:
-            raise BadRequest(400, "a resume answers the interrupts of one run")
-        return answered[0] if answered else None
+        refused = None
+        for run in answered:
+            refused = await self._allowed(request, given, "decide", run.run_id)
+            if refused is None:
+                return run, None
+        if refused is None:
+            # No run waits for them: asked with the interrupt id, which names
+            # no run (owner_only refuses it, as an unknown run's id).
+            refused = await self._allowed(request, given, "decide", next(iter(answers)))
+        return None, refused
 
     async def _start(
         self, given: agui.RunAgentInput, messages: list[Message], owner: str | None
