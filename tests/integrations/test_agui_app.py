@@ -6,10 +6,12 @@ import asyncio
 import json
 import threading
 from collections.abc import Iterator, Mapping, Sequence
+from http import HTTPStatus
 from typing import Any
 
 import httpx
 import pytest
+from ag_ui import core as agui
 from typing_extensions import override
 
 from langhooks import AsyncChainCallbackHandler, Message, ToolCall
@@ -17,6 +19,7 @@ from langhooks.chain import LLMChain
 from langhooks.integrations._frontends._agui_events import AguiTranslator
 from langhooks.integrations._frontends._app import LiveRun, build_chain, stream_events
 from langhooks.integrations.agui import create_agui_app
+from langhooks.integrations.web import owner_only
 from langhooks.models import ScriptedChatModel, ScriptedTurn
 from langhooks.stores import MemoryRunStore
 
@@ -146,6 +149,31 @@ class TestRoundTrip:
             "content": QUESTION,
         }
 
+    def test_ids_are_made_of_the_clients_run_id(
+        self, client: httpx.Client, url: str
+    ) -> None:
+        """The answers' message ids and the interrupts' ids are made of the
+        runId the client sent; a resume (another runId) keeps them, so the
+        thread's messages keep their ids, and the read route says the same."""
+        first = interrupted(client, url)
+        (interrupt,) = first[-1]["outcome"]["interrupts"]
+        assert interrupt["id"] == "run-1/call_1"
+        snapshot = next(e for e in first if e["type"] == "MESSAGES_SNAPSHOT")
+        made = [m["id"] for m in snapshot["messages"][1:]]
+        assert made
+        assert all(i.startswith("run-1:") for i in made)
+        read = client.get(f"{url}{THREAD}/messages").json()
+        assert read["interrupts"][0]["id"] == "run-1/call_1"
+        assert [m["id"] for m in read["messages"]] == [
+            m["id"] for m in snapshot["messages"]
+        ]
+        second = answers(
+            client.post(url, json=run_input(run="run-2", resume=approve(first[-1])))
+        )
+        ids = {e["messageId"] for e in second if "messageId" in e}
+        assert ids
+        assert all(i.startswith("run-1:") for i in ids)
+
     def test_edited_arguments(
         self, agent: WeatherAgent, client: httpx.Client, url: str
     ) -> None:
@@ -272,11 +300,14 @@ class TestRoundTrip:
 
 
 class TestRefusals:
-    """Bad input gets a 4xx answer with a JSON reason, never a 500."""
+    """Bad input gets a 4xx answer whose body is a ``RUN_ERROR`` event (the
+    protocol's error shape, its code naming the status), never a 500."""
 
     def refused(self, response: httpx.Response, status: int, words: str) -> None:
         assert response.status_code == status, response.text
-        assert words in response.json()["error"]
+        refusal = agui.RunErrorEvent.model_validate(response.json())
+        assert words in refusal.message
+        assert refusal.code == HTTPStatus(status).phrase.lower().replace(" ", "_")
 
     def test_not_json(self, client: httpx.Client, url: str) -> None:
         """A body that is not JSON."""
@@ -405,14 +436,18 @@ class TestRefusals:
         )
 
     def test_an_unknown_interrupt(self, client: httpx.Client, url: str) -> None:
-        """An interrupt this app never made."""
-        resume = [{"interruptId": "made-up", "status": "cancelled"}]
-        self.refused(client.post(url, json=run_input(resume=resume)), 400, "made-up")
+        """An interrupt no run on the thread waits for (never made, or
+        answered already) is a "conflict" and runs nothing."""
+        for made_up in ("made-up", "nope/call_1"):
+            resume = [{"interruptId": made_up, "status": "cancelled"}]
+            out = answers(client.post(url, json=run_input(resume=resume)))
+            assert [e["type"] for e in out] == ["RUN_STARTED", "RUN_ERROR"]
+            assert out[-1]["code"] == "conflict"
+            assert "never made" in out[-1]["message"]
 
-    def test_an_unknown_run(self, client: httpx.Client, url: str) -> None:
-        """An interrupt of a run no store holds."""
-        resume = [{"interruptId": "nope/call_1", "status": "cancelled"}]
-        self.refused(client.post(url, json=run_input(resume=resume)), 404, THREAD)
+    def test_an_empty_run_id(self, client: httpx.Client, url: str) -> None:
+        """A runId must name the run: the ids of its messages are made of it."""
+        self.refused(client.post(url, json=run_input(run="")), 400, "runId")
 
     @pytest.mark.parametrize(
         "payload",
@@ -432,16 +467,53 @@ class TestRefusals:
         self.refused(client.post(url, json=run_input(resume=resume)), 400, "payload")
 
     def test_answers_that_do_not_match(self, client: httpx.Client, url: str) -> None:
-        """An answer for a call that is not waiting, twice the same one, or
-        interrupts of two runs."""
+        """An answer for an interrupt that is not waiting beside the waiting
+        one, or twice the same one."""
         first = interrupted(client, url)
-        run_id, _ = first[-1]["outcome"]["interrupts"][0]["id"].split("/")
-        other = [{"interruptId": f"{run_id}/other", "status": "cancelled"}]
-        self.refused(client.post(url, json=run_input(resume=other)), 422, "other")
+        other = [*approve(first[-1]), {"interruptId": "x/y", "status": "cancelled"}]
+        self.refused(client.post(url, json=run_input(resume=other)), 422, "x/y")
         twice = approve(first[-1]) * 2
         self.refused(client.post(url, json=run_input(resume=twice)), 400, "twice")
-        two_runs = [*approve(first[-1]), {"interruptId": "x/y", "status": "cancelled"}]
-        self.refused(client.post(url, json=run_input(resume=two_runs)), 400, "one run")
+
+    def test_two_users_runs_under_one_thread_and_run_id(
+        self, client: httpx.Client
+    ) -> None:
+        """Two users' runs waiting under the same thread id and runId have the
+        same interrupt ids: a resume decides the one its user may (Bob's, under
+        ``owner_only``), never the other's; answering both is a 422."""
+        store = MemoryRunStore()
+        app = create_agui_app(
+            agent=lambda messages: WeatherAgent()(messages),
+            authorize=owner_only(lambda request: request.headers.get("x-user")),
+            store=store,
+        )
+        alice, bob = {"x-user": "alice"}, {"x-user": "bob"}
+        with serving(app) as url:
+            ids = [
+                answers(client.post(url, json=run_input(), headers=user))[-1][
+                    "outcome"
+                ]["interrupts"][0]["id"]
+                for user in (alice, bob)
+            ]
+            assert ids == ["run-1/call_1", "run-1/call_1"]
+            (alices_run,) = (
+                row.run_id
+                for row in store.pending()
+                if row.metadata["owner"] == "alice"
+            )
+            both = [
+                {"interruptId": "run-1/call_1", "status": "cancelled"},
+                {"interruptId": "run-1/other", "status": "cancelled"},
+            ]
+            response = client.post(url, json=run_input(resume=both), headers=bob)
+            self.refused(response, 422, "run-1/other")
+            resume = [{"interruptId": "run-1/call_1", "status": "cancelled"}]
+            body = run_input(run="r2", resume=resume)
+            done = answers(client.post(url, json=body, headers=bob))
+        (result,) = (e for e in done if e["type"] == "TOOL_CALL_RESULT")
+        assert result["metadata"] == {"langhooks.tool_outcome": "denied"}
+        waiting = {row.metadata["owner"]: row.run_id for row in store.pending()}
+        assert waiting["alice"] == alices_run
 
     def test_every_open_interrupt_is_answered(self, client: httpx.Client) -> None:
         """A resume that leaves an interrupt open runs nothing (422)."""
@@ -485,7 +557,9 @@ class TestRuns:
         agent = WeatherAgent()
         with serving(create_agui_app(agent=agent, store=store)) as one:
             first = answers(client.post(one, json=run_input()))
-        assert [p.metadata for p in store.pending()] == [{"agui_thread": THREAD}]
+        assert [p.metadata for p in store.pending()] == [
+            {"agui_thread": THREAD, "agui_run": "run-1"}
+        ]
         with serving(create_agui_app(agent=agent, store=store)) as two:
             body = run_input(run="r2", resume=approve(first[-1]))
             second = answers(client.post(two, json=body))

@@ -134,15 +134,20 @@ class TestAguiEvents:
         (result_event,) = of(out, "TOOL_CALL_RESULT")
         assert result_event["toolCallId"] == "call_1"
         assert result_event["content"] == FORECAST
+        assert result_event["metadata"] == {"langhooks.tool_outcome": "output"}
         assert joined(out, "TEXT_MESSAGE_CONTENT") == ANSWER
         assert "outcome" not in out[-1]
         assert agent.runs == [{"city": "Paris"}]
 
     def test_a_rejected_resume(self) -> None:
-        """A rejection answers the call with its reason; the tool never runs."""
+        """A rejection answers the call with its reason, marked as denied in
+        the event's metadata (a client tells it from a completed call); the
+        tool never runs."""
         agent, result, _ = weather_run()
         out = events(resumed(agent, result, Decision.reject("Not now.")))
-        assert of(out, "TOOL_CALL_RESULT")[0]["content"] == "Not now."
+        (denial,) = of(out, "TOOL_CALL_RESULT")
+        assert denial["content"] == "Not now."
+        assert denial["metadata"] == {"langhooks.tool_outcome": "denied"}
         assert agent.runs == []
 
     def test_a_denial(self) -> None:
@@ -150,6 +155,7 @@ class TestAguiEvents:
         out = events(denied_run())
         (result,) = of(out, "TOOL_CALL_RESULT")
         assert result["content"].endswith("Weather lookups are switched off.")
+        assert result["metadata"] == {"langhooks.tool_outcome": "denied"}
         assert out[-1]["type"] == "RUN_FINISHED"
 
     def test_several_calls_in_one_answer(self) -> None:
@@ -206,8 +212,9 @@ class TestAguiEvents:
     def test_a_failing_tool(self) -> None:
         """A tool that raised has its error as the result the model reads."""
         out = events(two_calls_run(failing=True))
-        contents = [r["content"] for r in of(out, "TOOL_CALL_RESULT")]
-        assert all("the weather service is down" in c for c in contents)
+        results = of(out, "TOOL_CALL_RESULT")
+        assert all("the weather service is down" in r["content"] for r in results)
+        assert {r["metadata"]["langhooks.tool_outcome"] for r in results} == {"error"}
 
     def test_an_error(self) -> None:
         """A run that gives up ends with RUN_ERROR carrying the error's type."""

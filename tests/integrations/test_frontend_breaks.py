@@ -43,8 +43,18 @@ def client() -> Iterator[httpx.Client]:
 
 
 def _refused(response: httpx.Response, status: int, words: str) -> None:
+    """A refusal in its protocol's shape: AG-UI a ``RUN_ERROR`` event, the UI
+    message app plain text (the AI SDK shows the body as the error)."""
     assert response.status_code == status, response.text
-    assert words in response.json()["error"]
+    assert words in _reason(response)
+
+
+def _reason(response: httpx.Response) -> str:
+    if response.headers["content-type"].startswith("text/plain"):
+        return response.text
+    event = response.json()
+    assert event["type"] == "RUN_ERROR"
+    return str(event["message"])
 
 
 def _agui_call(call_id: str, name: str) -> list[dict[str, Any]]:
@@ -138,15 +148,40 @@ class TestAPostgresStoreInTheAguiApp:
                 store.close()
 
     def test_an_interrupt_id_with_a_nul(self, client: httpx.Client) -> None:
-        """An interrupt naming a run id with a NUL is a run no store holds (404)."""
+        """An interrupt id with a NUL is one no run waits for: "conflict"."""
         with postgres_schema() as (url, schema):
             store = PostgresRunStore(url, schema=schema)
             store.setup()
             try:
                 with serving(create_agui_app(agent=WeatherAgent(), store=store)) as app:
                     resume = [{"interruptId": "run\x00x/call_1", "status": "cancelled"}]
-                    response = client.post(app, json=run_input(resume=resume))
-                assert response.status_code == 404, response.text
+                    out = answers(client.post(app, json=run_input(resume=resume)))
+                assert out[-1]["code"] == "conflict"
+            finally:
+                store.close()
+
+    def test_a_run_id_with_a_nul(self, client: httpx.Client) -> None:
+        """A runId with a NUL (which PostgreSQL's JSONB cannot hold) names a
+        run that waits there and is resumed like any other."""
+        agent = WeatherAgent()
+        with postgres_schema() as (url, schema):
+            store = PostgresRunStore(url, schema=schema)
+            store.setup()
+            try:
+                with serving(create_agui_app(agent=agent, store=store)) as app:
+                    first = answers(client.post(app, json=run_input(run="r\x001")))
+                    (interrupt,) = first[-1]["outcome"]["interrupts"]
+                    resume = [
+                        {
+                            "interruptId": interrupt["id"],
+                            "status": "resolved",
+                            "payload": {"approved": True},
+                        }
+                    ]
+                    body = run_input(run="r2", resume=resume)
+                    done = answers(client.post(app, json=body))
+                assert done[-1]["type"] == "RUN_FINISHED"
+                assert len(agent.runs) == 1
             finally:
                 store.close()
 
@@ -190,8 +225,8 @@ class TestANewMessageWhileCallsWait:
             posted_back = run_input(first[-2]["messages"], run="r2")
             again = client.post(url, json=posted_back)
         _refused(again, 409, "get_weather ('call_1')")
-        assert '"cancelled" to abandon it' in again.json()["error"]
-        assert "send a new user message (it rejects them)" in again.json()["error"]
+        assert '"cancelled" to abandon it' in _reason(again)
+        assert "send a new user message (it rejects them)" in _reason(again)
 
     def test_ui_chat_in_the_store(self, client: httpx.Client) -> None:
         """The UI-message app's 409 names the waiting call and how to answer it."""
@@ -199,7 +234,7 @@ class TestANewMessageWhileCallsWait:
             out = chunks(client.post(url, json=chat([USER])))
             refused = client.post(url, json=chat([USER, assistant_of(out)]))
         _refused(refused, 409, "get_weather ('call_1')")
-        assert "send a new message (it rejects them)" in refused.json()["error"]
+        assert "send a new message (it rejects them)" in _reason(refused)
 
     @pytest.mark.parametrize("app", ["agui", "ui"])
     def test_an_agents_chain_with_waiting_calls(
@@ -229,8 +264,9 @@ class TestANewMessageWhileCallsWait:
         assert "moved on" in tool_result_text(told[-2].tool_results[0])
 
     def test_the_serve_app(self) -> None:
-        """The web app of ``langhooks serve`` answers a prompt whose chain has
-        waiting calls with a 409 naming them and the two ways on."""
+        """The web app of ``langhooks serve`` does as the frontend apps: a
+        prompt whose chain has waiting calls rejects them (the tool does not
+        run, the model reads why) and is answered."""
         ran: list[str] = []
         interrupted = _interrupted_chain(ran)
 
@@ -239,10 +275,31 @@ class TestANewMessageWhileCallsWait:
 
         with serving(create_app(agent=agent)) as base:
             answer = httpx.post(f"{base}runs", json={"prompt": "Something else?"})
-        assert answer.status_code == 409, answer.text
-        error = answer.json()["error"]
-        assert "get_weather ('call_1')" in error
-        assert "abandon_tool_calls(reason)" in error
+            assert answer.status_code == 201, answer.text
+            run_id = answer.json()["run_id"]
+            # The stream ends with the run's last record.
+            events = httpx.get(f"{base}runs/{run_id}/events", timeout=30).text
+        assert "event: on_run_complete" in events
+        assert ran == []
+        assert isinstance(interrupted.model, ScriptedChatModel)
+        told = interrupted.model.requests[-1].messages
+        assert [m.role for m in told[-3:]] == ["assistant", "tool", "user"]
+        assert "moved on" in tool_result_text(told[-2].tool_results[0])
+
+    def test_the_serve_app_when_a_handler_fails(self) -> None:
+        """A handler that fails on the rejection: 500 naming only the error's
+        type, nothing run."""
+        ran: list[str] = []
+        interrupted = _interrupted_chain(ran).add_callback(_FailsOnRejection())
+
+        def agent(prompt: str) -> LLMChain:
+            return interrupted.add_message(Message.user(prompt))
+
+        with serving(create_app(agent=agent)) as base:
+            answer = httpx.post(f"{base}runs", json={"prompt": "Something else?"})
+        assert answer.status_code == 500, answer.text
+        assert "handler_error" in answer.json()["error"]
+        assert "db-7" not in answer.text
         assert ran == []
 
 

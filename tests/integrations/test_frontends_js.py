@@ -106,7 +106,8 @@ class TestAguiClient:
     def test_interrupt_then_resume(self, token: str | None) -> None:
         """The client sees thinking, text, the call with its arguments, the
         interrupt, then the result and the answer; a repeated resume is a
-        conflict; the tool ran once; every event sent was received. Behind a
+        conflict; a refused resume reaches the client's error as a RUN_ERROR
+        event; the tool ran once; every event sent was received. Behind a
         token, sent with the client's headers option, alike."""
         agent = WeatherAgent()
         authorize = None if token is None else TokenAuth(token)
@@ -144,11 +145,19 @@ class TestAguiClient:
             ("assistant", ANSWER, []),
         ]
 
+        (outcome,) = (m for m in second["messages"] if m["role"] == "tool")
+        assert outcome["metadata"] == {"langhooks.tool_outcome": "output"}
+
         assert repeated["types"] == ["RUN_STARTED", "RUN_ERROR"]
         assert repeated["events"][-1]["code"] == "conflict"
         assert agent.runs == [{"city": "Paris"}]
+        refusal = summary["refused"]["refusal"]
+        assert refusal["status"] == 400
+        assert refusal["payload"]["type"] == "RUN_ERROR"
+        assert refusal["payload"]["code"] == "bad_request"
+        assert "payload must be" in refusal["payload"]["message"]
         received = [len(part["events"]) for part in (first, second, repeated)]
-        assert received == app.sent
+        assert [*received, 0] == app.sent
 
 
 class TestAiSdkClient:
@@ -206,7 +215,8 @@ class TestAiSdkClient:
         assert message["parts"][-1]["text"] == ANSWER
 
         assert repeated["status"] == 409
-        assert "nothing was run" in repeated["body"]["error"]
+        # useChat's error is the reason itself, not a JSON object.
+        assert repeated["shown"].startswith("these approvals were answered already")
         assert agent.runs == [{"city": "Paris"}]
         # Each stream also sends its closing `data: [DONE]`, which is no chunk.
         parsed = [len(first["chunks"]) + 1, len(second["chunks"]) + 1, 0]

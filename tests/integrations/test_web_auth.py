@@ -69,10 +69,13 @@ class Waiting:
 
     run_id: str
     body: Any
+    # What the body names the run by, when not its id (AG-UI: the runId the
+    # client sent, which its interrupts' ids are made of).
+    named: str | None = None
 
     def forged(self) -> Waiting:
         """The same request for a run that does not exist."""
-        text = json.dumps(self.body).replace(self.run_id, NO_RUN)
+        text = json.dumps(self.body).replace(self.named or self.run_id, NO_RUN)
         return Waiting(NO_RUN, json.loads(text))
 
 
@@ -229,24 +232,32 @@ class AguiApp(Subject):
         ("GET", "/{thread_id}/stream"): ("read",),
     }
 
+    # The store of the app made last: a waiting run's langhooks id is read
+    # from it (the interrupts' ids are made of the client's runId).
+    store: RunStore = MemoryRunStore()
+
     @override
     def make(
         self, authorize: Authorize | None, store: RunStore | None = None
     ) -> Starlette:
-        return create_agui_app(agent=fresh_agent, authorize=authorize, store=store)
+        self.store = MemoryRunStore() if store is None else store
+        return create_agui_app(agent=fresh_agent, authorize=authorize, store=self.store)
 
     @override
     def start(self, thread: str) -> Any:
-        return run_input(thread=thread)
+        # A runId of its own, as the clients send.
+        return run_input(thread=thread, run=uuid.uuid4().hex)
 
     @override
     def waiting(self, base: str, headers: dict[str, str]) -> Waiting:
         thread = uuid.uuid4().hex
-        out = answers(httpx.post(base, json=self.start(thread), headers=headers))
+        first = run_input(thread=thread, run=thread)
+        out = answers(httpx.post(base, json=first, headers=headers))
         resume = approve(out[-1])
-        ids = split_approval_id(resume[0]["interruptId"])
-        assert ids is not None
-        return Waiting(ids[0], run_input(thread=thread, resume=resume))
+        assert resume[0]["interruptId"] == f"{thread}/call_1"
+        (row,) = self.store.pending(metadata={"agui_thread": thread})
+        body = run_input(thread=thread, run=uuid.uuid4().hex, resume=resume)
+        return Waiting(row.run_id, body, named=thread)
 
     @override
     def send(
@@ -590,7 +601,11 @@ class TestOwnerOnlyOnTheFrontends:
         subject = SUBJECTS[name]
         agent = WeatherAgent()
         if name == "create_agui_app":
-            app = create_agui_app(agent=agent, authorize=owner_only(user_of))
+            assert isinstance(subject, AguiApp)
+            subject.store = MemoryRunStore()
+            app = create_agui_app(
+                agent=agent, authorize=owner_only(user_of), store=subject.store
+            )
         else:
             app = create_ui_message_app(agent=agent, authorize=owner_only(user_of))
         route = ("POST", "/")

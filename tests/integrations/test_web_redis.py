@@ -435,23 +435,26 @@ class TestFailures:
             assert events(base, run_id)[-1]["event"] == "on_error"
             wait_state(base, run_id, "error")
 
-    def test_a_run_that_cannot_start_is_refused(
+    def test_a_prompt_moves_on_past_waiting_calls(
         self, client: redis.Redis, prefix: str
     ) -> None:
-        """A chain that cannot run (its calls wait for a human) fails the request
-        that started it with a 409 saying why; nothing ran."""
+        """A chain whose calls wait for a human has them rejected (the model
+        reads why) and the prompt is answered, as in the frontend apps."""
+        model = ScriptedChatModel([ScriptedTurn(text="x")])
 
         def agent(prompt: str) -> LLMChain:
-            # Calls that wait for a human: run() refuses such a chain.
-            chain = LLMChain(ScriptedChatModel([ScriptedTurn(text="x")]))
+            chain = LLMChain(model)
             return chain.add_messages(
-                [Message.user(prompt), *_interrupted_tail(prompt)]
+                [Message.user(prompt), *_interrupted_tail(prompt), Message.user("on")]
             )
 
         with serving(create_app(redis=client, prefix=prefix, agent=agent)) as base:
-            answer = httpx.post(f"{base}runs", json={"prompt": "hi"})
-        assert answer.status_code == 409
-        assert "abandon_tool_calls(reason)" in answer.json()["error"]
+            run_id = start(base)
+            assert events(base, run_id)[-1]["event"] == "on_run_complete"
+            wait_state(base, run_id, "ok")
+        told = model.requests[-1].messages
+        assert [m.role for m in told] == ["user", "assistant", "tool", "user"]
+        assert not told[2].tool_results[0].is_interrupt
 
     def test_a_run_still_going_when_the_server_stops_is_cancelled(
         self, client: redis.Redis, prefix: str

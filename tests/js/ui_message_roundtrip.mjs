@@ -3,8 +3,14 @@
 // readUIMessageStream (continuing the assistant message after an approval), as
 // useChat does. The approval is answered the way addToolApprovalResponse does, by
 // re-posting the conversation with the tool part in state "approval-responded";
-// then the same answer is posted again. Prints one JSON summary.
-import { parseJsonEventStream, readUIMessageStream, uiMessageChunkSchema } from "ai";
+// then the same answer is posted again, through DefaultChatTransport as useChat
+// sends it (its refusal becomes the Error useChat shows). Prints one JSON summary.
+import {
+  DefaultChatTransport,
+  parseJsonEventStream,
+  readUIMessageStream,
+  uiMessageChunkSchema,
+} from "ai";
 
 const [url, question, token] = process.argv.slice(2);
 // With a token, every request carries it as the app's authorize= expects (what
@@ -63,5 +69,26 @@ for (const part of assistant.parts) {
 }
 const answered = structuredClone(assistant);
 const second = await post([user, answered], structuredClone(answered));
-const repeated = await post([user, answered], structuredClone(answered));
+const repeated = { status: null, shown: null };
+const transport = new DefaultChatTransport({
+  api: url,
+  headers: authorization,
+  fetch: async (input, init) => {
+    const response = await fetch(input, init);
+    repeated.status = response.status;
+    return response;
+  },
+});
+try {
+  await transport.sendMessages({
+    chatId: "chat-1",
+    messages: [user, answered],
+    trigger: "submit-message",
+    messageId: undefined,
+    abortSignal: undefined,
+  });
+} catch (error) {
+  // What useChat puts in its `error` and a page shows.
+  repeated.shown = error.message;
+}
 console.log(JSON.stringify({ first, second, repeated }));

@@ -20,9 +20,15 @@ from starlette.routing import Route
 from ..._core._messages import LangHooksError, Message, ToolCall, ToolResult
 from ..._persist._stores import MemoryRunStore
 from ...chain import Decision
-from .._auth import Authorize, check_authorize, owner_metadata, started_by
+from .._auth import (
+    Action,
+    Authorize,
+    check_authorize,
+    owner_metadata,
+    started_by,
+)
 from .._web._limits import BadRequest, json_body
-from ._agui_events import AguiTranslator, thread_snapshot
+from ._agui_events import AguiTranslator, refusal_event, thread_snapshot
 from ._app import (
     Agent,
     Answers,
@@ -31,9 +37,7 @@ from ._app import (
     allowed,
     build_chain,
     close_unanswered,
-    error,
     fresh_run,
-    known,
     moves_on,
     resumed_run,
     settle_stored,
@@ -41,9 +45,10 @@ from ._app import (
     waiting_calls,
     waiting_thread,
 )
-from ._records import MESSAGE_ID, RESULT_IDS, split_approval_id
+from ._records import MESSAGE_ID, RESULT_IDS, approval_id
 
 if TYPE_CHECKING:
+    from ..._persist._pending import PendingRun
     from ..._persist._stores import RunStore
 
 __all__ = ["MAX_CONVERSATION_BYTES", "create_agui_app"]
@@ -52,7 +57,16 @@ __all__ = ["MAX_CONVERSATION_BYTES", "create_agui_app"]
 MAX_CONVERSATION_BYTES: Final = 512 * 1024
 # The store metadata key that ties an interrupted run to its AG-UI thread.
 _THREAD: Final = "agui_thread"
+# The key of the ``runId`` of the request that started the run: its messages'
+# and interrupts' ids are made of it, and a resume finds the run by them.
+_RUN: Final = "agui_run"
 _HEADERS: Final = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+
+
+def _refusal(status: int, message: str) -> JSONResponse:
+    """A request refused before anything ran: ``status`` and a ``RUN_ERROR``
+    event as the body (``refusal_event``)."""
+    return JSONResponse(refusal_event(status, message), status_code=status)
 
 
 def _text(content: str | list[Any], where: str) -> str:
@@ -198,30 +212,31 @@ def _decision(entry: agui.ResumeEntry, where: str) -> Decision:
     return Decision.approve() if arguments is None else Decision.edit(arguments)
 
 
-def _resume(entries: Sequence[agui.ResumeEntry]) -> tuple[str, dict[str, Decision]]:
-    """The run a resume answers and its decisions by tool call id.
+def _answers(entries: Sequence[agui.ResumeEntry]) -> dict[str, Decision]:
+    """A resume's decisions by interrupt id.
 
     Raises:
-        BadRequest: an interrupt id this app did not make, entries naming
-            different runs, or one interrupt answered twice.
+        BadRequest: a malformed payload, or one interrupt answered twice.
     """
-    runs: set[str] = set()
     decisions: dict[str, Decision] = {}
     for position, entry in enumerate(entries):
         where = f"resume[{position}]"
-        ids = split_approval_id(entry.interrupt_id)
-        if ids is None:
-            raise BadRequest(
-                400, f"{where}: no interrupt {entry.interrupt_id!r} on this thread"
-            )
-        run_id, call_id = ids
-        if call_id in decisions:
+        if entry.interrupt_id in decisions:
             raise BadRequest(400, f"{where}: interrupt answered twice")
-        runs.add(run_id)
-        decisions[call_id] = _decision(entry, where)
-    if len(runs) != 1:
-        raise BadRequest(400, "a resume answers the interrupts of one run")
-    return runs.pop(), decisions
+        decisions[entry.interrupt_id] = _decision(entry, where)
+    return decisions
+
+
+def _named(run: PendingRun) -> str:
+    """What the ids of a stored run's messages and interrupts are made of: the
+    ``runId`` of the request that started it."""
+    named = run.metadata.get(_RUN)
+    return named if isinstance(named, str) else run.run_id
+
+
+def _interrupts(run: PendingRun) -> dict[str, str]:
+    """The ids of a stored run's interrupts, each with its tool call's id."""
+    return {approval_id(_named(run), call.call_id): call.call_id for call in run.calls}
 
 
 @final
@@ -249,25 +264,24 @@ class _AguiApp:
                 given = agui.RunAgentInput.model_validate(body)
             except pydantic.ValidationError as exc:
                 raise BadRequest(400, f"not an AG-UI RunAgentInput: {exc}") from None
-            resume = _resume(given.resume) if given.resume else None
-            refused = await allowed(
-                self._authorize,
-                request,
-                "decide" if resume else "start",
-                resume and resume[0],
-                self._store,
-                {_THREAD: given.thread_id},
-            )
+            if not given.run_id:
+                raise BadRequest(400, "runId must not be empty")
+            answers = _answers(given.resume) if given.resume else None
+            if answers is None:
+                waiting = None
+                refused = await self._allowed(request, given, "start", None)
+            else:
+                waiting, refused = await self._decider(request, given, answers)
             if refused is not None:
                 return refused
             messages = close_unanswered(conversation(given.messages))
-            if resume is None:
+            if answers is None:
                 return await self._start(given, messages, started_by(request))
             return await self._resumed(
-                given, messages, *resume, owner=started_by(request)
+                given, messages, waiting, answers, owner=started_by(request)
             )
         except BadRequest as bad:
-            return error(bad.status, bad.message)
+            return _refusal(bad.status, bad.message)
 
     async def thread(self, request: Request) -> Response:
         """GET /{thread_id}/messages: the thread's waiting run, to rebuild a
@@ -278,8 +292,45 @@ class _AguiApp:
         )
         if isinstance(found, Response):
             return found
-        run_id, messages = found
-        return JSONResponse(thread_snapshot(messages, run_id), headers=_HEADERS)
+        run, messages = found
+        return JSONResponse(thread_snapshot(messages, _named(run)), headers=_HEADERS)
+
+    async def _allowed(
+        self,
+        request: Request,
+        given: agui.RunAgentInput,
+        action: Action,
+        run_id: str | None,
+    ) -> Response | None:
+        where = {_THREAD: given.thread_id}
+        return await allowed(
+            self._authorize, request, action, run_id, self._store, where
+        )
+
+    async def _decider(
+        self,
+        request: Request,
+        given: agui.RunAgentInput,
+        answers: Mapping[str, Decision],
+    ) -> tuple[PendingRun | None, Response | None]:
+        """The run waiting on the thread whose interrupts ``answers`` answer
+        and that ``authorize`` lets the request decide, or the refusal. Two
+        users' runs may wait under one thread id with the same interrupt ids
+        (the same ``runId``): the one the request may decide is taken."""
+        rows = await asyncio.to_thread(
+            self._store.pending, metadata={_THREAD: given.thread_id}
+        )
+        answered = [row for row in rows if set(_interrupts(row)) & set(answers)]
+        refused = None
+        for run in answered:
+            refused = await self._allowed(request, given, "decide", run.run_id)
+            if refused is None:
+                return run, None
+        if refused is None:
+            # No run waits for them: asked with the interrupt id, which names
+            # no run (owner_only refuses it, as an unknown run's id).
+            refused = await self._allowed(request, given, "decide", next(iter(answers)))
+        return None, refused
 
     async def _start(
         self, given: agui.RunAgentInput, messages: list[Message], owner: str | None
@@ -297,12 +348,13 @@ class _AguiApp:
                 if exc.type != "conflict":  # pragma: no cover - a store failure
                     raise
                 return self._refused(given, exc)
-            work = fresh_run(chain, self._store, thread, abandon=True)
+            started = {**thread, _RUN: given.run_id}
+            work = fresh_run(chain, self._store, started, abandon=True)
             return await self._stream(given, work, owner)
         calls = rows[0].calls if rows else chain.pending_tool_calls
         if calls:
             # Neither an answer nor a new message: the client chooses.
-            return error(
+            return _refusal(
                 409,
                 f"thread {given.thread_id!r} waits for answers to its interrupts, "
                 f"tool call(s) {waiting_calls(calls)}: send them as resume, each "
@@ -311,42 +363,41 @@ class _AguiApp:
                 f'or "cancelled" to abandon it (the model reads the reason as the '
                 f"tool's result), or send a new user message (it rejects them)",
             )
-        work = fresh_run(chain, self._store, thread)
+        work = fresh_run(chain, self._store, {**thread, _RUN: given.run_id})
         return await self._stream(given, work, owner)
 
     async def _resumed(
         self,
         given: agui.RunAgentInput,
         messages: list[Message],
-        run_id: str,
-        decisions: dict[str, Decision],
+        run: PendingRun | None,
+        answers: Mapping[str, Decision],
         *,
         owner: str | None,
     ) -> Response:
-        chain = build_chain(self._agent, messages)
-        waiting = await asyncio.to_thread(
-            self._store.pending, metadata={_THREAD: given.thread_id}
-        )
-        run = next((p for p in waiting if p.run_id == run_id), None)
         if run is None:
-            exists = await known(self._store, run_id, chain)
-            if not exists:
-                return error(404, f"no interrupted run on thread {given.thread_id!r}")
+            # Answered already (or expired, or never made here): the store
+            # finds a run by its waiting interrupts only.
             conflict = LangHooksError(
-                "conflict", "these interrupts were answered already; nothing was run"
+                "conflict",
+                f"no run on thread {given.thread_id!r} waits for these "
+                f"interrupts: answered already, expired or never made; "
+                f"nothing was run",
             )
             return self._refused(given, conflict)
-        open_calls = {call.call_id for call in run.calls}
-        unknown = sorted(set(decisions) - open_calls)
+        interrupts = _interrupts(run)
+        unknown = sorted(set(answers) - set(interrupts))
         if unknown:
-            return error(422, f"tool call(s) {unknown} do not wait for an answer")
-        missing = sorted(open_calls - set(decisions))
+            return _refusal(422, f"interrupt(s) {unknown} do not wait for an answer")
+        missing = sorted(interrupts.keys() - answers.keys())
         if missing:
-            return error(
-                422, f"answer every open interrupt: tool call(s) {missing} wait too"
+            return _refusal(
+                422, f"answer every open interrupt: interrupt(s) {missing} wait too"
             )
-        work = resumed_run(chain, self._store, run_id, decisions)
-        return await self._stream(given, work, owner)
+        decisions = {interrupts[key]: decision for key, decision in answers.items()}
+        chain = build_chain(self._agent, messages)
+        work = resumed_run(chain, self._store, run.run_id, decisions)
+        return await self._stream(given, work, owner, named=_named(run))
 
     def _refused(self, given: agui.RunAgentInput, exc: LangHooksError) -> Response:
         translator = AguiTranslator(
@@ -357,11 +408,17 @@ class _AguiApp:
         return _events_response(_once(translator.failed(exc)))
 
     async def _stream(
-        self, given: agui.RunAgentInput, work: Work, owner: str | None
+        self,
+        given: agui.RunAgentInput,
+        work: Work,
+        owner: str | None,
+        *,
+        named: str | None = None,
     ) -> Response:
         translator = AguiTranslator(
             thread_id=given.thread_id,
             run_id=given.run_id,
+            named=given.run_id if named is None else named,
             expose_errors=self._expose_errors,
         )
         live = LiveRun(work)

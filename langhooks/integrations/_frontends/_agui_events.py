@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from http import HTTPStatus
 from typing import Any, Final, Literal, final
 
 import attrs
@@ -44,7 +45,13 @@ from ._records import (
     waiting_results,
 )
 
-__all__ = ["AguiTranslator", "agui_events", "thread_snapshot"]
+__all__ = [
+    "TOOL_OUTCOME",
+    "AguiTranslator",
+    "agui_events",
+    "refusal_event",
+    "thread_snapshot",
+]
 
 _ENDS: Final = frozenset({"RUN_FINISHED", "RUN_ERROR"})
 
@@ -54,6 +61,13 @@ TOOL_APPROVAL: Final = "tool_approval"
 #: The name of the ``CUSTOM`` event that carries a tool call's progress (AG-UI
 #: core has no progress event of its own).
 TOOL_PROGRESS: Final = "langhooks.tool_progress"
+
+#: The ``metadata`` key of a ``TOOL_CALL_RESULT`` that says how the call was
+#: answered: "output" (it ran), "error" (it failed) or "denied" (a review or a
+#: person rejected it; ``content`` is the reason the model reads). The event has
+#: no field of its own for it; ``@ag-ui/client`` copies an event's ``metadata``
+#: onto the tool message it makes.
+TOOL_OUTCOME: Final = "langhooks.tool_outcome"
 
 
 def _dump(event: agui.BaseEvent) -> dict[str, Any]:
@@ -78,18 +92,28 @@ class AguiTranslator:
 
     Args:
         thread_id: the AG-UI thread (``RunAgentInput.threadId``).
-        run_id: the AG-UI run (``RunAgentInput.runId``).
+        run_id: the AG-UI run (``RunAgentInput.runId``), which the lifecycle
+            events carry.
+        named: what the ids of the messages and interrupts it makes are made
+            of: the ``runId`` of the request that started the langhooks run
+            (a resumed run's ids stay those its first request's client knows);
+            None: the langhooks run id.
         expose_errors: a failed run's ``RUN_ERROR`` says the error's message;
             False says only its code and the run id (``shown_error``).
     """
 
     def __init__(
-        self, *, thread_id: str, run_id: str, expose_errors: bool = True
+        self,
+        *,
+        thread_id: str,
+        run_id: str,
+        named: str | None = None,
+        expose_errors: bool = True,
     ) -> None:
         self._thread_id = thread_id
         self._expose = expose_errors
         self._run_id = run_id
-        self._reader = RunReader()
+        self._reader = RunReader(named=named)
         self._answer = "answer"
         self._open: Literal["text", "thinking"] | None = None
         self._calls: dict[int, _Call] = {}
@@ -134,6 +158,7 @@ class AguiTranslator:
                     tool_call_id=step.call_id,
                     content=step.text,
                     role="tool",
+                    metadata={TOOL_OUTCOME: step.kind},
                 )
             case ToolProgressed():
                 yield agui.CustomEvent(
@@ -345,7 +370,8 @@ def _snapshot(messages: Iterable[tuple[str, Message]]) -> list[agui.Message]:
 def thread_snapshot(messages: Sequence[Message], run_id: str) -> dict[str, Any]:
     """A waiting run's thread as the AG-UI read route answers it: the
     ``MESSAGES_SNAPSHOT`` event of its conversation, with the ``interrupts`` a
-    resume answers (those ``RUN_FINISHED`` carried when the run stopped)."""
+    resume answers (those ``RUN_FINISHED`` carried when the run stopped), their
+    ids and the messages' made of ``run_id`` as the translation's were."""
     conversation = numbered(messages, run_id)
     interrupts = [
         agui.Interrupt(
@@ -364,6 +390,15 @@ def thread_snapshot(messages: Sequence[Message], run_id: str) -> dict[str, Any]:
             for interrupt in interrupts
         ],
     }
+
+
+def refusal_event(status: int, message: str) -> dict[str, Any]:
+    """A request the app refuses before anything runs, as the body of its
+    4xx answer: a ``RUN_ERROR`` event whose ``code`` names the HTTP status
+    ("not_found", "conflict", ...), so an AG-UI client reads the protocol's own
+    error shape (``@ag-ui/client`` puts it in the thrown error's ``payload``)."""
+    code = HTTPStatus(status).phrase.lower().replace(" ", "_").replace("-", "_")
+    return _dump(agui.RunErrorEvent(message=message, code=code))
 
 
 def agui_events(

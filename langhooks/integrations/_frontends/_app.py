@@ -43,6 +43,7 @@ __all__ = [
     "LiveRun",
     "Translation",
     "Work",
+    "abandon_waiting",
     "allowed",
     "build_chain",
     "close_unanswered",
@@ -97,9 +98,9 @@ async def waiting_thread(
     store: RunStore,
     agent: Agent,
     where: Mapping[str, Any],
-) -> tuple[str, list[Message]] | Response:
+) -> tuple[PendingRun, list[Message]] | Response:
     """The run waiting in ``store`` on the thread (or chat) ``where`` names, as
-    the read route answers it: its id and conversation, once ``authorize``
+    the read route answers it: its row and conversation, once ``authorize``
     allowed "read" of the thread (run id None, as "start" is asked: the thread
     is the user's own, another user's run under the same id is not found);
     else the answer that refuses (404: nothing waits)."""
@@ -118,7 +119,7 @@ async def waiting_thread(
     stored = await asyncio.to_thread(
         store.load, rows[0].run_id, chain.model, tools=chain.tools
     )
-    return rows[0].run_id, list(stored.messages)
+    return rows[0], list(stored.messages)
 
 
 def waiting_calls(calls: Sequence[ToolCall]) -> str:
@@ -163,6 +164,23 @@ def close_unanswered(messages: Sequence[Message]) -> list[Message]:
         if missing:
             out.append(Message.tool(missing))
     return out
+
+
+async def abandon_waiting(chain: LLMChain) -> LLMChain:
+    """``chain`` with the calls that wait for a human answered with
+    ``ABANDONED`` (``aabandon_tool_calls``: its handlers see the rejections,
+    the model reads the reason as each call's result), so a new message runs
+    as chat products do; ``chain`` itself when no call waits.
+
+    Raises:
+        LangHooksError: a handler failed on a rejection (nothing ran).
+    """
+    if not chain.pending_tool_calls:
+        return chain
+    settled = await chain.aabandon_tool_calls()
+    if settled.error is not None:
+        raise settled.error
+    return settled.chain
 
 
 def moves_on(chain: LLMChain, stored: Sequence[PendingRun]) -> bool:

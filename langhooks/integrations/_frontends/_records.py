@@ -275,9 +275,15 @@ class RunReader:
     streaming events) and events no frontend shows are skipped. After a
     ``RunEnded`` or ``RunFailed`` the reader starts over at the next
     ``on_run_start`` (a resumed part of the same run).
+
+    Args:
+        named: what the ids it makes (of messages, of approvals) are made of: a
+            frontend's own id for the run (AG-UI's ``runId``); None: the run's
+            langhooks id.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, named: str | None = None) -> None:
+        self._named = named
         self._messages: list[Message] = []
         self._ids: dict[int, str] = {}
         self._attempts: dict[int, int] = {}
@@ -288,7 +294,8 @@ class RunReader:
 
     @property
     def run_id(self) -> str:
-        """The id of the run being read (its records' ``run_id``)."""
+        """The id the ids of the run being read are made of: ``named``, else
+        its records' ``run_id``."""
         return self._run_id
 
     @property
@@ -328,7 +335,7 @@ class RunReader:
         if self._active:
             return
         self._active = True
-        self._run_id = record.run_id or "run"
+        self._run_id = self._named or record.run_id or "run"
         self._started = record.run_id
         yield RunStarted(self._run_id)
 

@@ -11,7 +11,12 @@ from typing import TYPE_CHECKING, Any, Final, final
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import (
+    JSONResponse,
+    PlainTextResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Route
 
 from ..._core._messages import (
@@ -33,7 +38,6 @@ from ._app import (
     allowed,
     build_chain,
     close_unanswered,
-    error,
     fresh_run,
     known,
     moves_on,
@@ -73,6 +77,13 @@ _CALLED: Final = frozenset(
         "output-denied",
     }
 )
+
+
+def _refusal(status: int, message: str) -> Response:
+    """A request refused before anything ran: ``status`` and the message as
+    plain text, which is what the AI SDK's transport makes the error
+    ``useChat`` shows (the body of an answer that is not 2xx, as it is)."""
+    return PlainTextResponse(message, status_code=status)
 
 
 def _chat(body: object) -> tuple[str, list[dict[str, Any]]]:
@@ -321,7 +332,7 @@ class _UiMessageApp:
                 return refused
             converted = close_unanswered(conversation(messages))
         except BadRequest as bad:
-            return error(bad.status, bad.message)
+            return _refusal(bad.status, bad.message)
         chain = build_chain(self._agent, converted)
         # A user's chat: another user's run waiting under the same chat id is
         # neither told of nor in the way.
@@ -336,13 +347,13 @@ class _UiMessageApp:
                 except LangHooksError as exc:
                     if exc.type != "conflict":  # pragma: no cover - a store failure
                         raise
-                    return error(409, exc.message)
+                    return _refusal(409, exc.message)
                 work = fresh_run(chain, self._store, chat, abandon=True)
                 return await self._stream(work, key)
             calls = waiting[0].calls if waiting else chain.pending_tool_calls
             if calls:
                 # The unanswered request posted back: neither answer nor message.
-                return error(
+                return _refusal(
                     409,
                     f"chat {chat_id!r} waits for answers to its tool approvals, "
                     f"tool call(s) {waiting_calls(calls)}: answer them, each "
@@ -356,17 +367,17 @@ class _UiMessageApp:
         if run is None:
             exists = await known(self._store, run_id, chain)
             if exists:
-                return error(
+                return _refusal(
                     409, "these approvals were answered already; nothing was run"
                 )
-            return error(404, f"no run waits for approval in chat {chat_id!r}")
+            return _refusal(404, f"no run waits for approval in chat {chat_id!r}")
         open_calls = {call.call_id for call in run.calls}
         unknown = sorted(set(decisions) - open_calls)
         if unknown:
-            return error(422, f"tool call(s) {unknown} do not wait for approval")
+            return _refusal(422, f"tool call(s) {unknown} do not wait for approval")
         missing = sorted(open_calls - set(decisions))
         if missing:
-            return error(
+            return _refusal(
                 422, f"answer every approval request: tool call(s) {missing} wait too"
             )
         work = resumed_run(chain, self._store, run_id, decisions)
@@ -380,9 +391,9 @@ class _UiMessageApp:
         )
         if isinstance(found, Response):
             return found
-        run_id, messages = found
+        run, messages = found
         return JSONResponse(
-            {"id": chat_id, "messages": chat_messages(messages, run_id)},
+            {"id": chat_id, "messages": chat_messages(messages, run.run_id)},
             headers={"Cache-Control": "no-store"},
         )
 
@@ -407,7 +418,7 @@ class _UiMessageApp:
         live = LiveRun(work)
         refused = await live.begun()
         if isinstance(refused, LangHooksError) and refused.type == "conflict":
-            return error(409, refused.message)
+            return _refusal(409, refused.message)
         translator = UiMessageTranslator(expose_errors=self._expose_errors)
         answer = self._answers.start(key, stream_events(live, translator, _HEARTBEAT))
         return StreamingResponse(

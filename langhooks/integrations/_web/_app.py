@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import AsyncIterator
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Final, final
@@ -20,9 +21,11 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from typing_extensions import override
 
+from ..._core._messages import LangHooksError
 from ..._persist._stores import RunStore, check_run_store
 from ...chain import Decision, LLMChain
 from .._auth import Authorize, Guard, started_by
+from .._frontends._app import abandon_waiting
 from ._backend import (
     Agent,
     Backend,
@@ -40,6 +43,8 @@ if TYPE_CHECKING:
     import redis.cluster
 
 __all__ = ["MAX_BODY_BYTES", "MAX_PROMPT_CHARS", "Agent", "create_app"]
+
+_log: Final = logging.getLogger("langhooks.integrations.web")
 
 MAX_PROMPT_CHARS: Final = 8_000
 # How long a browser waits before reconnecting a dropped event stream.
@@ -200,11 +205,17 @@ class _WebApp:
         if not isinstance(chain, LLMChain):
             raise TypeError(f"the agent must return an LLMChain, got {chain!r}")
         try:
-            run_id = await self._backend.start(chain, prompt, owner=started_by(request))
-        except ValueError as refused:
-            # arun() refused the chain before anything ran: its calls wait for a
-            # human (the message names them and the agent's two ways on).
-            return _error(409, f"the agent's chain cannot run: {refused}")
+            # The prompt moves on past calls that wait for a human: they are
+            # rejected, as the frontend apps do with a new message.
+            chain = await abandon_waiting(chain)
+        except LangHooksError as failed:
+            _log.error("langhooks web: rejecting the waiting calls failed: %s", failed)
+            return _error(
+                500,
+                f"a handler failed on rejecting the calls that wait ({failed.type}); "
+                f"nothing was run",
+            )
+        run_id = await self._backend.start(chain, prompt, owner=started_by(request))
         return _JSONResponse({"run_id": run_id}, status_code=201)
 
     # --- events -----------------------------------------------------------------
