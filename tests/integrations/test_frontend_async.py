@@ -273,9 +273,19 @@ class TestStores:
         agent = AsyncAgent("tool")
         with serving(app_of(app, agent, store=store)) as url:
             first = ask(client, app, url)
+            page = client.get(f"{url}{THREAD if app == 'agui' else 'chat-1'}/messages")
             second = approved(client, app, url, first)
+            if app == "agui":
+                body = run_input(resume=approve(first[-1]), run="run-3")
+                late = answers(client.post(url, json=body))[-1]["code"]
+            else:
+                message = answered(assistant_of(first))
+                late = client.post(url, json=chat([USER, message])).status_code
+        assert page.status_code == 200, page.text
         assert text_of(app, second) == ANSWER
-        assert {"save", "pending", "resume"} <= set(store.asked)
+        assert late == ("conflict" if app == "agui" else 409)  # answered already
+        assert agent.runs == [{"city": "Paris"}]
+        assert {"save", "pending", "load", "resume"} <= set(store.asked)
 
     def test_a_sync_chain_with_an_async_store(
         self, client: httpx.Client, app: App

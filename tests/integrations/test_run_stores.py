@@ -1000,7 +1000,9 @@ class AsyncPlace:
         """An async store on this place (through ``port`` when given)."""
         if self.kind == "memory":
             # The frontend apps' view of a MemoryRunStore for async agents.
-            return awaited_memory(self._here.make(claim_timeout=claim_timeout))
+            memory = self._here.make(claim_timeout=claim_timeout)
+            assert isinstance(memory, MemoryRunStore)
+            return awaited_memory(memory)
         if self.kind == "redis":
             client = redis.asyncio.Redis.from_url(self._here.url)
             if port is not None:
