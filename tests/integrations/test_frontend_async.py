@@ -472,3 +472,46 @@ class TestRunAsync:
         assert text_of(app, out).endswith(ANSWER)
         assert agent.ran_on
         assert agent.ran_on[0] is not agent.app_loops[0]
+
+
+def _body(app: App) -> dict[str, Any]:
+    return run_input() if app == "agui" else chat([USER])
+
+
+def _leave_when_started(url: str, app: App, agent: AsyncAgent) -> None:
+    """Post a first message and go away once the tool has started."""
+    with (
+        httpx.Client(timeout=30) as other,
+        other.stream("POST", url, json=_body(app)) as response,
+    ):
+        assert response.status_code == 200
+        assert agent.started.wait(30)
+
+
+@pytest.mark.parametrize("app", APPS)
+class TestDisconnect:
+    """A client that goes away cancels the run only with
+    ``cancel_on_disconnect=True``."""
+
+    def test_cancel_on_disconnect(self, app: App) -> None:
+        """The run's task is cancelled when its client leaves."""
+        agent = AsyncAgent("tool", gate=False, hold=True)
+        with serving(app_of(app, agent, cancel_on_disconnect=True)) as url:
+            _leave_when_started(url, app, agent)
+            assert agent.cancelled.wait(30)
+        assert agent.runs == []
+
+    def test_by_default_the_run_goes_on(self, client: httpx.Client, app: App) -> None:
+        """Without it the run outlives its client: it is still there to cancel
+        (and to follow with ``GET /{id}/stream``)."""
+        agent = AsyncAgent("tool", gate=False, hold=True)
+        with serving(app_of(app, agent)) as url:
+            _leave_when_started(url, app, agent)
+            cancelled = client.post(_cancel_url(app, url))
+            assert agent.cancelled.wait(30)
+        assert cancelled.status_code == 202, cancelled.text
+
+    def test_a_bad_option(self, app: App) -> None:
+        """``cancel_on_disconnect`` must be a bool."""
+        with pytest.raises(TypeError, match="cancel_on_disconnect"):
+            app_of(app, AsyncAgent("tool"), cancel_on_disconnect="yes")

@@ -361,7 +361,8 @@ class _AguiApp:
         live = LiveRun(work)
         events = stream_events(live, translator, self._heartbeat)
         answer = self._answers.start((given.thread_id, owner), events, live)
-        return _events_response(answer.follow(self._heartbeat))
+        leave = self._runs.cancel_on_disconnect
+        return _events_response(answer.follow(self._heartbeat, cancel_on_leave=leave))
 
     async def reconnect(self, request: Request) -> Response:
         """GET /{thread_id}/stream: the thread's latest run from its first event,
@@ -413,6 +414,7 @@ def create_agui_app(
     authorize: Authorize | None = None,
     expose_errors: bool = False,
     run_async: bool | None = None,
+    cancel_on_disconnect: bool = False,
 ) -> Starlette:
     """An AG-UI server for an agent: ``POST /`` runs it and streams AG-UI events.
 
@@ -437,8 +439,8 @@ def create_agui_app(
     /{thread_id}/cancel`` cancels the thread's run going on in this process
     when it runs on the loop (202; the run ends with ``RUN_ERROR`` code
     "cancelled"; 409 for a run in a thread, 404 when none goes on); a client
-    that goes away cancels nothing: the run goes on, for ``GET
-    /{thread_id}/stream``.
+    that goes away cancels nothing (unless ``cancel_on_disconnect``): the run
+    goes on, for ``GET /{thread_id}/stream``.
 
     Args:
         agent: builds the chain for the conversation so far (model, tools,
@@ -469,14 +471,17 @@ def create_agui_app(
             (cancellable; a sync handler then runs on the loop), False every
             one with ``run()`` in a thread; None (the default) decides per
             chain, as above.
+        cancel_on_disconnect: True cancels a run on the loop when the client
+            of the request that started it goes away before its end (a
+            follower of ``GET /{id}/stream`` leaving cancels nothing).
 
     Returns:
         The app (a ``Starlette``), to serve with uvicorn or mount in another app.
 
     Raises:
         TypeError: ``agent`` or ``authorize`` is not callable, ``heartbeat``
-            is not a number, ``expose_errors`` is not a bool, or ``run_async``
-            is not a bool or None.
+            is not a number, ``expose_errors`` or ``cancel_on_disconnect`` is
+            not a bool, or ``run_async`` is not a bool or None.
         ValueError: ``heartbeat`` is not positive.
     """
     if not callable(agent):
@@ -492,7 +497,7 @@ def create_agui_app(
         raise TypeError(f"expose_errors must be a bool, got {expose_errors!r}")
     app = _AguiApp(
         agent,
-        runs_of(store, run_async),
+        runs_of(store, run_async, cancel_on_disconnect),
         heartbeat,
         authorize,
         expose_errors,

@@ -360,20 +360,28 @@ class _Answer:
         self.done = True
         self._changed.set()
 
-    async def follow(self, heartbeat: float) -> AsyncIterator[dict[str, Any] | None]:
-        """Every event from the first; None for a heartbeat."""
+    async def follow(
+        self, heartbeat: float, *, cancel_on_leave: bool = False
+    ) -> AsyncIterator[dict[str, Any] | None]:
+        """Every event from the first; None for a heartbeat. With
+        ``cancel_on_leave``, a follower that stops before the answer ended (its
+        client went away) cancels the run (when it is on the loop)."""
         sent = 0
-        while True:
-            while sent < len(self.events):
-                yield self.events[sent]
-                sent += 1
-            if self.done:
-                return
-            changed = self._changed
-            try:
-                await asyncio.wait_for(changed.wait(), heartbeat)
-            except TimeoutError:
-                yield None
+        try:
+            while True:
+                while sent < len(self.events):
+                    yield self.events[sent]
+                    sent += 1
+                if self.done:
+                    return
+                changed = self._changed
+                try:
+                    await asyncio.wait_for(changed.wait(), heartbeat)
+                except TimeoutError:
+                    yield None
+        finally:
+            if cancel_on_leave and not self.done and self.live is not None:
+                self.live.cancel()
 
 
 @final

@@ -80,9 +80,17 @@ class Runs:
         store: a ``RunStore`` or an ``AsyncRunStore``.
         run_async: True runs every chain with ``arun()``, False with ``run()``;
             None decides per chain (``is_async``).
+        cancel_on_disconnect: whether a run on the loop is cancelled when the
+            client of the request that started it goes away.
     """
 
-    def __init__(self, store: RunStore | AsyncRunStore, run_async: bool | None) -> None:
+    def __init__(
+        self,
+        store: RunStore | AsyncRunStore,
+        run_async: bool | None,
+        *,
+        cancel_on_disconnect: bool = False,
+    ) -> None:
         self._threaded: RunStore | None = None
         self._awaited: AsyncRunStore | None = None
         if inspect.iscoroutinefunction(store.resume):
@@ -92,6 +100,7 @@ class Runs:
             if isinstance(store, MemoryRunStore):
                 self._awaited = awaited_memory(store)
         self._run_async: Final = run_async
+        self.cancel_on_disconnect: Final = cancel_on_disconnect
 
     def on_loop(self, chain: LLMChain) -> bool:
         """Whether ``chain`` runs with ``arun()`` on the event loop."""
@@ -215,12 +224,22 @@ class Runs:
         return self._threaded is None or self.on_loop(chain)
 
 
-def runs_of(store: RunStore | AsyncRunStore | None, run_async: bool | None) -> Runs:
+def runs_of(
+    store: RunStore | AsyncRunStore | None,
+    run_async: bool | None,
+    cancel_on_disconnect: bool,
+) -> Runs:
     """An app's ``Runs`` (``store`` None: a ``MemoryRunStore``).
 
     Raises:
-        TypeError: ``run_async`` is not a bool or None.
+        TypeError: ``run_async`` is not a bool or None, or
+            ``cancel_on_disconnect`` not a bool.
     """
     if run_async is not None and not isinstance(run_async, bool):
         raise TypeError(f"run_async must be a bool or None, got {run_async!r}")
-    return Runs(MemoryRunStore() if store is None else store, run_async)
+    if not isinstance(cancel_on_disconnect, bool):
+        raise TypeError(
+            f"cancel_on_disconnect must be a bool, got {cancel_on_disconnect!r}"
+        )
+    given = MemoryRunStore() if store is None else store
+    return Runs(given, run_async, cancel_on_disconnect=cancel_on_disconnect)

@@ -418,8 +418,9 @@ class _UiMessageApp:
         translator = UiMessageTranslator(expose_errors=self._expose_errors)
         events = stream_events(live, translator, _HEARTBEAT)
         answer = self._answers.start(key, events, live)
+        leave = self._runs.cancel_on_disconnect
         return StreamingResponse(
-            _lines(answer.follow(_HEARTBEAT)),
+            _lines(answer.follow(_HEARTBEAT, cancel_on_leave=leave)),
             media_type="text/event-stream",
             headers=_HEADERS,
         )
@@ -443,6 +444,7 @@ def create_ui_message_app(
     authorize: Authorize | None = None,
     expose_errors: bool = False,
     run_async: bool | None = None,
+    cancel_on_disconnect: bool = False,
 ) -> Starlette:
     """An endpoint for the AI SDK's ``useChat``: ``POST /`` runs the agent on the
     chat and streams the UI message stream protocol v1 (AI SDK 6).
@@ -467,8 +469,8 @@ def create_ui_message_app(
     /{chat_id}/cancel`` cancels the chat's run going on in this process when
     it runs on the loop (202; the stream ends with an ``error`` chunk
     "cancelled: ..."; 409 for a run in a thread, 404 when none goes on); a
-    client that goes away (``stop()``) cancels nothing: the run goes on, for
-    ``GET /{chat_id}/stream``.
+    client that goes away (``stop()``) cancels nothing (unless
+    ``cancel_on_disconnect``): the run goes on, for ``GET /{chat_id}/stream``.
 
     Args:
         agent: builds the chain for the conversation so far (model, tools,
@@ -497,14 +499,17 @@ def create_ui_message_app(
             (cancellable; a sync handler then runs on the loop), False every
             one with ``run()`` in a thread; None (the default) decides per
             chain, as above.
+        cancel_on_disconnect: True cancels a run on the loop when the client
+            of the request that started it goes away before its end (a
+            follower of ``GET /{id}/stream`` leaving cancels nothing).
 
     Returns:
         The app (a ``Starlette``), to serve with uvicorn or mount in another app.
 
     Raises:
         TypeError: ``agent`` or ``authorize`` is not callable,
-            ``expose_errors`` is not a bool, or ``run_async`` is not a bool or
-            None.
+            ``expose_errors`` or ``cancel_on_disconnect`` is not a bool, or
+            ``run_async`` is not a bool or None.
     """
     if not callable(agent):
         raise TypeError(
@@ -513,7 +518,8 @@ def create_ui_message_app(
     check_authorize(authorize)
     if not isinstance(expose_errors, bool):
         raise TypeError(f"expose_errors must be a bool, got {expose_errors!r}")
-    app = _UiMessageApp(agent, runs_of(store, run_async), authorize, expose_errors)
+    runs = runs_of(store, run_async, cancel_on_disconnect)
+    app = _UiMessageApp(agent, runs, authorize, expose_errors)
     return Starlette(
         routes=[
             Route("/", app.chat, methods=["POST"]),
