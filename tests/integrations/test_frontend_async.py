@@ -372,7 +372,7 @@ class TestCancel:
 
     def test_cancel_an_async_run(self, client: httpx.Client, app: App) -> None:
         """The tool's task is cancelled, the answer ends "cancelled", the cancel
-        answers 202; a second cancel finds nothing (404)."""
+        answers 202; a second cancel finds nothing (``{"cancelled": false}``)."""
         agent = AsyncAgent("tool", gate=False, hold=True)
         out: list[list[dict[str, Any]]] = []
         with serving(app_of(app, agent, expose_errors=True)) as url:
@@ -400,7 +400,8 @@ class TestCancel:
                 "type": "error",
                 "errorText": "cancelled: the run was cancelled",
             }
-        assert again.status_code == 404, again.text
+        assert again.status_code == 200, again.text
+        assert again.json() == {"cancelled": False}
 
     def test_a_run_in_a_thread_is_not_cancelled(
         self, client: httpx.Client, app: App
@@ -426,10 +427,12 @@ class TestCancel:
         assert text_of(app, out[0]).endswith(ANSWER)
 
     def test_nothing_to_cancel(self, client: httpx.Client, app: App) -> None:
-        """A chat with no run going on here: 404."""
+        """A chat with no run going on here: nothing is cancelled, and that is
+        no error."""
         with serving(app_of(app, AsyncAgent("tool"))) as url:
             answer = client.post(_cancel_url(app, url))
-        assert answer.status_code == 404, answer.text
+        assert answer.status_code == 200, answer.text
+        assert answer.json() == {"cancelled": False}
 
     def test_authorized_as_a_write(self, client: httpx.Client, app: App) -> None:
         """``authorize`` is asked "start" for the chat; a refusal is 403."""

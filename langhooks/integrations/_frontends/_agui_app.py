@@ -438,7 +438,8 @@ def create_agui_app(
     in a worker thread (``run_async`` decides otherwise). ``POST
     /{thread_id}/cancel`` cancels the thread's run going on in this process
     when it runs on the loop (202; the run ends with ``RUN_ERROR`` code
-    "cancelled"; 409 for a run in a thread, 404 when none goes on); a client
+    "cancelled"; 409 for a run in a thread, 200 ``{"cancelled": false}`` when none goes
+    on); a client
     that goes away cancels nothing (unless ``cancel_on_disconnect``): the run
     goes on, for ``GET /{thread_id}/stream``.
 

@@ -436,11 +436,13 @@ class Answers:
     def cancel(self, key: Hashable) -> Response:
         """Cancel the run of chat ``key``'s latest answer: 202 when it was
         cancelled (the answer ends with the error "cancelled"), 409 when it
-        works in a thread, 404 when none goes on in this process."""
+        works in a thread; ``{"cancelled": false}`` when none goes on in this
+        process (it ended, or never started here: a cancel that comes late is
+        no error)."""
         answer = self._answers.get(key)
         live = None if answer is None or answer.done else answer.live
         if live is None or live.done.done():
-            return error(404, "no run of this chat goes on in this process")
+            return JSONResponse({"cancelled": False})
         if not live.cancel():
             return error(
                 409,

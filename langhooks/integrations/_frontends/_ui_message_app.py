@@ -468,7 +468,8 @@ def create_ui_message_app(
     in a worker thread (``run_async`` decides otherwise). ``POST
     /{chat_id}/cancel`` cancels the chat's run going on in this process when
     it runs on the loop (202; the stream ends with an ``error`` chunk
-    "cancelled: ..."; 409 for a run in a thread, 404 when none goes on); a
+    "cancelled: ..."; 409 for a run in a thread, 200 ``{"cancelled": false}`` when none
+    goes on); a
     client that goes away (``stop()``) cancels nothing (unless
     ``cancel_on_disconnect``): the run goes on, for ``GET /{chat_id}/stream``.
 
