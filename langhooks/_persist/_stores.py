@@ -36,7 +36,7 @@ from ._resume import (
     Write,
     check_claim_timeout,
 )
-from ._stores_async import AsyncRunStore
+from ._stores_async import AsyncRunStore, AsyncStoreBase
 from ._stores_sync import RunStore, StoreBase
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "MemoryRunStore",
     "PendingRun",
     "RunStore",
+    "awaited_memory",
     "check_expires_in",
     "check_limit",
     "check_metadata",
@@ -289,3 +290,77 @@ class _MemoryBackend:
     def delete(self, run_id: str) -> bool:
         with self._lock:
             return self._live(run_id) is not None and bool(self._runs.pop(run_id))
+
+
+# --- the same memory, awaited ------------------------------------------------------
+
+
+@final
+class _AwaitedMemory:
+    """A ``_MemoryBackend`` as an ``AsyncClaimBackend``: each operation is a dict
+    update under a lock held for no longer, so it is done on the event loop."""
+
+    def __init__(self, backend: _MemoryBackend) -> None:
+        self._backend: Final = backend
+
+    def unknown(self, run_id: str) -> LangHooksError:
+        return _unknown(run_id)
+
+    async def write(
+        self, write: Write, metadata: Mapping[str, Any], expires_in: float | None
+    ) -> bool:
+        return self._backend.write(write, metadata, expires_in)
+
+    async def read(self, run_id: str) -> Saved | None:
+        return self._backend.read(run_id)
+
+    async def claim(self, run_id: str, token: str) -> Saved:
+        return self._backend.claim(run_id, token)
+
+    async def heartbeat(self, run_id: str, token: str) -> bool:
+        return self._backend.heartbeat(run_id, token)
+
+    async def start_call(self, run_id: str, token: str, call: CallKey) -> str | None:
+        return self._backend.start_call(run_id, token, call)
+
+    async def finish_call(
+        self, run_id: str, token: str, call: CallKey, outcome: str
+    ) -> None:
+        self._backend.finish_call(run_id, token, call, outcome)
+
+    async def settle(self, run_id: str, token: str, write: Write) -> None:
+        self._backend.settle(run_id, token, write)
+
+    async def release(self, run_id: str, token: str) -> None:
+        self._backend.release(run_id, token)
+
+    async def pending(self, wanted: Mapping[str, Any], limit: int) -> list[PendingRun]:
+        return self._backend.pending(wanted, limit)
+
+    async def waiting(self, run_id: str) -> PendingRun | None:
+        return self._backend.waiting(run_id)
+
+    async def delete(self, run_id: str) -> bool:
+        return self._backend.delete(run_id)
+
+
+@final
+class _AwaitedMemoryStore(AsyncStoreBase):
+    """A ``MemoryRunStore``'s runs through the async store: resumed with
+    ``arun()`` on the caller's event loop."""
+
+    def __init__(self, store: MemoryRunStore) -> None:
+        self._claim_timeout = store._claim_timeout
+        self._known = store._known
+        self._storage: Final = _AwaitedMemory(store._storage)
+
+    @override
+    def _backend(self) -> _AwaitedMemory:
+        return self._storage
+
+
+def awaited_memory(store: MemoryRunStore) -> AsyncRunStore:
+    """``store`` as an ``AsyncRunStore`` over the same runs (a run saved through
+    one is resumed once through either): for an app that runs async agents on
+    its event loop and keeps their runs in memory."""
+    return _AwaitedMemoryStore(store)

@@ -16,8 +16,10 @@ from typing_extensions import override
 
 from langhooks import AsyncChainCallbackHandler, Message, ToolCall
 from langhooks.chain import LLMChain
+from langhooks.events import EventRecorder
 from langhooks.integrations._frontends._agui_events import AguiTranslator
 from langhooks.integrations._frontends._app import LiveRun, build_chain, stream_events
+from langhooks.integrations._frontends._runner import Work
 from langhooks.integrations.agui import create_agui_app
 from langhooks.integrations.web import owner_only
 from langhooks.models import ScriptedChatModel, ScriptedTurn
@@ -567,7 +569,8 @@ class TestRuns:
         assert agent.runs == [{"city": "Paris"}]
 
     def test_a_run_that_raises(self, client: httpx.Client) -> None:
-        """A run that raises ends with RUN_ERROR "internal_error"."""
+        """A run that raises ends with RUN_ERROR "internal_error" (an async
+        handler in a chain told to ``run()``)."""
 
         class Async(AsyncChainCallbackHandler):
             @override
@@ -578,7 +581,7 @@ class TestRuns:
             model = ScriptedChatModel([ScriptedTurn(text="Hi.")])
             return LLMChain(model, callbacks=[Async()]).add_messages(messages)
 
-        with serving(create_agui_app(agent=agent)) as url:
+        with serving(create_agui_app(agent=agent, run_async=False)) as url:
             out = answers(client.post(url, json=run_input()))
         assert [e["type"] for e in out] == ["RUN_STARTED", "RUN_ERROR"]
         assert out[-1]["code"] == "internal_error"
@@ -607,8 +610,11 @@ class TestRuns:
         """A run that returns without the record that ends it still ends the
         stream, with RUN_ERROR, instead of hanging."""
 
+        async def nothing(recorder: EventRecorder) -> None:
+            pass
+
         async def stream() -> list[dict[str, Any] | None]:
-            live = LiveRun(lambda recorder: None)
+            live = LiveRun(Work(nothing, on_loop=True))
             translator = AguiTranslator(thread_id="t", run_id="r")
             return [event async for event in stream_events(live, translator, 1.0)]
 
@@ -627,6 +633,7 @@ class TestRuns:
             ({"heartbeat": "1"}, TypeError),
             ({"heartbeat": True}, TypeError),
             ({"heartbeat": 0}, ValueError),
+            ({"run_async": "yes"}, TypeError),
         ],
     )
     def test_bad_options(self, options: dict[str, Any], error: type[Exception]) -> None:

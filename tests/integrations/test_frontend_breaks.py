@@ -236,12 +236,14 @@ class TestANewMessageWhileCallsWait:
         _refused(refused, 409, "get_weather ('call_1')")
         assert "send a new message (it rejects them)" in _reason(refused)
 
+    @pytest.mark.parametrize("run_async", [None, True])
     @pytest.mark.parametrize("app", ["agui", "ui"])
     def test_an_agents_chain_with_waiting_calls(
-        self, client: httpx.Client, app: str
+        self, client: httpx.Client, app: str, run_async: bool | None
     ) -> None:
         """An agent whose chain still has waiting calls under the new message
-        has them rejected: the tool does not run and the model answers."""
+        has them rejected: the tool does not run and the model answers (in a
+        thread, and on the loop)."""
         ran: list[str] = []
         interrupted = _interrupted_chain(ran)
 
@@ -249,11 +251,12 @@ class TestANewMessageWhileCallsWait:
             return interrupted.add_message(Message.user("Something else?"))
 
         if app == "agui":
-            with serving(create_agui_app(agent=agent)) as url:
+            with serving(create_agui_app(agent=agent, run_async=run_async)) as url:
                 events = answers(client.post(url, json=run_input()))
             assert events[-1]["type"] == "RUN_FINISHED"
         else:
-            with serving(create_ui_message_app(agent=agent)) as url:
+            app_ = create_ui_message_app(agent=agent, run_async=run_async)
+            with serving(app_) as url:
                 out = chunks(client.post(url, json=chat([USER])))
             assert out[-1] == {"type": "finish", "finishReason": "stop"}
         assert ran == []
@@ -311,10 +314,14 @@ class _FailsOnRejection(ChainCallbackHandler):
         raise RuntimeError("internal detail: db-7")
 
 
+@pytest.mark.parametrize("run_async", [None, True])
 @pytest.mark.parametrize("app", ["agui", "ui"])
-def test_a_handler_that_fails_on_the_rejection(client: httpx.Client, app: str) -> None:
+def test_a_handler_that_fails_on_the_rejection(
+    client: httpx.Client, app: str, run_async: bool | None
+) -> None:
     """A new message whose rejection a handler fails on ends with the error's
-    code ("handler_error"), the details kept on the server; nothing runs."""
+    code ("handler_error"), the details kept on the server; nothing runs (in a
+    thread, and on the loop)."""
     ran: list[str] = []
     interrupted = _interrupted_chain(ran).add_callback(_FailsOnRejection())
 
@@ -322,12 +329,12 @@ def test_a_handler_that_fails_on_the_rejection(client: httpx.Client, app: str) -
         return interrupted.add_message(Message.user("Something else?"))
 
     if app == "agui":
-        with serving(create_agui_app(agent=agent)) as url:
+        with serving(create_agui_app(agent=agent, run_async=run_async)) as url:
             events = answers(client.post(url, json=run_input()))
         assert events[-1]["code"] == "handler_error"
         assert "db-7" not in events[-1]["message"]
     else:
-        with serving(create_ui_message_app(agent=agent)) as url:
+        with serving(create_ui_message_app(agent=agent, run_async=run_async)) as url:
             out = chunks(client.post(url, json=chat([USER])))
         assert out[-1]["errorText"].startswith("handler_error: the run failed")
     assert ran == []

@@ -3,21 +3,26 @@ is answered through another (a real Redis server, ``need_redis()``)."""
 
 from __future__ import annotations
 
+import contextlib
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
 import redis
+import redis.asyncio
+from starlette.applications import Starlette
+from starlette.routing import Mount
 
 from langhooks.integrations.agui import create_agui_app
-from langhooks.integrations.redis import RedisRunStore
+from langhooks.integrations.redis import AsyncRedisRunStore, RedisRunStore
 from langhooks.integrations.ui_messages import create_ui_message_app
 
 from .._services import need_redis
 from ._frontend_agent import ANSWER, WeatherAgent
 from ._web_harness import serving
 from .test_agui_app import answers, approve, run_input
+from .test_frontend_async import App, AsyncAgent, app_of, approved, ask, text_of
 from .test_ui_message_app import USER, answered, assistant_of, chat, chunks
 
 
@@ -71,3 +76,45 @@ def test_ui_message_approval_on_another_worker(
     assert "".join(c["delta"] for c in out if c["type"] == "text-delta") == ANSWER
     assert again.status_code == 409
     assert agent.runs == [{"city": "Paris"}]
+
+
+def _closing(app: Starlette, client: redis.asyncio.Redis) -> Starlette:
+    """``app``, closing ``client`` on its own loop when the server stops."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        yield
+        await client.aclose()
+
+    return Starlette(routes=[Mount("/", app=app)], lifespan=lifespan)
+
+
+@pytest.mark.parametrize("app", ["agui", "ui"])
+def test_an_async_agent_on_async_stores(app: App) -> None:
+    """An agent with an async tool, on two workers with their own
+    ``AsyncRedisRunStore``: the approval reaches the other worker, whose
+    ``arun()`` runs the tool once on its loop."""
+    url = need_redis()
+    prefix = f"langhooks-test-{uuid.uuid4().hex}:"
+    agent = AsyncAgent("tool")
+
+    def worker() -> Starlette:
+        client = redis.asyncio.Redis.from_url(url)
+        store = AsyncRedisRunStore(client, prefix=prefix)
+        return _closing(app_of(app, agent, store=store), client)
+
+    try:
+        with httpx.Client(timeout=30) as http:
+            with serving(worker()) as one:
+                first = ask(http, app, one)
+            with serving(worker()) as two:
+                second = approved(http, app, two, first)
+    finally:
+        cleaner = redis.Redis.from_url(url)
+        for key in cleaner.scan_iter(f"{prefix}*"):
+            cleaner.delete(key)
+        cleaner.close()
+    assert text_of(app, second) == ANSWER
+    assert agent.runs == [{"city": "Paris"}]
+    assert len(set(agent.app_loops)) == 2  # two workers, each its own loop
+    assert agent.ran_on == [agent.app_loops[-1]]

@@ -32,6 +32,7 @@ from typing_extensions import override
 
 import langhooks as lh
 from langhooks import codec
+from langhooks._persist._stores import awaited_memory
 from langhooks.chain import Decision, LLMChain, RunResult
 from langhooks.integrations._postgres._sql import Sql
 from langhooks.integrations.postgres import (
@@ -950,15 +951,15 @@ class TestStoreUnreachable:
             proxy.close()
 
     async def test_async_every_kind_of_outcome_is_reused(
-        self, awhere: AsyncPlace, log: Path
+        self, ashared: AsyncPlace, log: Path
     ) -> None:
         """The same through the async stores and an async tool."""
-        proxy = Proxy(*host_port(awhere.url))
+        proxy = Proxy(*host_port(ashared.url))
         tool = varied(log, asynchronous=True)
         approve = [Decision.approve()] * len(VARIED)
         try:
-            run_id = await (await awhere.make()).save(varied_chain(tool))
-            through = await awhere.make(claim_timeout=0.5, port=proxy.port)
+            run_id = await (await ashared.make()).save(varied_chain(tool))
+            through = await ashared.make(claim_timeout=0.5, port=proxy.port)
             with pytest.raises((redis.ConnectionError, psycopg.OperationalError)):
                 await through.resume(
                     run_id,
@@ -967,7 +968,7 @@ class TestStoreUnreachable:
                     tools=[tool],
                     callbacks=[CutAfterTool(proxy, after="call_4")],
                 )
-            store = await awhere.make(claim_timeout=0.5)
+            store = await ashared.make(claim_timeout=0.5)
             while True:
                 try:
                     result = await store.resume(
@@ -997,6 +998,11 @@ class AsyncPlace:
         self, *, claim_timeout: float = 60.0, port: int | None = None
     ) -> AsyncRunStore:
         """An async store on this place (through ``port`` when given)."""
+        if self.kind == "memory":
+            # The frontend apps' view of a MemoryRunStore for async agents.
+            memory = self._here.make(claim_timeout=claim_timeout)
+            assert isinstance(memory, MemoryRunStore)
+            return awaited_memory(memory)
         if self.kind == "redis":
             client = redis.asyncio.Redis.from_url(self._here.url)
             if port is not None:
@@ -1019,9 +1025,20 @@ class AsyncPlace:
             await close()
 
 
-@pytest.fixture(params=["redis", "postgres"])
+@pytest.fixture(params=["memory", "redis", "postgres"])
 async def awhere(request: pytest.FixtureRequest) -> AsyncIterator[AsyncPlace]:
-    """Each async store kind in turn."""
+    """Each async store kind in turn (memory: ``awaited_memory``)."""
+    with place(request.param) as here:
+        there = AsyncPlace(here)
+        try:
+            yield there
+        finally:
+            await there.close()
+
+
+@pytest.fixture(params=["redis", "postgres"])
+async def ashared(request: pytest.FixtureRequest) -> AsyncIterator[AsyncPlace]:
+    """The async stores that outlive a process."""
     with place(request.param) as here:
         there = AsyncPlace(here)
         try:

@@ -346,7 +346,8 @@ class TestRuns:
         assert not any(c["type"] == "tool-approval-request" for c in out)
 
     def test_a_run_that_raises_before_it_records(self, client: httpx.Client) -> None:
-        """A run that raises before its first event ends with an error chunk."""
+        """A run that raises before its first event ends with an error chunk (an
+        async handler in a chain told to ``run()``)."""
 
         class Async(AsyncChainCallbackHandler):
             @override
@@ -357,7 +358,7 @@ class TestRuns:
             model = ScriptedChatModel([ScriptedTurn(text="Hi.")])
             return LLMChain(model, callbacks=[Async()]).add_messages(messages)
 
-        with serving(create_ui_message_app(agent=agent)) as url:
+        with serving(create_ui_message_app(agent=agent, run_async=False)) as url:
             out = chunks(client.post(url, json=chat([USER])))
         assert out == [
             {

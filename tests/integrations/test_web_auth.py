@@ -230,6 +230,7 @@ class AguiApp(Subject):
         ("POST", "/"): ("start", "decide"),
         ("GET", "/{thread_id}/messages"): ("read",),
         ("GET", "/{thread_id}/stream"): ("read",),
+        ("POST", "/{thread_id}/cancel"): ("start",),
     }
 
     # The store of the app made last: a waiting run's langhooks id is read
@@ -268,9 +269,9 @@ class AguiApp(Subject):
         run: Waiting,
         headers: dict[str, str],
     ) -> Answer:
-        if route[0] == "GET":
+        if route[1] != "/":
             path = route[1].replace("{thread_id}", run.body["threadId"])
-            return send("GET", base + path.lstrip("/"), headers, None, whole=True)
+            return send(route[0], base + path.lstrip("/"), headers, None, whole=True)
         body = run.body if action == "decide" else self.start(uuid.uuid4().hex)
         return send("POST", base, headers, body, whole=True)
 
@@ -281,6 +282,7 @@ class UiMessageApp(Subject):
         ("POST", "/"): ("start", "decide"),
         ("GET", "/{chat_id}/messages"): ("read",),
         ("GET", "/{chat_id}/stream"): ("read",),
+        ("POST", "/{chat_id}/cancel"): ("start",),
     }
 
     @override
@@ -316,9 +318,9 @@ class UiMessageApp(Subject):
         run: Waiting,
         headers: dict[str, str],
     ) -> Answer:
-        if route[0] == "GET":
+        if route[1] != "/":
             path = route[1].replace("{chat_id}", run.body["id"])
-            return send("GET", base + path.lstrip("/"), headers, None, whole=True)
+            return send(route[0], base + path.lstrip("/"), headers, None, whole=True)
         body = run.body if action == "decide" else self.start(uuid.uuid4().hex)
         return send("POST", base, headers, body, whole=True)
 

@@ -4,7 +4,6 @@ approval and their resume, on any worker sharing the store."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, final
@@ -18,7 +17,6 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ..._core._messages import LangHooksError, Message, ToolCall, ToolResult
-from ..._persist._stores import MemoryRunStore
 from ...chain import Decision
 from .._auth import (
     Action,
@@ -33,23 +31,21 @@ from ._app import (
     Agent,
     Answers,
     LiveRun,
-    Work,
     allowed,
     build_chain,
     close_unanswered,
-    fresh_run,
     moves_on,
-    resumed_run,
     settle_stored,
     stream_events,
     waiting_calls,
     waiting_thread,
 )
 from ._records import MESSAGE_ID, RESULT_IDS, approval_id
+from ._runner import Runs, Work, runs_of
 
 if TYPE_CHECKING:
     from ..._persist._pending import PendingRun
-    from ..._persist._stores import RunStore
+    from ..._persist._stores import AsyncRunStore, RunStore
 
 __all__ = ["MAX_CONVERSATION_BYTES", "create_agui_app"]
 
@@ -244,13 +240,13 @@ class _AguiApp:
     def __init__(
         self,
         agent: Agent,
-        store: RunStore,
+        runs: Runs,
         heartbeat: float,
         authorize: Authorize | None,
         expose_errors: bool,
     ) -> None:
         self._agent = agent
-        self._store = store
+        self._runs = runs
         self._heartbeat = heartbeat
         self._authorize = authorize
         self._expose_errors = expose_errors
@@ -288,7 +284,7 @@ class _AguiApp:
         page from (a ``MESSAGES_SNAPSHOT`` with its ``interrupts``)."""
         thread_id = request.path_params["thread_id"]
         found = await waiting_thread(
-            self._authorize, request, self._store, self._agent, {_THREAD: thread_id}
+            self._authorize, request, self._runs, self._agent, {_THREAD: thread_id}
         )
         if isinstance(found, Response):
             return found
@@ -304,7 +300,7 @@ class _AguiApp:
     ) -> Response | None:
         where = {_THREAD: given.thread_id}
         return await allowed(
-            self._authorize, request, action, run_id, self._store, where
+            self._authorize, request, action, run_id, self._runs, where
         )
 
     async def _decider(
@@ -317,9 +313,7 @@ class _AguiApp:
         and that ``authorize`` lets the request decide, or the refusal. Two
         users' runs may wait under one thread id with the same interrupt ids
         (the same ``runId``): the one the request may decide is taken."""
-        rows = await asyncio.to_thread(
-            self._store.pending, metadata={_THREAD: given.thread_id}
-        )
+        rows = await self._runs.pending({_THREAD: given.thread_id})
         answered = [row for row in rows if set(_interrupts(row)) & set(answers)]
         refused = None
         for run in answered:
@@ -338,18 +332,18 @@ class _AguiApp:
         # A user's thread: another user's run waiting on the same thread id is
         # neither told of nor in the way.
         thread = {_THREAD: given.thread_id, **owner_metadata(owner)}
-        rows = await asyncio.to_thread(self._store.pending, metadata=thread)
+        rows = await self._runs.pending(thread)
         chain = build_chain(self._agent, messages)
         if moves_on(chain, rows):
             # A new message rejects the calls that wait, as chat products do.
             try:
-                await settle_stored(self._store, rows, chain)
+                await settle_stored(self._runs, rows, chain)
             except LangHooksError as exc:
                 if exc.type != "conflict":  # pragma: no cover - a store failure
                     raise
                 return self._refused(given, exc)
             started = {**thread, _RUN: given.run_id}
-            work = fresh_run(chain, self._store, started, abandon=True)
+            work = self._runs.fresh(chain, started, abandon=True)
             return await self._stream(given, work, owner)
         calls = rows[0].calls if rows else chain.pending_tool_calls
         if calls:
@@ -363,7 +357,7 @@ class _AguiApp:
                 f'or "cancelled" to abandon it (the model reads the reason as the '
                 f"tool's result), or send a new user message (it rejects them)",
             )
-        work = fresh_run(chain, self._store, {**thread, _RUN: given.run_id})
+        work = self._runs.fresh(chain, {**thread, _RUN: given.run_id})
         return await self._stream(given, work, owner)
 
     async def _resumed(
@@ -396,7 +390,7 @@ class _AguiApp:
             )
         decisions = {interrupts[key]: decision for key, decision in answers.items()}
         chain = build_chain(self._agent, messages)
-        work = resumed_run(chain, self._store, run.run_id, decisions)
+        work = self._runs.resumed(chain, run.run_id, decisions)
         return await self._stream(given, work, owner, named=_named(run))
 
     def _refused(self, given: agui.RunAgentInput, exc: LangHooksError) -> Response:
@@ -423,13 +417,14 @@ class _AguiApp:
         )
         live = LiveRun(work)
         events = stream_events(live, translator, self._heartbeat)
-        answer = self._answers.start((given.thread_id, owner), events)
-        return _events_response(answer.follow(self._heartbeat))
+        answer = self._answers.start((given.thread_id, owner), events, live)
+        leave = self._runs.cancel_on_disconnect
+        return _events_response(answer.follow(self._heartbeat, cancel_on_leave=leave))
 
     async def reconnect(self, request: Request) -> Response:
         """GET /{thread_id}/stream: the thread's latest run from its first event,
         then the rest as it comes; 204 when this process has none."""
-        refused = await allowed(self._authorize, request, "read", None, self._store, {})
+        refused = await allowed(self._authorize, request, "read", None, self._runs, {})
         if refused is not None:
             return refused
         key = (request.path_params["thread_id"], started_by(request))
@@ -437,6 +432,17 @@ class _AguiApp:
         if answer is None:
             return Response(status_code=204)
         return _events_response(answer.follow(self._heartbeat))
+
+    async def cancel(self, request: Request) -> Response:
+        """POST /{thread_id}/cancel: cancel the thread's run going on here."""
+        thread_id = request.path_params["thread_id"]
+        where = {_THREAD: thread_id}
+        refused = await allowed(
+            self._authorize, request, "start", None, self._runs, where
+        )
+        if refused is not None:
+            return refused
+        return self._answers.cancel((thread_id, started_by(request)))
 
 
 async def _once(events: list[dict[str, Any]]) -> AsyncIterator[dict[str, Any] | None]:
@@ -460,10 +466,12 @@ def _events_response(
 def create_agui_app(
     *,
     agent: Agent,
-    store: RunStore | None = None,
+    store: RunStore | AsyncRunStore | None = None,
     heartbeat: float = 15.0,
     authorize: Authorize | None = None,
     expose_errors: bool = False,
+    run_async: bool | None = None,
+    cancel_on_disconnect: bool = False,
 ) -> Starlette:
     """An AG-UI server for an agent: ``POST /`` runs it and streams AG-UI events.
 
@@ -482,15 +490,25 @@ def create_agui_app(
     a thread that waits for answers (409), answers that do not match the waiting
     calls (422).
 
-    The run works in a worker thread (``chain.run()``), so the agent's handlers
-    and tools are synchronous ones.
+    A chain with an async handler (``AsyncChainCallbackHandler``) or an async
+    tool runs with ``arun()`` on the app's event loop; any other with ``run()``
+    in a worker thread (``run_async`` decides otherwise). ``POST
+    /{thread_id}/cancel`` cancels the thread's run going on in this process
+    when it runs on the loop (202; the run ends with ``RUN_ERROR`` code
+    "cancelled"; 409 for a run in a thread, 200 ``{"cancelled": false}`` when none goes
+    on); a client
+    that goes away cancels nothing (unless ``cancel_on_disconnect``): the run
+    goes on, for ``GET /{thread_id}/stream``.
 
     Args:
         agent: builds the chain for the conversation so far (model, tools,
             handlers and the messages, converted to langhooks ``Message`` values).
-        store: where interrupted runs wait (any ``RunStore``: a shared one lets
-            another worker take the answer); None keeps them in this process
-            (``MemoryRunStore``).
+        store: where interrupted runs wait (any ``RunStore`` or
+            ``AsyncRunStore``: a shared one lets another worker take the
+            answer); None keeps them in this process (``MemoryRunStore``). A
+            chain that runs on the loop is resumed through an ``AsyncRunStore``
+            or a ``MemoryRunStore``; an ``AsyncRunStore`` resumes every chain
+            with ``arun()``.
         heartbeat: seconds between comment lines while a run is quiet, so that
             proxies keep the connection open.
         authorize: asked ``authorize(request, action, run_id)`` by ``POST /``
@@ -507,13 +525,21 @@ def create_agui_app(
             run id, unless this is True (then it is the error's own message,
             which may hold server internals). The details are logged on the
             ``langhooks.integrations.frontends`` logger with the run id.
+        run_async: True runs every chain with ``arun()`` on the event loop
+            (cancellable; a sync handler then runs on the loop), False every
+            one with ``run()`` in a thread; None (the default) decides per
+            chain, as above.
+        cancel_on_disconnect: True cancels a run on the loop when the client
+            of the request that started it goes away before its end (a
+            follower of ``GET /{id}/stream`` leaving cancels nothing).
 
     Returns:
         The app (a ``Starlette``), to serve with uvicorn or mount in another app.
 
     Raises:
         TypeError: ``agent`` or ``authorize`` is not callable, ``heartbeat``
-            is not a number, or ``expose_errors`` is not a bool.
+            is not a number, ``expose_errors`` or ``cancel_on_disconnect`` is
+            not a bool, or ``run_async`` is not a bool or None.
         ValueError: ``heartbeat`` is not positive.
     """
     if not callable(agent):
@@ -529,7 +555,7 @@ def create_agui_app(
         raise TypeError(f"expose_errors must be a bool, got {expose_errors!r}")
     app = _AguiApp(
         agent,
-        MemoryRunStore() if store is None else store,
+        runs_of(store, run_async, cancel_on_disconnect),
         heartbeat,
         authorize,
         expose_errors,
@@ -539,5 +565,6 @@ def create_agui_app(
             Route("/", app.run, methods=["POST"]),
             Route("/{thread_id}/messages", app.thread, methods=["GET"]),
             Route("/{thread_id}/stream", app.reconnect, methods=["GET"]),
+            Route("/{thread_id}/cancel", app.cancel, methods=["POST"]),
         ]
     )

@@ -1,11 +1,12 @@
 """What the AG-UI and UI-message apps share: a live run translated as it records.
 
-A request's run (a new one, or a stored one resumed) works in a worker thread with
-an ``EventRecorder`` whose records come back to the event loop; the protocol's
-translator turns each into events as it arrives, so a live run is translated by
-exactly the code that translates a recorded one. The events that end a request
-are held until the run's thread has returned: by then an interrupted run is in the
-store, so a client that answers at once finds it.
+A request's run (a new one, or a stored one resumed) works in a worker thread, or
+as a task of the event loop (``_runner``), with an ``EventRecorder`` whose records
+come back to the event loop; the protocol's translator turns each into events as
+it arrives, so a live run is translated by exactly the code that translates a
+recorded one. The events that end a request are held until the run has returned:
+by then an interrupted run is in the store, so a client that answers at once
+finds it.
 """
 
 from __future__ import annotations
@@ -32,10 +33,10 @@ from .._auth import (
     owner_metadata,
     started_by,
 )
+from ._runner import Runs, Work
 
 if TYPE_CHECKING:
     from ..._persist._pending import PendingRun
-    from ..._persist._stores import RunStore
 
 __all__ = [
     "Agent",
@@ -48,10 +49,8 @@ __all__ = [
     "build_chain",
     "close_unanswered",
     "error",
-    "fresh_run",
     "known",
     "moves_on",
-    "resumed_run",
     "settle_stored",
     "stream_events",
     "waiting_calls",
@@ -62,8 +61,6 @@ _log: Final = logging.getLogger("langhooks.integrations.frontends")
 
 Agent = Callable[[Sequence[Message]], LLMChain]
 """Builds the chain for a conversation so far: model, tools, handlers, messages."""
-
-Work = Callable[[EventRecorder], None]
 
 
 def error(status: int, message: str) -> JSONResponse:
@@ -76,16 +73,16 @@ async def allowed(
     request: Request,
     action: Action,
     run_id: str | None,
-    store: RunStore,
+    runs: Runs,
     where: Mapping[str, Any],
 ) -> Response | None:
     """What an app's ``Guard`` answers ``request`` asking ``action`` on run
     ``run_id`` (None: go on). The run's owner, when ``authorize`` asks, is read
-    from the metadata of the run waiting in ``store`` among those matching
+    from the metadata of the run waiting in ``runs``' store among those matching
     ``where`` (the thread or chat the request names)."""
 
     async def owner_of(run: str) -> str | None:
-        rows = await asyncio.to_thread(store.pending, metadata=where)
+        rows = await runs.pending(where)
         row = next((row for row in rows if row.run_id == run), None)
         return None if row is None else metadata_owner(row.metadata)
 
@@ -95,20 +92,20 @@ async def allowed(
 async def waiting_thread(
     authorize: Authorize | None,
     request: Request,
-    store: RunStore,
+    runs: Runs,
     agent: Agent,
     where: Mapping[str, Any],
 ) -> tuple[PendingRun, list[Message]] | Response:
-    """The run waiting in ``store`` on the thread (or chat) ``where`` names, as
+    """The run waiting in ``runs``' store on the thread (or chat) ``where`` names, as
     the read route answers it: its row and conversation, once ``authorize``
     allowed "read" of the thread (run id None, as "start" is asked: the thread
     is the user's own, another user's run under the same id is not found);
     else the answer that refuses (404: nothing waits)."""
-    refused = await allowed(authorize, request, "read", None, store, where)
+    refused = await allowed(authorize, request, "read", None, runs, where)
     if refused is not None:
         return refused
     mine = {**where, **owner_metadata(started_by(request))}
-    rows = await asyncio.to_thread(store.pending, metadata=mine, limit=1)
+    rows = await runs.pending(mine, limit=1)
     if not rows:
         return error(
             404,
@@ -116,9 +113,7 @@ async def waiting_thread(
             "thread only while its tool calls wait for a human",
         )
     chain = build_chain(agent, [])
-    stored = await asyncio.to_thread(
-        store.load, rows[0].run_id, chain.model, tools=chain.tools
-    )
+    stored = await runs.load(rows[0].run_id, chain)
     return rows[0], list(stored.messages)
 
 
@@ -193,7 +188,7 @@ def moves_on(chain: LLMChain, stored: Sequence[PendingRun]) -> bool:
 
 
 async def settle_stored(
-    store: RunStore, stored: Sequence[PendingRun], chain: LLMChain
+    runs: Runs, stored: Sequence[PendingRun], chain: LLMChain
 ) -> None:
     """Reject every waiting call of the ``stored`` runs with ``ABANDONED``, as
     ``LLMChain.abandon_tool_calls`` does, through the store's claim (a call is
@@ -206,75 +201,13 @@ async def settle_stored(
     """
     for row in stored:
         decisions = {call.call_id: Decision.reject(ABANDONED) for call in row.calls}
-        await asyncio.to_thread(
-            store.resume,
-            row.run_id,
-            decisions,
-            chain.model,
-            tools=chain.tools,
-            callbacks=chain.callbacks,
-            continue_run=False,
-        )
+        await runs.resume(chain, row.run_id, decisions, continue_run=False)
 
 
-def fresh_run(
-    chain: LLMChain,
-    store: RunStore,
-    metadata: Mapping[str, Any],
-    *,
-    abandon: bool = False,
-) -> Work:
-    """Run ``chain``; an interrupted run is saved in ``store`` with ``metadata``.
-    With ``abandon``, calls of ``chain`` that wait for a human are first
-    answered with ``ABANDONED`` (``abandon_tool_calls``: the agent's handlers
-    see the rejections; the client sees the new run)."""
-
-    def work(recorder: EventRecorder) -> None:
-        current = chain
-        if abandon and chain.pending_tool_calls:
-            settled = chain.abandon_tool_calls()
-            if settled.error is not None:
-                raise settled.error
-            current = settled.chain
-        result = current.add_callback(recorder).run()
-        if result.status == "interrupted":
-            store.save(result.chain, metadata=metadata)
-
-    return work
-
-
-def resumed_run(
-    chain: LLMChain,
-    store: RunStore,
-    run_id: str,
-    decisions: Mapping[str, Decision],
-) -> Work:
-    """Resume stored run ``run_id`` with ``decisions`` on ``chain``'s code."""
-
-    def work(recorder: EventRecorder) -> None:
-        store.resume(
-            run_id,
-            decisions,
-            chain.model,
-            tools=chain.tools,
-            callbacks=(*chain.callbacks, recorder),
-            fallbacks=chain.fallbacks,
-            retry=chain.retry,
-        )
-
-    return work
-
-
-async def known(store: RunStore, run_id: str, chain: LLMChain) -> bool:
-    """Whether ``store`` has run ``run_id`` (waiting or not)."""
-    # The store is asked in a thread that catches its refusal: no exception
-    # comes back through the await.
-    return await asyncio.to_thread(_known, store, run_id, chain)
-
-
-def _known(store: RunStore, run_id: str, chain: LLMChain) -> bool:
+async def known(runs: Runs, run_id: str, chain: LLMChain) -> bool:
+    """Whether ``runs``' store has run ``run_id`` (waiting or not)."""
     try:
-        store.load(run_id, chain.model, tools=chain.tools)
+        await runs.load(run_id, chain)
     except LangHooksError as exc:
         if exc.type != "invalid_request":  # pragma: no cover - a store's own failure
             raise
@@ -284,7 +217,8 @@ def _known(store: RunStore, run_id: str, chain: LLMChain) -> bool:
 
 @final
 class LiveRun:
-    """A run working in a thread, its records queued for the event loop."""
+    """A run working in a thread or as a task, its records queued for the event
+    loop."""
 
     def __init__(self, work: Work) -> None:
         loop = asyncio.get_running_loop()
@@ -299,8 +233,21 @@ class LiveRun:
             loop.call_soon_threadsafe(arrived, record)
 
         self.done: asyncio.Future[None] = asyncio.ensure_future(
-            asyncio.to_thread(work, EventRecorder(sink))
+            work.run(EventRecorder(sink))
         )
+        self._on_loop = work.on_loop
+
+    def cancel(self) -> bool:
+        """Cancel the run when it is a task of the event loop (its ``arun()``
+        stops where it awaits; a run in a worker thread cannot be stopped);
+        whether it was."""
+        return self._on_loop and self.done.cancel()
+
+    def _raised(self) -> BaseException | None:
+        """What the returned run raised: a cancelled run "cancelled"."""
+        if self.done.cancelled():
+            return LangHooksError("cancelled", "the run was cancelled")
+        return self.done.exception()
 
     async def begun(self) -> BaseException | None:
         """Wait until the run has recorded its first event or returned; what it
@@ -312,7 +259,7 @@ class LiveRun:
         recorded.cancel()
         if self._recorded.is_set():
             return None
-        return self.done.exception()
+        return self._raised()
 
     async def next(self, timeout: float) -> EventRecord | None:
         """The next record; None when none came within ``timeout`` seconds or
@@ -324,7 +271,9 @@ class LiveRun:
         if not self._records.empty():
             return self._records.get_nowait()
         if self.done.done():
-            self.done.result()
+            raised = self._raised()
+            if raised is not None:
+                raise raised
             return None
         getting = asyncio.ensure_future(self._records.get())
         either: set[asyncio.Future[Any]] = {getting, self.done}
@@ -336,7 +285,7 @@ class LiveRun:
     async def settled(self) -> BaseException | None:
         """Wait until the run has returned; what it raised, if anything."""
         await asyncio.wait({self.done})
-        return self.done.exception()
+        return self._raised()
 
 
 class Translation(Protocol):
@@ -414,9 +363,10 @@ class _Answer:
     """The events of one answer so far; followers get them all, then the rest
     as they come."""
 
-    def __init__(self) -> None:
+    def __init__(self, live: LiveRun | None) -> None:
         self.events: list[dict[str, Any]] = []
         self.done = False
+        self.live = live
         self._changed = asyncio.Event()
 
     def add(self, event: dict[str, Any]) -> None:
@@ -428,20 +378,28 @@ class _Answer:
         self.done = True
         self._changed.set()
 
-    async def follow(self, heartbeat: float) -> AsyncIterator[dict[str, Any] | None]:
-        """Every event from the first; None for a heartbeat."""
+    async def follow(
+        self, heartbeat: float, *, cancel_on_leave: bool = False
+    ) -> AsyncIterator[dict[str, Any] | None]:
+        """Every event from the first; None for a heartbeat. With
+        ``cancel_on_leave``, a follower that stops before the answer ended (its
+        client went away) cancels the run (when it is on the loop)."""
         sent = 0
-        while True:
-            while sent < len(self.events):
-                yield self.events[sent]
-                sent += 1
-            if self.done:
-                return
-            changed = self._changed
-            try:
-                await asyncio.wait_for(changed.wait(), heartbeat)
-            except TimeoutError:
-                yield None
+        try:
+            while True:
+                while sent < len(self.events):
+                    yield self.events[sent]
+                    sent += 1
+                if self.done:
+                    return
+                changed = self._changed
+                try:
+                    await asyncio.wait_for(changed.wait(), heartbeat)
+                except TimeoutError:
+                    yield None
+        finally:
+            if cancel_on_leave and not self.done and self.live is not None:
+                self.live.cancel()
 
 
 @final
@@ -461,10 +419,14 @@ class Answers:
         self._limit = limit
 
     def start(
-        self, key: Hashable, events: AsyncIterator[dict[str, Any] | None]
+        self,
+        key: Hashable,
+        events: AsyncIterator[dict[str, Any] | None],
+        live: LiveRun | None = None,
     ) -> _Answer:
-        """Translate ``events`` into a new answer of chat ``key``."""
-        answer = _Answer()
+        """Translate ``events`` (of ``live``, the run a cancel stops) into a new
+        answer of chat ``key``."""
+        answer = _Answer(live)
 
         async def drain() -> None:
             try:
@@ -488,3 +450,22 @@ class Answers:
     def get(self, key: Hashable) -> _Answer | None:
         """The latest answer of chat ``key``, or None."""
         return self._answers.get(key)
+
+    def cancel(self, key: Hashable) -> Response:
+        """Cancel the run of chat ``key``'s latest answer: 202 when it was
+        cancelled (the answer ends with the error "cancelled"), 409 when it
+        works in a thread; ``{"cancelled": false}`` when none goes on in this
+        process (it ended, or never started here: a cancel that comes late is
+        no error)."""
+        answer = self._answers.get(key)
+        live = None if answer is None or answer.done else answer.live
+        if live is None or live.done.done():
+            return JSONResponse({"cancelled": False})
+        if not live.cancel():
+            return error(
+                409,
+                "this run works in a thread (its handlers and tools are sync: "
+                "run() cannot be stopped); create the app with run_async=True "
+                "to make runs cancellable",
+            )
+        return JSONResponse({"cancelled": True}, status_code=202)

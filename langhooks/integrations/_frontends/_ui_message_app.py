@@ -4,7 +4,6 @@ with tool approval answered by re-posting the conversation."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, final
@@ -26,7 +25,6 @@ from ..._core._messages import (
     ToolCall,
     ToolResult,
 )
-from ..._persist._stores import MemoryRunStore
 from ...chain import Decision
 from .._auth import Authorize, check_authorize, owner_metadata, started_by
 from .._web._limits import BadRequest, json_body
@@ -34,24 +32,22 @@ from ._app import (
     Agent,
     Answers,
     LiveRun,
-    Work,
     allowed,
     build_chain,
     close_unanswered,
-    fresh_run,
     known,
     moves_on,
-    resumed_run,
     settle_stored,
     stream_events,
     waiting_calls,
     waiting_thread,
 )
 from ._records import split_approval_id
+from ._runner import Runs, Work, runs_of
 from ._ui_message_chunks import UiMessageTranslator, chat_messages
 
 if TYPE_CHECKING:
-    from ..._persist._stores import RunStore
+    from ..._persist._stores import AsyncRunStore, RunStore
 
 __all__ = ["MAX_CONVERSATION_BYTES", "conversation", "create_ui_message_app"]
 
@@ -303,12 +299,12 @@ class _UiMessageApp:
     def __init__(
         self,
         agent: Agent,
-        store: RunStore,
+        runs: Runs,
         authorize: Authorize | None,
         expose_errors: bool,
     ) -> None:
         self._agent = agent
-        self._store = store
+        self._runs = runs
         self._authorize = authorize
         self._expose_errors = expose_errors
         self._answers = Answers()
@@ -325,7 +321,7 @@ class _UiMessageApp:
                 request,
                 "start" if approvals is None else "decide",
                 approvals and approvals[0],
-                self._store,
+                self._runs,
                 {_CHAT: chat_id},
             )
             if refused is not None:
@@ -338,17 +334,17 @@ class _UiMessageApp:
         # neither told of nor in the way.
         chat = {_CHAT: chat_id, **owner_metadata(started_by(request))}
         key = (chat_id, started_by(request))
-        waiting = await asyncio.to_thread(self._store.pending, metadata=chat)
+        waiting = await self._runs.pending(chat)
         if approvals is None:
             if moves_on(chain, waiting):
                 # A new message rejects the calls that wait, as chat products do.
                 try:
-                    await settle_stored(self._store, waiting, chain)
+                    await settle_stored(self._runs, waiting, chain)
                 except LangHooksError as exc:
                     if exc.type != "conflict":  # pragma: no cover - a store failure
                         raise
                     return _refusal(409, exc.message)
-                work = fresh_run(chain, self._store, chat, abandon=True)
+                work = self._runs.fresh(chain, chat, abandon=True)
                 return await self._stream(work, key)
             calls = waiting[0].calls if waiting else chain.pending_tool_calls
             if calls:
@@ -361,11 +357,11 @@ class _UiMessageApp:
                     f"reads as the tool's result) to decide against it, or send a "
                     f"new message (it rejects them)",
                 )
-            return await self._stream(fresh_run(chain, self._store, chat), key)
+            return await self._stream(self._runs.fresh(chain, chat), key)
         run_id, decisions = approvals
         run = next((p for p in waiting if p.run_id == run_id), None)
         if run is None:
-            exists = await known(self._store, run_id, chain)
+            exists = await known(self._runs, run_id, chain)
             if exists:
                 return _refusal(
                     409, "these approvals were answered already; nothing was run"
@@ -380,14 +376,14 @@ class _UiMessageApp:
             return _refusal(
                 422, f"answer every approval request: tool call(s) {missing} wait too"
             )
-        work = resumed_run(chain, self._store, run_id, decisions)
+        work = self._runs.resumed(chain, run_id, decisions)
         return await self._stream(work, key)
 
     async def messages(self, request: Request) -> Response:
         """GET /{chat_id}/messages: the chat's waiting run as UI messages."""
         chat_id = request.path_params["chat_id"]
         found = await waiting_thread(
-            self._authorize, request, self._store, self._agent, {_CHAT: chat_id}
+            self._authorize, request, self._runs, self._agent, {_CHAT: chat_id}
         )
         if isinstance(found, Response):
             return found
@@ -401,7 +397,7 @@ class _UiMessageApp:
         """GET /{chat_id}/stream: the chat's latest answer from its first chunk,
         then the rest as it comes (the AI SDK's ``resume: true``); 204 when
         this process has none."""
-        refused = await allowed(self._authorize, request, "read", None, self._store, {})
+        refused = await allowed(self._authorize, request, "read", None, self._runs, {})
         if refused is not None:
             return refused
         key = (request.path_params["chat_id"], started_by(request))
@@ -414,15 +410,28 @@ class _UiMessageApp:
             headers=_HEADERS,
         )
 
+    async def cancel(self, request: Request) -> Response:
+        """POST /{chat_id}/cancel: cancel the chat's run going on here."""
+        chat_id = request.path_params["chat_id"]
+        where = {_CHAT: chat_id}
+        refused = await allowed(
+            self._authorize, request, "start", None, self._runs, where
+        )
+        if refused is not None:
+            return refused
+        return self._answers.cancel((chat_id, started_by(request)))
+
     async def _stream(self, work: Work, key: tuple[str, str | None]) -> Response:
         live = LiveRun(work)
         refused = await live.begun()
         if isinstance(refused, LangHooksError) and refused.type == "conflict":
             return _refusal(409, refused.message)
         translator = UiMessageTranslator(expose_errors=self._expose_errors)
-        answer = self._answers.start(key, stream_events(live, translator, _HEARTBEAT))
+        events = stream_events(live, translator, _HEARTBEAT)
+        answer = self._answers.start(key, events, live)
+        leave = self._runs.cancel_on_disconnect
         return StreamingResponse(
-            _lines(answer.follow(_HEARTBEAT)),
+            _lines(answer.follow(_HEARTBEAT, cancel_on_leave=leave)),
             media_type="text/event-stream",
             headers=_HEADERS,
         )
@@ -442,9 +451,11 @@ async def _lines(
 def create_ui_message_app(
     *,
     agent: Agent,
-    store: RunStore | None = None,
+    store: RunStore | AsyncRunStore | None = None,
     authorize: Authorize | None = None,
     expose_errors: bool = False,
+    run_async: bool | None = None,
+    cancel_on_disconnect: bool = False,
 ) -> Starlette:
     """An endpoint for the AI SDK's ``useChat``: ``POST /`` runs the agent on the
     chat and streams the UI message stream protocol v1 (AI SDK 6).
@@ -463,14 +474,24 @@ def create_ui_message_app(
     message in a chat that waits for approvals or an approval answered already
     (409), approvals that do not match the waiting calls (422).
 
-    The run works in a worker thread (``chain.run()``), so the agent's handlers
-    and tools are synchronous ones.
+    A chain with an async handler (``AsyncChainCallbackHandler``) or an async
+    tool runs with ``arun()`` on the app's event loop; any other with ``run()``
+    in a worker thread (``run_async`` decides otherwise). ``POST
+    /{chat_id}/cancel`` cancels the chat's run going on in this process when
+    it runs on the loop (202; the stream ends with an ``error`` chunk
+    "cancelled: ..."; 409 for a run in a thread, 200 ``{"cancelled": false}`` when none
+    goes on); a
+    client that goes away (``stop()``) cancels nothing (unless
+    ``cancel_on_disconnect``): the run goes on, for ``GET /{chat_id}/stream``.
 
     Args:
         agent: builds the chain for the conversation so far (model, tools,
             handlers and the messages, converted to langhooks ``Message`` values).
-        store: where interrupted runs wait (any ``RunStore``); None keeps them in
-            this process (``MemoryRunStore``).
+        store: where interrupted runs wait (any ``RunStore`` or
+            ``AsyncRunStore``); None keeps them in this process
+            (``MemoryRunStore``). A chain that runs on the loop is resumed
+            through an ``AsyncRunStore`` or a ``MemoryRunStore``; an
+            ``AsyncRunStore`` resumes every chain with ``arun()``.
         authorize: asked ``authorize(request, action, run_id)`` by ``POST /``
             once the body is read, before anything runs: ``"start"`` (run_id
             None) for a new message, ``"decide"`` with the run id for approvals
@@ -486,13 +507,21 @@ def create_ui_message_app(
             unless this is True (then it is the error's own message, which may
             hold server internals). The details are logged on the
             ``langhooks.integrations.frontends`` logger with the run id.
+        run_async: True runs every chain with ``arun()`` on the event loop
+            (cancellable; a sync handler then runs on the loop), False every
+            one with ``run()`` in a thread; None (the default) decides per
+            chain, as above.
+        cancel_on_disconnect: True cancels a run on the loop when the client
+            of the request that started it goes away before its end (a
+            follower of ``GET /{id}/stream`` leaving cancels nothing).
 
     Returns:
         The app (a ``Starlette``), to serve with uvicorn or mount in another app.
 
     Raises:
-        TypeError: ``agent`` or ``authorize`` is not callable, or
-            ``expose_errors`` is not a bool.
+        TypeError: ``agent`` or ``authorize`` is not callable,
+            ``expose_errors`` or ``cancel_on_disconnect`` is not a bool, or
+            ``run_async`` is not a bool or None.
     """
     if not callable(agent):
         raise TypeError(
@@ -501,13 +530,13 @@ def create_ui_message_app(
     check_authorize(authorize)
     if not isinstance(expose_errors, bool):
         raise TypeError(f"expose_errors must be a bool, got {expose_errors!r}")
-    app = _UiMessageApp(
-        agent, MemoryRunStore() if store is None else store, authorize, expose_errors
-    )
+    runs = runs_of(store, run_async, cancel_on_disconnect)
+    app = _UiMessageApp(agent, runs, authorize, expose_errors)
     return Starlette(
         routes=[
             Route("/", app.chat, methods=["POST"]),
             Route("/{chat_id}/messages", app.messages, methods=["GET"]),
             Route("/{chat_id}/stream", app.stream, methods=["GET"]),
+            Route("/{chat_id}/cancel", app.cancel, methods=["POST"]),
         ]
     )
