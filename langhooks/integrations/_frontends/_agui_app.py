@@ -42,6 +42,13 @@ from ._app import (
     waiting_thread,
 )
 from ._records import MESSAGE_ID, RESULT_IDS, split_approval_id
+from ._shared_state import (
+    SharedState,
+    StateTranslation,
+    agui_state_events,
+    shared_work,
+    with_context,
+)
 
 if TYPE_CHECKING:
     from ..._persist._stores import RunStore
@@ -260,7 +267,10 @@ class _AguiApp:
             )
             if refused is not None:
                 return refused
-            messages = close_unanswered(conversation(given.messages))
+            messages = with_context(
+                close_unanswered(conversation(given.messages)),
+                [(entry.description, entry.value) for entry in given.context or ()],
+            )
             if resume is None:
                 return await self._start(given, messages, started_by(request))
             return await self._resumed(
@@ -364,8 +374,10 @@ class _AguiApp:
             run_id=given.run_id,
             expose_errors=self._expose_errors,
         )
-        live = LiveRun(work)
-        events = stream_events(live, translator, self._heartbeat)
+        state = SharedState(given.state, forwarded_props=given.forwarded_props)
+        live = LiveRun(shared_work(work, state))
+        shared = StateTranslation(translator, state, agui_state_events)
+        events = stream_events(live, shared, self._heartbeat)
         answer = self._answers.start((given.thread_id, owner), events)
         return _events_response(answer.follow(self._heartbeat))
 

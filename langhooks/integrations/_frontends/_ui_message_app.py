@@ -44,6 +44,13 @@ from ._app import (
     waiting_thread,
 )
 from ._records import split_approval_id
+from ._shared_state import (
+    SharedState,
+    StateTranslation,
+    shared_work,
+    ui_state,
+    ui_state_events,
+)
 from ._ui_message_chunks import UiMessageTranslator, chat_messages
 
 if TYPE_CHECKING:
@@ -305,9 +312,9 @@ class _UiMessageApp:
     async def chat(self, request: Request) -> Response:
         """POST /: a chat's UI messages; the run as a UI message stream."""
         try:
-            chat_id, messages = _chat(
-                await json_body(request, max_bytes=MAX_CONVERSATION_BYTES)
-            )
+            body = await json_body(request, max_bytes=MAX_CONVERSATION_BYTES)
+            chat_id, messages = _chat(body)
+            state = SharedState(ui_state(body, messages))
             approvals = _approvals(messages)
             refused = await allowed(
                 self._authorize,
@@ -338,7 +345,7 @@ class _UiMessageApp:
                         raise
                     return error(409, exc.message)
                 work = fresh_run(chain, self._store, chat, abandon=True)
-                return await self._stream(work, key)
+                return await self._stream(work, key, state)
             calls = waiting[0].calls if waiting else chain.pending_tool_calls
             if calls:
                 # The unanswered request posted back: neither answer nor message.
@@ -350,7 +357,7 @@ class _UiMessageApp:
                     f"reads as the tool's result) to decide against it, or send a "
                     f"new message (it rejects them)",
                 )
-            return await self._stream(fresh_run(chain, self._store, chat), key)
+            return await self._stream(fresh_run(chain, self._store, chat), key, state)
         run_id, decisions = approvals
         run = next((p for p in waiting if p.run_id == run_id), None)
         if run is None:
@@ -370,7 +377,7 @@ class _UiMessageApp:
                 422, f"answer every approval request: tool call(s) {missing} wait too"
             )
         work = resumed_run(chain, self._store, run_id, decisions)
-        return await self._stream(work, key)
+        return await self._stream(work, key, state)
 
     async def messages(self, request: Request) -> Response:
         """GET /{chat_id}/messages: the chat's waiting run as UI messages."""
@@ -403,13 +410,16 @@ class _UiMessageApp:
             headers=_HEADERS,
         )
 
-    async def _stream(self, work: Work, key: tuple[str, str | None]) -> Response:
-        live = LiveRun(work)
+    async def _stream(
+        self, work: Work, key: tuple[str, str | None], state: SharedState
+    ) -> Response:
+        live = LiveRun(shared_work(work, state))
         refused = await live.begun()
         if isinstance(refused, LangHooksError) and refused.type == "conflict":
             return error(409, refused.message)
         translator = UiMessageTranslator(expose_errors=self._expose_errors)
-        answer = self._answers.start(key, stream_events(live, translator, _HEARTBEAT))
+        shared = StateTranslation(translator, state, ui_state_events)
+        answer = self._answers.start(key, stream_events(live, shared, _HEARTBEAT))
         return StreamingResponse(
             _lines(answer.follow(_HEARTBEAT)),
             media_type="text/event-stream",
