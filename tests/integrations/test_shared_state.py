@@ -5,8 +5,10 @@ over HTTP on uvicorn and with the official JavaScript clients."""
 from __future__ import annotations
 
 import copy
+import re
 import threading
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -41,6 +43,9 @@ from .test_agui_app import answers, approve, run_input
 from .test_frontends_js import drive
 from .test_ui_message_app import chat, chunks
 
+GUIDE = (Path(__file__).parents[2] / "docs" / "guide" / "frontends.md").read_text(
+    encoding="utf-8"
+)
 ITEM = "tea"
 START = {"items": ["milk"], "owner": "ann"}
 AFTER = {"items": ["milk", ITEM], "owner": "ann", "count": 2}
@@ -358,6 +363,33 @@ class TestJsonPatch:
         assert json_patch({"a": 1}, {"a": True}) == [
             {"op": "replace", "path": "/a", "value": True}
         ]
+
+
+class TestGuide:
+    """The guide's ``cart_agent.py``, served by both apps."""
+
+    def test_cart_agent(self) -> None:
+        """Its tool adds to the client's cart: AG-UI's closing snapshot and the
+        AI SDK's ``data-state`` part hold the item; outside a run there is no
+        cart."""
+        found = re.search(r"```python\n(# cart_agent\.py\n.*?)```", GUIDE, re.S)
+        assert found is not None
+        namespace: dict[str, Any] = {}
+        exec(compile(found.group(1), "cart_agent.py", "exec"), namespace)
+        agent = namespace["agent"]
+        cart = {"items": ["milk"]}
+        with serving(create_agui_app(agent=agent)) as url:
+            events = agui_post(url, {**run_input(), "state": cart})
+        assert events[-2]["snapshot"] == {"items": ["milk", "tea"]}
+        user = {"id": "u-1", "role": "user", "parts": [{"type": "text", "text": "?"}]}
+        with serving(create_ui_message_app(agent=agent)) as url:
+            answer = chunks(httpx.post(url, json=chat([user]), timeout=30))
+        (part,) = (chunk for chunk in answer if chunk["type"] == "data-state")
+        assert part["data"] == {"items": ["tea"]}
+        call = ToolCall(call_id="c", name="add_item", arguments={"item": "x"})
+        assert namespace["add_item"](call.arguments, ToolContext(call=call)) == (
+            "there is no cart here"
+        )
 
 
 class TestOfficialClients:

@@ -437,6 +437,11 @@ def create_agui_app(
     a thread that waits for answers (409), answers that do not match the waiting
     calls (422).
 
+    The ``context`` entries reach the model as one system message before the
+    run's user message; the ``state`` (with ``forwardedProps``) is the run's
+    ``shared_state()``, whose changes are sent as ``STATE_DELTA``, then one
+    ``STATE_SNAPSHOT`` before the run's end.
+
     The run works in a worker thread (``chain.run()``), so the agent's handlers
     and tools are synchronous ones.
 

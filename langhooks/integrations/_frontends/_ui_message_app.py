@@ -462,6 +462,10 @@ def create_ui_message_app(
     message in a chat that waits for approvals or an approval answered already
     (409), approvals that do not match the waiting calls (422).
 
+    The client's state (the body's ``"state"``, else the last ``data-state``
+    part posted) is the run's ``shared_state()``; each change is sent as a
+    ``data-state`` part with the id "state".
+
     The run works in a worker thread (``chain.run()``), so the agent's handlers
     and tools are synchronous ones.
 
