@@ -207,6 +207,47 @@ class TestAguiState:
         assert events[-2]["snapshot"] == {"seen": True}
 
 
+class TestConcurrentTools:
+    """Tools that run at once, each in its own worker thread, share one state."""
+
+    def test_each_thread_sees_and_changes_the_state(self) -> None:
+        """Two concurrent calls read the client's state in their own threads;
+        both changes reach the client."""
+        seen: list[Any] = []
+        lock = threading.Lock()
+
+        def mark(arguments: Mapping[str, Any], context: ToolContext) -> str:
+            state = shared_state()
+            assert state is not None
+            with lock:
+                seen.append(state.get()["owner"])
+            state.update({arguments["key"]: threading.get_ident()})
+            return "marked"
+
+        calls = [
+            ToolCall(call_id=f"c{i}", name="mark", arguments={"key": f"k{i}"}, index=i)
+            for i in range(2)
+        ]
+        model = ScriptedChatModel(
+            [ScriptedTurn(tool_calls=calls), ScriptedTurn(text="Marked.")]
+        )
+        tool = Tool("mark", mark, concurrent=True)
+
+        def agent(messages: Sequence[Message]) -> LLMChain:
+            return LLMChain(model, tools=[tool]).add_messages(messages)
+
+        with serving(create_agui_app(agent=agent)) as url:
+            events = agui_post(url, {**run_input(), "state": START})
+        assert seen == ["ann", "ann"]
+        final = events[-2]["snapshot"]
+        assert {"k0", "k1"} <= set(final)
+        deltas = [e["delta"] for e in events if e["type"] == "STATE_DELTA"]
+        state = START
+        for delta in deltas:
+            state = apply_patch(state, delta)
+        assert state == final
+
+
 class TestAguiContext:
     """``context`` entries reach the model as one system message."""
 
