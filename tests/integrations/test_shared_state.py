@@ -352,16 +352,16 @@ class TestSharedState:
             state.set({"a": object()})
         with pytest.raises(ValueError, match=r"changes\[\"a\"\]"):
             SharedState({}).update({"a": float("nan")})
-        assert (state.get(), state.changes_through(0)) == ([1], [])
+        assert (state.get(), state._changes_through(0)) == ([1], [])
 
     def test_changes_are_taken_once_in_order(self) -> None:
-        """``changes_through`` answers each change made by then, once."""
+        """``_changes_through`` answers each change made by then, once."""
         state = SharedState()
-        assert state.changes_through(5) == []
+        assert state._changes_through(5) == []
         state.update({"a": 1})
         state.set([2])
-        assert state.changes_through(0) == [{"a": 1}, [2]]
-        assert state.changes_through(0) == []
+        assert state._changes_through(0) == [{"a": 1}, [2]]
+        assert state._changes_through(0) == []
 
 
 class TestWithContext:

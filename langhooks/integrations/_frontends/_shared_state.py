@@ -103,11 +103,6 @@ class SharedState:
         self._clock: Callable[[], int] = lambda: 0
 
     @property
-    def given(self) -> Any:
-        """The state the client sent: a copy."""
-        return copy.deepcopy(self._given)
-
-    @property
     def forwarded_props(self) -> Any:
         """What the client forwarded with the request (AG-UI
         ``forwardedProps``): a copy."""
@@ -148,7 +143,17 @@ class SharedState:
         self._value = value
         self._changes.append((self._clock(), copy.deepcopy(value)))
 
-    def changes_through(self, count: int) -> list[Any]:
+    # What the apps read (StateTranslation, shared_work): not for tools.
+
+    def _sent_by_client(self) -> Any:
+        """The state the client sent: a copy."""
+        return copy.deepcopy(self._given)
+
+    def _count_with(self, clock: Callable[[], int]) -> None:
+        """Stamp each change with ``clock()``: how many records the run made."""
+        self._clock = clock
+
+    def _changes_through(self, count: int) -> list[Any]:
         """The states of the changes made once no more than ``count`` records
         were made, oldest first; each is returned once."""
         if not self._changes:  # read without the lock: the common case
@@ -182,7 +187,7 @@ def shared_work(work: Work, state: SharedState) -> Work:
     records of the run."""
 
     def run(recorder: EventRecorder) -> None:
-        state._clock = lambda: recorder.count
+        state._count_with(lambda: recorder.count)
         with sharing(state):
             work(recorder)
 
@@ -290,7 +295,7 @@ class StateTranslation:
 
     def __attrs_post_init__(self) -> None:
         # What the client has: the state it sent, whenever the run changed it.
-        self._sent = self.state.given
+        self._sent = self.state._sent_by_client()
 
     def translate(self, record: EventRecord) -> Events:
         """The events of ``record``, with the state's changes."""
@@ -318,7 +323,7 @@ class StateTranslation:
         """``events`` with the changes made before record ``through``, placed
         before the event that ends the request, if any."""
         at = next((i for i, e in enumerate(events) if self.inner.ends(e)), None)
-        changes = self.state.changes_through(through)
+        changes = self.state._changes_through(through)
         added: Events = []
         if changes and not same_json(changes[-1], self._sent):
             added = self.render(self._sent, changes[-1], False)
