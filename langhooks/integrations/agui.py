@@ -6,6 +6,9 @@
   human approval included (an interrupt, then a resume on the same thread).
 - ``agui_events(records, thread_id=..., run_id=...)``: the translation alone, for
   recorded runs or runs followed from Redis.
+- ``shared_state()``: in a tool or handler of a run the app started, the client's
+  ``state`` (a ``SharedState``); a change is sent back as ``STATE_DELTA`` and
+  ``STATE_SNAPSHOT``.
 
 Needs the web extra: ``pip install 'langhooks[web]'``.
 """
@@ -23,5 +26,13 @@ except ImportError as _error:  # pragma: no cover - the web extra installs them
 from ._frontends._agui_app import MAX_CONVERSATION_BYTES, create_agui_app
 from ._frontends._agui_events import agui_events
 from ._frontends._app import Agent
+from ._frontends._shared_state import SharedState, shared_state
 
-__all__ = ["MAX_CONVERSATION_BYTES", "Agent", "agui_events", "create_agui_app"]
+__all__ = [
+    "MAX_CONVERSATION_BYTES",
+    "Agent",
+    "SharedState",
+    "agui_events",
+    "create_agui_app",
+    "shared_state",
+]

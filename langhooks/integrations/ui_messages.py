@@ -6,6 +6,9 @@ langhooks runs.
   UI message chunks, tool approval included (``tool-approval-request``, answered by
   re-posting the conversation with the tool part in state ``approval-responded``).
 - ``ui_message_chunks(records)``: the translation alone, for recorded runs.
+- ``shared_state()``: in a tool or handler of a run the app started, the client's
+  state (a ``SharedState``, from the last ``data-state`` part or the body's
+  ``"state"``); a change is sent back as a ``data-state`` part.
 
 Needs the web extra: ``pip install 'langhooks[web]'``.
 """
@@ -21,12 +24,15 @@ except ImportError as _error:  # pragma: no cover - the web extra installs it
     ) from _error
 
 from ._frontends._app import Agent
+from ._frontends._shared_state import SharedState, shared_state
 from ._frontends._ui_message_app import MAX_CONVERSATION_BYTES, create_ui_message_app
 from ._frontends._ui_message_chunks import ui_message_chunks
 
 __all__ = [
     "MAX_CONVERSATION_BYTES",
     "Agent",
+    "SharedState",
     "create_ui_message_app",
+    "shared_state",
     "ui_message_chunks",
 ]

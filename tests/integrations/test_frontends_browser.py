@@ -58,6 +58,7 @@ from ._frontend_agent import (
     weather_turns,
 )
 from ._web_harness import serving
+from .test_shared_state import CartAgent, add_turns
 from .test_web_browser import browser, expect
 
 if TYPE_CHECKING:
@@ -379,3 +380,33 @@ class TestAChatsLife:
         assert found is not None, shown
         logged = [r.getMessage() for r in caplog.records if r.name == LOGGER]
         assert any(found[1] in line and secret in line for line in logged), logged
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+class TestSharedState:
+    """The state a tool changes, shown by the page (issue 43, item 3)."""
+
+    def test_the_page_shows_the_state_a_tool_changed(
+        self, page: Page, chat_pages: Path, protocol: str
+    ) -> None:
+        """The tool's change reaches the page (AG-UI ``STATE_DELTA`` and
+        ``STATE_SNAPSHOT`` applied to ``agent.state``; the AI SDK's
+        ``data-state`` part); the next message sends the page's state back, so
+        the tool goes on from it."""
+        agent = CartAgent([*add_turns(), *add_turns("call_2")])
+        with serving(Site(chat_pages, protocol, agent)) as url:
+            page.goto(f"{url}{protocol}.html")
+            send(page, "Add tea.")
+            expect(page.locator("#state")).to_have_text('{"items":["tea"],"count":1}')
+            expect(assistant_texts(page).last).to_have_text("Added tea.")
+            expect(page.locator("#chat")).to_have_attribute("data-status", "ready")
+            send(page, "Once more.")
+            expect(page.locator("#state")).to_have_text(
+                '{"items":["tea","tea"],"count":2}'
+            )
+            expect(page.locator("#chat")).to_have_attribute("data-status", "ready")
+            assert page.locator("#error").count() == 0
+        assert [seen for seen, _ in agent.tool_saw] == [
+            {},
+            {"items": ["tea"], "count": 1},
+        ]

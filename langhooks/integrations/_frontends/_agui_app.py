@@ -42,6 +42,13 @@ from ._app import (
 )
 from ._records import MESSAGE_ID, RESULT_IDS, approval_id
 from ._runner import Runs, Work, runs_of
+from ._shared_state import (
+    SharedState,
+    StateTranslation,
+    agui_state_events,
+    shared_work,
+    with_context,
+)
 
 if TYPE_CHECKING:
     from ..._persist._pending import PendingRun
@@ -270,7 +277,10 @@ class _AguiApp:
                 waiting, refused = await self._decider(request, given, answers)
             if refused is not None:
                 return refused
-            messages = close_unanswered(conversation(given.messages))
+            messages = with_context(
+                close_unanswered(conversation(given.messages)),
+                [(entry.description, entry.value) for entry in given.context or ()],
+            )
             if answers is None:
                 return await self._start(given, messages, started_by(request))
             return await self._resumed(
@@ -415,8 +425,10 @@ class _AguiApp:
             named=given.run_id if named is None else named,
             expose_errors=self._expose_errors,
         )
-        live = LiveRun(work)
-        events = stream_events(live, translator, self._heartbeat)
+        state = SharedState(given.state, forwarded_props=given.forwarded_props)
+        live = LiveRun(shared_work(work, state))
+        shared = StateTranslation(translator, state, agui_state_events)
+        events = stream_events(live, shared, self._heartbeat)
         answer = self._answers.start((given.thread_id, owner), events, live)
         leave = self._runs.cancel_on_disconnect
         return _events_response(answer.follow(self._heartbeat, cancel_on_leave=leave))
@@ -489,6 +501,11 @@ def create_agui_app(
     large (413), not JSON (415), no waiting run on the thread (404), a new run on
     a thread that waits for answers (409), answers that do not match the waiting
     calls (422).
+
+    The ``context`` entries reach the model as one system message before the
+    run's user message; the ``state`` (with ``forwardedProps``) is the run's
+    ``shared_state()``, whose changes are sent as ``STATE_DELTA``, then one
+    ``STATE_SNAPSHOT`` before the run's end.
 
     A chain with an async handler (``AsyncChainCallbackHandler``) or an async
     tool runs with ``arun()`` on the app's event loop; any other with ``run()``

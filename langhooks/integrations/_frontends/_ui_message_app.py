@@ -44,6 +44,13 @@ from ._app import (
 )
 from ._records import split_approval_id
 from ._runner import Runs, Work, runs_of
+from ._shared_state import (
+    SharedState,
+    StateTranslation,
+    shared_work,
+    ui_state,
+    ui_state_events,
+)
 from ._ui_message_chunks import UiMessageTranslator, chat_messages
 
 if TYPE_CHECKING:
@@ -312,9 +319,9 @@ class _UiMessageApp:
     async def chat(self, request: Request) -> Response:
         """POST /: a chat's UI messages; the run as a UI message stream."""
         try:
-            chat_id, messages = _chat(
-                await json_body(request, max_bytes=MAX_CONVERSATION_BYTES)
-            )
+            body = await json_body(request, max_bytes=MAX_CONVERSATION_BYTES)
+            chat_id, messages = _chat(body)
+            state = SharedState(ui_state(body, messages))
             approvals = _approvals(messages)
             refused = await allowed(
                 self._authorize,
@@ -345,7 +352,7 @@ class _UiMessageApp:
                         raise
                     return _refusal(409, exc.message)
                 work = self._runs.fresh(chain, chat, abandon=True)
-                return await self._stream(work, key)
+                return await self._stream(work, key, state)
             calls = waiting[0].calls if waiting else chain.pending_tool_calls
             if calls:
                 # The unanswered request posted back: neither answer nor message.
@@ -357,7 +364,7 @@ class _UiMessageApp:
                     f"reads as the tool's result) to decide against it, or send a "
                     f"new message (it rejects them)",
                 )
-            return await self._stream(self._runs.fresh(chain, chat), key)
+            return await self._stream(self._runs.fresh(chain, chat), key, state)
         run_id, decisions = approvals
         run = next((p for p in waiting if p.run_id == run_id), None)
         if run is None:
@@ -377,7 +384,7 @@ class _UiMessageApp:
                 422, f"answer every approval request: tool call(s) {missing} wait too"
             )
         work = self._runs.resumed(chain, run_id, decisions)
-        return await self._stream(work, key)
+        return await self._stream(work, key, state)
 
     async def messages(self, request: Request) -> Response:
         """GET /{chat_id}/messages: the chat's waiting run as UI messages."""
@@ -421,13 +428,16 @@ class _UiMessageApp:
             return refused
         return self._answers.cancel((chat_id, started_by(request)))
 
-    async def _stream(self, work: Work, key: tuple[str, str | None]) -> Response:
-        live = LiveRun(work)
+    async def _stream(
+        self, work: Work, key: tuple[str, str | None], state: SharedState
+    ) -> Response:
+        live = LiveRun(shared_work(work, state))
         refused = await live.begun()
         if isinstance(refused, LangHooksError) and refused.type == "conflict":
             return _refusal(409, refused.message)
         translator = UiMessageTranslator(expose_errors=self._expose_errors)
-        events = stream_events(live, translator, _HEARTBEAT)
+        shared = StateTranslation(translator, state, ui_state_events)
+        events = stream_events(live, shared, _HEARTBEAT)
         answer = self._answers.start(key, events, live)
         leave = self._runs.cancel_on_disconnect
         return StreamingResponse(
@@ -473,6 +483,10 @@ def create_ui_message_app(
     body (400), too large (413), not JSON (415), no waiting run (404), a new
     message in a chat that waits for approvals or an approval answered already
     (409), approvals that do not match the waiting calls (422).
+
+    The client's state (the body's ``"state"``, else the last ``data-state``
+    part posted) is the run's ``shared_state()``; each change is sent as a
+    ``data-state`` part with the id "state".
 
     A chain with an async handler (``AsyncChainCallbackHandler``) or an async
     tool runs with ``arun()`` on the app's event loop; any other with ``run()``

@@ -5,7 +5,7 @@
 // whose connect() is the plain GET /{id}/stream.
 import { useEffect, useMemo, useState } from "react";
 import { HttpAgent, runHttpRequest, transformHttpEventStream } from "@ag-ui/client";
-import { Bubble, chatId, Composer, ErrorBanner, mount, readThread, ToolCard } from "./common.jsx";
+import { Bubble, chatId, Composer, ErrorBanner, mount, readThread, StateView, ToolCard } from "./common.jsx";
 
 const API = "/api/agui/";
 
@@ -32,6 +32,8 @@ function useAgentView(agent) {
     const fail = (error) => setView((old) => ({ ...old, running: false, error: old.error || String(error.message || error) }));
     const { unsubscribe } = agent.subscribe({
       onMessagesChanged: () => update({}),
+      // STATE_DELTA / STATE_SNAPSHOT applied to agent.state.
+      onStateChanged: ({ state }) => update({ state }),
       onRunInitialized: () => update({ running: true, error: null }),
       onRunErrorEvent: ({ event }) => update({ error: event.code ? `${event.code}: ${event.message}` : event.message }),
       onRunFinalized: () => update({ running: false }),
@@ -105,6 +107,7 @@ function Chat({ id }) {
           <AssistantMessage key={message.id} message={message} results={results} interrupts={view.interrupts} busy={view.running} decide={decide} />
         ) : null,
       )}
+      <StateView state={view.state} />
       <ErrorBanner error={view.error} />
       <Composer busy={view.running} onSend={send} />
     </main>

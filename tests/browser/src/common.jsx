@@ -41,6 +41,12 @@ export function Composer({ onSend, busy }) {
   );
 }
 
+/** The state the agent shares with the page (AG-UI state, the AI SDK's
+ * data-state part), as JSON; nothing before there is any. */
+export function StateView({ state }) {
+  return state === undefined ? null : <pre id="state">{JSON.stringify(state)}</pre>;
+}
+
 export function ErrorBanner({ error }) {
   return error ? <p id="error" role="alert">{error}</p> : null;
 }

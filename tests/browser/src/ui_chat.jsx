@@ -5,7 +5,7 @@
 import { useEffect, useState } from "react";
 import { useChat } from "@ai-sdk/react";
 import { DefaultChatTransport, isToolUIPart, getToolName, lastAssistantMessageIsCompleteWithApprovalResponses } from "ai";
-import { Bubble, chatId, Composer, ErrorBanner, mount, readThread, ToolCard } from "./common.jsx";
+import { Bubble, chatId, Composer, ErrorBanner, mount, readThread, StateView, ToolCard } from "./common.jsx";
 
 const API = "/api/ui/";
 
@@ -43,6 +43,8 @@ function Chat({ id, saved }) {
   const decide = (approvalId, approved) =>
     addToolApprovalResponse({ id: approvalId, approved, ...(approved ? {} : { reason: "The user said no." }) });
   const busy = status === "submitted" || status === "streaming";
+  // The agent's state: the latest data-state part (one per message, replaced by id).
+  const state = messages.flatMap((m) => m.parts).findLast((part) => part.type === "data-state")?.data;
   return (
     <main id="chat" data-status={status}>
       {messages.map((message, index) => (
@@ -52,6 +54,7 @@ function Chat({ id, saved }) {
           ))}
         </Bubble>
       ))}
+      <StateView state={state} />
       <ErrorBanner error={error && error.message} />
       <Composer busy={busy} onSend={(text) => sendMessage({ text })} />
     </main>
