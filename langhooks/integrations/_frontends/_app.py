@@ -206,13 +206,16 @@ async def settle_stored(
 
 async def known(runs: Runs, run_id: str, chain: LLMChain) -> bool:
     """Whether ``runs``' store has run ``run_id`` (waiting or not)."""
-    try:
-        await runs.load(run_id, chain)
-    except LangHooksError as exc:
-        if exc.type != "invalid_request":  # pragma: no cover - a store's own failure
-            raise
-        return False
-    return True
+    # Awaited as a task of its own, so the store's refusal is read, not thrown
+    # into this coroutine (Python 3.11's tracers lose the lines after a throw).
+    loading = asyncio.ensure_future(runs.load(run_id, chain))
+    await asyncio.wait({loading})
+    problem = loading.exception()
+    if problem is None:
+        return True
+    if not isinstance(problem, LangHooksError) or problem.type != "invalid_request":
+        raise problem  # pragma: no cover - a store's own failure
+    return False
 
 
 @final
