@@ -4,6 +4,7 @@ over HTTP on uvicorn and with the official JavaScript clients."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import re
 import threading
@@ -26,10 +27,21 @@ from langhooks import (
 )
 from langhooks.chain import LLMChain
 from langhooks.cli.demo import ApprovalGate
+from langhooks.events import EventRecord
+from langhooks.integrations._frontends._agui_events import AguiTranslator
+from langhooks.integrations._frontends._app import (
+    LiveRun,
+    Translation,
+    stream_events,
+)
+from langhooks.integrations._frontends._runner import runs_of
 from langhooks.integrations._frontends._shared_state import (
     CONTEXT_HEADER,
     SharedState,
+    StateTranslation,
+    agui_state_events,
     json_patch,
+    shared_work,
     sharing,
     with_context,
 )
@@ -246,6 +258,116 @@ class TestConcurrentTools:
         for delta in deltas:
             state = apply_patch(state, delta)
         assert state == final
+
+
+class CatchingUp:
+    """A frontend's translation that sets ``caught_up`` once it has translated
+    the record made just before a tool runs (``on_tool_pre_execution``)."""
+
+    def __init__(self, inner: Translation, caught_up: threading.Event) -> None:
+        self.inner = inner
+        self.caught_up = caught_up
+
+    def translate(self, record: EventRecord) -> list[dict[str, Any]]:
+        events = self.inner.translate(record)
+        if record.event == "on_tool_pre_execution":
+            self.caught_up.set()
+        return events
+
+    def ends(self, event: Mapping[str, Any]) -> bool:
+        return self.inner.ends(event)
+
+    def waits(self, event: Mapping[str, Any]) -> bool:
+        return self.inner.waits(event)
+
+    def failed(self, exc: BaseException) -> list[dict[str, Any]]:
+        return self.inner.failed(exc)
+
+    @property
+    def run_id(self) -> str | None:
+        return self.inner.run_id
+
+
+def add_to_cart(arguments: Mapping[str, Any]) -> str:
+    """What ``CartAgent``'s tool does to the shared state."""
+    state = shared_state()
+    assert state is not None
+    items = [*state.get()["items"], arguments["item"]]
+    state.update({"items": items, "count": len(items)})
+    return f"{len(items)} items"
+
+
+class TestOrder:
+    """A change is sent right after the last record made before it, however
+    far the event loop has got with the records."""
+
+    @pytest.mark.parametrize("how", ["thread", "concurrent", "async"])
+    def test_a_change_the_loop_sees_late_precedes_the_next_record(
+        self, how: str
+    ) -> None:
+        """The tool changes the state only once the loop has translated the
+        record made before it (it waits for that): the change still comes
+        right before the next record's ``TOOL_CALL_RESULT``, not after it. The
+        tool runs in the run's worker thread (``run()``), in a worker thread
+        of its own (a concurrent sync tool under ``arun()``: the records
+        before it are made there too), or as an async tool on the loop."""
+        caught_up = threading.Event()
+
+        def add(arguments: Mapping[str, Any], context: ToolContext) -> str:
+            assert caught_up.wait(timeout=30)
+            return add_to_cart(arguments)
+
+        async def add_async(arguments: Mapping[str, Any], context: ToolContext) -> str:
+            assert await asyncio.to_thread(caught_up.wait, 30)
+            return add_to_cart(arguments)
+
+        tool = {
+            "thread": Tool("add_item", add),
+            "concurrent": Tool("add_item", add, concurrent=True),
+            "async": Tool("add_item", add_async),
+        }[how]
+        model = ScriptedChatModel(add_turns())
+        chain = LLMChain(model, tools=[tool]).add_messages([Message.user("Hi")])
+        work = runs_of(None, how != "thread", False).fresh(chain, {})
+
+        async def stream() -> list[dict[str, Any]]:
+            state = SharedState(START)
+            live = LiveRun(shared_work(work, state))
+            translator = AguiTranslator(thread_id="t", run_id="r")
+            shared = StateTranslation(translator, state, agui_state_events)
+            translation = CatchingUp(shared, caught_up)
+            return [
+                event
+                async for event in stream_events(live, translation, 30)
+                if event is not None
+            ]
+
+        events = asyncio.run(stream())
+        types = [event["type"] for event in events]
+        result = types.index("TOOL_CALL_RESULT")
+        assert types[result - 1] == "STATE_DELTA"
+        assert apply_patch(START, events[result - 1]["delta"]) == AFTER
+        assert types[-2:] == ["STATE_SNAPSHOT", "RUN_FINISHED"]
+
+    def test_a_change_before_the_first_record_follows_run_started(self) -> None:
+        """A handler's ``on_run_start`` runs before the app's recorder records
+        the run's start: its change comes right after ``RUN_STARTED``, which
+        opens the stream."""
+
+        def starting(chain: Any) -> None:
+            state = shared_state()
+            assert state is not None
+            state.update({"count": 0})
+
+        def agent(messages: Sequence[Message]) -> LLMChain:
+            model = ScriptedChatModel([ScriptedTurn(text="Hi.")])
+            handler = chain_callbacks(on_run_start=starting)
+            return LLMChain(model, callbacks=[handler]).add_messages(messages)
+
+        with serving(create_agui_app(agent=agent)) as url:
+            events = agui_post(url, {**run_input(), "state": START})
+        assert [event["type"] for event in events[:2]] == ["RUN_STARTED", "STATE_DELTA"]
+        assert events[1]["delta"] == [{"op": "add", "path": "/count", "value": 0}]
 
 
 class TestAguiContext:

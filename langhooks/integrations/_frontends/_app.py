@@ -227,12 +227,14 @@ class LiveRun:
         loop = asyncio.get_running_loop()
         self._records: asyncio.Queue[EventRecord] = asyncio.Queue()
         self._recorded = asyncio.Event()
+        recorded = work.recorded
 
         def arrived(record: EventRecord) -> None:
             self._records.put_nowait(record)
             self._recorded.set()
 
         def sink(record: EventRecord) -> None:
+            recorded(record)
             loop.call_soon_threadsafe(arrived, record)
 
         self.done: asyncio.Future[None] = asyncio.ensure_future(

@@ -24,7 +24,7 @@ from ..._persist._stores import MemoryRunStore, awaited_memory
 
 if TYPE_CHECKING:
     from ..._core._result import RunResult
-    from ..._persist._events import EventRecorder
+    from ..._persist._events import EventRecord, EventRecorder
     from ..._persist._pending import PendingRun
     from ..._persist._stores import AsyncRunStore, RunStore
     from ...chain import Decision, LLMChain
@@ -41,15 +41,21 @@ def is_async(chain: LLMChain) -> bool:
     ) or any(tool.is_async for tool in chain.tools)
 
 
+def _unheard(record: EventRecord) -> None:
+    """No one is told of the records."""
+
+
 @attrs.frozen
 class Work:
     """A run to start: ``run`` works it with a recorder among its handlers;
     ``on_loop`` says it is a task of the event loop (cancelling it cancels
     the run) rather than a wait for a worker thread (which cannot be
-    cancelled)."""
+    cancelled); ``recorded`` is told of each record as it is made, in the
+    thread that records it, before the event loop gets it."""
 
     run: Callable[[EventRecorder], Awaitable[None]]
     on_loop: bool
+    recorded: Callable[[EventRecord], None] = _unheard
 
 
 def _run(chain: LLMChain, recorder: EventRecorder, abandon: bool) -> RunResult:

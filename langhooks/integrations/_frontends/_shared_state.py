@@ -89,7 +89,7 @@ class SharedState:
         TypeError, ValueError: ``value`` or ``forwarded_props`` is not JSON.
     """
 
-    __slots__ = ("_changes", "_clock", "_forwarded", "_given", "_lock", "_value")
+    __slots__ = ("_changes", "_forwarded", "_given", "_lock", "_made", "_value")
 
     def __init__(self, value: Any = None, *, forwarded_props: Any = None) -> None:
         self._lock = threading.Lock()
@@ -98,9 +98,11 @@ class SharedState:
         self._forwarded = (
             {} if forwarded_props is None else _json(forwarded_props, "forwarded_props")
         )
-        # Each change with the number of records the run had made by then.
+        # Each change with the number of records the run had made by then,
+        # counted under the lock by ``_recorded``: a record a change's number
+        # does not count reaches the event loop only once the change is here.
         self._changes: list[tuple[int, Any]] = []
-        self._clock: Callable[[], int] = lambda: 0
+        self._made = 0
 
     @property
     def forwarded_props(self) -> Any:
@@ -141,7 +143,7 @@ class SharedState:
 
     def _changed(self, value: Any) -> None:
         self._value = value
-        self._changes.append((self._clock(), copy.deepcopy(value)))
+        self._changes.append((self._made, copy.deepcopy(value)))
 
     # What the apps read (StateTranslation, shared_work): not for tools.
 
@@ -149,9 +151,14 @@ class SharedState:
         """The state the client sent: a copy."""
         return copy.deepcopy(self._given)
 
-    def _count_with(self, clock: Callable[[], int]) -> None:
-        """Stamp each change with ``clock()``: how many records the run made."""
-        self._clock = clock
+    def _recorded(self, record: EventRecord) -> None:
+        """Count ``record`` as made: told by the run's sink in the thread that
+        records, before the record is queued for the event loop. A change is
+        stamped with the records made before it, each of them on its way to
+        the loop already; the records after it reach the loop after it (the
+        lock orders the two)."""
+        with self._lock:
+            self._made = record.seq + 1
 
     def _changes_through(self, count: int) -> list[Any]:
         """The states of the changes made once no more than ``count`` records
@@ -184,14 +191,13 @@ def sharing(state: SharedState) -> Iterator[None]:
 
 def shared_work(work: Work, state: SharedState) -> Work:
     """``work`` with ``state`` shared, its changes counted against the
-    records of the run."""
+    records of the run (each told to ``state`` as it is made)."""
 
     async def run(recorder: EventRecorder) -> None:
-        state._count_with(lambda: recorder.count)
         with sharing(state):
             await work.run(recorder)
 
-    return attrs.evolve(work, run=run)
+    return attrs.evolve(work, run=run, recorded=state._recorded)
 
 
 def with_context(
@@ -283,9 +289,11 @@ class StateTranslation:
     """A protocol's ``Translation`` with the changes of ``state`` added in
     order: a change made after record ``n`` follows that record's events
     (``render(before, after, ending=False)``, the states it was made between;
-    several changes between two records are one); the request's end, after
-    changes, adds ``render(None, last, ending=True)`` before the event that
-    ends it."""
+    several changes between two records are one), also when the loop
+    translated record ``n`` before the change was made: it then leads the
+    events of record ``n + 1``, the same place in the stream. The request's
+    end, after changes, adds ``render(None, last, ending=True)`` before the
+    event that ends it."""
 
     inner: Translation
     state: SharedState
@@ -298,8 +306,14 @@ class StateTranslation:
         self._sent = self.state._sent_by_client()
 
     def translate(self, record: EventRecord) -> Events:
-        """The events of ``record``, with the state's changes."""
-        return self._with_changes(self.inner.translate(record), record.seq + 1)
+        """The events of ``record``, with the state's changes: first those made
+        before it that came after its previous record was translated (none
+        before the run's first event)."""
+        late = [] if self.inner.run_id is None else self._delta(record.seq)
+        return [
+            *late,
+            *self._with_changes(self.inner.translate(record), record.seq + 1),
+        ]
 
     def failed(self, exc: BaseException) -> Events:
         """The events that end a request whose run raised ``exc``, the state's
@@ -319,15 +333,21 @@ class StateTranslation:
         """As the protocol says."""
         return self.inner.run_id
 
+    def _delta(self, through: int) -> Events:
+        """The change events of the changes made before record ``through`` not
+        sent yet (none when they end where the client is)."""
+        changes = self.state._changes_through(through)
+        if not changes or same_json(changes[-1], self._sent):
+            return []
+        added = self.render(self._sent, changes[-1], False)
+        self._sent, self._changed = changes[-1], True
+        return added
+
     def _with_changes(self, events: Events, through: int) -> Events:
         """``events`` with the changes made before record ``through``, placed
         before the event that ends the request, if any."""
         at = next((i for i, e in enumerate(events) if self.inner.ends(e)), None)
-        changes = self.state._changes_through(through)
-        added: Events = []
-        if changes and not same_json(changes[-1], self._sent):
-            added = self.render(self._sent, changes[-1], False)
-            self._sent, self._changed = changes[-1], True
+        added = self._delta(through)
         if at is not None and self._changed:
             added.extend(self.render(None, self._sent, True))
         if not added:
