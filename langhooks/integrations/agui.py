@@ -9,6 +9,10 @@
 - ``shared_state()``: in a tool or handler of a run the app started, the client's
   ``state`` (a ``SharedState``); a change is sent back as ``STATE_DELTA`` and
   ``STATE_SNAPSHOT``.
+- ``client_tool(name, description=..., parameters_schema=...)``: a tool the
+  client runs; the request's ``tools`` (CopilotKit's frontend tools) become client
+  tools by themselves. A run waiting for them finishes with their
+  ``pendingToolCallIds``; the results posted back as tool messages resume it.
 
 Needs the web extra: ``pip install 'langhooks[web]'``.
 """
@@ -26,6 +30,7 @@ except ImportError as _error:  # pragma: no cover - the web extra installs them
 from ._frontends._agui_app import MAX_CONVERSATION_BYTES, create_agui_app
 from ._frontends._agui_events import agui_events
 from ._frontends._app import Agent
+from ._frontends._client_tools import client_tool
 from ._frontends._shared_state import SharedState, shared_state
 
 __all__ = [
@@ -33,6 +38,7 @@ __all__ = [
     "Agent",
     "SharedState",
     "agui_events",
+    "client_tool",
     "create_agui_app",
     "shared_state",
 ]

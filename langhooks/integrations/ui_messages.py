@@ -9,6 +9,9 @@ langhooks runs.
 - ``shared_state()``: in a tool or handler of a run the app started, the client's
   state (a ``SharedState``, from the last ``data-state`` part or the body's
   ``"state"``); a change is sent back as a ``data-state`` part.
+- ``client_tool(name, description=..., parameters_schema=...)``: a tool the
+  client runs (``onToolCall``, answered with ``addToolOutput``): its call goes to
+  the client once review allowed it; the output posted back resumes the run.
 
 Needs the web extra: ``pip install 'langhooks[web]'``.
 """
@@ -24,6 +27,7 @@ except ImportError as _error:  # pragma: no cover - the web extra installs it
     ) from _error
 
 from ._frontends._app import Agent
+from ._frontends._client_tools import client_tool
 from ._frontends._shared_state import SharedState, shared_state
 from ._frontends._ui_message_app import MAX_CONVERSATION_BYTES, create_ui_message_app
 from ._frontends._ui_message_chunks import ui_message_chunks
@@ -32,6 +36,7 @@ __all__ = [
     "MAX_CONVERSATION_BYTES",
     "Agent",
     "SharedState",
+    "client_tool",
     "create_ui_message_app",
     "shared_state",
     "ui_message_chunks",

@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ..._core._messages import LangHooksError, Message, ToolCall, ToolResult
-from ...chain import Decision
+from ...chain import Decision, LLMChain
 from .._auth import (
     Action,
     Authorize,
@@ -39,6 +39,13 @@ from ._app import (
     stream_events,
     waiting_calls,
     waiting_thread,
+)
+from ._client_tools import (
+    ANSWERED,
+    client_answers,
+    client_tool_names,
+    unclaimed_results,
+    with_client_tools,
 )
 from ._records import MESSAGE_ID, RESULT_IDS, approval_id
 from ._runner import Runs, Work, runs_of
@@ -63,6 +70,8 @@ _THREAD: Final = "agui_thread"
 # The key of the ``runId`` of the request that started the run: its messages'
 # and interrupts' ids are made of it, and a resume finds the run by them.
 _RUN: Final = "agui_run"
+# The key of the names of the run's client tools (the request's ``tools``).
+_CLIENTS: Final = "agui_client_tools"
 _HEADERS: Final = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
 
 
@@ -237,9 +246,67 @@ def _named(run: PendingRun) -> str:
     return named if isinstance(named, str) else run.run_id
 
 
+def _started(
+    thread: Mapping[str, Any], given: agui.RunAgentInput, chain: LLMChain
+) -> dict[str, Any]:
+    """The metadata a run of ``chain`` started by ``given`` is stored with: its
+    thread, its ``runId`` and the names of its client tools (a stored chain is
+    loaded with every tool it had: a later request may declare fewer)."""
+    clients = sorted(client_tool_names(chain))
+    return {**thread, _RUN: given.run_id, **({_CLIENTS: clients} if clients else {})}
+
+
+def _with_stored_tools(chain: LLMChain, rows: Sequence[PendingRun]) -> LLMChain:
+    """``chain`` with a client tool for each one the stored ``rows`` were
+    started with that it lacks (by name: a run is loaded with every tool it
+    had)."""
+    stored = {
+        name: (name, "", None)
+        for row in rows
+        for name in row.metadata.get(_CLIENTS, ())
+    }
+    return with_client_tools(chain, stored.values())
+
+
 def _interrupts(run: PendingRun) -> dict[str, str]:
     """The ids of a stored run's interrupts, each with its tool call's id."""
     return {approval_id(_named(run), call.call_id): call.call_id for call in run.calls}
+
+
+def _waiting(
+    thread_id: str,
+    calls: Sequence[ToolCall],
+    client: frozenset[str] = frozenset(),
+    results: Mapping[str, Decision] | None = None,
+) -> Response:
+    """409: ``calls`` wait on the thread and the request neither answers every
+    one nor moves on; what they wait for: answers to interrupts, and the
+    results of the calls the client runs (``client``; ``results`` were
+    posted)."""
+    results = results or {}
+    decide = [call for call in calls if call.call_id not in client]
+    run_them = [
+        call for call in calls if call.call_id in client and call.call_id not in results
+    ]
+    wants: list[str] = []
+    if decide:
+        wants.append(
+            f"answers to its interrupts, tool call(s) {waiting_calls(decide)}: send "
+            f'them as resume, each "resolved" with {{"approved": true}} to run it '
+            f'or {{"approved": false, "reason": "..."}} to decide against it, or '
+            f'"cancelled" to abandon it (the model reads the reason as the '
+            f"tool's result)"
+        )
+    if run_them:
+        wants.append(
+            f"the results of the client tool call(s) {waiting_calls(run_them)} "
+            f"the client runs: post each as a tool message"
+        )
+    return _refusal(
+        409,
+        f"thread {thread_id!r} waits for {' and '.join(wants)}; or send a new "
+        f"user message (it rejects them)",
+    )
 
 
 @final
@@ -294,7 +361,12 @@ class _AguiApp:
         page from (a ``MESSAGES_SNAPSHOT`` with its ``interrupts``)."""
         thread_id = request.path_params["thread_id"]
         found = await waiting_thread(
-            self._authorize, request, self._runs, self._agent, {_THREAD: thread_id}
+            self._authorize,
+            request,
+            self._runs,
+            self._agent,
+            {_THREAD: thread_id},
+            lambda chain, row: _with_stored_tools(chain, [row]),
         )
         if isinstance(found, Response):
             return found
@@ -343,7 +415,7 @@ class _AguiApp:
         # neither told of nor in the way.
         thread = {_THREAD: given.thread_id, **owner_metadata(owner)}
         rows = await self._runs.pending(thread)
-        chain = build_chain(self._agent, messages)
+        chain = self._chain(given, messages, rows)
         if moves_on(chain, rows):
             # A new message rejects the calls that wait, as chat products do.
             try:
@@ -352,22 +424,33 @@ class _AguiApp:
                 if exc.type != "conflict":  # pragma: no cover - a store failure
                     raise
                 return self._refused(given, exc)
-            started = {**thread, _RUN: given.run_id}
+            started = _started(thread, given, chain)
             work = self._runs.fresh(chain, started, abandon=True)
             return await self._stream(given, work, owner)
-        calls = rows[0].calls if rows else chain.pending_tool_calls
-        if calls:
-            # Neither an answer nor a new message: the client chooses.
-            return _refusal(
-                409,
-                f"thread {given.thread_id!r} waits for answers to its interrupts, "
-                f"tool call(s) {waiting_calls(calls)}: send them as resume, each "
-                f'"resolved" with {{"approved": true}} to run it or '
-                f'{{"approved": false, "reason": "..."}} to decide against it, '
-                f'or "cancelled" to abandon it (the model reads the reason as the '
-                f"tool's result), or send a new user message (it rejects them)",
+        if rows:
+            # The frontend's results of the calls it ran resume the run.
+            found = await client_answers(self._runs, rows[0], chain)
+            if found is None:
+                return self._refused(given, LangHooksError("conflict", ANSWERED))
+            client, decisions = found
+            if decisions and len(decisions) == len(rows[0].calls):
+                work = self._runs.resumed(chain, rows[0].run_id, decisions)
+                return await self._stream(given, work, owner, named=_named(rows[0]))
+            return _waiting(given.thread_id, rows[0].calls, client, decisions)
+        unclaimed = unclaimed_results(chain)
+        if unclaimed:
+            conflict = LangHooksError(
+                "conflict",
+                f"no run on thread {given.thread_id!r} waits for the result of "
+                f"client tool call(s) {waiting_calls(unclaimed)}: answered "
+                f"already, expired or never made; nothing was run",
             )
-        work = self._runs.fresh(chain, {**thread, _RUN: given.run_id})
+            return self._refused(given, conflict)
+        if chain.pending_tool_calls:
+            # The conversation posted ends with calls that wait: the client
+            # answers them or moves on.
+            return _waiting(given.thread_id, chain.pending_tool_calls)
+        work = self._runs.fresh(chain, _started(thread, given, chain))
         return await self._stream(given, work, owner)
 
     async def _resumed(
@@ -389,7 +472,18 @@ class _AguiApp:
                 f"nothing was run",
             )
             return self._refused(given, conflict)
-        interrupts = _interrupts(run)
+        chain = self._chain(given, messages, [run])
+        found = await client_answers(self._runs, run, chain)
+        if found is None:
+            return self._refused(given, LangHooksError("conflict", ANSWERED))
+        client, results = found
+        # The calls the client runs are answered by their results, not by
+        # interrupts (it was never sent interrupts for them).
+        interrupts = {
+            key: call_id
+            for key, call_id in _interrupts(run).items()
+            if call_id not in client
+        }
         unknown = sorted(set(answers) - set(interrupts))
         if unknown:
             return _refusal(422, f"interrupt(s) {unknown} do not wait for an answer")
@@ -398,10 +492,37 @@ class _AguiApp:
             return _refusal(
                 422, f"answer every open interrupt: interrupt(s) {missing} wait too"
             )
+        unanswered = sorted(client - results.keys())
+        if unanswered:
+            return _refusal(
+                422,
+                f"post the result of every client tool call with the resume: "
+                f"tool call(s) {unanswered} wait for theirs",
+            )
         decisions = {interrupts[key]: decision for key, decision in answers.items()}
-        chain = build_chain(self._agent, messages)
-        work = self._runs.resumed(chain, run.run_id, decisions)
+        work = self._runs.resumed(chain, run.run_id, {**decisions, **results})
         return await self._stream(given, work, owner, named=_named(run))
+
+    def _chain(
+        self,
+        given: agui.RunAgentInput,
+        messages: list[Message],
+        rows: Sequence[PendingRun] = (),
+    ) -> LLMChain:
+        """The agent's chain for ``messages``, with the request's ``tools`` as
+        client tools (``with_client_tools``), and those the stored ``rows``
+        were started with that this request does not declare.
+
+        Raises:
+            BadRequest: a tool the frontend declared is not one langhooks takes.
+        """
+        chain = build_chain(self._agent, messages)
+        declared = [(t.name, t.description, t.parameters) for t in given.tools or ()]
+        try:
+            chain = with_client_tools(chain, declared)
+        except (TypeError, ValueError) as bad:
+            raise BadRequest(400, f"tools: {bad}") from None
+        return _with_stored_tools(chain, rows)
 
     def _refused(self, given: agui.RunAgentInput, exc: LangHooksError) -> Response:
         translator = AguiTranslator(

@@ -38,6 +38,7 @@ from ._records import (
     ToolProgressed,
     ToolsInterrupted,
     approval_id,
+    awaits_client,
     numbered,
     result_id,
     shown_error,
@@ -118,6 +119,7 @@ class AguiTranslator:
         self._open: Literal["text", "thinking"] | None = None
         self._calls: dict[int, _Call] = {}
         self._interrupts: list[agui.Interrupt] = []
+        self._for_client: list[str] = []
         self._started = False
 
     def translate(self, record: EventRecord) -> list[dict[str, Any]]:
@@ -130,7 +132,7 @@ class AguiTranslator:
     def _step(self, step: Step) -> Iterator[agui.BaseEvent]:
         match step:
             case RunStarted():
-                self._interrupts, self._started = [], True
+                self._interrupts, self._for_client, self._started = [], [], True
                 yield agui.RunStartedEvent(
                     thread_id=self._thread_id, run_id=self._run_id
                 )
@@ -171,7 +173,8 @@ class AguiTranslator:
                         "message": step.message,
                     },
                 )
-            case ToolsInterrupted(calls):
+            case ToolsInterrupted(calls, for_client):
+                self._for_client.extend(call.call_id for call in for_client)
                 self._interrupts.extend(
                     agui.Interrupt(
                         id=approval_id(self._reader.run_id, call.call_id),
@@ -312,6 +315,11 @@ class AguiTranslator:
         if ended.outcome == "interrupted" and self._interrupts:
             yield agui.MessagesSnapshotEvent(messages=_snapshot(ended.messages))
             outcome = agui.RunFinishedInterruptOutcome(interrupts=self._interrupts)
+        elif ended.outcome == "interrupted" and self._for_client:
+            # Only calls the client runs wait: the protocol's pending calls.
+            outcome = agui.RunFinishedSuccessOutcome(
+                pending_tool_call_ids=self._for_client
+            )
         elif ended.outcome == "cancelled":
             outcome = agui.RunFinishedCancelledOutcome()
         yield agui.RunFinishedEvent(
@@ -371,8 +379,10 @@ def thread_snapshot(messages: Sequence[Message], run_id: str) -> dict[str, Any]:
     """A waiting run's thread as the AG-UI read route answers it: the
     ``MESSAGES_SNAPSHOT`` event of its conversation, with the ``interrupts`` a
     resume answers (those ``RUN_FINISHED`` carried when the run stopped), their
-    ids and the messages' made of ``run_id`` as the translation's were."""
+    ids and the messages' made of ``run_id`` as the translation's were, and the
+    ``pendingToolCallIds`` of the calls the client runs (``client_tool``)."""
     conversation = numbered(messages, run_id)
+    waiting = waiting_results(messages)
     interrupts = [
         agui.Interrupt(
             id=approval_id(run_id, result.tool_call_id),
@@ -380,7 +390,8 @@ def thread_snapshot(messages: Sequence[Message], run_id: str) -> dict[str, Any]:
             tool_call_id=result.tool_call_id,
             message=result.display_text or tool_result_text(result),
         )
-        for result in waiting_results(messages)
+        for result in waiting
+        if not awaits_client(result)
     ]
     snapshot = agui.MessagesSnapshotEvent(messages=_snapshot(conversation))
     return {
@@ -388,6 +399,9 @@ def thread_snapshot(messages: Sequence[Message], run_id: str) -> dict[str, Any]:
         "interrupts": [
             interrupt.model_dump(by_alias=True, exclude_none=True)
             for interrupt in interrupts
+        ],
+        "pendingToolCallIds": [
+            result.tool_call_id for result in waiting if awaits_client(result)
         ],
     }
 
@@ -419,6 +433,9 @@ def agui_events(
     ``RUN_FINISHED``, or ``RUN_ERROR`` with the error's type as ``code``. A run
     that waits for a human ends with ``MESSAGES_SNAPSHOT`` and ``RUN_FINISHED``
     whose outcome is an interrupt per waiting call (``reason`` "tool_approval");
+    a run that waits only for calls the client runs (``client_tool``) ends
+    with ``RUN_FINISHED`` whose "success" outcome lists them as
+    ``pendingToolCallIds``;
     a run whose answer was cancelled finishes with the "cancelled" outcome. A
     recording that goes on after an interrupt (its resumed part) starts again
     with ``RUN_STARTED``.

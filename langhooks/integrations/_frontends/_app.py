@@ -95,12 +95,15 @@ async def waiting_thread(
     runs: Runs,
     agent: Agent,
     where: Mapping[str, Any],
+    completed: Callable[[LLMChain, PendingRun], LLMChain] = lambda chain, _: chain,
 ) -> tuple[PendingRun, list[Message]] | Response:
     """The run waiting in ``runs``' store on the thread (or chat) ``where`` names, as
     the read route answers it: its row and conversation, once ``authorize``
     allowed "read" of the thread (run id None, as "start" is asked: the thread
     is the user's own, another user's run under the same id is not found);
-    else the answer that refuses (404: nothing waits)."""
+    else the answer that refuses (404: nothing waits). The run is loaded with
+    the agent's chain as ``completed`` makes it for its row (the tools it was
+    started with)."""
     refused = await allowed(authorize, request, "read", None, runs, where)
     if refused is not None:
         return refused
@@ -112,7 +115,7 @@ async def waiting_thread(
             "nothing waits on this thread: the server keeps a "
             "thread only while its tool calls wait for a human",
         )
-    chain = build_chain(agent, [])
+    chain = completed(build_chain(agent, []), rows[0])
     stored = await runs.load(rows[0].run_id, chain)
     return rows[0], list(stored.messages)
 

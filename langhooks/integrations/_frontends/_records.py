@@ -19,6 +19,7 @@ from ..._persist import _codec
 from ..._persist._records import EventRecord
 
 __all__ = [
+    "CLIENT_TOOL",
     "MESSAGE_ID",
     "RESULT_IDS",
     "ModelCallEnded",
@@ -36,6 +37,7 @@ __all__ = [
     "ToolProgressed",
     "ToolsInterrupted",
     "approval_id",
+    "awaits_client",
     "numbered",
     "result_id",
     "shown_error",
@@ -132,9 +134,12 @@ class ToolProgressed:
 @final
 @attrs.frozen
 class ToolsInterrupted:
-    """Calls a review sent to a human: each call with the review's message."""
+    """Calls that wait: those a review sent to a human, each with the review's
+    message, and those the frontend runs (``for_client``: calls of a
+    ``client_tool`` that review allowed)."""
 
     calls: tuple[tuple[ToolCall, str], ...]
+    for_client: tuple[ToolCall, ...] = ()
 
 
 @final
@@ -180,6 +185,10 @@ MESSAGE_ID: Final = "message_id"
 #: ``Message.metadata`` key of a tool message: the ids a frontend gave its results,
 #: by tool call id.
 RESULT_IDS: Final = "result_ids"
+
+#: ``interrupt_data["kind"]`` of a call that waits for the frontend to run it
+#: (a ``client_tool``'s call), not for a person's decision.
+CLIENT_TOOL: Final = "client_tool"
 
 # The one separator of an approval id: a run id never contains it.
 _SEPARATOR: Final = "/"
@@ -260,6 +269,13 @@ def waiting_results(messages: Sequence[Message]) -> list[ToolResult]:
         for result in message.tool_results
         if result.is_interrupt
     ]
+
+
+def awaits_client(result: ToolResult) -> bool:
+    """Whether ``result`` is the stand-in of a call that waits for the frontend
+    to run it (``CLIENT_TOOL``), not for a person's decision."""
+    data = result.interrupt_data
+    return result.is_interrupt and data is not None and data.get("kind") == CLIENT_TOOL
 
 
 def tool_result_text(result: ToolResult) -> str:
@@ -399,7 +415,9 @@ class RunReader:
             tuple(
                 (calls[r.tool_call_id], r.display_text or tool_result_text(r))
                 for r in results
-            )
+                if not awaits_client(r)
+            ),
+            tuple(calls[r.tool_call_id] for r in results if awaits_client(r)),
         )
 
     def _on_run_complete(self, record: EventRecord) -> Iterator[Step]:

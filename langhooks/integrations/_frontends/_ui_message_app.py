@@ -25,7 +25,7 @@ from ..._core._messages import (
     ToolCall,
     ToolResult,
 )
-from ...chain import Decision
+from ...chain import Decision, LLMChain
 from .._auth import Authorize, check_authorize, owner_metadata, started_by
 from .._web._limits import BadRequest, json_body
 from ._app import (
@@ -41,6 +41,12 @@ from ._app import (
     stream_events,
     waiting_calls,
     waiting_thread,
+)
+from ._client_tools import (
+    ANSWERED,
+    client_answers,
+    client_tool_names,
+    unclaimed_results,
 )
 from ._records import split_approval_id
 from ._runner import Runs, Work, runs_of
@@ -301,6 +307,39 @@ def _approvals(
     return runs.pop(), decisions
 
 
+def _waiting(
+    chat_id: str,
+    calls: Sequence[ToolCall],
+    client: frozenset[str] = frozenset(),
+    results: Mapping[str, Decision] | None = None,
+) -> Response:
+    """409: ``calls`` wait in the chat and the request neither answers every
+    one nor moves on; what they wait for: approvals, and the outputs of the
+    calls the client runs (``client``; ``results`` were posted)."""
+    results = results or {}
+    decide = [call for call in calls if call.call_id not in client]
+    run_them = [
+        call for call in calls if call.call_id in client and call.call_id not in results
+    ]
+    wants: list[str] = []
+    if decide:
+        wants.append(
+            f"answers to its tool approvals, tool call(s) {waiting_calls(decide)}: "
+            f"answer them, each approved to run it, or not approved (with a "
+            f"reason the model reads as the tool's result) to decide against it"
+        )
+    if run_them:
+        wants.append(
+            f"the outputs of the client tool call(s) {waiting_calls(run_them)} "
+            f"the client runs (addToolOutput)"
+        )
+    return _refusal(
+        409,
+        f"chat {chat_id!r} waits for {' and '.join(wants)}; or send a new "
+        f"message (it rejects them)",
+    )
+
+
 @final
 class _UiMessageApp:
     def __init__(
@@ -352,19 +391,30 @@ class _UiMessageApp:
                         raise
                     return _refusal(409, exc.message)
                 work = self._runs.fresh(chain, chat, abandon=True)
-                return await self._stream(work, key, state)
-            calls = waiting[0].calls if waiting else chain.pending_tool_calls
-            if calls:
-                # The unanswered request posted back: neither answer nor message.
+                return await self._stream(work, key, state, chain)
+            if waiting:
+                # The outputs of the calls the client ran resume the run.
+                first = waiting[0]
+                found = await client_answers(self._runs, first, chain)
+                if found is None:
+                    return _refusal(409, ANSWERED)
+                client, results = found
+                if results and len(results) == len(first.calls):
+                    work = self._runs.resumed(chain, first.run_id, results)
+                    return await self._stream(work, key, state, chain)
+                return _waiting(chat_id, first.calls, client, results)
+            unclaimed = unclaimed_results(chain)
+            if unclaimed:
                 return _refusal(
                     409,
-                    f"chat {chat_id!r} waits for answers to its tool approvals, "
-                    f"tool call(s) {waiting_calls(calls)}: answer them, each "
-                    f"approved to run it, or not approved (with a reason the model "
-                    f"reads as the tool's result) to decide against it, or send a "
-                    f"new message (it rejects them)",
+                    f"no run in chat {chat_id!r} waits for the output of client "
+                    f"tool call(s) {waiting_calls(unclaimed)}: answered already, "
+                    f"expired or never made; nothing was run",
                 )
-            return await self._stream(self._runs.fresh(chain, chat), key, state)
+            if chain.pending_tool_calls:
+                # The unanswered request posted back: neither answer nor message.
+                return _waiting(chat_id, chain.pending_tool_calls)
+            return await self._stream(self._runs.fresh(chain, chat), key, state, chain)
         run_id, decisions = approvals
         run = next((p for p in waiting if p.run_id == run_id), None)
         if run is None:
@@ -374,7 +424,12 @@ class _UiMessageApp:
                     409, "these approvals were answered already; nothing was run"
                 )
             return _refusal(404, f"no run waits for approval in chat {chat_id!r}")
-        open_calls = {call.call_id for call in run.calls}
+        found = await client_answers(self._runs, run, chain)
+        if found is None:
+            return _refusal(409, ANSWERED)
+        client, results = found
+        # The calls the client runs are answered by their outputs.
+        open_calls = {call.call_id for call in run.calls} - client
         unknown = sorted(set(decisions) - open_calls)
         if unknown:
             return _refusal(422, f"tool call(s) {unknown} do not wait for approval")
@@ -383,8 +438,15 @@ class _UiMessageApp:
             return _refusal(
                 422, f"answer every approval request: tool call(s) {missing} wait too"
             )
-        work = self._runs.resumed(chain, run_id, decisions)
-        return await self._stream(work, key, state)
+        unanswered = sorted(client - results.keys())
+        if unanswered:
+            return _refusal(
+                422,
+                f"post the output of every client tool call with the approvals: "
+                f"tool call(s) {unanswered} wait for theirs",
+            )
+        work = self._runs.resumed(chain, run_id, {**decisions, **results})
+        return await self._stream(work, key, state, chain)
 
     async def messages(self, request: Request) -> Response:
         """GET /{chat_id}/messages: the chat's waiting run as UI messages."""
@@ -429,13 +491,19 @@ class _UiMessageApp:
         return self._answers.cancel((chat_id, started_by(request)))
 
     async def _stream(
-        self, work: Work, key: tuple[str, str | None], state: SharedState
+        self,
+        work: Work,
+        key: tuple[str, str | None],
+        state: SharedState,
+        chain: LLMChain,
     ) -> Response:
         live = LiveRun(shared_work(work, state))
         refused = await live.begun()
         if isinstance(refused, LangHooksError) and refused.type == "conflict":
             return _refusal(409, refused.message)
-        translator = UiMessageTranslator(expose_errors=self._expose_errors)
+        translator = UiMessageTranslator(
+            expose_errors=self._expose_errors, client_tools=client_tool_names(chain)
+        )
         shared = StateTranslation(translator, state, ui_state_events)
         events = stream_events(live, shared, _HEARTBEAT)
         answer = self._answers.start(key, events, live)

@@ -7,6 +7,7 @@ the tests check every chunk with the SDK's own parser.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, Literal, final
 
@@ -29,6 +30,7 @@ from ._records import (
     ToolProgressed,
     ToolsInterrupted,
     approval_id,
+    awaits_client,
     numbered,
     shown_error,
     tool_result_text,
@@ -64,13 +66,29 @@ class UiMessageTranslator:
     across a resume, so a continuation continues the same message); each model
     call is a step.
 
+    A call of a client tool (one of ``client_tools``) is held at
+    ``tool-input-start`` and its input until the review let it go to the
+    client: its ``tool-input-available`` (on which ``useChat`` calls
+    ``onToolCall``) comes when it waits for the client, once the run is
+    stored, so the client never runs a call a review denied or a person has
+    not approved yet.
+
     Args:
         expose_errors: a failed run's ``error`` chunk says the error's message;
             False says only its code and the run id (``shown_error``).
+        client_tools: the names of the tools the client runs.
     """
 
-    def __init__(self, *, expose_errors: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        expose_errors: bool = True,
+        client_tools: frozenset[str] = frozenset(),
+    ) -> None:
         self._expose = expose_errors
+        self._client_tools = client_tools
+        self._shown: set[str] = set()  # calls whose input was made available
+        self._released: set[str] = set()
         self._reader = RunReader()
         self._answer = "answer"
         self._open: Literal["text", "reasoning"] | None = None
@@ -122,7 +140,13 @@ class UiMessageTranslator:
                         "message": step.message,
                     },
                 }
-            case ToolsInterrupted(calls):
+            case ToolsInterrupted(calls, for_client):
+                for released in for_client:
+                    # Held by this translation, or made in an earlier request
+                    # (a resumed run: the call was approved first).
+                    if released.call_id not in self._shown:
+                        self._released.add(released.call_id)
+                        yield self._available(released)
                 for call, _ in calls:
                     yield {
                         "type": "tool-approval-request",
@@ -148,8 +172,12 @@ class UiMessageTranslator:
 
     def waits(self, chunk: Mapping[str, Any]) -> bool:
         """Whether ``chunk`` waits for the run to return: the ones that end it,
-        and an approval request (its answer must find the run stored)."""
-        return chunk["type"] in _WAITS
+        an approval request and the input of a call the client runs (their
+        answers must find the run stored)."""
+        return chunk["type"] in _WAITS or (
+            chunk["type"] == "tool-input-available"
+            and chunk["toolCallId"] in self._released
+        )
 
     def failed(self, exc: BaseException) -> list[Chunk]:
         """The chunks that end a request whose run raised ``exc``: the open
@@ -226,15 +254,24 @@ class UiMessageTranslator:
         yield from self._switch(None)
         for tool_call in message.tool_calls:
             call = self._matching(tool_call)
+            held = tool_call.name in self._client_tools
+            if held and not call.started and not call.pending:
+                # Its input as a delta: the part shows it while it is held.
+                call.pending = json.dumps(dict(tool_call.arguments))
             call.call_id, call.name = tool_call.call_id, tool_call.name
             yield from self._flush(call)
             call.available = True
-            yield {
-                "type": "tool-input-available",
-                "toolCallId": tool_call.call_id,
-                "toolName": tool_call.name,
-                "input": dict(tool_call.arguments),
-            }
+            if not held:
+                yield self._available(tool_call)
+
+    def _available(self, call: ToolCall) -> Chunk:
+        self._shown.add(call.call_id)
+        return {
+            "type": "tool-input-available",
+            "toolCallId": call.call_id,
+            "toolName": call.name,
+            "input": dict(call.arguments),
+        }
 
     def _matching(self, tool_call: ToolCall) -> _Call:
         """The streamed call ``tool_call`` completes (a new one if none)."""
@@ -282,7 +319,8 @@ def chat_messages(messages: Sequence[Message], run_id: str) -> list[dict[str, An
     last user message as one assistant message whose id is the run's (the id
     its stream gave it, so an approval answered from it continues it), each
     model call a step with its reasoning, text and tool parts; a call that
-    waits is in state ``approval-requested``. System messages stay on the
+    waits for a person is in state ``approval-requested``, one that waits for
+    the client to run it in ``input-available``. System messages stay on the
     server."""
     last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
     out: list[dict[str, Any]] = []
@@ -329,7 +367,7 @@ def _tool_part(
         "toolCallId": call.call_id,
         "input": dict(call.arguments),
     }
-    if result is None:
+    if result is None or awaits_client(result):
         part["state"] = "input-available"
     elif result.is_interrupt:
         part["state"] = "approval-requested"

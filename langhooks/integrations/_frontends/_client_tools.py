@@ -1,0 +1,199 @@
+"""Tools the frontend runs: AG-UI's frontend tools (CopilotKit's frontend actions)
+and the AI SDK's client-side tools (``onToolCall`` / ``addToolOutput``).
+
+A client tool is a ``Tool`` whose function interrupts the run for the frontend.
+The model may call it; the review fold settles the call as any other (a ``Deny``
+answers it, an ``Interrupt`` asks a person first, and the call goes to the
+frontend only once it is allowed); the allowed call's stand-in result waits with
+``interrupt_data["kind"] == "client_tool"`` and the run is stored as any
+interrupted run. The app sends the call to the frontend, whose result comes back
+in the conversation of its next request; the app then resumes the stored run with
+it through the store's claim (a result is used once: a second request with it
+finds no run waiting), as a ``Decision.edit`` whose arguments carry the result
+under ``CLIENT_RESULT``: the call is reviewed again (``human_decision="edit"``)
+and the tool answers with the frontend's result.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from ..._core._messages import LangHooksError, Message, ToolCall, ToolResult
+from ..._core._tools import Tool, ToolContext
+from ...chain import Decision, LLMChain
+from ._records import CLIENT_TOOL, awaits_client, tool_result_text, waiting_results
+
+if TYPE_CHECKING:
+    from ..._persist._pending import PendingRun
+    from ._runner import Runs
+
+__all__ = [
+    "ANSWERED",
+    "CLIENT_RESULT",
+    "client_answers",
+    "client_tool",
+    "client_tool_names",
+    "posted_results",
+    "unclaimed_results",
+    "with_client_tools",
+]
+
+#: The key of a call's arguments under which the app hands a client tool the
+#: frontend's result (``{"content": str, "is_error": bool}``) when it resumes
+#: the run.
+CLIENT_RESULT: Final = "langhooks_client_result"
+#: What a request is told whose run another request answered meanwhile.
+ANSWERED: Final = "the run was answered by another request meanwhile; nothing was run"
+_WAITING: Final = "The user's app runs this tool; its result comes back later."
+
+
+def _awaits_client(arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
+    """A client tool's function: the frontend's result when the app resumed
+    the run with it, else the stand-in of a call that waits for the frontend.
+
+    Raises:
+        TypeError: ``CLIENT_RESULT`` is not what the apps put there.
+    """
+    call = context.call
+    given = arguments.get(CLIENT_RESULT)
+    if given is None:
+        return ToolResult(
+            tool_call_id=call.call_id,
+            name=call.name,
+            content=_WAITING,
+            is_interrupt=True,
+            interrupt_data={"kind": CLIENT_TOOL},
+        )
+    if not (
+        isinstance(given, Mapping)
+        and isinstance(given.get("content"), str)
+        and isinstance(given.get("is_error"), bool)
+    ):
+        raise TypeError(
+            f"{CLIENT_RESULT!r} must be {{'content': str, 'is_error': bool}}, "
+            f"got {given!r}"
+        )
+    return ToolResult(
+        tool_call_id=call.call_id,
+        name=call.name,
+        content=given["content"],
+        is_error=given["is_error"],
+    )
+
+
+def client_tool(
+    name: str,
+    *,
+    description: str = "",
+    parameters_schema: Mapping[str, Any] | None = None,
+) -> Tool:
+    """A tool the frontend runs, for the agent's ``tools``: the model may call
+    it, and an allowed call goes to the frontend (``useChat``'s ``onToolCall``;
+    an AG-UI client's frontend tool) instead of running on the server.
+
+    The AG-UI app adds the request's ``tools`` as client tools itself; declare
+    one here for the AI SDK (whose client does not send its tools), or to give
+    a frontend tool the description and schema the server decides.
+
+    Args:
+        name: what the model calls it (1-64 letters, digits, ``_`` or ``-``).
+        description: what the tool does, for the model.
+        parameters_schema: a JSON Schema object for the arguments.
+
+    Raises:
+        ValueError: a bad name.
+        TypeError: a bad description or schema.
+    """
+    return Tool(
+        name,
+        _awaits_client,
+        description=description,
+        parameters_schema=parameters_schema,
+    )
+
+
+def client_tool_names(chain: LLMChain) -> frozenset[str]:
+    """The names of ``chain``'s client tools."""
+    return frozenset(t.name for t in chain.tools if t.function is _awaits_client)
+
+
+def with_client_tools(
+    chain: LLMChain, tools: Iterable[tuple[str, str, Any]]
+) -> LLMChain:
+    """``chain`` with the frontend's ``tools`` (name, description, JSON Schema)
+    added as client tools. A tool of the agent's with the same name stays: the
+    server decides what runs where.
+
+    Raises:
+        ValueError: a bad name.
+        TypeError: a schema that is not an object.
+    """
+    names = {tool.name for tool in chain.tools}
+    added = [
+        client_tool(name, description=description, parameters_schema=schema)
+        for name, description, schema in tools
+        if name not in names
+    ]
+    return chain.add_tools(added) if added else chain
+
+
+def posted_results(messages: Sequence[Message]) -> dict[str, ToolResult]:
+    """The results the tool messages that end ``messages`` hold (after the
+    last message of another role), by call id; stand-ins of calls that wait
+    are none."""
+    trailing = itertools.takewhile(lambda m: m.role == "tool", reversed(messages))
+    return {
+        result.tool_call_id: result
+        for message in trailing
+        for result in message.tool_results
+        if not result.is_interrupt
+    }
+
+
+def _decision(call: ToolCall, result: ToolResult) -> Decision:
+    given = {"content": tool_result_text(result), "is_error": result.is_error}
+    return Decision.edit({**call.arguments, CLIENT_RESULT: given})
+
+
+async def client_answers(
+    runs: Runs, run: PendingRun, chain: LLMChain
+) -> tuple[frozenset[str], dict[str, Decision]] | None:
+    """The calls of stored ``run`` that wait for the frontend, and the
+    decisions the results posted at the end of ``chain``'s conversation make
+    of them (by call id); None when the run no longer waits for the calls it
+    was listed with (another request answered it since, or the store forgot
+    it)."""
+    try:
+        stored = await runs.load(run.run_id, chain)
+    except LangHooksError as exc:
+        if exc.type != "invalid_request":  # pragma: no cover - a store failure
+            raise
+        return None
+    results = waiting_results(stored.messages)
+    if {r.tool_call_id for r in results} != {call.call_id for call in run.calls}:
+        return None
+    waiting = frozenset(r.tool_call_id for r in results if awaits_client(r))
+    posted = posted_results(chain.messages)
+    calls = {call.call_id: call for call in run.calls}
+    decisions = {
+        call_id: _decision(calls[call_id], posted[call_id])
+        for call_id in sorted(waiting)
+        if call_id in posted
+    }
+    return waiting, decisions
+
+
+def unclaimed_results(chain: LLMChain) -> list[ToolCall]:
+    """The calls of ``chain``'s client tools whose results end its
+    conversation: posted for a run that no longer waits (answered already,
+    expired, never made), which a request must not run on."""
+    names = client_tool_names(chain)
+    posted = posted_results(chain.messages)
+    return [
+        call
+        for message in chain.messages
+        for call in message.tool_calls
+        if call.name in names and call.call_id in posted
+    ]
