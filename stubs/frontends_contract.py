@@ -11,6 +11,7 @@ from starlette.applications import Starlette
 
 from langhooks import Message, ToolContext
 from langhooks.chain import LLMChain, Tool
+from langhooks.integrations import agui, ui_messages
 from langhooks.integrations.agui import SharedState, create_agui_app, shared_state
 from langhooks.integrations.langchain import BridgeWarning
 from langhooks.integrations.redis import AsyncRedisRunStore
@@ -45,3 +46,15 @@ def strict() -> None:
     """A bridge's fail-closed warning is a UserWarning to filter."""
     warnings.simplefilter("error", BridgeWarning)
     assert issubclass(BridgeWarning, UserWarning)
+
+
+def frontend_tools() -> list[Tool]:
+    """A tool the client runs is a Tool, the same from either module."""
+    pick = ui_messages.client_tool(
+        "pick_color",
+        description="Set the page's colour.",
+        parameters_schema={"type": "object", "properties": {}},
+    )
+    assert_type(pick, Tool)
+    assert agui.client_tool is ui_messages.client_tool
+    return [pick, agui.client_tool("ask_user")]
