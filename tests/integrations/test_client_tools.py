@@ -259,9 +259,8 @@ class TestAgui:
             assert read["interrupts"] == []
             conversation = [USER, calls_made(first), tool_message("call_1", PICKED)]
             second = events(client.post(url, json=run_input(conversation, run="r2")))
-            result = next(e for e in second if e["type"] == "TOOL_CALL_RESULT")
-            assert result["content"] == PICKED
-            assert result["metadata"] == {"langhooks.tool_outcome": "output"}
+            # The client has its own tool message: no second one is sent.
+            assert not [e for e in second if e["type"] == "TOOL_CALL_RESULT"]
             assert text(second) == ANSWER
             assert "outcome" not in second[-1]
             assert agent.tool_results_read() == [("call_1", PICKED, False)]
@@ -270,6 +269,18 @@ class TestAgui:
             assert again[-1]["code"] == "conflict"
             assert "pick_color ('call_1')" in again[-1]["message"]
             assert agent.model.remaining == 0
+
+    def test_a_result_posted_without_the_tools_still_resumes(
+        self, client: httpx.Client
+    ) -> None:
+        """The stored run keeps the names of its client tools: a request that
+        declares none still loads and resumes it."""
+        agent = ClientAgent(declare=False)
+        with self.serve(agent) as url:
+            first = events(client.post(url, json=run_input()))
+            conversation = [USER, calls_made(first), tool_message("call_1", PICKED)]
+            posted = run_input(conversation, run="r2", tools=[])
+            assert text(events(client.post(url, json=posted))) == ANSWER
 
     def test_a_failed_client_result_is_an_error_the_model_reads(
         self, client: httpx.Client
@@ -281,8 +292,7 @@ class TestAgui:
             failed = tool_message("call_1", "no colour", error="no colour")
             conversation = [USER, calls_made(first), failed]
             second = events(client.post(url, json=run_input(conversation, run="r2")))
-            result = next(e for e in second if e["type"] == "TOOL_CALL_RESULT")
-            assert result["metadata"] == {"langhooks.tool_outcome": "error"}
+            assert not [e for e in second if e["type"] == "TOOL_CALL_RESULT"]
             assert agent.tool_results_read() == [("call_1", "no colour", True)]
 
     def test_a_denied_call_never_reaches_the_client(self, client: httpx.Client) -> None:
@@ -346,6 +356,8 @@ class TestAgui:
                 )
             )
             assert text(second) == ANSWER
+            results = [e for e in second if e["type"] == "TOOL_CALL_RESULT"]
+            assert [e["toolCallId"] for e in results] == ["call_2"]
             assert agent.weather_runs == 1
             assert sorted(agent.tool_results_read()) == [
                 ("call_1", PICKED, False),
@@ -562,6 +574,8 @@ class TestUiMessages:
             posted = chat([UI_USER, with_output(message, "call_1")])
             second = chunks(client.post(url, json=posted))
             assert second[0] == {"type": "start", "messageId": message["id"]}
+            # The client keeps its own output (an object here), unreplaced.
+            assert not [c for c in second if c["type"].startswith("tool-output")]
             assert ui_text(second) == ANSWER
             assert agent.tool_results_read() == [("call_1", OUTPUT, False)]
             again = client.post(url, json=posted)
@@ -630,6 +644,8 @@ class TestUiMessages:
             assert "get_weather ('call_2')" in early.text
             both = approved(with_output(message, "call_1"))
             second = chunks(client.post(url, json=chat([UI_USER, both])))
+            outputs = [c for c in second if c["type"].startswith("tool-output")]
+            assert [c["toolCallId"] for c in outputs] == ["call_2"]
             assert ui_text(second) == ANSWER
             assert agent.weather_runs == 1
 

@@ -43,9 +43,11 @@ from ._app import (
 from ._client_tools import (
     ANSWERED,
     client_answers,
-    client_tool_names,
+    client_metadata,
     unclaimed_results,
+    waits_for,
     with_client_tools,
+    with_stored_tools,
 )
 from ._records import MESSAGE_ID, RESULT_IDS, approval_id
 from ._runner import Runs, Work, runs_of
@@ -70,8 +72,6 @@ _THREAD: Final = "agui_thread"
 # The key of the ``runId`` of the request that started the run: its messages'
 # and interrupts' ids are made of it, and a resume finds the run by them.
 _RUN: Final = "agui_run"
-# The key of the names of the run's client tools (the request's ``tools``).
-_CLIENTS: Final = "agui_client_tools"
 _HEADERS: Final = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
 
 
@@ -246,28 +246,6 @@ def _named(run: PendingRun) -> str:
     return named if isinstance(named, str) else run.run_id
 
 
-def _started(
-    thread: Mapping[str, Any], given: agui.RunAgentInput, chain: LLMChain
-) -> dict[str, Any]:
-    """The metadata a run of ``chain`` started by ``given`` is stored with: its
-    thread, its ``runId`` and the names of its client tools (a stored chain is
-    loaded with every tool it had: a later request may declare fewer)."""
-    clients = sorted(client_tool_names(chain))
-    return {**thread, _RUN: given.run_id, **({_CLIENTS: clients} if clients else {})}
-
-
-def _with_stored_tools(chain: LLMChain, rows: Sequence[PendingRun]) -> LLMChain:
-    """``chain`` with a client tool for each one the stored ``rows`` were
-    started with that it lacks (by name: a run is loaded with every tool it
-    had)."""
-    stored = {
-        name: (name, "", None)
-        for row in rows
-        for name in row.metadata.get(_CLIENTS, ())
-    }
-    return with_client_tools(chain, stored.values())
-
-
 def _interrupts(run: PendingRun) -> dict[str, str]:
     """The ids of a stored run's interrupts, each with its tool call's id."""
     return {approval_id(_named(run), call.call_id): call.call_id for call in run.calls}
@@ -280,32 +258,25 @@ def _waiting(
     results: Mapping[str, Decision] | None = None,
 ) -> Response:
     """409: ``calls`` wait on the thread and the request neither answers every
-    one nor moves on; what they wait for: answers to interrupts, and the
-    results of the calls the client runs (``client``; ``results`` were
-    posted)."""
-    results = results or {}
-    decide = [call for call in calls if call.call_id not in client]
-    run_them = [
-        call for call in calls if call.call_id in client and call.call_id not in results
-    ]
-    wants: list[str] = []
-    if decide:
-        wants.append(
-            f"answers to its interrupts, tool call(s) {waiting_calls(decide)}: send "
-            f'them as resume, each "resolved" with {{"approved": true}} to run it '
-            f'or {{"approved": false, "reason": "..."}} to decide against it, or '
-            f'"cancelled" to abandon it (the model reads the reason as the '
-            f"tool's result)"
-        )
-    if run_them:
-        wants.append(
-            f"the results of the client tool call(s) {waiting_calls(run_them)} "
-            f"the client runs: post each as a tool message"
-        )
+    one nor moves on (``waits_for`` says what it must send)."""
+    wants = waits_for(
+        calls,
+        client,
+        results or {},
+        decide=(
+            "answers to its interrupts, tool call(s) {calls}: send them as "
+            'resume, each "resolved" with {{"approved": true}} to run it or '
+            '{{"approved": false, "reason": "..."}} to decide against it, or '
+            '"cancelled" to abandon it (the model reads the reason as the '
+            "tool's result)"
+        ),
+        run="the results of the client tool call(s) {calls} the client runs: "
+        "post each as a tool message",
+    )
     return _refusal(
         409,
-        f"thread {thread_id!r} waits for {' and '.join(wants)}; or send a new "
-        f"user message (it rejects them)",
+        f"thread {thread_id!r} waits for {wants}; or send a new user message "
+        f"(it rejects them)",
     )
 
 
@@ -366,7 +337,7 @@ class _AguiApp:
             self._runs,
             self._agent,
             {_THREAD: thread_id},
-            lambda chain, row: _with_stored_tools(chain, [row]),
+            lambda chain, row: with_stored_tools(chain, [row]),
         )
         if isinstance(found, Response):
             return found
@@ -424,7 +395,7 @@ class _AguiApp:
                 if exc.type != "conflict":  # pragma: no cover - a store failure
                     raise
                 return self._refused(given, exc)
-            started = _started(thread, given, chain)
+            started = {**thread, _RUN: given.run_id, **client_metadata(chain)}
             work = self._runs.fresh(chain, started, abandon=True)
             return await self._stream(given, work, owner)
         if rows:
@@ -435,7 +406,13 @@ class _AguiApp:
             client, decisions = found
             if decisions and len(decisions) == len(rows[0].calls):
                 work = self._runs.resumed(chain, rows[0].run_id, decisions)
-                return await self._stream(given, work, owner, named=_named(rows[0]))
+                return await self._stream(
+                    given,
+                    work,
+                    owner,
+                    named=_named(rows[0]),
+                    posted=frozenset(decisions),
+                )
             return _waiting(given.thread_id, rows[0].calls, client, decisions)
         unclaimed = unclaimed_results(chain)
         if unclaimed:
@@ -450,7 +427,8 @@ class _AguiApp:
             # The conversation posted ends with calls that wait: the client
             # answers them or moves on.
             return _waiting(given.thread_id, chain.pending_tool_calls)
-        work = self._runs.fresh(chain, _started(thread, given, chain))
+        started = {**thread, _RUN: given.run_id, **client_metadata(chain)}
+        work = self._runs.fresh(chain, started)
         return await self._stream(given, work, owner)
 
     async def _resumed(
@@ -501,7 +479,9 @@ class _AguiApp:
             )
         decisions = {interrupts[key]: decision for key, decision in answers.items()}
         work = self._runs.resumed(chain, run.run_id, {**decisions, **results})
-        return await self._stream(given, work, owner, named=_named(run))
+        return await self._stream(
+            given, work, owner, named=_named(run), posted=frozenset(results)
+        )
 
     def _chain(
         self,
@@ -522,7 +502,7 @@ class _AguiApp:
             chain = with_client_tools(chain, declared)
         except (TypeError, ValueError) as bad:
             raise BadRequest(400, f"tools: {bad}") from None
-        return _with_stored_tools(chain, rows)
+        return with_stored_tools(chain, rows)
 
     def _refused(self, given: agui.RunAgentInput, exc: LangHooksError) -> Response:
         translator = AguiTranslator(
@@ -539,12 +519,14 @@ class _AguiApp:
         owner: str | None,
         *,
         named: str | None = None,
+        posted: frozenset[str] = frozenset(),
     ) -> Response:
         translator = AguiTranslator(
             thread_id=given.thread_id,
             run_id=given.run_id,
             named=given.run_id if named is None else named,
             expose_errors=self._expose_errors,
+            posted=posted,
         )
         state = SharedState(given.state, forwarded_props=given.forwarded_props)
         live = LiveRun(shared_work(work, state))

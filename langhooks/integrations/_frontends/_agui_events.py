@@ -101,6 +101,9 @@ class AguiTranslator:
             None: the langhooks run id.
         expose_errors: a failed run's ``RUN_ERROR`` says the error's message;
             False says only its code and the run id (``shown_error``).
+        posted: the calls whose results the client posted (calls it ran):
+            no ``TOOL_CALL_RESULT`` repeats them (the client would keep a
+            second tool message).
     """
 
     def __init__(
@@ -110,11 +113,12 @@ class AguiTranslator:
         run_id: str,
         named: str | None = None,
         expose_errors: bool = True,
+        posted: frozenset[str] = frozenset(),
     ) -> None:
         self._thread_id = thread_id
         self._expose = expose_errors
         self._run_id = run_id
-        self._reader = RunReader(named=named)
+        self._reader = RunReader(named=named, posted=posted)
         self._answer = "answer"
         self._open: Literal["text", "thinking"] | None = None
         self._calls: dict[int, _Call] = {}

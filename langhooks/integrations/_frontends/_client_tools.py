@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ..._core._messages import LangHooksError, Message, ToolCall, ToolResult
 from ..._core._tools import Tool, ToolContext
 from ...chain import Decision, LLMChain
+from ._app import waiting_calls
 from ._records import CLIENT_TOOL, awaits_client, tool_result_text, waiting_results
 
 if TYPE_CHECKING:
@@ -33,11 +34,14 @@ __all__ = [
     "ANSWERED",
     "CLIENT_RESULT",
     "client_answers",
+    "client_metadata",
     "client_tool",
     "client_tool_names",
     "posted_results",
     "unclaimed_results",
+    "waits_for",
     "with_client_tools",
+    "with_stored_tools",
 ]
 
 #: The key of a call's arguments under which the app hands a client tool the
@@ -46,6 +50,8 @@ __all__ = [
 CLIENT_RESULT: Final = "langhooks_client_result"
 #: What a request is told whose run another request answered meanwhile.
 ANSWERED: Final = "the run was answered by another request meanwhile; nothing was run"
+# The store metadata key of the names of a run's client tools.
+_CLIENTS: Final = "client_tools"
 _WAITING: Final = "The user's app runs this tool; its result comes back later."
 
 
@@ -139,6 +145,21 @@ def with_client_tools(
     return chain.add_tools(added) if added else chain
 
 
+def client_metadata(chain: LLMChain) -> dict[str, Any]:
+    """What a run of ``chain`` is stored with beside its own metadata: the
+    names of its client tools, if any (a stored run is loaded with every tool
+    it had, and a later request may declare fewer: ``with_stored_tools``)."""
+    names = sorted(client_tool_names(chain))
+    return {_CLIENTS: names} if names else {}
+
+
+def with_stored_tools(chain: LLMChain, rows: Sequence[PendingRun]) -> LLMChain:
+    """``chain`` with a client tool for each one the stored ``rows`` were
+    started with (``client_metadata``) that it lacks."""
+    names = dict.fromkeys(n for row in rows for n in row.metadata.get(_CLIENTS, ()))
+    return with_client_tools(chain, [(name, "", None) for name in names])
+
+
 def posted_results(messages: Sequence[Message]) -> dict[str, ToolResult]:
     """The results the tool messages that end ``messages`` hold (after the
     last message of another role), by call id; stand-ins of calls that wait
@@ -197,3 +218,25 @@ def unclaimed_results(chain: LLMChain) -> list[ToolCall]:
         for call in message.tool_calls
         if call.name in names and call.call_id in posted
     ]
+
+
+def waits_for(
+    calls: Sequence[ToolCall],
+    client: frozenset[str],
+    results: Mapping[str, Decision],
+    *,
+    decide: str,
+    run: str,
+) -> str:
+    """What ``calls`` wait for, for a refusal: ``decide`` (a protocol's way to
+    answer a person's calls; ``{calls}`` names them) for those that wait for
+    a person, ``run`` for those the client runs (``client``) whose results
+    were not posted (``results``)."""
+    person = [call for call in calls if call.call_id not in client]
+    missing = [c for c in calls if c.call_id in client and c.call_id not in results]
+    wants = [
+        text.format(calls=waiting_calls(some))
+        for text, some in ((decide, person), (run, missing))
+        if some
+    ]
+    return " and ".join(wants)

@@ -296,10 +296,15 @@ class RunReader:
         named: what the ids it makes (of messages, of approvals) are made of: a
             frontend's own id for the run (AG-UI's ``runId``); None: the run's
             langhooks id.
+        posted: the calls whose results the frontend posted itself (calls it
+            ran): their outcomes make no step, the frontend has them.
     """
 
-    def __init__(self, *, named: str | None = None) -> None:
+    def __init__(
+        self, *, named: str | None = None, posted: frozenset[str] = frozenset()
+    ) -> None:
         self._named = named
+        self._posted = posted
         self._messages: list[Message] = []
         self._ids: dict[int, str] = {}
         self._attempts: dict[int, int] = {}
@@ -401,10 +406,13 @@ class RunReader:
 
     def _on_tool_execution_completed(self, record: EventRecord) -> Iterator[Step]:
         result = _result(record)
-        yield self._outcome(result, "output")
+        if result.tool_call_id not in self._posted:
+            yield self._outcome(result, "output")
 
     def _on_tool_execution_failed(self, record: EventRecord) -> Iterator[Step]:
         result = _result(record)
+        if result.tool_call_id in self._posted:
+            return
         # A denial or a human rejection is answered without being an error.
         yield self._outcome(result, "error" if result.is_error else "denied")
 

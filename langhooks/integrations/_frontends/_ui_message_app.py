@@ -47,6 +47,7 @@ from ._client_tools import (
     client_answers,
     client_tool_names,
     unclaimed_results,
+    waits_for,
 )
 from ._records import split_approval_id
 from ._runner import Runs, Work, runs_of
@@ -314,29 +315,22 @@ def _waiting(
     results: Mapping[str, Decision] | None = None,
 ) -> Response:
     """409: ``calls`` wait in the chat and the request neither answers every
-    one nor moves on; what they wait for: approvals, and the outputs of the
-    calls the client runs (``client``; ``results`` were posted)."""
-    results = results or {}
-    decide = [call for call in calls if call.call_id not in client]
-    run_them = [
-        call for call in calls if call.call_id in client and call.call_id not in results
-    ]
-    wants: list[str] = []
-    if decide:
-        wants.append(
-            f"answers to its tool approvals, tool call(s) {waiting_calls(decide)}: "
-            f"answer them, each approved to run it, or not approved (with a "
-            f"reason the model reads as the tool's result) to decide against it"
-        )
-    if run_them:
-        wants.append(
-            f"the outputs of the client tool call(s) {waiting_calls(run_them)} "
-            f"the client runs (addToolOutput)"
-        )
+    one nor moves on (``waits_for`` says what it must send)."""
+    wants = waits_for(
+        calls,
+        client,
+        results or {},
+        decide=(
+            "answers to its tool approvals, tool call(s) {calls}: answer them, "
+            "each approved to run it, or not approved (with a reason the model "
+            "reads as the tool's result) to decide against it"
+        ),
+        run="the outputs of the client tool call(s) {calls} the client runs "
+        "(addToolOutput)",
+    )
     return _refusal(
         409,
-        f"chat {chat_id!r} waits for {' and '.join(wants)}; or send a new "
-        f"message (it rejects them)",
+        f"chat {chat_id!r} waits for {wants}; or send a new message (it rejects them)",
     )
 
 
@@ -401,7 +395,9 @@ class _UiMessageApp:
                 client, results = found
                 if results and len(results) == len(first.calls):
                     work = self._runs.resumed(chain, first.run_id, results)
-                    return await self._stream(work, key, state, chain)
+                    return await self._stream(
+                        work, key, state, chain, frozenset(results)
+                    )
                 return _waiting(chat_id, first.calls, client, results)
             unclaimed = unclaimed_results(chain)
             if unclaimed:
@@ -446,7 +442,7 @@ class _UiMessageApp:
                 f"tool call(s) {unanswered} wait for theirs",
             )
         work = self._runs.resumed(chain, run_id, {**decisions, **results})
-        return await self._stream(work, key, state, chain)
+        return await self._stream(work, key, state, chain, frozenset(results))
 
     async def messages(self, request: Request) -> Response:
         """GET /{chat_id}/messages: the chat's waiting run as UI messages."""
@@ -496,13 +492,16 @@ class _UiMessageApp:
         key: tuple[str, str | None],
         state: SharedState,
         chain: LLMChain,
+        posted: frozenset[str] = frozenset(),
     ) -> Response:
         live = LiveRun(shared_work(work, state))
         refused = await live.begun()
         if isinstance(refused, LangHooksError) and refused.type == "conflict":
             return _refusal(409, refused.message)
         translator = UiMessageTranslator(
-            expose_errors=self._expose_errors, client_tools=client_tool_names(chain)
+            expose_errors=self._expose_errors,
+            client_tools=client_tool_names(chain),
+            posted=posted,
         )
         shared = StateTranslation(translator, state, ui_state_events)
         events = stream_events(live, shared, _HEARTBEAT)

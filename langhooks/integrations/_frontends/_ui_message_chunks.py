@@ -77,6 +77,9 @@ class UiMessageTranslator:
         expose_errors: a failed run's ``error`` chunk says the error's message;
             False says only its code and the run id (``shown_error``).
         client_tools: the names of the tools the client runs.
+        posted: the calls whose outputs the client posted (calls it ran): no
+            ``tool-output-*`` chunk repeats them (it would replace the
+            client's own output with the text the model read).
     """
 
     def __init__(
@@ -84,12 +87,13 @@ class UiMessageTranslator:
         *,
         expose_errors: bool = True,
         client_tools: frozenset[str] = frozenset(),
+        posted: frozenset[str] = frozenset(),
     ) -> None:
         self._expose = expose_errors
         self._client_tools = client_tools
         self._shown: set[str] = set()  # calls whose input was made available
         self._released: set[str] = set()
-        self._reader = RunReader()
+        self._reader = RunReader(posted=posted)
         self._answer = "answer"
         self._open: Literal["text", "reasoning"] | None = None
         self._step = False
