@@ -1,6 +1,7 @@
 """The official JavaScript clients against the frontend apps, served by uvicorn on
 127.0.0.1 and driven by Node: ``@ag-ui/client``'s ``HttpAgent`` and AI SDK 6's
-stream readers (``tests/js``, pinned in ``package.json`` and its lock file)."""
+stream readers and chat (``tests/js``, pinned in ``package.json`` and its lock
+file)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ from ._frontend_agent import (
     WeatherAgent,
 )
 from ._web_harness import serving
+from .test_client_tools import ANSWER as CLIENT_ANSWER
+from .test_client_tools import ClientAgent, Review
 
 JS = Path(__file__).parents[1] / "js"
 Scope = MutableMapping[str, Any]
@@ -221,3 +224,89 @@ class TestAiSdkClient:
         # Each stream also sends its closing `data: [DONE]`, which is no chunk.
         parsed = [len(first["chunks"]) + 1, len(second["chunks"]) + 1, 0]
         assert parsed == app.sent
+
+
+PICKED = {"color": "#a0c4ff", "mood": "calm"}
+
+
+class TestAguiClientTool:
+    """``HttpAgent`` with a frontend tool passed in ``runAgent({tools})``: the run
+    finishes with the call pending, the script runs it and runs the agent
+    again with its result."""
+
+    @pytest.mark.parametrize("review", [False, True])
+    def test_the_client_runs_the_tool_once_and_the_model_reads_it(
+        self, review: bool
+    ) -> None:
+        """The client sees ``pendingToolCallIds``, runs the tool once, and its
+        result is what the model reads before the answer; a stale tab posting
+        the same result gets a "conflict" RUN_ERROR. With a review asking
+        first, the interrupt comes before the call reaches the client, and
+        the resume's RUN_FINISHED names it pending."""
+        reviewer = Review(["pick_color"]) if review else None
+        agent = ClientAgent(declare=False, review=reviewer)
+        summary = drive("agui_client_tool.mjs", create_agui_app(agent=agent))
+        assert summary["ran"] == [{"mood": "calm"}]
+        runs = summary["runs"]
+        assert all(r["error"] is None for r in runs)
+        outcomes = [r["finished"]["outcome"] for r in runs]
+        waiting = runs[-2]["finished"]
+        assert waiting["pendingToolCallIds"] == ["call_1"]
+        assert "TOOL_CALL_RESULT" not in runs[-2]["types"]
+        if review:
+            assert outcomes == ["interrupt", "success", "success"]
+            assert summary["approvals"] == ["call_1"]
+            assert "TOOL_CALL_END" in runs[0]["types"]
+            assert reviewer is not None
+            assert reviewer.seen == [None, "approve", "edit"]
+        else:
+            assert outcomes == ["success", "success"]
+            assert summary["approvals"] == []
+        assert runs[-1]["finished"]["pendingToolCallIds"] == []
+        assert summary["answer"] == CLIENT_ANSWER
+        ((call_id, content, is_error),) = agent.tool_results_read()
+        assert (call_id, json.loads(content), is_error) == ("call_1", PICKED, False)
+        repeated = summary["repeated"]
+        assert repeated["types"] == ["RUN_STARTED", "RUN_ERROR"]
+        assert repeated["code"] == "conflict"
+        assert agent.model.remaining == 0
+
+
+class TestAiSdkClientTool:
+    """AI SDK 6's ``AbstractChat`` (what ``useChat`` wraps) with a client-side
+    tool: ``onToolCall`` runs it, ``addToolOutput`` answers, and
+    ``sendAutomaticallyWhen`` posts again."""
+
+    @pytest.mark.parametrize("review", [False, True])
+    def test_on_tool_call_runs_the_tool_once_and_the_model_reads_it(
+        self, review: bool
+    ) -> None:
+        """``onToolCall`` fires once; the automatic re-send resumes the run
+        with the output, which the model reads; the answer continues the same
+        assistant message; the same output posted again is refused (409). With
+        a review asking first, ``onToolCall`` fires only after the approval."""
+        reviewer = Review(["pick_color"]) if review else None
+        agent = ClientAgent(review=reviewer)
+        summary = drive(
+            "ui_message_client_tool.mjs", create_ui_message_app(agent=agent)
+        )
+        assert summary["ran"] == [{"mood": "calm"}]
+        assert (summary["errors"], summary["status"]) == ([], "ready")
+        if review:
+            assert summary["approvals"] == ["call_1"]
+            assert summary["requests"] == [200, 200, 200]
+            assert reviewer is not None
+            assert reviewer.seen == [None, "approve", "edit"]
+        else:
+            assert summary["approvals"] == []
+            assert summary["requests"] == [200, 200]
+        user, assistant = summary["messages"]
+        assert user["role"] == "user"
+        (tool,) = [p for p in assistant["parts"] if p["type"] == "tool-pick_color"]
+        assert (tool["toolCallId"], tool["state"]) == ("call_1", "output-available")
+        assert summary["answer"] == CLIENT_ANSWER
+        ((call_id, content, is_error),) = agent.tool_results_read()
+        assert (call_id, json.loads(content), is_error) == ("call_1", PICKED, False)
+        assert summary["repeated"]["status"] == 409
+        assert "pick_color ('call_1')" in summary["repeated"]["shown"]
+        assert agent.model.remaining == 0
