@@ -58,6 +58,9 @@ from ._frontend_agent import (
     weather_turns,
 )
 from ._web_harness import serving
+from .test_client_tools import ANSWER as COLOR_ANSWER
+from .test_client_tools import QUESTION as COLOR_QUESTION
+from .test_client_tools import ClientAgent
 from .test_shared_state import CartAgent, add_turns
 from .test_web_browser import browser, expect
 
@@ -70,6 +73,8 @@ __all__ = ["browser"]
 PAGES = Path(__file__).parents[1] / "browser"
 PROTOCOLS = ["ui", "agui"]
 LOGGER = "langhooks.integrations.frontends"
+#: What the page's ``pick_color`` tells the model.
+PICKED = "The page is now #a0c4ff."
 
 
 @pytest.fixture(scope="session")
@@ -410,3 +415,41 @@ class TestSharedState:
             {},
             {"items": ["tea"], "count": 1},
         ]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+class TestAToolThePageRuns:
+    """``pick_color`` runs in the page (issue 43, item 2): a ``useChat``
+    client-side tool (``onToolCall`` -> ``addToolOutput``), a CopilotKit-style
+    frontend tool of the AG-UI request (``pendingToolCallIds`` -> a tool
+    message -> the next run)."""
+
+    def test_the_page_runs_the_tool_once_and_the_model_reads_its_result(
+        self, page: Page, chat_pages: Path, protocol: str
+    ) -> None:
+        """The model calls ``pick_color``; the page runs it once (its colour
+        and run count show), posts its result by itself, and the model reads
+        it and answers. The AI SDK's agent declares the client tool; the AG-UI
+        agent has it from the page's request."""
+        agent = ClientAgent(declare=protocol == "ui")
+        app = Site(chat_pages, protocol, agent)
+        with serving(app) as url:
+            page.goto(f"{url}{protocol}.html")
+            send(page, COLOR_QUESTION)
+            expect(assistant_texts(page)).to_have_text([COLOR_ANSWER])
+            expect(page.locator("#chat")).to_have_attribute("data-status", "ready")
+            card = page.locator(".tool")
+            expect(card).to_have_attribute("data-name", "pick_color")
+            expect(card.locator(".output")).to_have_text(PICKED)
+            expect(page.locator("#picked")).to_have_text("#a0c4ff")
+            expect(page.locator("#picked")).to_have_attribute("data-runs", "1")
+            expect(page.locator("body")).to_have_css(
+                "background-color", "rgb(160, 196, 255)"
+            )
+            assert page.evaluate("window.__toolRuns") == 1
+            assert page.locator("#error").count() == 0
+        assert agent.tool_results_read() == [("call_1", PICKED, False)]
+        assert agent.model.remaining == 0
+        # The question, then the page's result: nothing posted again.
+        posts = [s for m, p, s in app.requests if m == "POST"]
+        assert posts == [200, 200]

@@ -2,10 +2,13 @@
 // at /api/agui/. It keeps only the thread id (in the URL): after a reload it
 // reads the waiting thread back (GET /{id}/messages, a MESSAGES_SNAPSHOT with
 // its interrupts), else reconnects to a running answer with connectAgent(),
-// whose connect() is the plain GET /{id}/stream.
+// whose connect() is the plain GET /{id}/stream. Each run declares the tool
+// pick_color (a CopilotKit frontend action): a run that ends waiting for its
+// calls (RUN_FINISHED's pendingToolCallIds) has them run in the page, their
+// results added as tool messages, and the agent run again.
 import { useEffect, useMemo, useState } from "react";
 import { HttpAgent, runHttpRequest, transformHttpEventStream } from "@ag-ui/client";
-import { Bubble, chatId, Composer, ErrorBanner, mount, readThread, StateView, ToolCard } from "./common.jsx";
+import { Bubble, chatId, ColorView, Composer, ErrorBanner, mount, PICK_COLOR, readThread, StateView, ToolCard, usePickColor } from "./common.jsx";
 
 const API = "/api/agui/";
 
@@ -65,7 +68,43 @@ function Chat({ id }) {
   const agent = useMemo(() => new ChatAgent({ url: API, threadId: id }), [id]);
   const [view, refresh, fail] = useAgentView(agent);
   const [ready, setReady] = useState(false);
-  const run = (parameters) => agent.runAgent(parameters).catch(fail);
+  const [picked, pickColor] = usePickColor();
+
+  // The tool message answering one call of the page's tool.
+  const runTool = (call) => {
+    const message = { id: crypto.randomUUID(), role: "tool", toolCallId: call.id };
+    try {
+      return { ...message, content: pickColor(JSON.parse(call.function.arguments)) };
+    } catch (failure) {
+      const error = String(failure.message || failure);
+      return { ...message, content: error, error };
+    }
+  };
+  // A run with the page's tools; when it ends waiting for calls of them, they
+  // run here (each once: a call already answered is not run again) and the
+  // agent runs again with their results.
+  const run = async (parameters = {}) => {
+    let pending = [];
+    const subscriber = {
+      onRunFinishedEvent: (finished) => {
+        pending = finished.outcome === "success" ? finished.pendingToolCallIds : [];
+      },
+    };
+    try {
+      await agent.runAgent({ ...parameters, tools: [PICK_COLOR] }, subscriber);
+    } catch (error) {
+      fail(error);
+      return;
+    }
+    const answered = new Set(agent.messages.filter((m) => m.role === "tool").map((m) => m.toolCallId));
+    const calls = agent.messages
+      .flatMap((m) => (m.role === "assistant" && m.toolCalls) || [])
+      .filter((call) => pending.includes(call.id) && !answered.has(call.id) && call.function.name === PICK_COLOR.name);
+    if (calls.length === 0) return;
+    for (const call of calls) agent.addMessage(runTool(call));
+    refresh();
+    await run();
+  };
 
   useEffect(() => {
     readThread(API, id).then(async (snapshot) => {
@@ -108,6 +147,7 @@ function Chat({ id }) {
         ) : null,
       )}
       <StateView state={view.state} />
+      <ColorView picked={picked} />
       <ErrorBanner error={view.error} />
       <Composer busy={view.running} onSend={send} />
     </main>

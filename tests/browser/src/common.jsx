@@ -2,7 +2,7 @@
 // across a reload), the composer, the error banner and the page shell. A page
 // per protocol renders its messages with these, so a later step (a frontend
 // tool, shared state) is one more component in each page.
-import { useState } from "react";
+import { useCallback, useState } from "react";
 import { createRoot } from "react-dom/client";
 
 /** The chat id from `?chat=`, or a new one written into the URL. */
@@ -65,6 +65,39 @@ export function ToolCard({ name, input, output, waiting, busy, onDecide }) {
         </span>
       )}
     </div>
+  );
+}
+
+/** The tool the page runs (a CopilotKit frontend action; a useChat client-side
+ * tool), as an AG-UI request declares it. */
+export const PICK_COLOR = {
+  name: "pick_color",
+  description: "Pick the page's colour for a mood, in the browser.",
+  parameters: { type: "object", properties: { mood: { type: "string" } }, required: ["mood"] },
+};
+const COLORS = { calm: "#a0c4ff", warm: "#ffc6a0" };
+
+/** `pick_color` run in the page: the page takes the mood's colour, and counts
+ * the tool's runs (`window.__toolRuns`, shown by `ColorView`). Returns
+ * [the colour picked and the runs so far, or null; the tool (input -> the
+ * result text for the model)]. */
+export function usePickColor() {
+  const [picked, setPicked] = useState(null);
+  const pick = useCallback((input) => {
+    const color = COLORS[input && input.mood];
+    if (!color) throw new Error(`no colour for the mood ${JSON.stringify(input && input.mood)}`);
+    window.__toolRuns = (window.__toolRuns || 0) + 1;
+    document.body.style.backgroundColor = color;
+    setPicked({ color, runs: window.__toolRuns });
+    return `The page is now ${color}.`;
+  }, []);
+  return [picked, pick];
+}
+
+/** The colour `pick_color` gave the page, and how many times it ran. */
+export function ColorView({ picked }) {
+  return picked === null ? null : (
+    <p id="picked" data-runs={picked.runs} style={{ backgroundColor: picked.color }}>{picked.color}</p>
   );
 }
 

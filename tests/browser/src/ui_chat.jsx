@@ -1,11 +1,19 @@
 // The AI SDK 6 page: useChat with DefaultChatTransport against
 // create_ui_message_app mounted at /api/ui/. It keeps only the chat id (in the
 // URL): after a reload it reads the waiting thread back (GET /{id}/messages)
-// and resumes a running answer (resume: true, GET /{id}/stream).
+// and resumes a running answer (resume: true, GET /{id}/stream). The tool
+// pick_color runs in the page (onToolCall -> addToolOutput); the chat then goes
+// on by itself (sendAutomaticallyWhen), as it does after an approval.
 import { useEffect, useState } from "react";
 import { useChat } from "@ai-sdk/react";
-import { DefaultChatTransport, isToolUIPart, getToolName, lastAssistantMessageIsCompleteWithApprovalResponses } from "ai";
-import { Bubble, chatId, Composer, ErrorBanner, mount, readThread, StateView, ToolCard } from "./common.jsx";
+import {
+  DefaultChatTransport,
+  isToolUIPart,
+  getToolName,
+  lastAssistantMessageIsCompleteWithApprovalResponses,
+  lastAssistantMessageIsCompleteWithToolCalls,
+} from "ai";
+import { Bubble, chatId, ColorView, Composer, ErrorBanner, mount, PICK_COLOR, readThread, StateView, ToolCard, usePickColor } from "./common.jsx";
 
 const API = "/api/ui/";
 
@@ -29,8 +37,14 @@ function Part({ part, current, busy, decide }) {
   return null;
 }
 
+// Post again once every call of the last step has its approval response or
+// (for a tool the page ran) its output.
+const answered = (options) =>
+  lastAssistantMessageIsCompleteWithApprovalResponses(options) || lastAssistantMessageIsCompleteWithToolCalls(options);
+
 function Chat({ id, saved }) {
-  const { messages, sendMessage, addToolApprovalResponse, status, error } = useChat({
+  const [picked, pickColor] = usePickColor();
+  const { messages, sendMessage, addToolApprovalResponse, addToolOutput, status, error } = useChat({
     id,
     messages: saved,
     // A thread read back waits for approval: no answer of it runs. Otherwise an
@@ -38,7 +52,20 @@ function Chat({ id, saved }) {
     // (Resuming the finished answer too would race with an early Approve.)
     resume: saved.length === 0,
     transport,
-    sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
+    sendAutomaticallyWhen: answered,
+    // The server's tool-input-available of a client tool's call (once review
+    // let it go). Not awaited here: addToolOutput waits for the stream's end.
+    onToolCall: ({ toolCall }) => {
+      if (toolCall.toolName !== PICK_COLOR.name) return;
+      const { toolName: tool, toolCallId } = toolCall;
+      let result;
+      try {
+        result = { output: pickColor(toolCall.input) };
+      } catch (failure) {
+        result = { state: "output-error", errorText: String(failure.message || failure) };
+      }
+      addToolOutput({ tool, toolCallId, ...result });
+    },
   });
   const decide = (approvalId, approved) =>
     addToolApprovalResponse({ id: approvalId, approved, ...(approved ? {} : { reason: "The user said no." }) });
@@ -55,6 +82,7 @@ function Chat({ id, saved }) {
         </Bubble>
       ))}
       <StateView state={state} />
+      <ColorView picked={picked} />
       <ErrorBanner error={error && error.message} />
       <Composer busy={busy} onSend={(text) => sendMessage({ text })} />
     </main>
