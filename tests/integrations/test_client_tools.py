@@ -42,6 +42,7 @@ from langhooks.models import ScriptedChatModel, ScriptedTurn
 from ._frontend_agent import StalePendingStore
 from ._frontend_runs import WholeAnswers, recorded
 from ._web_harness import serving
+from .test_ui_message_app import chat, chunks
 
 QUESTION = "Make the page calm."
 PICKED = "The page is now #a0c4ff."
@@ -453,23 +454,6 @@ UI_USER = {
     "role": "user",
     "parts": [{"type": "text", "text": QUESTION}],
 }
-
-
-def chat(messages: Sequence[Any]) -> dict[str, Any]:
-    """The body ``useChat``'s transport posts."""
-    return {"id": "chat-1", "messages": list(messages), "trigger": "submit-message"}
-
-
-def chunks(response: httpx.Response) -> list[dict[str, Any]]:
-    """The chunks of a UI message stream answer."""
-    assert response.status_code == 200, response.text
-    data = [
-        line.removeprefix("data: ")
-        for line in response.text.splitlines()
-        if line.startswith("data: ")
-    ]
-    assert data[-1] == "[DONE]"
-    return [json.loads(item) for item in data[:-1]]
 
 
 def message_of(

@@ -42,6 +42,7 @@ from ._app import (
 )
 from ._client_tools import (
     ANSWERED,
+    Waiting,
     client_answers,
     client_metadata,
     unclaimed_results,
@@ -72,6 +73,18 @@ _THREAD: Final = "agui_thread"
 # The key of the ``runId`` of the request that started the run: its messages'
 # and interrupts' ids are made of it, and a resume finds the run by them.
 _RUN: Final = "agui_run"
+# What a thread's waiting calls wait for, said in a refusal (``waits_for``).
+_WAITING: Final = Waiting(
+    decide=(
+        "answers to its interrupts, tool call(s) {calls}: send them as resume, "
+        'each "resolved" with {{"approved": true}} to run it or {{"approved": '
+        'false, "reason": "..."}} to decide against it, or "cancelled" to '
+        "abandon it (the model reads the reason as the tool's result)"
+    ),
+    run="the results of the client tool call(s) {calls} the client runs: post "
+    "each as a tool message",
+    new="send a new user message (it rejects them)",
+)
 _HEADERS: Final = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
 
 
@@ -251,35 +264,6 @@ def _interrupts(run: PendingRun) -> dict[str, str]:
     return {approval_id(_named(run), call.call_id): call.call_id for call in run.calls}
 
 
-def _waiting(
-    thread_id: str,
-    calls: Sequence[ToolCall],
-    client: frozenset[str] = frozenset(),
-    results: Mapping[str, Decision] | None = None,
-) -> Response:
-    """409: ``calls`` wait on the thread and the request neither answers every
-    one nor moves on (``waits_for`` says what it must send)."""
-    wants = waits_for(
-        calls,
-        client,
-        results or {},
-        decide=(
-            "answers to its interrupts, tool call(s) {calls}: send them as "
-            'resume, each "resolved" with {{"approved": true}} to run it or '
-            '{{"approved": false, "reason": "..."}} to decide against it, or '
-            '"cancelled" to abandon it (the model reads the reason as the '
-            "tool's result)"
-        ),
-        run="the results of the client tool call(s) {calls} the client runs: "
-        "post each as a tool message",
-    )
-    return _refusal(
-        409,
-        f"thread {thread_id!r} waits for {wants}; or send a new user message "
-        f"(it rejects them)",
-    )
-
-
 @final
 class _AguiApp:
     def __init__(
@@ -413,7 +397,9 @@ class _AguiApp:
                     named=_named(rows[0]),
                     posted=frozenset(decisions),
                 )
-            return _waiting(given.thread_id, rows[0].calls, client, decisions)
+            where = f"thread {given.thread_id!r}"
+            said = waits_for(where, rows[0].calls, _WAITING, client, decisions)
+            return _refusal(409, said)
         unclaimed = unclaimed_results(chain)
         if unclaimed:
             conflict = LangHooksError(
@@ -426,7 +412,8 @@ class _AguiApp:
         if chain.pending_tool_calls:
             # The conversation posted ends with calls that wait: the client
             # answers them or moves on.
-            return _waiting(given.thread_id, chain.pending_tool_calls)
+            where = f"thread {given.thread_id!r}"
+            return _refusal(409, waits_for(where, chain.pending_tool_calls, _WAITING))
         started = {**thread, _RUN: given.run_id, **client_metadata(chain)}
         work = self._runs.fresh(chain, started)
         return await self._stream(given, work, owner)

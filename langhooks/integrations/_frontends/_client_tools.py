@@ -20,6 +20,8 @@ import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+import attrs
+
 from ..._core._messages import LangHooksError, Message, ToolCall, ToolResult
 from ..._core._tools import Tool, ToolContext
 from ...chain import Decision, LLMChain
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ANSWERED",
     "CLIENT_RESULT",
+    "Waiting",
     "client_answers",
     "client_metadata",
     "client_tool",
@@ -220,23 +223,35 @@ def unclaimed_results(chain: LLMChain) -> list[ToolCall]:
     ]
 
 
+@attrs.frozen
+class Waiting:
+    """How a protocol says what calls wait for, in its refusal: ``decide``
+    (how to answer a person's calls; ``{calls}`` names them), ``run`` (how
+    to send the results of the calls the client runs) and ``new`` (how to
+    move on instead)."""
+
+    decide: str
+    run: str
+    new: str
+
+
 def waits_for(
+    where: str,
     calls: Sequence[ToolCall],
-    client: frozenset[str],
-    results: Mapping[str, Decision],
-    *,
-    decide: str,
-    run: str,
+    said: Waiting,
+    client: frozenset[str] = frozenset(),
+    results: Mapping[str, Decision] | None = None,
 ) -> str:
-    """What ``calls`` wait for, for a refusal: ``decide`` (a protocol's way to
-    answer a person's calls; ``{calls}`` names them) for those that wait for
-    a person, ``run`` for those the client runs (``client``) whose results
-    were not posted (``results``)."""
+    """What ``calls`` waiting in ``where`` (a thread, a chat) wait for, as
+    ``said``: an answer for those that wait for a person, a result for those
+    the client runs (``client``) whose results were not posted
+    (``results``)."""
+    posted = results or {}
     person = [call for call in calls if call.call_id not in client]
-    missing = [c for c in calls if c.call_id in client and c.call_id not in results]
+    missing = [c for c in calls if c.call_id in client and c.call_id not in posted]
     wants = [
         text.format(calls=waiting_calls(some))
-        for text, some in ((decide, person), (run, missing))
+        for text, some in ((said.decide, person), (said.run, missing))
         if some
     ]
-    return " and ".join(wants)
+    return f"{where} waits for {' and '.join(wants)}; or {said.new}"

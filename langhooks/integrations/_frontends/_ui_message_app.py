@@ -44,6 +44,7 @@ from ._app import (
 )
 from ._client_tools import (
     ANSWERED,
+    Waiting,
     client_answers,
     client_tool_names,
     unclaimed_results,
@@ -75,6 +76,17 @@ _HEADERS: Final = {
     "X-Accel-Buffering": "no",
     "x-vercel-ai-ui-message-stream": "v1",
 }
+# What a chat's waiting calls wait for, said in a refusal (``waits_for``).
+_WAITING: Final = Waiting(
+    decide=(
+        "answers to its tool approvals, tool call(s) {calls}: answer them, each "
+        "approved to run it, or not approved (with a reason the model reads as "
+        "the tool's result) to decide against it"
+    ),
+    run="the outputs of the client tool call(s) {calls} the client runs "
+    "(addToolOutput)",
+    new="send a new message (it rejects them)",
+)
 _REJECTED: Final = "The user rejected this tool call."
 # Tool part states that carry a call the model made (input-streaming does not yet).
 _CALLED: Final = frozenset(
@@ -308,32 +320,6 @@ def _approvals(
     return runs.pop(), decisions
 
 
-def _waiting(
-    chat_id: str,
-    calls: Sequence[ToolCall],
-    client: frozenset[str] = frozenset(),
-    results: Mapping[str, Decision] | None = None,
-) -> Response:
-    """409: ``calls`` wait in the chat and the request neither answers every
-    one nor moves on (``waits_for`` says what it must send)."""
-    wants = waits_for(
-        calls,
-        client,
-        results or {},
-        decide=(
-            "answers to its tool approvals, tool call(s) {calls}: answer them, "
-            "each approved to run it, or not approved (with a reason the model "
-            "reads as the tool's result) to decide against it"
-        ),
-        run="the outputs of the client tool call(s) {calls} the client runs "
-        "(addToolOutput)",
-    )
-    return _refusal(
-        409,
-        f"chat {chat_id!r} waits for {wants}; or send a new message (it rejects them)",
-    )
-
-
 @final
 class _UiMessageApp:
     def __init__(
@@ -398,7 +384,10 @@ class _UiMessageApp:
                     return await self._stream(
                         work, key, state, chain, frozenset(results)
                     )
-                return _waiting(chat_id, first.calls, client, results)
+                said = waits_for(
+                    f"chat {chat_id!r}", first.calls, _WAITING, client, results
+                )
+                return _refusal(409, said)
             unclaimed = unclaimed_results(chain)
             if unclaimed:
                 return _refusal(
@@ -409,7 +398,10 @@ class _UiMessageApp:
                 )
             if chain.pending_tool_calls:
                 # The unanswered request posted back: neither answer nor message.
-                return _waiting(chat_id, chain.pending_tool_calls)
+                said = waits_for(
+                    f"chat {chat_id!r}", chain.pending_tool_calls, _WAITING
+                )
+                return _refusal(409, said)
             return await self._stream(self._runs.fresh(chain, chat), key, state, chain)
         run_id, decisions = approvals
         run = next((p for p in waiting if p.run_id == run_id), None)
