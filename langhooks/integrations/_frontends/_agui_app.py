@@ -37,16 +37,15 @@ from ._app import (
     moves_on,
     settle_stored,
     stream_events,
-    waiting_calls,
     waiting_thread,
 )
 from ._client_tools import (
     ANSWERED,
+    Resume,
     Waiting,
     client_answers,
     client_metadata,
-    unclaimed_results,
-    waits_for,
+    posted_answers,
     with_client_tools,
     with_stored_tools,
 )
@@ -316,12 +315,7 @@ class _AguiApp:
         page from (a ``MESSAGES_SNAPSHOT`` with its ``interrupts``)."""
         thread_id = request.path_params["thread_id"]
         found = await waiting_thread(
-            self._authorize,
-            request,
-            self._runs,
-            self._agent,
-            {_THREAD: thread_id},
-            lambda chain, row: with_stored_tools(chain, [row]),
+            self._authorize, request, self._runs, self._agent, {_THREAD: thread_id}
         )
         if isinstance(found, Response):
             return found
@@ -382,38 +376,21 @@ class _AguiApp:
             started = {**thread, _RUN: given.run_id, **client_metadata(chain)}
             work = self._runs.fresh(chain, started, abandon=True)
             return await self._stream(given, work, owner)
-        if rows:
-            # The frontend's results of the calls it ran resume the run.
-            found = await client_answers(self._runs, rows[0], chain)
-            if found is None:
-                return self._refused(given, LangHooksError("conflict", ANSWERED))
-            client, decisions = found
-            if decisions and len(decisions) == len(rows[0].calls):
-                work = self._runs.resumed(chain, rows[0].run_id, decisions)
-                return await self._stream(
-                    given,
-                    work,
-                    owner,
-                    named=_named(rows[0]),
-                    posted=frozenset(decisions),
-                )
-            where = f"thread {given.thread_id!r}"
-            said = waits_for(where, rows[0].calls, _WAITING, client, decisions)
-            return _refusal(409, said)
-        unclaimed = unclaimed_results(chain)
-        if unclaimed:
-            conflict = LangHooksError(
-                "conflict",
-                f"no run on thread {given.thread_id!r} waits for the result of "
-                f"client tool call(s) {waiting_calls(unclaimed)}: answered "
-                f"already, expired or never made; nothing was run",
+        # Not a new message: the client's results of the calls it ran resume
+        # the waiting run, or the request is refused.
+        where = f"thread {given.thread_id!r}"
+        settled = await posted_answers(self._runs, rows, chain, where, _WAITING)
+        if isinstance(settled, Resume):
+            work = self._runs.resumed(chain, settled.run_id, settled.decisions)
+            named = _named(rows[0])
+            return await self._stream(
+                given, work, owner, named=named, posted=settled.posted
             )
-            return self._refused(given, conflict)
-        if chain.pending_tool_calls:
-            # The conversation posted ends with calls that wait: the client
-            # answers them or moves on.
-            where = f"thread {given.thread_id!r}"
-            return _refusal(409, waits_for(where, chain.pending_tool_calls, _WAITING))
+        if settled is not None:
+            if settled.conflict:
+                conflict = LangHooksError("conflict", settled.message)
+                return self._refused(given, conflict)
+            return _refusal(409, settled.message)
         started = {**thread, _RUN: given.run_id, **client_metadata(chain)}
         work = self._runs.fresh(chain, started)
         return await self._stream(given, work, owner)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, final
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from ..._core._messages import LangHooksError, Message, ToolCall, ToolResult
+from ..._core._messages import LangHooksError, Message, ToolResult
 from ..._persist._events import EventRecord, EventRecorder
 from ...chain import Decision, LLMChain
 from ...chain._chain import ABANDONED
@@ -33,6 +33,7 @@ from .._auth import (
     owner_metadata,
     started_by,
 )
+from ._client_tools import with_stored_tools
 from ._runner import Runs, Work
 
 if TYPE_CHECKING:
@@ -53,7 +54,6 @@ __all__ = [
     "moves_on",
     "settle_stored",
     "stream_events",
-    "waiting_calls",
     "waiting_thread",
 ]
 
@@ -95,15 +95,14 @@ async def waiting_thread(
     runs: Runs,
     agent: Agent,
     where: Mapping[str, Any],
-    completed: Callable[[LLMChain, PendingRun], LLMChain] = lambda chain, _: chain,
 ) -> tuple[PendingRun, list[Message]] | Response:
     """The run waiting in ``runs``' store on the thread (or chat) ``where`` names, as
     the read route answers it: its row and conversation, once ``authorize``
     allowed "read" of the thread (run id None, as "start" is asked: the thread
     is the user's own, another user's run under the same id is not found);
     else the answer that refuses (404: nothing waits). The run is loaded with
-    the agent's chain as ``completed`` makes it for its row (the tools it was
-    started with)."""
+    the agent's chain and the client tools it was started with
+    (``with_stored_tools``)."""
     refused = await allowed(authorize, request, "read", None, runs, where)
     if refused is not None:
         return refused
@@ -115,14 +114,9 @@ async def waiting_thread(
             "nothing waits on this thread: the server keeps a "
             "thread only while its tool calls wait for a human",
         )
-    chain = completed(build_chain(agent, []), rows[0])
+    chain = with_stored_tools(build_chain(agent, []), rows[:1])
     stored = await runs.load(rows[0].run_id, chain)
     return rows[0], list(stored.messages)
-
-
-def waiting_calls(calls: Sequence[ToolCall]) -> str:
-    """The calls a refusal names: ``name ('call id')``, comma-separated."""
-    return ", ".join(f"{call.name} ({call.call_id!r})" for call in calls)
 
 
 def build_chain(agent: Agent, messages: Sequence[Message]) -> LLMChain:

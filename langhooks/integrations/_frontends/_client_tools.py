@@ -25,7 +25,6 @@ import attrs
 from ..._core._messages import LangHooksError, Message, ToolCall, ToolResult
 from ..._core._tools import Tool, ToolContext
 from ...chain import Decision, LLMChain
-from ._app import waiting_calls
 from ._records import CLIENT_TOOL, awaits_client, tool_result_text, waiting_results
 
 if TYPE_CHECKING:
@@ -35,13 +34,17 @@ if TYPE_CHECKING:
 __all__ = [
     "ANSWERED",
     "CLIENT_RESULT",
+    "Refuse",
+    "Resume",
     "Waiting",
     "client_answers",
     "client_metadata",
     "client_tool",
     "client_tool_names",
+    "posted_answers",
     "posted_results",
     "unclaimed_results",
+    "waiting_calls",
     "waits_for",
     "with_client_tools",
     "with_stored_tools",
@@ -235,6 +238,11 @@ class Waiting:
     new: str
 
 
+def waiting_calls(calls: Sequence[ToolCall]) -> str:
+    """The calls a refusal names: ``name ('call id')``, comma-separated."""
+    return ", ".join(f"{call.name} ({call.call_id!r})" for call in calls)
+
+
 def waits_for(
     where: str,
     calls: Sequence[ToolCall],
@@ -255,3 +263,59 @@ def waits_for(
         if some
     ]
     return f"{where} waits for {' and '.join(wants)}; or {said.new}"
+
+
+@attrs.frozen
+class Resume:
+    """Resume stored run ``run_id`` with ``decisions``: the results the client
+    posted (``posted`` names their calls, which the stream does not repeat)."""
+
+    run_id: str
+    decisions: dict[str, Decision]
+
+    @property
+    def posted(self) -> frozenset[str]:
+        """The calls whose results the client posted."""
+        return frozenset(self.decisions)
+
+
+@attrs.frozen
+class Refuse:
+    """Refuse the request, nothing run: a ``conflict`` (the results were used
+    already) or calls that still wait (409), with what to do in ``message``."""
+
+    conflict: bool
+    message: str
+
+
+async def posted_answers(
+    runs: Runs,
+    rows: Sequence[PendingRun],
+    chain: LLMChain,
+    where: str,
+    said: Waiting,
+) -> Resume | Refuse | None:
+    """What a request that is no new message makes of the calls waiting in
+    ``where`` (a thread, a chat: its stored ``rows``, or ``chain``'s own):
+    the client's results of every call of the first row resume it; results
+    no run waits for, or calls left without an answer, refuse it; None when
+    nothing waits and nothing was posted (a new run)."""
+    if rows:
+        found = await client_answers(runs, rows[0], chain)
+        if found is None:
+            return Refuse(True, ANSWERED)
+        client, results = found
+        if results and len(results) == len(rows[0].calls):
+            return Resume(rows[0].run_id, results)
+        return Refuse(False, waits_for(where, rows[0].calls, said, client, results))
+    unclaimed = unclaimed_results(chain)
+    if unclaimed:
+        return Refuse(
+            True,
+            f"no run in {where} waits for the result of client tool call(s) "
+            f"{waiting_calls(unclaimed)}: answered already, expired or never "
+            f"made; nothing was run",
+        )
+    if chain.pending_tool_calls:
+        return Refuse(False, waits_for(where, chain.pending_tool_calls, said))
+    return None

@@ -39,16 +39,15 @@ from ._app import (
     moves_on,
     settle_stored,
     stream_events,
-    waiting_calls,
     waiting_thread,
 )
 from ._client_tools import (
     ANSWERED,
+    Resume,
     Waiting,
     client_answers,
     client_tool_names,
-    unclaimed_results,
-    waits_for,
+    posted_answers,
 )
 from ._records import split_approval_id
 from ._runner import Runs, Work, runs_of
@@ -372,36 +371,15 @@ class _UiMessageApp:
                     return _refusal(409, exc.message)
                 work = self._runs.fresh(chain, chat, abandon=True)
                 return await self._stream(work, key, state, chain)
-            if waiting:
-                # The outputs of the calls the client ran resume the run.
-                first = waiting[0]
-                found = await client_answers(self._runs, first, chain)
-                if found is None:
-                    return _refusal(409, ANSWERED)
-                client, results = found
-                if results and len(results) == len(first.calls):
-                    work = self._runs.resumed(chain, first.run_id, results)
-                    return await self._stream(
-                        work, key, state, chain, frozenset(results)
-                    )
-                said = waits_for(
-                    f"chat {chat_id!r}", first.calls, _WAITING, client, results
-                )
-                return _refusal(409, said)
-            unclaimed = unclaimed_results(chain)
-            if unclaimed:
-                return _refusal(
-                    409,
-                    f"no run in chat {chat_id!r} waits for the output of client "
-                    f"tool call(s) {waiting_calls(unclaimed)}: answered already, "
-                    f"expired or never made; nothing was run",
-                )
-            if chain.pending_tool_calls:
-                # The unanswered request posted back: neither answer nor message.
-                said = waits_for(
-                    f"chat {chat_id!r}", chain.pending_tool_calls, _WAITING
-                )
-                return _refusal(409, said)
+            # Not a new message: the client's outputs of the calls it ran
+            # resume the waiting run, or the request is refused.
+            where = f"chat {chat_id!r}"
+            settled = await posted_answers(self._runs, waiting, chain, where, _WAITING)
+            if isinstance(settled, Resume):
+                work = self._runs.resumed(chain, settled.run_id, settled.decisions)
+                return await self._stream(work, key, state, chain, settled.posted)
+            if settled is not None:
+                return _refusal(409, settled.message)
             return await self._stream(self._runs.fresh(chain, chat), key, state, chain)
         run_id, decisions = approvals
         run = next((p for p in waiting if p.run_id == run_id), None)
